@@ -1,0 +1,28 @@
+/* err.c: filling ZnErr messages. */
+#include "err.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int zn_err(ZnErr *e, int code, const char *fmt, ...) {
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+        e->code = code;
+    }
+    return code;
+}
+
+int zn_err_prefix(ZnErr *e, const char *fmt, ...) {
+    if (!e) return ZN_E_INTERNAL;
+    char pre[256], old[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof old);
+    snprintf(e->msg, sizeof e->msg, "%s%s", pre, old);
+    return e->code;
+}

@@ -1,0 +1,30 @@
+/* err.h: errors are values. A function that can fail returns 0 on success or a
+ * ZN_E_* code, and fills a ZnErr with what went wrong and where (JSON path,
+ * file and byte offset, rank and step). Nothing in zinc calls abort() or exit()
+ * on bad input; only main() turns an error into an exit status. */
+#ifndef ZN_ERR_H
+#define ZN_ERR_H
+
+enum {
+    ZN_OK = 0,
+    ZN_E_USAGE = 2,     /* bad config, bad flag, bad model spec: exit status 2 */
+    ZN_E_IO = 3,        /* file system */
+    ZN_E_CORRUPT = 4,   /* a file that is not what it claims to be */
+    ZN_E_COMM = 5,      /* a collective failed, or a peer rank failed */
+    ZN_E_NOMEM = 6,     /* allocation failed, or simulated capacity exceeded */
+    ZN_E_NUMERIC = 7,   /* e.g. loss scale at its minimum */
+    ZN_E_INTERNAL = 8,  /* a broken invariant: a bug in zinc */
+};
+
+typedef struct ZnErr {
+    int code;
+    char msg[1024];
+} ZnErr;
+
+/* Sets e (if not NULL) and returns code, so callers can write
+ * `return zn_err(e, ZN_E_USAGE, "...", ...);`. */
+int zn_err(ZnErr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
+int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

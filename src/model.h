@@ -1,0 +1,55 @@
+/* model.h: models zinc trains, written to the layer interface of DESIGN.md:
+ * each layer names its parameters and has forward and backward over a batch.
+ * The engine wraps every layer with gather/release (stage 3) and gradient
+ * hooks (buckets), so it never looks inside a layer.
+ *
+ * The MLP "mlp:D0,D1,...,Dk": k Linear layers D(i) -> D(i+1), ReLU after
+ * every layer but the last, softmax cross-entropy over C = Dk classes.
+ * Parameters in model order: layers.0.weight [D1,D0], layers.0.bias [D1],
+ * layers.1.weight, ... (PyTorch's nn.Linear layout and names). */
+#ifndef ZN_MODEL_H
+#define ZN_MODEL_H
+#include <stdint.h>
+#include "err.h"
+#include "layout.h"
+#include "device.h"
+
+#define ZN_MAX_LAYERS 64
+
+typedef struct {
+    int nlayers;                 /* k */
+    int dims[ZN_MAX_LAYERS + 1]; /* D0..Dk */
+    int nparams;                 /* 2k */
+    ZnParamSpec params[2 * ZN_MAX_LAYERS];
+    /* layer l uses params[layer_param[l][0]] (weight) and [1] (bias); a tied
+       model may point two layers at one param */
+    int layer_param[ZN_MAX_LAYERS][2];
+} ZnModel;
+
+/* Parses "mlp:D0,D1,...,Dk" (k >= 1, each D in 1..1<<20). Errors name the
+ * spec and the offending part: "model spec 'mlp:4,x': 'x' is not a positive integer". */
+int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err);
+/* Widest layer (max D): the "hidden size" used for "auto" bucket sizes. */
+long zn_model_hidden_size(const ZnModel *m);
+long zn_model_numel(const ZnModel *m);
+
+/* Initial value of elements [lo, hi) of param p: uniform in
+ * [-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's nn.Linear default range),
+ * keyed by (seed, param name, element index) only. */
+void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
+
+/* Layer l forward over a batch of B rows: y = x W^T + b (gemm_nt), then a = relu(y)
+ * for all but the last layer (a may equal NULL for the last layer: the
+ * logits are y). x [B, D_l], y and a [B, D_{l+1}]. */
+void zn_layer_forward(const ZnKernels *k, const ZnModel *m, int l, int B,
+                      const float *W, const float *b, const float *x, float *y, float *a);
+/* Layer l backward. dout: gradient w.r.t. the layer's output (for hidden
+ * layers the gradient w.r.t. a = relu(y); for the last layer w.r.t. the
+ * logits). a: the layer's ReLU output (NULL for the last layer). Writes
+ * dW [D_{l+1}, D_l] = dy^T x, db = colsum(dy), and dx [B, D_l] = dy W unless
+ * dx == NULL. scratch: B * D_{l+1} floats (holds dy). */
+void zn_layer_backward(const ZnKernels *k, const ZnModel *m, int l, int B,
+                       const float *W, const float *x, const float *a, const float *dout,
+                       float *dW, float *db, float *dx, float *scratch);
+
+#endif
