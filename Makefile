@@ -54,5 +54,35 @@ demo: $(BUILD)/zinc
 test: tests
 	@sh ci/run_tests.sh $(BUILD)
 
+# Coverage: the suite built with gcov, a gcovr report (HTML under
+# coverage/html, text summary in coverage/summary.txt) and the per-stage table
+# (coverage/stages.txt).
+coverage:
+	$(MAKE) BUILD=build-cov OPT=-O0 EXTRA_CFLAGS="--coverage -fprofile-update=atomic" \
+	        EXTRA_LDFLAGS=--coverage tests
+	sh coverage/run.sh build-cov
+
+# Valgrind: memcheck over the unit tests and a short run of every stage,
+# helgrind and DRD over the simulator's threads.
+memcheck:
+	$(MAKE) BUILD=build-vg OPT=-O1 tests
+	sh ci/memcheck.sh build-vg
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite.
+sanitize:
+	$(MAKE) BUILD=build-asan OPT=-O1 \
+	        EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	        EXTRA_LDFLAGS="-fsanitize=address,undefined" tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh ci/run_tests.sh build-asan
+
+# Benchmarks print ratios measured side by side in one run; never asserted.
+$(BUILD)/bench: tests/bench.c $(BUILD)/libzinc.a $(HDRS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDLIBS)
+bench: $(BUILD)/bench
+	$(BUILD)/bench
+
+test-gpu:
+	@echo "zinc: make test-gpu needs the CUDA engine, which this build does not have yet" >&2; exit 1
+
 clean:
 	rm -rf build build-* coverage/html coverage/*.txt coverage/*.json

@@ -23,6 +23,12 @@ int zn_err_prefix(ZnErr *e, const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s%s", pre, old);
+    /* prefix, then as much of the old message as still fits */
+    size_t np = strlen(pre), no = strnlen(old, sizeof old - 1);
+    if (np > sizeof e->msg - 1) np = sizeof e->msg - 1;
+    if (no > sizeof e->msg - 1 - np) no = sizeof e->msg - 1 - np;
+    memcpy(e->msg, pre, np);
+    memcpy(e->msg + np, old, no);
+    e->msg[np + no] = 0;
     return e->code;
 }

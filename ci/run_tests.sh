@@ -1,0 +1,63 @@
+#!/bin/sh
+# Runs the whole suite against the build in $1 (default build): every unit-test
+# binary (cmocka), the conformance cases (zinc spec run), the CLI checks and
+# the spec-coverage check. Prints each part's own lines, then one total:
+#   zinc: N passed, N failed
+# Exits non-zero if anything failed or a test binary crashed.
+B=${1:-build}
+ZINC=$B/zinc
+export ZINC
+pass=0
+fail=0
+crashed=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+count() {   # $1 = passed, $2 = failed
+  pass=$((pass + $1)); fail=$((fail + $2))
+}
+
+for t in "$B"/tests/test_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  "$t" >"$log" 2>&1
+  rc=$?
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -n 1)
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -n 1)
+  p=${p:-0}; f=${f:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    crashed="$crashed $name(rc=$rc)"
+    f=1
+  fi
+  [ "$f" -ne 0 ] && cat "$log"
+  echo "$name: $p passed, $f failed"
+  count "$p" "$f"
+done
+
+"$ZINC" spec run >"$log" 2>&1
+rc=$?
+grep -v '^ok ' "$log"
+p=$(sed -n 's/^spec: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
+f=$(sed -n 's/^spec: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
+p=${p:-0}; f=${f:-0}
+[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed spec-run(rc=$rc)"; f=1; }
+count "$p" "$f"
+
+sh tests/cli_test.sh >"$log" 2>&1
+rc=$?
+grep -v '^ok ' "$log"
+p=$(sed -n 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
+f=$(sed -n 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
+p=${p:-0}; f=${f:-0}
+[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed cli(rc=$rc)"; f=1; }
+count "$p" "$f"
+
+if "$ZINC" spec coverage >"$log" 2>&1; then
+  tail -n 1 "$log"; count 1 0
+else
+  cat "$log"; count 0 1
+fi
+
+[ -n "$crashed" ] && echo "crashed or failed without a report:$crashed"
+echo "zinc: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,29 @@
+#!/bin/sh
+# make coverage: run the suite on the gcov build in $1, write the gcovr
+# reports, then the per-stage table (coverage/stages.txt).
+B=${1:-build-cov}
+set -u
+find "$B" -name '*.gcda' -delete
+status=0
+sh ci/run_tests.sh "$B" || status=1
+mkdir -p coverage/html
+G="gcovr -r . --object-directory $B --filter src/ --filter sim/ --exclude-unreachable-branches"
+$G --json coverage/coverage.json
+gcovr -a coverage/coverage.json --html-details coverage/html/index.html --html-title "zinc coverage"
+gcovr -a coverage/coverage.json --txt coverage/lines.txt
+gcovr -a coverage/coverage.json --txt -b coverage/branches.txt
+echo "== line coverage per file (coverage/lines.txt)"
+cat coverage/lines.txt
+echo "== branch coverage per file (coverage/branches.txt)"
+cat coverage/branches.txt
+# per stage: the conformance runs of that stage alone, and how much of the
+# stage's own code (engine functions named stageK_* / stageJK_*) they reach
+: >coverage/stages.tsv
+for s in 0 1 2 3; do
+  find "$B" -name '*.gcda' -delete
+  ZINC_SPEC_STAGE=$s "$B/zinc" spec run >/dev/null 2>&1
+  $G --json "coverage/stage$s.json"
+  python3 coverage/stage_table.py "$s" "coverage/stage$s.json" src/engine.c >>coverage/stages.tsv
+done
+python3 coverage/stage_table.py --print coverage/stages.tsv | tee coverage/stages.txt
+exit $status

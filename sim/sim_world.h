@@ -1,0 +1,103 @@
+/* sim_world.h: inside the simulator (private to the sim sources). The world holds
+ * one SimRank per rank and one posted record per rank; sim_world.c runs the
+ * rank threads and the rendezvous, sim_comm.c implements the collectives on
+ * top of it, sim_reduce.c holds the reduction kernels.
+ *
+ * Protocol of one collective (spec Z-SIM-006..009):
+ *   1. the rank checks its own arguments, then writes its record into
+ *      posts[rank] (op, dtype, counts, root, tag, buffers);
+ *   2. sync (may fail: a peer failed or exited, the world is broken);
+ *   3. every rank compares all records with rank 0's (sequence check);
+ *   4. every rank computes its own output by reading the posted buffers;
+ *   5. a final sync, after which nobody reads a peer's buffers or record, so
+ *      each rank may return and reuse them.
+ * Between steps 2 and 5 no sync can fail: every rank is inside the same
+ * collective, running only simulator code, so all of them reach step 5. */
+#ifndef ZN_SIM_WORLD_H
+#define ZN_SIM_WORLD_H
+#include <pthread.h>
+#include "sim.h"
+
+#define ZN_SIM_MAX_WORLD 4096
+/* Elements reduced at a time: a tile per tree level stays in L1/L2. */
+#define ZN_SIM_TILE 2048
+
+typedef enum {
+    SIM_IDLE = 0,     /* outside zn_sim_run */
+    SIM_RUNNING,
+    SIM_DONE_OK,      /* fn returned 0 */
+    SIM_FAILED,       /* fn returned an error of its own */
+    SIM_FAILED_PEER,  /* fn returned an error after the sim reported a peer's failure to it */
+} SimRankState;
+
+typedef struct {
+    ZnCollOp op;
+    ZnDtype dt;
+    ZnRedOp red;
+    long count;          /* all_reduce, broadcast: elements; reduce_scatter, all_gather: sum of counts */
+    const long *counts;  /* reduce_scatter, all_gather: the caller's array */
+    int root;
+    const char *tag;     /* the caller's string; valid while it is inside the call */
+    const void *send;    /* input base (all_reduce, broadcast: the buffer) */
+    void *recv;          /* output base */
+    long call;           /* 1-based index of this collective in the rank's run */
+} SimPost;
+
+typedef struct SimRank {
+    ZnComm comm;          /* handed out by zn_sim_comm; comm.impl points back here */
+    ZnSimWorld *w;
+    int rank;
+    /* touched only by the rank's own thread while a run is in progress */
+    long calls;
+    int peer_err;         /* the sim returned "rank R failed/exited" to this rank */
+    void *tree_buf;       /* reduction tiles, one per tree level */
+    size_t tree_cap;
+    void *out_buf;        /* private result when it may not go straight to recv */
+    size_t out_cap;
+    /* written by the rank's thread before it sets state under w->mu */
+    int rc;
+    ZnErr err;            /* the ZnErr its fn receives */
+    /* guarded by w->mu */
+    SimRankState state;
+    pthread_t thread;
+} SimRank;
+
+struct ZnSimWorld {
+    int world;
+    SimRank *ranks;
+    SimPost *posts;       /* posts[r] written by rank r only, before its first sync */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* guarded by mu */
+    long gen;             /* completed syncs; a waiter leaves when it changes */
+    int arrived;          /* ranks waiting in the current sync */
+    int in_run;
+    int nfinished;        /* ranks whose fn has returned (or never started) */
+    int mismatch;         /* a sequence check failed: every later call fails too */
+    ZnErr mismatch_err;
+    int exit_seen_rank;   /* first rank told "rank R exited ..." (-1: none) */
+    ZnErr exit_seen_err;
+    ZnRankFn fn;          /* set before threads start, read-only during the run */
+    void *arg;
+};
+
+const char *sim_op_name(ZnCollOp op);
+/* Fills rk->comm: rank, world, impl and the collective entry points. */
+void sim_comm_init(SimRank *rk);
+/* Steps 1-2: posts p and waits for every rank (or a failure). */
+int sim_sync_enter(SimRank *rk, const SimPost *p, ZnErr *err);
+/* A sync after step 2: cannot fail. */
+void sim_sync(SimRank *rk);
+/* Records a sequence mismatch (after the final sync) so later calls fail. */
+void sim_set_mismatch(ZnSimWorld *w, const ZnErr *e);
+/* Grows a private buffer to need bytes. */
+int sim_reserve(void **buf, size_t *cap, size_t need, ZnErr *err);
+
+/* Tiles one reduction needs: one per tree level plus the accumulator. */
+size_t sim_tree_bytes(int world);
+/* out[0..len) = the tree reduction (Z-SIM-002/003) of elements
+ * [off, off+len) of every rank's posts[q].send, in dtype dt. */
+void sim_reduce_range(const SimPost *posts, int world, ZnDtype dt, ZnRedOp red,
+                      long off, long len, void *out, void *tiles);
+
+#endif

@@ -1,0 +1,32 @@
+/* cli.h: the zinc command line. Each subcommand is a function taking
+ * (argc, argv) after the subcommand name and returning the exit status:
+ * 0 success, 1 a check failed or training failed at run time, 2 bad usage,
+ * bad config or bad model spec (one clear message on stderr). */
+#ifndef ZN_CLI_H
+#define ZN_CLI_H
+#include "config.h"
+#include "model.h"
+#include "run.h"
+
+int zn_cmd_train(int argc, char **argv);
+int zn_cmd_spec(int argc, char **argv);
+
+/* The flags shared by train, compare and the spec runner: parsed into a
+ * ready-to-run ZnRunOpts (config resolved for the world size). */
+typedef struct {
+    const char *config_path;
+    const char *model_spec;
+    const char *log_path;
+    long steps;               /* -1 unset */
+    long print_every;         /* -1 unset */
+    ZnConfigArgs args;
+} ZnTrainFlags;
+
+void zn_train_flags_init(ZnTrainFlags *f);
+/* Consumes the flag at argv[*i] (and its value) if it is a train flag;
+ * returns 1 if consumed, 0 if not a train flag, -1 on a bad value (err set). */
+int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err);
+/* Resolves flags into run options (reads the config file). */
+int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err);
+
+#endif

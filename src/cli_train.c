@@ -1,0 +1,138 @@
+/* cli_train.c: `zinc train` and the flags it shares with the other tools. */
+#include "cli.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The built-in run a new user gets from a bare `zinc train`. */
+#define ZN_DEFAULT_MODEL "mlp:32,64,64,10"
+#define ZN_DEFAULT_WORLD 4
+#define ZN_DEFAULT_STEPS 100
+#define ZN_DEFAULT_PRINT 10
+static const char *default_config =
+    "{\"train_micro_batch_size_per_gpu\": 16,"
+    " \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 0.001}},"
+    " \"zero_optimization\": {\"stage\": 3}}";
+
+void zn_train_flags_init(ZnTrainFlags *f) {
+    memset(f, 0, sizeof *f);
+    f->steps = -1;
+    f->print_every = -1;
+    zn_config_args_init(&f->args);
+    f->args.world_size = -1;
+}
+
+static int parse_long(const char *flag, const char *s, long lo, long hi, long *out, ZnErr *err) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return zn_err(err, ZN_E_USAGE, "%s: expected an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *flag, const char *s, double lo, double *out, ZnErr *err) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo)
+        return zn_err(err, ZN_E_USAGE, "%s: expected a number >= %g, got '%s'", flag, lo, s);
+    *out = v;
+    return 0;
+}
+
+int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
+    const char *a = argv[*i];
+    static const char *known[] = {"--config", "--world-size", "--stage", "--model", "--steps",
+                                  "--seed", "--train-batch-size", "--micro-batch", "--grad-accum",
+                                  "--lr", "--steps-per-print", "--log", NULL};
+    int k = -1;
+    for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
+    if (k < 0) return 0;
+    if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
+    const char *v = argv[++*i];
+    long n;
+    int rc = 0;
+    switch (k) {
+    case 0: f->config_path = v; break;
+    case 1: if (!(rc = parse_long(a, v, 1, 4096, &n, err))) f->args.world_size = (int)n; break;
+    case 2: if (!(rc = parse_long(a, v, 0, 3, &n, err))) f->args.stage = (int)n; break;
+    case 3: f->model_spec = v; break;
+    case 4: rc = parse_long(a, v, 0, 100000000, &f->steps, err); break;
+    case 5: rc = parse_long(a, v, 0, 0x7fffffffL, &f->args.seed, err); break;
+    case 6: rc = parse_long(a, v, 1, 1L << 30, &f->args.train_batch_size, err); break;
+    case 7: rc = parse_long(a, v, 1, 1L << 30, &f->args.micro_batch, err); break;
+    case 8: rc = parse_long(a, v, 1, 1L << 30, &f->args.grad_accum, err); break;
+    case 9: rc = parse_double(a, v, 0.0, &f->args.lr, err); break;
+    case 10: rc = parse_long(a, v, 0, 1L << 30, &f->print_every, err); break;
+    case 11: f->log_path = v; break;
+    }
+    return rc ? -1 : 1;
+}
+
+int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err) {
+    memset(o, 0, sizeof *o);
+    int rc = zn_model_parse(f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL, &o->model, err);
+    if (rc) return rc;
+    ZnConfigArgs args = f->args;
+    if (args.world_size < 1) args.world_size = ZN_DEFAULT_WORLD;
+    args.hidden_size = zn_model_hidden_size(&o->model);
+    if (f->config_path && !config_text)
+        rc = zn_config_load(f->config_path, &args, &o->cfg, err);
+    else if (config_text)
+        rc = zn_config_parse(config_text, strlen(config_text), f->config_path ? f->config_path : "config",
+                             &args, &o->cfg, err);
+    else
+        rc = zn_config_parse(default_config, strlen(default_config), "built-in config", &args, &o->cfg, err);
+    if (rc) return rc;
+    /* what this build does not train yet is refused, never silently ignored */
+    if (o->cfg.model_dtype != ZN_F32)
+        return zn_err(err, ZN_E_USAGE, "%s training is not available in this build: zinc trains fp32 only",
+                      zn_dtype_name(o->cfg.model_dtype));
+    if (o->cfg.canonical)
+        return zn_err(err, ZN_E_USAGE, "zinc.canonical: canonical mode is not available in this build");
+    if (o->cfg.zero.offload_optimizer.device != ZN_OFFLOAD_NONE || o->cfg.zero.offload_param.device != ZN_OFFLOAD_NONE)
+        return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_*: offload is not available in this build");
+    if (o->cfg.sched.type != ZN_SCHED_NONE)
+        return zn_err(err, ZN_E_USAGE, "scheduler: learning-rate schedules are not available in this build");
+    o->world = args.world_size;
+    o->steps = f->steps >= 0 ? f->steps : ZN_DEFAULT_STEPS;
+    o->print_every = f->print_every >= 0 ? f->print_every
+                   : o->cfg.steps_per_print > 0 ? o->cfg.steps_per_print : ZN_DEFAULT_PRINT;
+    o->log_path = f->log_path;
+    return 0;
+}
+
+int zn_cmd_train(int argc, char **argv) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    ZnErr err = {0};
+    for (int i = 0; i < argc; i++) {
+        int c = zn_train_flag(&f, argc, argv, &i, &err);
+        if (c < 0) goto usage_error;
+        if (c == 0) {
+            zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for 'zinc train'", argv[i]);
+            goto usage_error;
+        }
+    }
+    ZnRunOpts o;
+    if (zn_train_resolve(&f, NULL, &o, &err)) goto usage_error;
+    o.out = stdout;
+    printf("zinc train: %s, stage %d, world size %d (simulated), micro batch %ld, grad accum %ld, "
+           "train batch %ld, %ld steps\n",
+           f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world, o.cfg.micro_batch,
+           o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
+    ZnRunResult res;
+    if (zn_run(&o, &res, &err)) {
+        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        return err.code == ZN_E_USAGE ? 2 : 1;
+    }
+    zn_run_result_free(&res);
+    return 0;
+usage_error:
+    fprintf(stderr, "zinc: error: %s\n", err.msg);
+    return 2;
+}

@@ -1,0 +1,78 @@
+/* engine.h: the SPMD training engine. One ZnEngine per rank; each calls its
+ * comm and its device and never asks which backend it runs on. Stages 0-3
+ * differ only in what the layout says each rank owns and in when gradients
+ * are reduced and parameters gathered (spec Z-ENG-*). */
+#ifndef ZN_ENGINE_H
+#define ZN_ENGINE_H
+#include <stdint.h>
+#include "config.h"
+#include "model.h"
+#include "data.h"
+#include "layout.h"
+#include "comm.h"
+#include "device.h"
+#include "optim.h"
+
+typedef struct {
+    double loss;        /* mean loss over the global batch */
+    double grad_norm;   /* unscaled, pre-clip global L2 norm of the averaged gradient */
+    double lr;          /* learning rate the step used */
+    int skipped;        /* the optimizer step was skipped (overflow) */
+    long samples;       /* samples seen after this step */
+} ZnStepResult;
+
+typedef struct ZnEngine {
+    const ZnConfig *cfg;
+    const ZnModel *model;
+    const ZnData *data;
+    ZnComm *comm;
+    ZnDevice *dev;
+    const ZnKernels *k;
+    int rank, world, stage;
+    ZnLayout L;
+    ZnAdamParams adam;
+
+    /* stages 0-2: the flat working copy of all parameters (flat order) */
+    float *flat_params;
+    /* stages 0/1: full gradient accumulated over micro-steps (flat order) */
+    float *flat_grads;
+    /* stage 3: this rank's flat partition of the working parameters */
+    float *param_part;
+    float **full;           /* stage 3: gathered full parameters (pn*W) or NULL */
+    int *persistent;        /* stage 3: params never released (Z-ENG-S3-persist) */
+    int *keep_after_fwd;    /* stage 3, per layer: reused within max_reuse_distance */
+
+    /* optimizer partition: master weights, gradients, Adam moments */
+    long part_n;
+    float *master;          /* stage 0: aliases flat_params */
+    float *grad_part;       /* stage 0: flat_grads; stage 1: flat_grads + r*S_p */
+    float *exp_avg, *exp_avg_sq;
+
+    float *bucket_buf;      /* reduce bucket (stages 2/3, stage 1 with round robin) */
+    long bucket_cap;
+    int next_bucket, next_entry;   /* where the next gradient hook writes */
+    float *grad_scratch;    /* per-layer dW|db from backward */
+
+    long opt_step;          /* optimizer steps applied (Adam's t) */
+    long global_step;       /* steps taken, skipped ones included */
+    long global_samples;
+    int micro;              /* micro-step within the current optimizer step */
+} ZnEngine;
+
+int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
+                   ZnComm *comm, ZnDevice *dev, ZnErr *err);
+void zn_engine_free(ZnEngine *E);
+
+/* One optimizer step: gradient_accumulation_steps micro-steps of forward and
+ * backward on this rank's micro-batches of global step E->global_step, the
+ * reductions the stage prescribes, then the optimizer. */
+int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err);
+
+/* Collective: every rank receives the full fp32 master parameters in model
+ * order (total_numel floats; padding stripped). */
+int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err);
+
+/* FNV-1a 64 over the little-endian bytes of the parameters in model order. */
+uint64_t zn_digest(const float *params, long n);
+
+#endif

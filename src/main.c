@@ -1,0 +1,41 @@
+/* main.c: `zinc <command> [flags]`. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+#define ZN_VERSION "0.1.0"
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "zinc " ZN_VERSION ": a test-suite-first reference implementation of ZeRO\n"
+        "\n"
+        "usage: zinc <command> [flags]\n"
+        "  train      train on the simulator (no flags: stage 3 on 4 simulated ranks)\n"
+        "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
+        "             uncovered clauses (zinc spec coverage)\n"
+        "  version    print the version\n"
+        "\n"
+        "zinc train [--config FILE] [--world-size N] [--stage 0-3] [--model mlp:D0,D1,...,Dk]\n"
+        "           [--steps S] [--seed X] [--train-batch-size B] [--micro-batch M]\n"
+        "           [--grad-accum G] [--lr LR] [--steps-per-print K] [--log FILE.csv]\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return zn_cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "spec")) return zn_cmd_spec(argc - 2, argv + 2);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("zinc %s\n", ZN_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "zinc: error: unknown command '%s' (try 'zinc help')\n", cmd);
+    return 2;
+}

@@ -1,0 +1,38 @@
+/* run.h: a whole simulated training run -- N rank threads, one engine each --
+ * with the step lines, the CSV log and everything the tests and the spec
+ * runner check afterwards (losses, final parameters, digest, counters). */
+#ifndef ZN_RUN_H
+#define ZN_RUN_H
+#include <stdio.h>
+#include <stdint.h>
+#include "config.h"
+#include "model.h"
+#include "comm.h"
+#include "device.h"
+
+typedef struct {
+    ZnConfig cfg;          /* resolved for `world` */
+    ZnModel model;
+    int world;
+    long steps;
+    FILE *out;             /* step lines and the digest line; NULL = silent */
+    long print_every;      /* 0: no step lines */
+    const char *log_path;  /* per-step CSV, or NULL */
+} ZnRunOpts;
+
+typedef struct {
+    long steps;
+    double *loss, *grad_norm, *lr;   /* [steps] */
+    long numel;
+    float *params;                   /* final fp32 parameters, model order */
+    uint64_t digest;
+    int world;
+    ZnCommStats *comm_init, *comm_end; /* [world]: after init, after the last step */
+    ZnMemStats *mem_end;             /* [world]: device memory after the last step */
+    double wall_s;
+} ZnRunResult;
+
+int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
+void zn_run_result_free(ZnRunResult *res);
+
+#endif

@@ -1,0 +1,433 @@
+/* spec_runner.c: `zinc spec run [CASE...]` runs the data-driven conformance
+ * cases of spec/cases/ (every .json file) on the simulator; `zinc spec coverage` lists the
+ * clauses of spec/SPEC.md that no case or test names.
+ *
+ * A case:
+ *   {"id": "...", "clauses": ["Z-ENG-001", ...], "description": "...",
+ *    "model": "mlp:8,16,5", "steps": 20, "world": 3,
+ *    "config": {DeepSpeed config} | "config_text": "raw text",
+ *    "runs": [{"stage": 0}, {"stage": 1, "config": {patch}}, ...],
+ *    "expect": {"bitwise": true, "close": {"loss_rtol": r, "param_atol": a},
+ *               "loss_falls": {"first_near_lnC": t, "ratio": q},
+ *               "comm_volume": true, "memory": true, "error": "substring"}}
+ * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
+ * steps, config (deep-merged into the case's config). */
+#include "cli.h"
+#include "layout.h"
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUNS 32
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
+    fclose(f);
+    if (buf) { buf[n] = 0; if (len) *len = (size_t)n; }
+    return buf;
+}
+
+/* patch's keys replace base's, recursively for objects */
+static void merge(cJSON *base, const cJSON *patch) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, patch) {
+        cJSON *old = cJSON_GetObjectItemCaseSensitive(base, it->string);
+        if (old && cJSON_IsObject(old) && cJSON_IsObject(it)) { merge(old, it); continue; }
+        if (old) cJSON_DeleteItemFromObjectCaseSensitive(base, it->string);
+        cJSON_AddItemToObject(base, it->string, cJSON_Duplicate(it, 1));
+    }
+}
+
+static long jint(const cJSON *o, const char *k, long dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
+}
+static double jnum(const cJSON *o, const char *k, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+static const char *jstr(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+typedef struct {
+    ZnRunOpts opts;
+    ZnRunResult res;
+    int rc;
+    ZnErr err;
+} CaseRun;
+
+/* Expected bytes a rank sends per optimizer step for gradient reduction and
+ * parameter gathering: the ZeRO paper's 2Ψ(N-1)/N (stages 0-2) and
+ * 3Ψ(N-1)/N (stage 3), Ψ counted with the layout's padding (spec Z-COMM-001). */
+static int check_comm(const CaseRun *r, char *why, size_t wn) {
+    const ZnRunOpts *o = &r->opts;
+    ZnLayout L;
+    ZnErr e;
+    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
+    if (zn_layout_build(&L, o->model.params, o->model.nparams, o->world, o->cfg.zero.stage, &lo, &e)) {
+        snprintf(why, wn, "layout: %s", e.msg);
+        return 1;
+    }
+    const int N = o->world, stage = o->cfg.zero.stage;
+    long psi = stage == 0 ? L.total_numel : stage <= 2 ? L.aligned_numel : L.s3_rank_numel * N;
+    double factor = stage == 3 ? 3.0 : 2.0;
+    long nb = L.nbuckets;
+    zn_layout_free(&L);
+    double expect = factor * (double)psi * (N - 1) / N * 4.0 * (double)o->steps;
+    double total = 0;
+    for (int k = 0; k < N; k++) {
+        long c0, s0, r0, c1, s1, r1, g0, gs0, gr0, g1, gs1, gr1;
+        zn_comm_tag_totals(&r->res.comm_init[k], "grad_reduce", &c0, &s0, &r0);
+        zn_comm_tag_totals(&r->res.comm_end[k], "grad_reduce", &c1, &s1, &r1);
+        zn_comm_tag_totals(&r->res.comm_init[k], "param_gather", &g0, &gs0, &gr0);
+        zn_comm_tag_totals(&r->res.comm_end[k], "param_gather", &g1, &gs1, &gr1);
+        double sent = (double)(s1 - s0 + gs1 - gs0);
+        total += sent;
+        /* stage 0 all-reduces unpadded buckets: a rank's share may differ
+           from the mean by the rounding of one chunk per bucket */
+        double slack = stage == 0 ? 2.0 * 4.0 * (double)nb * (double)o->steps : 0.0;
+        if (fabs(sent - expect) > slack) {
+            snprintf(why, wn, "rank %d sent %.0f bytes for gradients and parameters in %ld steps, "
+                     "expected %.0f (%.0fΨ(N-1)/N, Ψ=%ld, N=%d)", k, sent, o->steps, expect, factor, psi, N);
+            return 1;
+        }
+    }
+    if (fabs(total - expect * N) > 0.5) {
+        snprintf(why, wn, "ranks sent %.0f bytes together, expected %.0f", total, expect * N);
+        return 1;
+    }
+    return 0;
+}
+
+/* Model-state bytes per rank and category after training (spec Z-MEM-010). */
+static int check_memory(const CaseRun *r, char *why, size_t wn) {
+    const ZnRunOpts *o = &r->opts;
+    ZnLayout L;
+    ZnErr e;
+    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
+    if (zn_layout_build(&L, o->model.params, o->model.nparams, o->world, o->cfg.zero.stage, &lo, &e)) {
+        snprintf(why, wn, "layout: %s", e.msg);
+        return 1;
+    }
+    const int N = o->world, stage = o->cfg.zero.stage;
+    long want[ZN_MEM_NCAT] = {0};
+    if (stage == 0) {
+        long P = L.total_numel * 4;
+        want[ZN_MEM_PARAMS16] = P; want[ZN_MEM_GRADS] = P;
+        want[ZN_MEM_EXP_AVG] = P; want[ZN_MEM_EXP_AVG_SQ] = P;
+    } else if (stage <= 2) {
+        long P = L.aligned_numel * 4, Pn = P / N;
+        want[ZN_MEM_PARAMS16] = P;
+        want[ZN_MEM_GRADS] = stage == 1 ? P : Pn;
+        want[ZN_MEM_MASTER32] = Pn; want[ZN_MEM_EXP_AVG] = Pn; want[ZN_MEM_EXP_AVG_SQ] = Pn;
+    } else {
+        long Pn = L.s3_rank_numel * 4;
+        want[ZN_MEM_PARAMS16] = Pn; want[ZN_MEM_GRADS] = Pn;
+        want[ZN_MEM_MASTER32] = Pn; want[ZN_MEM_EXP_AVG] = Pn; want[ZN_MEM_EXP_AVG_SQ] = Pn;
+        /* persistent params stay gathered */
+        long persisted = 0;
+        for (int p = 0; p < L.nparams; p++) {
+            long n = L.params[p].numel;
+            if (n <= o->cfg.zero.param_persistence_threshold &&
+                persisted + n <= o->cfg.zero.model_persistence_threshold) {
+                persisted += n;
+                want[ZN_MEM_PARAMS16] += L.s3_pn[p] * N * 4;
+            }
+        }
+    }
+    zn_layout_free(&L);
+    static const ZnMemCat cats[] = {ZN_MEM_PARAMS16, ZN_MEM_MASTER32, ZN_MEM_GRADS, ZN_MEM_EXP_AVG, ZN_MEM_EXP_AVG_SQ};
+    for (int k = 0; k < N; k++)
+        for (size_t c = 0; c < sizeof cats / sizeof cats[0]; c++)
+            if (r->res.mem_end[k].cur[cats[c]] != want[cats[c]]) {
+                snprintf(why, wn, "rank %d holds %ld bytes of %s, the stage-%d formula says %ld", k,
+                         r->res.mem_end[k].cur[cats[c]], zn_mem_cat_name(cats[c]), stage, want[cats[c]]);
+                return 1;
+            }
+    return 0;
+}
+
+static int same_bits_d(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* ZINC_SPEC_STAGE=k (used by `make coverage` for the per-stage table) runs
+ * only the runs of stage k and checks no expectations. */
+static int stage_filter(void) {
+    const char *s = getenv("ZINC_SPEC_STAGE");
+    return s && *s ? atoi(s) : -1;
+}
+
+/* Runs one case; returns 0 pass, 1 fail (why filled). */
+static int run_case(const cJSON *cs, char *why, size_t wn) {
+    const int only = stage_filter();
+    const cJSON *expect = cJSON_GetObjectItemCaseSensitive(cs, "expect");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
+    const char *experr = jstr(expect, "error");
+    int nruns = cJSON_IsArray(runs) ? cJSON_GetArraySize(runs) : 1;
+    if (nruns < 1 || nruns > MAX_RUNS) { snprintf(why, wn, "bad 'runs'"); return 1; }
+    CaseRun *cr = calloc((size_t)nruns, sizeof *cr);
+    if (!cr) { snprintf(why, wn, "out of memory"); return 1; }
+    int fail = 0;
+    for (int i = 0; i < nruns && !fail; i++) {
+        const cJSON *run = cJSON_IsArray(runs) ? cJSON_GetArrayItem(runs, i) : NULL;
+        ZnTrainFlags f;
+        zn_train_flags_init(&f);
+        f.model_spec = jstr(run, "model") ? jstr(run, "model") : jstr(cs, "model");
+        f.steps = jint(run, "steps", jint(cs, "steps", 10));
+        f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
+        f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
+        f.args.grad_accum = jint(run, "grad_accum", jint(cs, "grad_accum", -1));
+        f.args.micro_batch = jint(run, "micro_batch", jint(cs, "micro_batch", -1));
+        f.args.train_batch_size = jint(run, "train_batch_size", jint(cs, "train_batch_size", -1));
+        char *text = NULL;
+        const char *raw = jstr(cs, "config_text");
+        if (raw) {
+            text = strdup(raw);
+        } else {
+            cJSON *base = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cs, "config"), 1);
+            if (!base) base = cJSON_CreateObject();
+            const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
+            if (patch) merge(base, patch);
+            text = cJSON_PrintUnformatted(base);
+            cJSON_Delete(base);
+        }
+        f.config_path = "case-config";
+        cr[i].rc = zn_train_resolve(&f, text, &cr[i].opts, &cr[i].err);
+        free(text);
+        if (only >= 0) {   /* coverage mode: exercise, do not judge */
+            if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !zn_run(&cr[i].opts, &cr[i].res, &cr[i].err))
+                zn_run_result_free(&cr[i].res);
+            cr[i].rc = 1;
+            continue;
+        }
+        if (!cr[i].rc) {
+            cr[i].opts.out = NULL;
+            cr[i].rc = zn_run(&cr[i].opts, &cr[i].res, &cr[i].err);
+        }
+        if (experr) {
+            if (!cr[i].rc) { snprintf(why, wn, "run %d succeeded, expected an error containing '%s'", i, experr); fail = 1; }
+            else if (!strstr(cr[i].err.msg, experr)) {
+                snprintf(why, wn, "run %d: error '%s' does not contain '%s'", i, cr[i].err.msg, experr); fail = 1;
+            } else if (jint(expect, "exit", 2) == 2 && cr[i].err.code != ZN_E_USAGE) {
+                snprintf(why, wn, "run %d: error '%s' is not a usage error (exit 2)", i, cr[i].err.msg); fail = 1;
+            }
+        } else if (cr[i].rc) {
+            snprintf(why, wn, "run %d failed: %s", i, cr[i].err.msg);
+            fail = 1;
+        }
+    }
+    if (!fail && !experr && only < 0) {
+        const CaseRun *a = &cr[0];
+        const cJSON *close = cJSON_GetObjectItemCaseSensitive(expect, "close");
+        const cJSON *falls = cJSON_GetObjectItemCaseSensitive(expect, "loss_falls");
+        for (int i = 1; i < nruns && !fail; i++) {
+            const CaseRun *b = &cr[i];
+            if (b->res.steps != a->res.steps || b->res.numel != a->res.numel) {
+                snprintf(why, wn, "run %d has a different shape than run 0", i);
+                fail = 1;
+                break;
+            }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "bitwise"))) {
+                for (long t = 0; t < a->res.steps && !fail; t++)
+                    if (!same_bits_d(a->res.loss[t], b->res.loss[t])) {
+                        snprintf(why, wn, "run %d step %ld: loss %.17g != run 0's %.17g", i, t + 1,
+                                 b->res.loss[t], a->res.loss[t]);
+                        fail = 1;
+                    }
+                for (long j = 0; j < a->res.numel && !fail; j++)
+                    if (memcmp(&a->res.params[j], &b->res.params[j], 4)) {
+                        snprintf(why, wn, "run %d: parameter element %ld is %.9g, run 0 has %.9g", i, j,
+                                 b->res.params[j], a->res.params[j]);
+                        fail = 1;
+                    }
+                if (!fail && a->res.digest != b->res.digest) {
+                    snprintf(why, wn, "run %d: digest differs", i);
+                    fail = 1;
+                }
+            }
+            if (close && !fail) {
+                double lr = jnum(close, "loss_rtol", 0), pa = jnum(close, "param_atol", 0);
+                for (long t = 0; t < a->res.steps && !fail; t++)
+                    if (fabs(a->res.loss[t] - b->res.loss[t]) > lr * fabs(a->res.loss[t])) {
+                        snprintf(why, wn, "run %d step %ld: loss %.9g vs %.9g beyond rtol %g", i, t + 1,
+                                 b->res.loss[t], a->res.loss[t], lr);
+                        fail = 1;
+                    }
+                for (long j = 0; j < a->res.numel && !fail; j++)
+                    if (fabs((double)a->res.params[j] - b->res.params[j]) > pa) {
+                        snprintf(why, wn, "run %d: parameter element %ld: %.9g vs %.9g beyond atol %g", i, j,
+                                 b->res.params[j], a->res.params[j], pa);
+                        fail = 1;
+                    }
+            }
+        }
+        for (int i = 0; i < nruns && !fail; i++) {
+            const CaseRun *r = &cr[i];
+            if (falls) {
+                int C = r->opts.model.dims[r->opts.model.nlayers];
+                double first = r->res.loss[0], last = r->res.loss[r->res.steps - 1];
+                double tol = jnum(falls, "first_near_lnC", 0.5), q = jnum(falls, "ratio", 0.9);
+                if (fabs(first - log((double)C)) > tol || !(last < q * first)) {
+                    snprintf(why, wn, "run %d: loss went %.6f -> %.6f (ln C = %.4f): expected to start near "
+                             "ln C and fall below %.2f of the first", i, first, last, log((double)C), q);
+                    fail = 1;
+                }
+            }
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "comm_volume")))
+                fail = check_comm(r, why, wn);
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "memory")))
+                fail = check_memory(r, why, wn);
+        }
+    }
+    for (int i = 0; i < nruns; i++) if (!cr[i].rc) zn_run_result_free(&cr[i].res);
+    free(cr);
+    return fail;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* the .json files of spec/cases, sorted */
+static int list_cases(const char *dir, char ***out) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0, cap = 64;
+    char **v = malloc((size_t)cap * sizeof *v);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json")) continue;
+        if (n == cap) { cap *= 2; char **nv = realloc(v, (size_t)cap * sizeof *v); if (!nv) break; v = nv; }
+        char *p = malloc(strlen(dir) + l + 2);
+        if (!p) break;
+        sprintf(p, "%s/%s", dir, de->d_name);
+        v[n++] = p;
+    }
+    closedir(d);
+    if (v) qsort(v, (size_t)n, sizeof *v, cmp_str);
+    *out = v;
+    return n;
+}
+
+static int spec_run(int argc, char **argv) {
+    char **files = NULL;
+    int n = 0, own = 0;
+    if (argc > 0) { files = argv; n = argc; }
+    else {
+        n = list_cases("spec/cases", &files);
+        own = 1;
+        if (n < 0) { fprintf(stderr, "zinc: error: cannot open spec/cases (run from the repository root)\n"); return 2; }
+    }
+    int passed = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        char *text = read_file(files[i], &len);
+        if (!text) { printf("FAIL %s: cannot read\n", files[i]); failed++; continue; }
+        const char *end = NULL;
+        cJSON *doc = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+        if (!cJSON_IsArray(doc) && !cJSON_IsObject(doc)) {
+            printf("FAIL %s: not JSON (byte %ld)\n", files[i], end ? (long)(end - text) : -1L);
+            failed++;
+        } else {
+            /* a file holds one case or an array of cases */
+            int m = cJSON_IsArray(doc) ? cJSON_GetArraySize(doc) : 1;
+            for (int k = 0; k < m; k++) {
+                const cJSON *cs = cJSON_IsArray(doc) ? cJSON_GetArrayItem(doc, k) : doc;
+                const char *id = jstr(cs, "id");
+                char why[1400] = "";
+                int f = run_case(cs, why, sizeof why);
+                if (f) { printf("FAIL %s [%s]: %s\n", id ? id : "?", files[i], why); failed++; }
+                else { printf("ok   %s\n", id ? id : "?"); passed++; }
+                fflush(stdout);
+            }
+        }
+        cJSON_Delete(doc);
+        free(text);
+    }
+    if (own) { for (int i = 0; i < n; i++) free(files[i]); free(files); }
+    printf("spec: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* Clause ids defined in SPEC.md ("**Z-ABC-123**") and mentioned elsewhere. */
+static int collect_ids(const char *text, char ids[][24], int cap, int defs_only) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, "Z-")); p++) {
+        if (defs_only && (p < text + 2 || strncmp(p - 2, "**", 2))) continue;
+        const char *q = p + 2;
+        while ((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
+        if (*q != '-') continue;
+        q++;
+        const char *dstart = q;
+        while (*q >= '0' && *q <= '9') q++;
+        if (q - dstart != 3 || q - p >= 24) continue;
+        char id[24];
+        memcpy(id, p, (size_t)(q - p));
+        id[q - p] = 0;
+        int seen = 0;
+        for (int i = 0; i < n; i++) if (!strcmp(ids[i], id)) seen = 1;
+        if (!seen && n < cap) strcpy(ids[n++], id);
+    }
+    return n;
+}
+
+static int spec_coverage(void) {
+    static char defs[2048][24], used[4096][24];
+    char *spec = read_file("spec/SPEC.md", NULL);
+    if (!spec) { fprintf(stderr, "zinc: error: cannot read spec/SPEC.md (run from the repository root)\n"); return 2; }
+    int nd = collect_ids(spec, defs, 2048, 1);
+    free(spec);
+    int nu = 0;
+    const char *dirs[] = {"spec/cases", "tests"};
+    for (int d = 0; d < 2; d++) {
+        DIR *dh = opendir(dirs[d]);
+        if (!dh) continue;
+        struct dirent *de;
+        while ((de = readdir(dh))) {
+            if (de->d_name[0] == '.') continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
+            char *t = read_file(path, NULL);
+            if (!t) continue;
+            static char tmp[4096][24];
+            int k = collect_ids(t, tmp, 4096, 0);
+            for (int i = 0; i < k; i++) {
+                int seen = 0;
+                for (int j = 0; j < nu; j++) if (!strcmp(used[j], tmp[i])) seen = 1;
+                if (!seen && nu < 4096) strcpy(used[nu++], tmp[i]);
+            }
+            free(t);
+        }
+        closedir(dh);
+    }
+    int uncovered = 0, unknown = 0;
+    for (int i = 0; i < nd; i++) {
+        int seen = 0;
+        for (int j = 0; j < nu; j++) if (!strcmp(defs[i], used[j])) seen = 1;
+        if (!seen) { printf("uncovered %s\n", defs[i]); uncovered++; }
+    }
+    for (int j = 0; j < nu; j++) {
+        int seen = 0;
+        for (int i = 0; i < nd; i++) if (!strcmp(defs[i], used[j])) seen = 1;
+        if (!seen) { printf("unknown   %s (named by a test or case, not defined in SPEC.md)\n", used[j]); unknown++; }
+    }
+    printf("spec coverage: %d clauses, %d covered, %d uncovered, %d unknown ids\n", nd, nd - uncovered,
+           uncovered, unknown);
+    return uncovered || unknown ? 1 : 0;
+}
+
+int zn_cmd_spec(int argc, char **argv) {
+    if (argc >= 1 && !strcmp(argv[0], "run")) return spec_run(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();
+    fprintf(stderr, "usage: zinc spec run [CASE.json...] | zinc spec coverage\n");
+    return 2;
+}
