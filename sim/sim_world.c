@@ -91,11 +91,20 @@ static int lowest_in_state(const ZnSimWorld *w, SimRankState s) {
     return -1;
 }
 
-/* A peer that finished without joining: one that returned 0 names the cause
- * best; one that returned a second-hand error is the fallback. */
-static int lowest_exited(const ZnSimWorld *w) {
-    int r = lowest_in_state(w, SIM_DONE_OK);
-    return r >= 0 ? r : lowest_in_state(w, SIM_FAILED_PEER);
+/* The rank to blame for a collective (call #call) that can never complete:
+ * the lowest finished rank that never made that call (it has fewer calls),
+ * preferring one that returned 0. A rank that joined the call, got the error
+ * and then returned is a victim, not the cause. Caller holds w->mu. */
+static int lowest_exited(const ZnSimWorld *w, long call) {
+    static const SimRankState order[] = {SIM_DONE_OK, SIM_FAILED_PEER};
+    for (int pass = 0; pass < 3; pass++)
+        for (int r = 0; r < w->world; r++) {
+            const SimRank *q = &w->ranks[r];
+            if (pass < 2 ? q->state == order[pass] && q->calls < call
+                         : q->state == SIM_DONE_OK || q->state == SIM_FAILED_PEER)
+                return r;
+        }
+    return -1;
 }
 
 static int fail_with(ZnErr *err, const ZnErr *e) {
@@ -121,7 +130,7 @@ static int sim_broken(ZnSimWorld *w, SimRank *rk, const SimPost *p, ZnErr *err) 
         zn_err(&e, ZN_E_COMM, "rank %d failed: %s", r, w->ranks[r].err.msg);
         return fail_with(err, &e);
     }
-    r = lowest_exited(w);
+    r = lowest_exited(w, p->call);
     rk->peer_err = 1;
     zn_err(&e, ZN_E_COMM, "rank %d exited before joining %s '%s' (call #%ld)", r,
            sim_op_name(p->op), tag, p->call);

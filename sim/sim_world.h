@@ -47,7 +47,8 @@ typedef struct SimRank {
     ZnComm comm;          /* handed out by zn_sim_comm; comm.impl points back here */
     ZnSimWorld *w;
     int rank;
-    /* touched only by the rank's own thread while a run is in progress */
+    /* written only by the rank's own thread; peers read calls (under w->mu)
+       once the rank has finished */
     long calls;
     int peer_err;         /* the sim returned "rank R failed/exited" to this rank */
     void *tree_buf;       /* reduction tiles, one per tree level */

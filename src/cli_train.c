@@ -11,9 +11,9 @@
 #define ZN_DEFAULT_WORLD 4
 #define ZN_DEFAULT_STEPS 100
 #define ZN_DEFAULT_PRINT 10
+#define ZN_DEFAULT_MICRO 16
 static const char *default_config =
-    "{\"train_micro_batch_size_per_gpu\": 16,"
-    " \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 0.001}},"
+    "{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 0.001}},"
     " \"zero_optimization\": {\"stage\": 3}}";
 
 void zn_train_flags_init(ZnTrainFlags *f) {
@@ -48,10 +48,16 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     const char *a = argv[*i];
     static const char *known[] = {"--config", "--world-size", "--stage", "--model", "--steps",
                                   "--seed", "--train-batch-size", "--micro-batch", "--grad-accum",
-                                  "--lr", "--steps-per-print", "--log", NULL};
+                                  "--lr", "--steps-per-print", "--log", "--weight-decay", "--beta1",
+                                  "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
+                                  "--canonical", NULL};
     int k = -1;
     for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
     if (k < 0) return 0;
+    if (k == 19) {   /* --canonical takes no value */
+        f->args.canonical = 1;
+        return 1;
+    }
     if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
     const char *v = argv[++*i];
     long n;
@@ -69,6 +75,18 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     case 9: rc = parse_double(a, v, 0.0, &f->args.lr, err); break;
     case 10: rc = parse_long(a, v, 0, 1L << 30, &f->print_every, err); break;
     case 11: f->log_path = v; break;
+    case 12: rc = parse_double(a, v, 0.0, &f->args.weight_decay, err); break;
+    case 13: rc = parse_double(a, v, 0.0, &f->args.beta1, err); break;
+    case 14: rc = parse_double(a, v, 0.0, &f->args.beta2, err); break;
+    case 15: rc = parse_double(a, v, 0.0, &f->args.eps, err); break;
+    case 16: rc = parse_double(a, v, 0.0, &f->args.max_grad_norm, err); break;
+    case 17: rc = parse_long(a, v, 1, 1L << 30, &f->args.warmup_steps, err); break;
+    case 18:
+        if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
+        else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
+        else if (!strcmp(v, "bf16")) f->args.dtype = ZN_BF16;
+        else rc = zn_err(err, ZN_E_USAGE, "--dtype: expected fp32, fp16 or bf16, got '%s'", v);
+        break;
     }
     return rc ? -1 : 1;
 }
@@ -80,24 +98,23 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     ZnConfigArgs args = f->args;
     if (args.world_size < 1) args.world_size = ZN_DEFAULT_WORLD;
     args.hidden_size = zn_model_hidden_size(&o->model);
+    /* like the HF Trainer, the run length fills a schedule's "auto" total_num_steps */
+    args.total_steps = f->steps >= 0 ? f->steps : ZN_DEFAULT_STEPS;
     if (f->config_path && !config_text)
         rc = zn_config_load(f->config_path, &args, &o->cfg, err);
     else if (config_text)
         rc = zn_config_parse(config_text, strlen(config_text), f->config_path ? f->config_path : "config",
                              &args, &o->cfg, err);
-    else
+    else {
+        /* the built-in config leaves the batch to the flags; with none, micro 16 */
+        if (args.train_batch_size < 0 && args.micro_batch < 0 && args.grad_accum < 0)
+            args.micro_batch = ZN_DEFAULT_MICRO;
         rc = zn_config_parse(default_config, strlen(default_config), "built-in config", &args, &o->cfg, err);
+    }
     if (rc) return rc;
     /* what this build does not train yet is refused, never silently ignored */
-    if (o->cfg.model_dtype != ZN_F32)
-        return zn_err(err, ZN_E_USAGE, "%s training is not available in this build: zinc trains fp32 only",
-                      zn_dtype_name(o->cfg.model_dtype));
-    if (o->cfg.canonical)
-        return zn_err(err, ZN_E_USAGE, "zinc.canonical: canonical mode is not available in this build");
     if (o->cfg.zero.offload_optimizer.device != ZN_OFFLOAD_NONE || o->cfg.zero.offload_param.device != ZN_OFFLOAD_NONE)
         return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_*: offload is not available in this build");
-    if (o->cfg.sched.type != ZN_SCHED_NONE)
-        return zn_err(err, ZN_E_USAGE, "scheduler: learning-rate schedules are not available in this build");
     o->world = args.world_size;
     o->steps = f->steps >= 0 ? f->steps : ZN_DEFAULT_STEPS;
     o->print_every = f->print_every >= 0 ? f->print_every

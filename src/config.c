@@ -168,6 +168,7 @@ void zn_config_defaults(ZnConfig *c) {
     c->zero_force_ds_cpu_optimizer = 1;
     c->load_universal = 0;
     c->canonical = 0;
+    c->deepspeed_quirks = 0;
     c->exact = 0;
     c->model_dtype = ZN_F32;
 }
@@ -356,7 +357,7 @@ static void describe(const Key *k, char *buf, size_t n) {
     const char *what = integer ? "an integer" : "a number";
     if (k->lo == -INF && k->hi == INF) {
         snprintf(buf, n, "%s%s", integer ? "an integer" : "a finite number", null);
-    } else if (k->hi == INF) {
+    } else if (k->hi == INF || (k->type == K_INT && k->hi >= INT_MAX)) {
         if ((k->lo == 0 && (k->flags & F_GT)) || (integer && k->lo == 1 && !(k->flags & F_GT)))
             snprintf(buf, n, "a positive %s%s", integer ? "integer" : "number", null);
         else
@@ -395,6 +396,10 @@ static void store(const Key *k, void *base, double d) {
 
 /* Checks a number against the key's type and range, then stores it. */
 static int put_number(Ctx *x, const Key *k, double d, const char *path, void *base, const char *from) {
+    if (k->type == K_BOOL) { /* only from "auto" */
+        store(k, base, d != 0);
+        return ZN_OK;
+    }
     int ok = isfinite(d);
     if (ok && k->type != K_NUM) ok = d == floor(d) && d >= -TWO63 && d <= TWO63;
     if (ok && k->type == K_INT) ok = d >= INT_MIN && d <= INT_MAX;
@@ -491,7 +496,7 @@ static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *ke
             if (unknown == UNKNOWN_FORBID)
                 return fail(x, "%s: unknown key (DeepSpeed forbids unknown keys in %s)", sub, path);
             if (unknown == UNKNOWN_ZINC)
-                return fail(x, "%s: unknown key (the \"zinc\" section takes canonical, exact)", sub);
+                return fail(x, "%s: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks)", sub);
             warn(x, "%s: unknown key, ignored", sub);
             continue;
         }
@@ -504,11 +509,10 @@ static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *ke
     return ZN_OK;
 }
 
-/* A section that must be an object; null counts as absent. Returns 1 if
-   there is an object to read, 0 if null, or an error. */
-static int section(Ctx *x, const cJSON *v, const char *path) {
-    if (cJSON_IsNull(v)) return 0;
-    if (cJSON_IsObject(v)) return 1;
+/* A section that must be an object; null counts as absent (*present = 0). */
+static int section(Ctx *x, const cJSON *v, const char *path, int *present) {
+    *present = cJSON_IsObject(v);
+    if (cJSON_IsNull(v) || cJSON_IsObject(v)) return ZN_OK;
     char got[64];
     render(v, got, sizeof got);
     return fail(x, "%s: expected an object, got %s", path, got);
@@ -557,7 +561,7 @@ static int read_bool_to(Ctx *x, const cJSON *v, const char *path, int null_ok, i
 
 static int read_legacy_stage1(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k; (void)base;
-    int on;
+    int on = 0;
     int rc = read_bool_to(x, v, path, 0, &on);
     if (rc) return rc;
     if (on) return fail(x, "%s: the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9; not supported", path);
@@ -566,7 +570,7 @@ static int read_legacy_stage1(Ctx *x, const Key *k, const cJSON *v, const char *
 
 static int read_cpu_offload(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)base;
-    int on;
+    int on = 0;
     int rc = read_bool_to(x, v, path, 1, &on);
     if (rc) return rc;
     if (strcmp(k->name, "cpu_offload") == 0) x->cpu_offload = on;
@@ -582,7 +586,7 @@ static int read_unsupported_object(Ctx *x, const Key *k, const cJSON *v, const c
 
 static int read_true_unsupported(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)base;
-    int on;
+    int on = 0;
     int rc = read_bool_to(x, v, path, 0, &on);
     if (rc) return rc;
     if (on) return fail(x, "%s: %s is not supported by zinc", path, k->name);
@@ -645,8 +649,9 @@ static int read_offload(Ctx *x, const Key *k, const cJSON *v, const char *path, 
     ZnOffloadConfig *o = is_param ? &z->offload_param : &z->offload_optimizer;
     if (is_param) x->offload_param_given = 1;
     else x->offload_optimizer_given = 1;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc; /* null: no offload */
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc; /* null: no offload */
     o->present = 1;
     if (is_param)
         return read_object(x, v, path, OFFLOAD_PARAM_KEYS,
@@ -743,8 +748,9 @@ static int read_zero(Ctx *x, const Key *k, const cJSON *v, const char *path, voi
         }
         return ZN_OK;
     }
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     rc = read_object(x, v, path, ZERO_KEYS, sizeof ZERO_KEYS / sizeof *ZERO_KEYS, &c->zero, UNKNOWN_FORBID);
     if (rc) return rc;
     rc = apply_cpu_offload(x, x->cpu_offload, x->offload_optimizer_given, &c->zero.offload_optimizer,
@@ -785,16 +791,18 @@ static const Key BF16_KEYS[] = {
 static int read_fp16(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     return read_object(x, v, path, FP16_KEYS, sizeof FP16_KEYS / sizeof *FP16_KEYS, &c->fp16, UNKNOWN_WARN);
 }
 
 static int read_bf16(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     return read_object(x, v, path, BF16_KEYS, sizeof BF16_KEYS / sizeof *BF16_KEYS, &c->bf16, UNKNOWN_WARN);
 }
 
@@ -861,8 +869,9 @@ static const Key OPT_PARAM_KEYS[] = {
 
 static int read_opt_params(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     return read_object(x, v, path, OPT_PARAM_KEYS, sizeof OPT_PARAM_KEYS / sizeof *OPT_PARAM_KEYS, base,
                        UNKNOWN_WARN);
 }
@@ -876,8 +885,9 @@ static const Key OPT_KEYS[] = {
 static int read_optimizer(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
     if (!t) return fail(x, "optimizer.type: missing (zinc supports Adam, AdamW)");
     rc = want_string(x, t, "optimizer.type", "a string");
@@ -971,8 +981,9 @@ static const Key SCHED_PARAM_KEYS[] = {
 static int read_sched_params(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     size_t n = sizeof SCHED_PARAM_KEYS / sizeof *SCHED_PARAM_KEYS;
     unsigned mine = 1u << c->sched.type;
     /* The constructor is called with **params: a parameter of another
@@ -993,8 +1004,9 @@ static const Key SCHED_KEYS[] = {
 static int read_scheduler(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
     if (!t) return fail(x, "scheduler.type: missing (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)");
     rc = want_string(x, t, "scheduler.type", "a string");
@@ -1058,20 +1070,23 @@ static const Key CHECKPOINT_KEYS[] = {
 static const Key ZINC_KEYS[] = {
     {"canonical", .type = K_BOOL, .off = C(canonical)},
     {"exact", .type = K_BOOL, .off = C(exact)},
+    {"deepspeed_quirks", .type = K_BOOL, .off = C(deepspeed_quirks)},
 };
 
 static int read_checkpoint(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     return read_object(x, v, path, CHECKPOINT_KEYS, sizeof CHECKPOINT_KEYS / sizeof *CHECKPOINT_KEYS, base,
                        UNKNOWN_WARN);
 }
 
 static int read_zinc(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
-    int rc = section(x, v, path);
-    if (rc <= 0) return rc;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
     return read_object(x, v, path, ZINC_KEYS, sizeof ZINC_KEYS / sizeof *ZINC_KEYS, base, UNKNOWN_ZINC);
 }
 
@@ -1142,7 +1157,8 @@ _Static_assert(sizeof ZERO_KEYS / sizeof *ZERO_KEYS <= MAX_KEYS, "raise MAX_KEYS
 /* ------------------------------------------------------------------------ */
 /* JSON syntax                                                               */
 
-/* cJSON's return_parse_end is one byte late in two cases: a key that does not
+/* (cJSON takes every byte <= 32 as whitespace; so does this scan.)
+   cJSON's return_parse_end is one byte late in two cases: a key that does not
    start with '"' and a string that never ends (it points just past where the
    string began). The text before the failure parsed, so a scan of it
    (strings and brackets only) tells which case it is. */
@@ -1169,11 +1185,11 @@ static size_t error_offset(const char *s, size_t len, size_t p, int *unterminate
     } else {
         /* a key was expected at p - 1: inside an object, after '{' or ',' */
         size_t j = p - 1;
-        while (j > 0 && strchr(" \t\r\n", s[j - 1])) j--;
+        while (j > 0 && (unsigned char)s[j - 1] <= 32) j--;
         int in_object = depth > 0 && depth <= sizeof stack && stack[depth - 1] == '{';
         /* '}' right after '{' is an empty object, not a failed key */
         int key_expected = j > 0 && (s[j - 1] == ',' || (s[j - 1] == '{' && c != '}'));
-        if (in_object && key_expected && !strchr(" \t\r\n", c)) return p - 1;
+        if (in_object && key_expected && (unsigned char)c > 32) return p - 1;
         return p;
     }
     /* in a string: unterminated if no closing quote follows */
@@ -1191,7 +1207,7 @@ static int syntax_error(Ctx *x, const char *buf, size_t len, size_t pos, const c
     for (size_t i = 0; i < pos && i < len; i++)
         if (buf[i] == '\n') { line++; bol = i + 1; }
     long col = (long)(pos - bol) + 1;
-    char near[64] = "";
+    char near[96] = ""; /* " near '" + 16 bytes as \xNN at most + "'" fits */
     if (why) {
         snprintf(near, sizeof near, ": %s", why);
     } else if (pos >= len) {
@@ -1426,9 +1442,8 @@ static int resolve(Ctx *x) {
     const char *sname = SCHED_NAMES[s->type];
     if ((s->type == ZN_SCHED_WARMUP_DECAY_LR || s->type == ZN_SCHED_WARMUP_COSINE_LR)) {
         if (s->total_num_steps == -1) return fail(x, "scheduler.params.total_num_steps: required by %s", sname);
-        if (s->total_num_steps < s->warmup_num_steps)
-            warn(x, "scheduler.params: total_num_steps %ld is less than warmup_num_steps %ld", s->total_num_steps,
-                 s->warmup_num_steps);
+        /* total_num_steps < warmup_num_steps is warned about by the scheduler
+           itself (Z-SCHED-008), built once per run */
     }
     if (s->type == ZN_SCHED_ONE_CYCLE) {
         if (isnan(s->cycle_min_lr)) return fail(x, "scheduler.params.cycle_min_lr: required by OneCycle");
@@ -1476,11 +1491,12 @@ int zn_config_load(const char *path, const ZnConfigArgs *args, ZnConfig *out, Zn
         fclose(f);
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
     }
+    errno = 0;
     size_t n = fread(buf, 1, (size_t)MAX_CONFIG_BYTES + 1, f);
-    int bad = ferror(f);
+    int bad = ferror(f), e = errno;
     fclose(f);
     int rc;
-    if (bad) rc = zn_err(err, ZN_E_IO, "cannot read '%s'", path);
+    if (bad) rc = zn_err(err, ZN_E_IO, "cannot read '%s': %s", path, strerror(e ? e : EIO));
     else if (n > (size_t)MAX_CONFIG_BYTES) rc = zn_err(err, ZN_E_USAGE, "%s: config is larger than 16 MiB", path);
     else rc = zn_config_parse(buf, n, path, args, out, err);
     free(buf);

@@ -131,6 +131,7 @@ typedef struct {
     /* "zinc": { ... } section: zinc's own switches */
     int canonical;                  /* 0 */
     int exact;                      /* 0 */
+    int deepspeed_quirks;           /* 0: zinc's fixes; 1: reproduce DeepSpeed's quirks (Z-PREC-*) */
     /* derived */
     ZnDtype model_dtype;            /* fp32 unless fp16/bf16 enabled */
 } ZnConfig;

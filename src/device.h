@@ -43,6 +43,10 @@ typedef struct ZnDevice {
 void zn_device_host_init(ZnDevice *d);
 /* Zero-filled allocation of n bytes in category cat; NULL + err on failure. */
 void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err);
+/* Allocates alloc_n bytes but charges accounted_n to the category: the
+ * simulator keeps 16-bit tensors as fp32 values rounded to the 16-bit grid
+ * (bit-identical values) and charges the device their 16-bit size. */
+void *zn_dev_alloc_as(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
 void zn_dev_free(ZnDevice *d, void *p);
 void zn_mem_reset_peak(ZnMemStats *m);
 

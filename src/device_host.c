@@ -54,7 +54,10 @@ void zn_mem_reset_peak(ZnMemStats *m) {
 }
 
 /* A ZnDevice belongs to one rank (one thread), so the counters need no lock. */
-void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
+/* n: bytes accounted; alloc_n: bytes actually allocated (they differ only
+   for zn_dev_alloc_as, which the simulator uses to keep 16-bit tensors as
+   fp32 values on the 16-bit grid while charging the device their 16-bit size) */
+static void *dev_alloc(ZnDevice *d, size_t n, size_t alloc_n, ZnMemCat cat, ZnErr *err) {
     if ((unsigned)cat >= ZN_MEM_NCAT) {
         zn_err(err, ZN_E_INTERNAL, "device alloc: bad memory category %d", (int)cat);
         return NULL;
@@ -89,7 +92,7 @@ void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
         h->meta = 1;
     } else {
         /* aligned_alloc wants a size that is a multiple of the alignment */
-        size_t body = (n + ZN_HDR - 1) / ZN_HDR * ZN_HDR;
+        size_t body = (alloc_n + ZN_HDR - 1) / ZN_HDR * ZN_HDR;
         h = aligned_alloc(ZN_HDR, ZN_HDR + body);
         if (!h) {
             zn_err(err, ZN_E_NOMEM, "out of host memory: requesting %zu bytes for %s", n, cname);
@@ -108,6 +111,14 @@ void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
     if (m->cur_total > m->peak_total) m->peak_total = m->cur_total;
     m->nallocs++;
     return (char *)h + ZN_HDR;
+}
+
+void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
+    return dev_alloc(d, n, n, cat, err);
+}
+
+void *zn_dev_alloc_as(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err) {
+    return dev_alloc(d, accounted_n, alloc_n, cat, err);
 }
 
 void zn_dev_free(ZnDevice *d, void *p) {

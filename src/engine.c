@@ -16,6 +16,7 @@
  * (DeepSpeed's reduce-scatter path; Z-ENG-010), so that in fp32 without
  * accumulation all stages produce the same bits. */
 #include "engine.h"
+#include "half.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +29,88 @@ static float *falloc(ZnEngine *E, long n, ZnMemCat cat, ZnErr *err) {
     return (float *)zn_dev_alloc(E->dev, (size_t)(n > 0 ? n : 1) * sizeof(float), cat, err);
 }
 
+/* A tensor of the model dtype. The simulator keeps 16-bit tensors as fp32
+ * values rounded to the 16-bit grid -- the same values a 16-bit buffer holds
+ * -- and charges the device their 16-bit size (Z-PREC-001). */
+static float *talloc(ZnEngine *E, long n, ZnMemCat cat, ZnErr *err) {
+    size_t m = (size_t)(n > 0 ? n : 1);
+    return (float *)zn_dev_alloc_as(E->dev, m * sizeof(float), m * zn_dtype_size(E->dt), cat, err);
+}
+
+/* Rounds to the grid of dt (round to nearest even); fp32: nothing. Every
+ * value stored in a model-dtype tensor goes through here (Z-PREC-001). */
+static void round_dt(ZnDtype dt, float *x, long n) {
+    if (dt == ZN_F16) for (long i = 0; i < n; i++) x[i] = zn_round_f16(x[i]);
+    else if (dt == ZN_BF16) for (long i = 0; i < n; i++) x[i] = zn_round_bf16(x[i]);
+}
+
 static void copy_or_add(float *dst, const float *src, long n, int add) {
     if (add) for (long i = 0; i < n; i++) dst[i] = dst[i] + src[i];
     else memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-/* DeepSpeed's averaging on the reduce-scatter path: divide, then sum. */
+/* DeepSpeed's averaging on the reduce-scatter path: divide, then sum. In
+ * canonical mode the average is one final scale instead (Z-CANON-003). */
 static void predivide(const ZnEngine *E, float *x, long n) {
-    if (E->cfg->allreduce_sum || E->world == 1) return;
+    if (E->cfg->allreduce_sum || E->world == 1 || E->canonical) return;
     const float w = (float)E->world;
     for (long i = 0; i < n; i++) x[i] = x[i] / w;
+    round_dt(E->dt, x, n);
+}
+
+/* ---------------------------------------------------------------------- */
+/* collectives in the communication dtype: 16-bit collectives go through a
+ * staging buffer of real 16-bit values, so the simulator's reduction rounds
+ * every partial sum to 16 bits and the counters count 2-byte elements */
+
+static uint16_t to16(ZnDtype dt, float x) { return dt == ZN_F16 ? zn_f32_to_f16(x) : zn_f32_to_bf16(x); }
+static float from16(ZnDtype dt, uint16_t h) { return dt == ZN_F16 ? zn_f16_to_f32(h) : zn_bf16_to_f32(h); }
+
+static int stage16(ZnEngine *E, long n, ZnErr *err) {
+    if (n <= E->comm16_cap) return 0;
+    zn_dev_free(E->dev, E->comm16);
+    E->comm16 = (uint16_t *)zn_dev_alloc(E->dev, (size_t)n * 2, ZN_MEM_BUCKETS, err);
+    E->comm16_cap = E->comm16 ? n : 0;
+    return E->comm16 ? 0 : err->code;
+}
+
+static long prefix_count(const long *counts, int r);
+
+static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->cdt == ZN_F32)
+        return c->reduce_scatter(c, buf, recv, counts, ZN_F32, ZN_SUM, "grad_reduce", err);
+    long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
+    int rc = stage16(E, n, err);
+    if (rc) return rc;
+    for (long i = 0; i < n; i++) E->comm16[i] = to16(E->cdt, buf[i]);
+    rc = c->reduce_scatter(c, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
+    for (long i = 0; i < counts[E->rank] && !rc; i++) recv[i] = from16(E->cdt, E->comm16[off + i]);
+    return rc;
+}
+
+static int ar_dt(ZnEngine *E, float *buf, long n, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->cdt == ZN_F32) return c->all_reduce(c, buf, n, ZN_F32, ZN_SUM, "grad_reduce", err);
+    int rc = stage16(E, n, err);
+    if (rc) return rc;
+    for (long i = 0; i < n; i++) E->comm16[i] = to16(E->cdt, buf[i]);
+    rc = c->all_reduce(c, E->comm16, n, E->cdt, ZN_SUM, "grad_reduce", err);
+    for (long i = 0; i < n && !rc; i++) buf[i] = from16(E->cdt, E->comm16[i]);
+    return rc;
+}
+
+/* all-gather of model-dtype values (parameters): 2 bytes each in 16-bit */
+static int ag_dt(ZnEngine *E, const float *send, float *recv, const long *counts, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->dt == ZN_F32) return c->all_gather(c, send, recv, counts, ZN_F32, "param_gather", err);
+    long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
+    int rc = stage16(E, n, err);
+    if (rc) return rc;
+    for (long i = 0; i < counts[E->rank]; i++) E->comm16[off + i] = to16(E->dt, send[i]);
+    rc = c->all_gather(c, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
+    for (long i = 0; i < n && !rc; i++) recv[i] = from16(E->dt, E->comm16[i]);
+    return rc;
 }
 
 static long prefix_count(const long *counts, int r) {
@@ -60,13 +133,12 @@ static int stage3_gather(ZnEngine *E, int p, ZnErr *err) {
     if (E->full[p]) return 0;
     const ZnLayout *L = &E->L;
     long pn = L->s3_pn[p];
-    E->full[p] = falloc(E, pn * E->world, ZN_MEM_PARAMS16, err);
+    E->full[p] = talloc(E, pn * E->world, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
     long *counts = malloc((size_t)E->world * sizeof(long));
     if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     for (int r = 0; r < E->world; r++) counts[r] = pn;
-    int rc = E->comm->all_gather(E->comm, E->param_part + L->s3_off[p], E->full[p], counts,
-                                 ZN_F32, "param_gather", err);
+    int rc = ag_dt(E, E->param_part + L->s3_off[p], E->full[p], counts, err);
     free(counts);
     return rc;
 }
@@ -113,15 +185,16 @@ static int stage12_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, in
     const ZnBucket *bk = &E->L.buckets[b];
     predivide(E, buf, bk->numel);
     long off = prefix_count(bk->counts, E->rank);
-    int rc = E->comm->reduce_scatter(E->comm, buf, buf + off, bk->counts, ZN_F32, ZN_SUM,
-                                     "grad_reduce", err);
+    int rc = rs_dt(E, buf, buf + off, bk->counts, err);
     if (rc) return rc;
     int np = zn_layout_recv_pieces(&E->L, b, E->rank, NULL, 0);
     ZnRecvPiece *pc = malloc((size_t)(np > 0 ? np : 1) * sizeof *pc);
     if (!pc) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     zn_layout_recv_pieces(&E->L, b, E->rank, pc, np);
-    for (int i = 0; i < np; i++)
+    for (int i = 0; i < np; i++) {
         copy_or_add(part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
+        round_dt(E->dt, part + pc[i].part_off, pc[i].n);   /* gradient accumulation dtype */
+    }
     free(pc);
     return 0;
 }
@@ -132,12 +205,13 @@ static int stage3_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
     float *buf = E->bucket_buf;
     predivide(E, buf, bk->numel);
     float *mine = buf + (long)E->rank * bk->block;
-    int rc = E->comm->reduce_scatter(E->comm, buf, mine, bk->counts, ZN_F32, ZN_SUM,
-                                     "grad_reduce", err);
+    int rc = rs_dt(E, buf, mine, bk->counts, err);
     if (rc) return rc;
     for (int i = 0; i < bk->nentries; i++) {
         int p = bk->e[i].param;
-        copy_or_add(E->grad_part + E->L.s3_off[p], mine + bk->e[i].buf_off, E->L.s3_pn[p], add);
+        float *dst = E->grad_part + E->L.s3_off[p];
+        copy_or_add(dst, mine + bk->e[i].buf_off, E->L.s3_pn[p], add);
+        round_dt(E->dt, dst, E->L.s3_pn[p]);
     }
     return 0;
 }
@@ -148,8 +222,11 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     const ZnLayout *L = &E->L;
     long n = L->params[p].numel;
     if (n == 0) return 0;
+    const int add = E->micro > 0 && !E->canonical;
     if (E->stage <= 1) {   /* accumulate locally; reduce at the boundary */
-        copy_or_add(E->flat_grads + L->flat_offset[p], g, n, E->micro > 0);
+        float *dst = E->flat_grads + L->flat_offset[p];
+        copy_or_add(dst, g, n, add);
+        if (add) round_dt(E->dt, dst, n);
         return 0;
     }
     if (E->next_bucket >= L->nbuckets)
@@ -177,7 +254,6 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     if (++E->next_entry == bk->nentries) {
         int b = E->next_bucket++;
         E->next_entry = 0;
-        int add = E->micro > 0;
         return E->stage == 2 ? stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, add, err)
                              : stage3_reduce_bucket(E, b, add, err);
     }
@@ -196,11 +272,12 @@ static int stage01_reduce_at_boundary(ZnEngine *E, ZnErr *err) {
             predivide(E, region, n);
             int rc;
             if (E->stage == 0) {
-                rc = E->comm->all_reduce(E->comm, region, n, ZN_F32, ZN_SUM, "grad_reduce", err);
+                rc = ar_dt(E, region, n, err);
+                round_dt(E->dt, region, n);
             } else {
                 long off = prefix_count(bk->counts, E->rank);
-                rc = E->comm->reduce_scatter(E->comm, region, region + off, bk->counts, ZN_F32,
-                                             ZN_SUM, "grad_reduce", err);
+                rc = rs_dt(E, region, region + off, bk->counts, err);
+                round_dt(E->dt, region + off, bk->counts[E->rank]);
             }
             if (rc) return rc;
         } else {   /* stage 1 with round robin: params of a bucket are not adjacent */
@@ -223,6 +300,14 @@ static float *param_ptr(ZnEngine *E, int p) {
     return E->stage == 3 ? E->full[p] : E->flat_params + E->L.flat_offset[p];
 }
 
+/* Test hook (Z-PREC-006): is this optimizer step one where this rank plants
+ * a non-finite gradient? */
+static int inject_now(const ZnEngine *E) {
+    for (int i = 0; i < E->hooks.ninject; i++)
+        if (E->hooks.inject_steps[i] == E->global_step + 1) return 1;
+    return 0;
+}
+
 static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *loss, ZnErr *err) {
     const ZnModel *m = E->model;
     const int B = (int)E->cfg->micro_batch, nl = m->nlayers, C = m->dims[nl];
@@ -235,23 +320,27 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     for (int l = 0; l <= nl; l++) if (m->dims[l] > maxw) maxw = m->dims[l];
     if (!labels) return err->code;
     for (int l = 0; l <= nl; l++)
-        if (!(acts[l] = falloc(E, (long)B * m->dims[l], ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
+        if (!(acts[l] = talloc(E, (long)B * m->dims[l], ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
     for (int i = 0; i < 2; i++)
-        if (!(dbuf[i] = falloc(E, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
+        if (!(dbuf[i] = talloc(E, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
     if (!(yscratch = falloc(E, (long)B * maxw, ZN_MEM_WORKSPACE, err))) { rc = err->code; goto done; }
 
     zn_data_batch(E->data, first_sample, B, acts[0], labels);
+    round_dt(E->dt, acts[0], (long)B * m->dims[0]);   /* inputs arrive in the model dtype */
 
     for (int l = 0; l < nl; l++) {
         int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
         if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
         int last = l == nl - 1;
+        /* products accumulate in fp32; outputs are stored in the model dtype */
         zn_layer_forward(E->k, m, l, B, param_ptr(E, pw), param_ptr(E, pb), acts[l],
                          last ? acts[l + 1] : yscratch, last ? NULL : acts[l + 1]);
+        round_dt(E->dt, acts[l + 1], (long)B * m->dims[l + 1]);
         if (E->stage == 3 && !E->keep_after_fwd[l]) { stage3_release(E, pw); stage3_release(E, pb); }
     }
 
     *loss = E->k->softmax_xent(B, C, acts[nl], labels, grad_scale, dbuf[0]);
+    round_dt(E->dt, dbuf[0], (long)B * C);
 
     float *dout = dbuf[0];
     for (int l = nl - 1; l >= 0; l--) {
@@ -261,6 +350,9 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         float *dx = l > 0 ? (dout == dbuf[0] ? dbuf[1] : dbuf[0]) : NULL;
         zn_layer_backward(E->k, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
                           dout, E->grad_scratch, E->grad_scratch + nw, dx, yscratch);
+        round_dt(E->dt, E->grad_scratch, nw + E->L.params[pb].numel);
+        if (dx) round_dt(E->dt, dx, (long)B * m->dims[l]);
+        if (l == nl - 1 && E->micro == 0 && inject_now(E)) E->grad_scratch[0] = E->hooks.inject_value;
         if (E->stage == 3) { stage3_release(E, pw); stage3_release(E, pb); }
         /* backward order: bias, then weight (reverse model order) */
         if ((rc = grad_hook(E, pb, E->grad_scratch + nw, err))) goto done;
@@ -315,20 +407,56 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
     return 0;
 }
 
+/* Any inf/NaN in any rank's gradient partition (Z-PREC-004): every rank
+ * takes the same skip decision. */
+static int global_overflow(ZnEngine *E, int *overflow, ZnErr *err) {
+    float flag = zn_absmax(E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
+    if (E->stage > 0) {   /* stage 0: every rank holds the same whole gradient */
+        int rc = E->comm->all_reduce(E->comm, &flag, 1, ZN_F32, ZN_MAX, "overflow", err);
+        if (rc) return rc;
+    }
+    *overflow = flag != 0.0f;
+    return 0;
+}
+
+static int publish_params(ZnEngine *E, ZnErr *err);
+
 static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
-    double norm = 0.0;
-    int rc = global_norm(E, &norm, err);
-    if (rc) return rc;
-    /* unscale and clip in one multiplier (DeepSpeed unscale_and_clip_grads) */
-    double combined = 1.0;
-    if (cfg->gradient_clipping > 0.0 && norm >= 0.0) {
-        double c = (norm + 1e-6) / cfg->gradient_clipping;
-        if (c > 1.0) combined = c;
+    const int quirks = cfg->deepspeed_quirks;
+    const double S = E->scaler.cur_scale;   /* the scale this step's backward used */
+    int overflow = 0, rc;
+    if (E->check_overflow && (rc = global_overflow(E, &overflow, err))) return rc;
+    char line[256] = "";
+    if (overflow) zn_scaler_overflow_msg(&E->scaler, E->rank, line, sizeof line);
+    if ((rc = zn_scaler_update(&E->scaler, overflow, err))) return rc;
+    const double S_post = E->scaler.cur_scale;
+    res->loss_scale = S;
+    res->lr = E->sched.lr;
+    if (overflow) {   /* skip: no optimizer step, no scheduler step (Z-PREC-004) */
+        if (E->rank == 0 && line[0] && !E->hooks.quiet) { printf("%s\n", line); fflush(stdout); }
+        E->skipped_steps++;
+        res->skipped = 1;
+        res->grad_norm = -1.0;
+        return 0;
+    }
+    double gs = 0.0;   /* norm of the scaled gradient */
+    if ((rc = global_norm(E, &gs, err))) return rc;
+    /* zinc unscales with the scale the backward used; DeepSpeed uses the
+       scale after update_scale, and its stage 3 reports the norm with it
+       too (Z-PREC-005; "deepspeed_quirks" reproduces both) */
+    const double S_unscale = quirks ? S_post : S;
+    const double S_report = quirks && E->stage == 3 ? S_post : S;
+    double combined = S_unscale;
+    if (cfg->gradient_clipping > 0.0 && gs >= 0.0) {
+        double c = (gs / S_unscale + 1e-6) / cfg->gradient_clipping;
+        if (c > 1.0) combined = c * S_unscale;
     }
     float mul = combined != 1.0 ? (float)(1.0 / combined) : 1.0f;
     E->opt_step++;
     ZnAdamParams hp = E->adam;
+    hp.lr = E->sched.lr;
+    if (E->sched.sets_betas) { hp.beta1 = E->sched.beta1; hp.beta2 = E->sched.beta2; }
     if (E->stage == 3) {   /* one optimizer group per sub-group */
         const ZnLayout *L = &E->L;
         for (int s = 0; s < L->nsubgroups; s++) {
@@ -342,33 +470,86 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         zn_adam_step(E->part_n, E->master, E->grad_part, E->exp_avg, E->exp_avg_sq, &hp,
                      E->opt_step, mul);
     }
-    /* publish the new weights */
-    if (E->stage == 1 || E->stage == 2) {
-        const ZnLayout *L = &E->L;
+    zn_sched_step(&E->sched);
+    res->grad_norm = gs < 0.0 ? -1.0 : gs / S_report;
+    return publish_params(E, err);
+}
+
+/* The updated master partition becomes the working (model-dtype) weights of
+ * every rank: cast, then all-gather (stages 1/2) or re-gather the persistent
+ * parameters (stage 3). */
+static int publish_params(ZnEngine *E, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    int rc = 0;
+    if (E->stage == 0) {
+        if (E->master != E->flat_params) {
+            memcpy(E->flat_params, E->master, (size_t)E->part_n * sizeof(float));
+            round_dt(E->dt, E->flat_params, E->part_n);
+        }
+    } else if (E->stage <= 2) {
         float *mine = E->flat_params + (long)E->rank * L->part_numel;
         memcpy(mine, E->master, (size_t)L->part_numel * sizeof(float));
+        round_dt(E->dt, mine, L->part_numel);
         long *counts = malloc((size_t)E->world * sizeof(long));
         if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
         for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
-        rc = E->comm->all_gather(E->comm, mine, E->flat_params, counts, ZN_F32, "param_gather", err);
+        rc = ag_dt(E, mine, E->flat_params, counts, err);
         free(counts);
-        if (rc) return rc;
-    } else if (E->stage == 3) {
+    } else {
         memcpy(E->param_part, E->master, (size_t)E->part_n * sizeof(float));
-        for (int p = 0; p < E->L.nparams; p++) {   /* DeepSpeed _post_step: re-gather persistent params */
+        round_dt(E->dt, E->param_part, E->part_n);
+        for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
             if (!E->persistent[p]) continue;
             zn_dev_free(E->dev, E->full[p]);
             E->full[p] = NULL;
             E->persistent[p] = 0;
             rc = stage3_gather(E, p, err);
             E->persistent[p] = 1;
-            if (rc) return rc;
         }
     }
-    res->grad_norm = norm;
-    res->lr = hp.lr;
-    res->skipped = 0;
-    return 0;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* canonical mode: after every micro-step the reduced block (the sum over the
+ * N micro-batches of that micro-step) joins a binary counter of partial
+ * sums, so the micro-steps combine along the same binary tree over
+ * micro-batch index whatever N and GA are (Z-CANON-002) */
+
+static void canon_push(ZnEngine *E) {
+    const float *carry = E->grad_part;
+    int k = 0;
+    while (E->occupied & (1ul << k)) {   /* levels[k] holds earlier micro-batches: it goes left */
+        float *acc = E->levels[k];
+        for (long i = 0; i < E->part_n; i++) acc[i] = acc[i] + carry[i];
+        round_dt(E->dt, acc, E->part_n);
+        E->occupied &= ~(1ul << k);
+        carry = acc;
+        k++;
+    }
+    if (carry != E->levels[k]) memcpy(E->levels[k], carry, (size_t)E->part_n * sizeof(float));
+    E->occupied |= 1ul << k;
+}
+
+/* the total (levels from the highest, i.e. earliest, down) scaled once by 1/M */
+static void canon_finish(ZnEngine *E, long M) {
+    float *g = E->grad_part;
+    int first = 1;
+    for (int k = E->nlevels - 1; k >= 0; k--) {
+        if (!(E->occupied & (1ul << k))) continue;
+        if (first) memcpy(g, E->levels[k], (size_t)E->part_n * sizeof(float));
+        else {
+            for (long i = 0; i < E->part_n; i++) g[i] = g[i] + E->levels[k][i];
+            round_dt(E->dt, g, E->part_n);
+        }
+        first = 0;
+    }
+    E->occupied = 0;
+    if (!E->cfg->allreduce_sum && M > 1) {
+        const float m = (float)M;
+        for (long i = 0; i < E->part_n; i++) g[i] = g[i] / m;
+        round_dt(E->dt, g, E->part_n);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -377,7 +558,11 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
 int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
     const long ga = cfg->grad_accum, mb = cfg->micro_batch;
-    const float grad_scale = (float)(1.0 / ((double)mb * (double)ga));
+    /* the loss gradient: scale S, mean over the micro-batch, and (default
+       mode) 1/GA as DeepSpeed's scale_wrt_gas; canonical mode scales once at
+       the end instead (Z-ENG-003, Z-CANON-003) */
+    const double S = E->scaler.cur_scale;
+    const float grad_scale = (float)(E->canonical ? S / (double)mb : S / ((double)mb * (double)ga));
     float *losses = malloc((size_t)ga * sizeof(float));
     float *all = malloc((size_t)ga * E->world * sizeof(float));
     double *ordered = malloc((size_t)ga * E->world * sizeof(double));
@@ -390,9 +575,20 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         long m = (long)E->micro * E->world + E->rank;
         long first = E->global_step * cfg->train_batch_size + m * mb;
         if ((rc = micro_step(E, first, grad_scale, &losses[E->micro], err))) goto out;
+        if (E->canonical) {   /* every rank reduces every micro-step */
+            if (E->stage <= 1 && (rc = stage01_reduce_at_boundary(E, err))) goto out;
+            if (E->nlevels) canon_push(E);
+        }
     }
     E->micro = ga - 1;   /* the boundary belongs to the last micro-step */
-    if (E->stage <= 1 && (rc = stage01_reduce_at_boundary(E, err))) goto out;
+    if (E->canonical) {
+        if (E->nlevels) canon_finish(E, ga * E->world);
+        else if (!cfg->allreduce_sum && E->world > 1) {   /* GA 1: just the final scale */
+            const float m = (float)E->world;
+            for (long i = 0; i < E->part_n; i++) E->grad_part[i] = E->grad_part[i] / m;
+            round_dt(E->dt, E->grad_part, E->part_n);
+        }
+    } else if (E->stage <= 1 && (rc = stage01_reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     if ((rc = optimizer_step(E, res, err))) goto out;
     /* the reported loss: mean over all micro-batches of the global batch,
@@ -453,8 +649,30 @@ uint64_t zn_digest(const float *params, long n) {
     return h;
 }
 
+/* Precision set-up (Z-PREC-*): dtypes, the loss scaler, who checks overflow. */
+static int init_precision(ZnEngine *E, ZnErr *err) {
+    const ZnConfig *cfg = E->cfg;
+    E->dt = cfg->model_dtype;
+    E->cdt = cfg->communication_data_type >= 0 ? (ZnDtype)cfg->communication_data_type : E->dt;
+    if (E->dt == ZN_F16) {
+        if (cfg->deepspeed_quirks && E->stage == 0) zn_scaler_init_fp16_fused(&E->scaler, &cfg->fp16);
+        else zn_scaler_init_fp16(&E->scaler, &cfg->fp16);
+        E->check_overflow = 1;
+    } else {
+        zn_scaler_init_static(&E->scaler, 1.0);
+        /* bf16: check_grad_overflow; DeepSpeed's stage 3 never checks (quirk) */
+        E->check_overflow = E->dt == ZN_BF16 && cfg->bf16.check_grad_overflow &&
+                            !(cfg->deepspeed_quirks && E->stage == 3);
+    }
+    if (E->hooks.sched) {
+        E->sched = *E->hooks.sched;
+        return 0;
+    }
+    return zn_sched_init(&E->sched, &cfg->sched, cfg->lr, cfg->beta1, cfg->beta2, err);
+}
+
 int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
-                   ZnComm *comm, ZnDevice *dev, ZnErr *err) {
+                   ZnComm *comm, ZnDevice *dev, const ZnEngineHooks *hooks, ZnErr *err) {
     memset(E, 0, sizeof *E);
     E->cfg = cfg;
     E->model = model;
@@ -465,12 +683,15 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->rank = comm->rank;
     E->world = comm->world;
     E->stage = cfg->zero.stage;
+    if (hooks) E->hooks = *hooks;
+    E->canonical = cfg->canonical;
     E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                              cfg->adamw, cfg->bias_correction};
     ZnLayoutOpts lo = {cfg->zero.round_robin_gradients, cfg->zero.sub_group_size,
                        cfg->zero.reduce_bucket_size};
     int rc = zn_layout_build(&E->L, model->params, model->nparams, E->world, E->stage, &lo, err);
     if (rc) return rc;
+    if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;
     const uint64_t seed = (uint64_t)cfg->seed;
     long maxlayer = 0;
@@ -478,42 +699,51 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         long n = L->params[model->layer_param[l][0]].numel + L->params[model->layer_param[l][1]].numel;
         if (n > maxlayer) maxlayer = n;
     }
-    if (!(E->grad_scratch = falloc(E, maxlayer, ZN_MEM_WORKSPACE, err))) goto fail;
+    if (!(E->grad_scratch = talloc(E, maxlayer, ZN_MEM_WORKSPACE, err))) goto fail;
 
+    /* Initial weights are cast to the model dtype first, and the fp32 master
+       copies the cast values (DeepSpeed casts the module before ZeRO init). */
     if (E->stage <= 2) {
-        if (!(E->flat_params = falloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
+        if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
         for (int p = 0; p < L->nparams; p++)
             zn_model_init_param(model, p, seed, 0, L->params[p].numel, E->flat_params + L->flat_offset[p]);
+        round_dt(E->dt, E->flat_params, L->aligned_numel);
     }
-    if (E->stage <= 1 && !(E->flat_grads = falloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
+    if (E->stage <= 1 && !(E->flat_grads = talloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
 
     long bucket_need = 0;
     for (int b = 0; b < L->nbuckets; b++)
         if (L->buckets[b].numel > bucket_need) bucket_need = L->buckets[b].numel;
     int needs_bucket = E->stage >= 2 || (E->stage == 1 && cfg->zero.round_robin_gradients);
-    if (needs_bucket && !(E->bucket_buf = falloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
+    if (needs_bucket && !(E->bucket_buf = talloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
     E->bucket_cap = bucket_need;
 
     if (E->stage == 0) {
         E->part_n = L->aligned_numel;
-        E->master = E->flat_params;   /* fp32 stage 0 steps the model weights themselves */
         E->grad_part = E->flat_grads;
+        if (E->dt == ZN_F32) {
+            E->master = E->flat_params;   /* fp32 stage 0 steps the model weights themselves */
+        } else {
+            if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
+            memcpy(E->master, E->flat_params, (size_t)E->part_n * sizeof(float));
+        }
     } else if (E->stage <= 2) {
         E->part_n = L->part_numel;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         memcpy(E->master, E->flat_params + (long)E->rank * L->part_numel, (size_t)E->part_n * sizeof(float));
         if (E->stage == 1) E->grad_part = E->flat_grads + (long)E->rank * L->part_numel;
-        else if (!(E->grad_part = falloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+        else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     } else {
         E->part_n = L->s3_rank_numel;
-        if (!(E->param_part = falloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
+        if (!(E->param_part = talloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-        if (!(E->grad_part = falloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+        if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
         for (int p = 0; p < L->nparams; p++) {
             long lo2, hi2, off;
             zn_layout_owned(L, p, E->rank, &lo2, &hi2, &off);
             if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, E->param_part + off);
         }
+        round_dt(E->dt, E->param_part, E->part_n);
         memcpy(E->master, E->param_part, (size_t)E->part_n * sizeof(float));
         E->full = calloc((size_t)L->nparams + 1, sizeof(float *));
         E->persistent = calloc((size_t)L->nparams + 1, sizeof(int));
@@ -530,6 +760,15 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     }
     if (!(E->exp_avg = falloc(E, E->part_n, ZN_MEM_EXP_AVG, err))) goto fail;
     if (!(E->exp_avg_sq = falloc(E, E->part_n, ZN_MEM_EXP_AVG_SQ, err))) goto fail;
+    if (E->canonical && cfg->grad_accum > 1) {
+        /* the binary counter over GA micro-steps needs floor(log2 GA) + 1
+           partition-sized partial sums: canonical mode's memory cost */
+        while ((1L << E->nlevels) <= cfg->grad_accum) E->nlevels++;
+        E->levels = calloc((size_t)E->nlevels, sizeof(float *));
+        if (!E->levels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        for (int k = 0; k < E->nlevels; k++)
+            if (!(E->levels[k] = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+    }
     return 0;
 fail:
     rc = err->code ? err->code : ZN_E_INTERNAL;
@@ -554,7 +793,10 @@ void zn_engine_free(ZnEngine *E) {
         zn_dev_free(E->dev, E->exp_avg_sq);
         zn_dev_free(E->dev, E->bucket_buf);
         zn_dev_free(E->dev, E->grad_scratch);
+        zn_dev_free(E->dev, E->comm16);
+        for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
     }
+    free(E->levels);
     zn_layout_free(&E->L);
     memset(E, 0, sizeof *E);
 }

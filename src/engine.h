@@ -12,14 +12,26 @@
 #include "comm.h"
 #include "device.h"
 #include "optim.h"
+#include "loss_scaler.h"
+#include "lr_schedule.h"
 
 typedef struct {
     double loss;        /* mean loss over the global batch */
     double grad_norm;   /* unscaled, pre-clip global L2 norm of the averaged gradient */
     double lr;          /* learning rate the step used */
     int skipped;        /* the optimizer step was skipped (overflow) */
+    double loss_scale;  /* the scale the step's backward used (1 unless fp16) */
     long samples;       /* samples seen after this step */
 } ZnStepResult;
+
+/* Optional inputs of zn_engine_init (NULL: none). */
+typedef struct {
+    const ZnLrSched *sched;     /* a scheduler built once for the run (copied); NULL: built here */
+    const long *inject_steps;   /* test hook (Z-PREC-006): at these optimizer steps (1-based) */
+    int ninject;                /* this rank's first gradient element becomes inject_value */
+    float inject_value;
+    int quiet;                  /* 1: no overflow lines */
+} ZnEngineHooks;
 
 typedef struct ZnEngine {
     const ZnConfig *cfg;
@@ -53,14 +65,31 @@ typedef struct ZnEngine {
     int next_bucket, next_entry;   /* where the next gradient hook writes */
     float *grad_scratch;    /* per-layer dW|db from backward */
 
+    /* precision (Z-PREC-*) */
+    ZnDtype dt;             /* model dtype: weights, activations, gradients */
+    ZnDtype cdt;            /* dtype of gradient collectives */
+    ZnLossScaler scaler;
+    ZnLrSched sched;
+    int check_overflow;     /* skip steps whose gradient holds inf/NaN */
+    uint16_t *comm16;       /* staging for 16-bit collectives */
+    long comm16_cap;
+    ZnEngineHooks hooks;
+
+    /* canonical mode (Z-CANON-*): binary-counter accumulation over micro-steps */
+    int canonical;
+    int nlevels;
+    float **levels;         /* [nlevels] partition-sized partial sums */
+    unsigned long occupied; /* bit k: levels[k] holds a partial sum */
+
     long opt_step;          /* optimizer steps applied (Adam's t) */
+    long skipped_steps;
     long global_step;       /* steps taken, skipped ones included */
     long global_samples;
     int micro;              /* micro-step within the current optimizer step */
 } ZnEngine;
 
 int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
-                   ZnComm *comm, ZnDevice *dev, ZnErr *err);
+                   ZnComm *comm, ZnDevice *dev, const ZnEngineHooks *hooks, ZnErr *err);
 void zn_engine_free(ZnEngine *E);
 
 /* One optimizer step: gradient_accumulation_steps micro-steps of forward and

@@ -17,7 +17,10 @@ static void usage(FILE *f) {
         "\n"
         "zinc train [--config FILE] [--world-size N] [--stage 0-3] [--model mlp:D0,D1,...,Dk]\n"
         "           [--steps S] [--seed X] [--train-batch-size B] [--micro-batch M]\n"
-        "           [--grad-accum G] [--lr LR] [--steps-per-print K] [--log FILE.csv]\n");
+        "           [--grad-accum G] [--lr LR] [--weight-decay WD] [--beta1 B1] [--beta2 B2]\n"
+        "           [--eps EPS] [--max-grad-norm C] [--warmup-steps W] [--dtype fp32|fp16|bf16]\n"
+        "           [--canonical] [--steps-per-print K] [--log FILE.csv]\n"
+        "Flags override the config; they also fill its \"auto\" values as the HF Trainer does.\n");
 }
 
 int main(int argc, char **argv) {

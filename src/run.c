@@ -2,6 +2,7 @@
 #include "run.h"
 #include "engine.h"
 #include "data.h"
+#include "lr_schedule.h"
 #include "../sim/sim.h"
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ typedef struct {
     ZnRunResult *res;
     ZnData data;
     FILE *csv;
+    ZnLrSched sched;   /* built once, copied by every rank */
 } RunCtx;
 
 static double now_s(void) {
@@ -27,7 +29,9 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     ZnDevice dev;
     zn_device_host_init(&dev);
     ZnEngine E;
-    int rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, &dev, err);
+    ZnEngineHooks hooks = {&ctx->sched, o->inject_steps, rank == o->inject_rank ? o->ninject : 0,
+                           o->inject_value, o->out == NULL};
+    int rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, &dev, &hooks, err);
     if (rc) return rc;
     res->comm_init[rank] = comm->stats;
     float *params = NULL;
@@ -40,12 +44,17 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         res->loss[t] = sr.loss;
         res->grad_norm[t] = sr.grad_norm;
         res->lr[t] = sr.lr;
-        if (o->out && o->print_every > 0 && (t + 1) % o->print_every == 0)
-            fprintf(o->out, "step=%ld loss=%.6f lr=%g grad_norm=%.6f samples=%ld time_ms=%.2f\n",
-                    t + 1, sr.loss, sr.lr, sr.grad_norm, sr.samples, ms);
+        res->scale[t] = sr.loss_scale;
+        res->skipped[t] = sr.skipped;
+        if (o->out && o->print_every > 0 && (t + 1) % o->print_every == 0) {
+            char scale[48] = "";
+            if (o->cfg.model_dtype == ZN_F16) snprintf(scale, sizeof scale, " scale=%g", sr.loss_scale);
+            fprintf(o->out, "step=%ld loss=%.6f lr=%g grad_norm=%.6f%s skipped=%ld samples=%ld time_ms=%.2f\n",
+                    t + 1, sr.loss, sr.lr, sr.grad_norm, scale, E.skipped_steps, sr.samples, ms);
+        }
         if (ctx->csv)
-            fprintf(ctx->csv, "%ld,%.9g,%.9g,%.9g,%d,%d,%ld,%.3f\n", t + 1, sr.loss, sr.lr,
-                    sr.grad_norm, 1, sr.skipped, sr.samples, ms);
+            fprintf(ctx->csv, "%ld,%.9g,%.9g,%.9g,%g,%d,%ld,%.3f\n", t + 1, sr.loss, sr.lr,
+                    sr.grad_norm, sr.loss_scale, sr.skipped, sr.samples, ms);
     }
     res->comm_end[rank] = comm->stats;
     params = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
@@ -74,14 +83,20 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->loss = calloc((size_t)o->steps + 1, sizeof(double));
     res->grad_norm = calloc((size_t)o->steps + 1, sizeof(double));
     res->lr = calloc((size_t)o->steps + 1, sizeof(double));
+    res->scale = calloc((size_t)o->steps + 1, sizeof(double));
+    res->skipped = calloc((size_t)o->steps + 1, sizeof(int));
     res->params = calloc((size_t)res->numel + 1, sizeof(float));
     res->comm_init = calloc((size_t)o->world, sizeof(ZnCommStats));
     res->comm_end = calloc((size_t)o->world, sizeof(ZnCommStats));
     res->mem_end = calloc((size_t)o->world, sizeof(ZnMemStats));
-    if (!res->loss || !res->grad_norm || !res->lr || !res->params || !res->comm_init ||
+    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->skipped || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end) {
         zn_run_result_free(res);
         return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    }
+    if (zn_sched_init(&ctx.sched, &o->cfg.sched, o->cfg.lr, o->cfg.beta1, o->cfg.beta2, err)) {
+        zn_run_result_free(res);
+        return err->code;
     }
     if (zn_data_init(&ctx.data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed)) {
         zn_run_result_free(res);
@@ -113,6 +128,8 @@ void zn_run_result_free(ZnRunResult *res) {
     free(res->loss);
     free(res->grad_norm);
     free(res->lr);
+    free(res->scale);
+    free(res->skipped);
     free(res->params);
     free(res->comm_init);
     free(res->comm_end);

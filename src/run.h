@@ -18,11 +18,18 @@ typedef struct {
     FILE *out;             /* step lines and the digest line; NULL = silent */
     long print_every;      /* 0: no step lines */
     const char *log_path;  /* per-step CSV, or NULL */
+    /* test hook: rank inject_rank plants inject_value in its gradient at the
+       optimizer steps inject_steps (1-based) */
+    int inject_rank;
+    int ninject;
+    long inject_steps[16];
+    float inject_value;
 } ZnRunOpts;
 
 typedef struct {
     long steps;
-    double *loss, *grad_norm, *lr;   /* [steps] */
+    double *loss, *grad_norm, *lr, *scale;   /* [steps]; scale: the loss scale the step used */
+    int *skipped;                    /* [steps] */
     long numel;
     float *params;                   /* final fp32 parameters, model order */
     uint64_t digest;

@@ -1,0 +1,1972 @@
+/* test_config.c: the DeepSpeed JSON config as zinc reads it (spec Z-CFG-*). */
+#include "testutil.h"
+#include "../src/config.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+
+#define SRC "ds.json"
+/* most configs need the batch triad; one micro batch per rank is enough */
+#define MB "\"train_micro_batch_size_per_gpu\": 1"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static ZnConfigArgs no_args(void) {
+    ZnConfigArgs a;
+    zn_config_args_init(&a);
+    return a;
+}
+
+static int parse(const char *json, const ZnConfigArgs *a, ZnConfig *c, ZnErr *e) {
+    memset(e, 0, sizeof *e);
+    return zn_config_parse(json, json ? strlen(json) : 0, SRC, a, c, e);
+}
+
+/* parses and fails the test with the message if that does not work */
+static ZnConfig ok_with(const char *json, const ZnConfigArgs *a) {
+    ZnConfig c;
+    ZnErr e;
+    memset(&c, 0, sizeof c);
+    int rc = parse(json, a, &c, &e);
+    if (rc != ZN_OK) fail_msg("expected %s to parse, got %d: %s", json, rc, e.msg);
+    return c;
+}
+
+static ZnConfig ok(const char *json) {
+    ZnConfigArgs a = no_args();
+    return ok_with(json, &a);
+}
+
+/* parses expecting ZN_E_USAGE and a message equal to `msg` */
+static void err_is(const char *json, const ZnConfigArgs *a, const char *msg) {
+    ZnConfigArgs dflt = no_args();
+    ZnConfig c;
+    ZnErr e;
+    int rc = parse(json, a ? a : &dflt, &c, &e);
+    if (rc != ZN_E_USAGE) fail_msg("expected %s to fail, got %d (%s)", json, rc, e.msg);
+    assert_string_equal(e.msg, msg);
+}
+
+/* parses expecting ZN_E_USAGE and a message that contains `part` */
+static void err_has(const char *json, const ZnConfigArgs *a, const char *part) {
+    ZnConfigArgs dflt = no_args();
+    ZnConfig c;
+    ZnErr e;
+    int rc = parse(json, a ? a : &dflt, &c, &e);
+    if (rc != ZN_E_USAGE) fail_msg("expected %s to fail, got %d (%s)", json, rc, e.msg);
+    assert_str_contains(e.msg, part);
+}
+
+/* stderr capture, for warnings */
+typedef struct { int saved; FILE *tmp; } Capture;
+
+static void cap_begin(Capture *cp) {
+    fflush(stderr);
+    cp->tmp = tmpfile();
+    assert_non_null(cp->tmp);
+    cp->saved = dup(2);
+    assert_true(cp->saved >= 0);
+    assert_true(dup2(fileno(cp->tmp), 2) >= 0);
+}
+
+static void cap_end(Capture *cp, char *buf, size_t n) {
+    fflush(stderr);
+    dup2(cp->saved, 2);
+    close(cp->saved);
+    rewind(cp->tmp);
+    size_t k = fread(buf, 1, n - 1, cp->tmp);
+    buf[k] = 0;
+    fclose(cp->tmp);
+}
+
+/* parses expecting success and returns what went to stderr */
+static ZnConfig ok_warn(const char *json, const ZnConfigArgs *a, char *out, size_t n) {
+    ZnConfigArgs dflt = no_args();
+    Capture cp;
+    ZnConfig c;
+    ZnErr e;
+    cap_begin(&cp);
+    int rc = parse(json, a ? a : &dflt, &c, &e);
+    cap_end(&cp, out, n);
+    if (rc != ZN_OK) fail_msg("expected %s to parse, got %d: %s", json, rc, e.msg);
+    return c;
+}
+
+/* ---- defaults ----------------------------------------------------------- */
+
+/* spec: Z-CFG-008 */
+static void test_defaults_every_field(void **state) {
+    (void)state;
+    ZnConfig c;
+    memset(&c, 0xab, sizeof c);
+    zn_config_defaults(&c);
+    assert_int_equal(c.train_batch_size, -1);
+    assert_int_equal(c.micro_batch, -1);
+    assert_int_equal(c.grad_accum, -1);
+    assert_int_equal(c.optimizer_present, 0);
+    assert_int_equal(c.opt_type, ZN_OPT_ADAM);
+    assert_int_equal(c.adamw, 1);
+    assert_int_equal(c.torch_adam, 0);
+    assert_int_equal(c.bias_correction, 1);
+    assert_true(c.lr == 1e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 && c.weight_decay == 0);
+
+    const ZnZeroConfig *z = &c.zero;
+    assert_int_equal(z->stage, 0);
+    assert_int_equal(z->contiguous_gradients, 1);
+    assert_int_equal(z->reduce_scatter, 1);
+    assert_int_equal(z->reduce_bucket_size, 500000000L);
+    assert_int_equal(z->use_multi_rank_bucket_allreduce, 1);
+    assert_int_equal(z->allgather_partitions, 1);
+    assert_int_equal(z->allgather_bucket_size, 500000000L);
+    assert_int_equal(z->overlap_comm, -1);
+    assert_int_equal(z->load_from_fp32_weights, 1);
+    assert_int_equal(z->elastic_checkpoint, 0);
+    for (int i = 0; i < 2; i++) {
+        const ZnOffloadConfig *o = i ? &z->offload_optimizer : &z->offload_param;
+        assert_int_equal(o->device, ZN_OFFLOAD_NONE);
+        assert_int_equal(o->pin_memory, 1);
+        assert_string_equal(o->nvme_path, "");
+        assert_int_equal(o->buffer_count, i ? 4 : 5);
+        assert_int_equal(o->fast_init, 0);
+        assert_true(o->ratio == 1.0);
+        assert_int_equal(o->present, 0);
+    }
+    assert_true(z->offload_param.buffer_size == 1e8 && z->offload_param.max_in_cpu == 1e9);
+    assert_int_equal(z->sub_group_size, 1000000000L);
+    assert_int_equal(z->prefetch_bucket_size, 50000000L);
+    assert_int_equal(z->param_persistence_threshold, 100000L);
+    assert_int_equal(z->model_persistence_threshold, LONG_MAX);
+    assert_int_equal(z->max_live_parameters, 1000000000L);
+    assert_int_equal(z->max_reuse_distance, 1000000000L);
+    assert_int_equal(z->gather_16bit_weights_on_model_save, 0);
+    assert_int_equal(z->module_granularity_threshold, 0);
+    assert_int_equal(z->use_all_reduce_for_fetch_params, 0);
+    assert_int_equal(z->allgather_sequential, 0);
+    assert_int_equal(z->ignore_unused_parameters, 1);
+    assert_int_equal(z->round_robin_gradients, 0);
+    assert_int_equal(z->zero_hpz_partition_size, 1);
+    assert_int_equal(z->zero_quantized_weights, 0);
+    assert_int_equal(z->zero_quantized_gradients, 0);
+    assert_int_equal(z->zero_quantized_nontrainable_weights, 0);
+    assert_int_equal(z->mics_shard_size, -1);
+    assert_int_equal(z->mics_hierarchical_params_gather, 0);
+    assert_int_equal(z->memory_efficient_linear, 1);
+    assert_int_equal(z->pipeline_loading_checkpoint, 0);
+    assert_int_equal(z->override_module_apply, 1);
+    assert_int_equal(z->log_trace_cache_warnings, 0);
+
+    assert_int_equal(c.fp16.enabled, 0);
+    assert_int_equal(c.fp16.auto_cast, 0);
+    assert_true(c.fp16.loss_scale == 0);
+    assert_int_equal(c.fp16.initial_scale_power, 16);
+    assert_int_equal(c.fp16.loss_scale_window, 1000);
+    assert_int_equal(c.fp16.hysteresis, 2);
+    assert_int_equal(c.fp16.consecutive_hysteresis, 0);
+    assert_true(c.fp16.min_loss_scale == 1);
+    assert_int_equal(c.fp16.fp16_master_weights_and_grads, 0);
+    assert_int_equal(c.bf16.enabled, 0);
+    assert_int_equal(c.bf16.immediate_grad_update, 0);
+    assert_int_equal(c.bf16.check_grad_overflow, 1);
+    assert_int_equal(c.bf16.bf16_master_weights_and_grads, 0);
+    assert_int_equal(c.bf16.bf16_optimizer_states, 0);
+
+    const ZnSchedConfig *s = &c.sched;
+    assert_int_equal(s->type, ZN_SCHED_NONE);
+    assert_true(s->warmup_min_lr == 0 && isnan(s->warmup_max_lr));
+    assert_int_equal(s->warmup_num_steps, 1000);
+    assert_int_equal(s->warmup_type_linear, 0);
+    assert_int_equal(s->total_num_steps, -1);
+    assert_true(s->warmup_min_ratio == 0 && s->cos_min_ratio == 1e-4);
+    assert_true(isnan(s->cycle_min_lr) && isnan(s->cycle_max_lr) && s->decay_lr_rate == 0);
+    assert_int_equal(s->cycle_first_step_size, 2000);
+    assert_int_equal(s->cycle_second_step_size, -1);
+    assert_int_equal(s->cycle_first_stair_count, 0);
+    assert_int_equal(s->cycle_second_stair_count, -1);
+    assert_int_equal(s->decay_step_size, 0);
+    assert_int_equal(s->cycle_momentum, 1);
+    assert_true(s->cycle_min_mom == 0.8 && s->cycle_max_mom == 0.9 && s->decay_mom_rate == 0);
+    assert_true(s->lr_range_test_min_lr == 1e-3 && s->lr_range_test_step_rate == 1.0);
+    assert_int_equal(s->lr_range_test_step_size, 2000);
+    assert_int_equal(s->lr_range_test_staircase, 0);
+
+    assert_true(c.gradient_clipping == 1.0);
+    assert_int_equal(c.prescale_gradients, 0);
+    assert_true(c.gradient_predivide_factor == 1.0);
+    assert_int_equal(c.allreduce_sum, 0);
+    assert_int_equal(c.communication_data_type, -1);
+    assert_int_equal(c.steps_per_print, 0);
+    assert_int_equal(c.wall_clock_breakdown, 0);
+    assert_int_equal(c.memory_breakdown, 0);
+    assert_int_equal(c.seed, 1234);
+    assert_int_equal(c.managed_gradient_accumulation, 1);
+    assert_int_equal(c.zero_allow_untested_optimizer, 0);
+    assert_int_equal(c.zero_force_ds_cpu_optimizer, 1);
+    assert_int_equal(c.load_universal, 0);
+    assert_int_equal(c.canonical, 0);
+    assert_int_equal(c.exact, 0);
+    assert_int_equal(c.model_dtype, ZN_F32);
+}
+
+/* spec: Z-CFG-008, Z-CFG-022 */
+static void test_defaults_after_parse(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB "}");
+    ZnConfig d;
+    zn_config_defaults(&d);
+    /* resolution fills the triad and overlap_comm; nothing else moves */
+    assert_int_equal(c.train_batch_size, 1);
+    assert_int_equal(c.micro_batch, 1);
+    assert_int_equal(c.grad_accum, 1);
+    assert_int_equal(c.zero.overlap_comm, 0);
+    c.train_batch_size = c.micro_batch = c.grad_accum = -1;
+    c.zero.overlap_comm = -1;
+    /* NaN != NaN: compare the scheduler's None markers separately */
+    assert_true(isnan(c.sched.warmup_max_lr) && isnan(c.sched.cycle_min_lr) && isnan(c.sched.cycle_max_lr));
+    c.sched.warmup_max_lr = d.sched.warmup_max_lr = 0;
+    c.sched.cycle_min_lr = d.sched.cycle_min_lr = 0;
+    c.sched.cycle_max_lr = d.sched.cycle_max_lr = 0;
+    assert_memory_equal(&c, &d, sizeof c);
+}
+
+/* spec: Z-CFG-043 */
+static void test_args_init(void **state) {
+    (void)state;
+    ZnConfigArgs a;
+    memset(&a, 0x5a, sizeof a);
+    zn_config_args_init(&a);
+    assert_int_equal(a.world_size, 1);
+    assert_int_equal(a.train_batch_size, -1);
+    assert_int_equal(a.micro_batch, -1);
+    assert_int_equal(a.grad_accum, -1);
+    assert_int_equal(a.stage, -1);
+    assert_int_equal(a.seed, -1);
+    assert_true(isnan(a.lr) && isnan(a.weight_decay) && isnan(a.beta1) && isnan(a.beta2) && isnan(a.eps));
+    assert_true(isnan(a.max_grad_norm));
+    assert_int_equal(a.warmup_steps, -1);
+    assert_int_equal(a.total_steps, -1);
+    assert_int_equal(a.dtype, -1);
+    assert_int_equal(a.hidden_size, -1);
+    assert_int_equal(a.canonical, -1);
+    assert_int_equal(a.exact, -1);
+}
+
+/* spec: Z-CFG-043 */
+static void test_null_text_and_null_args(void **state) {
+    (void)state;
+    ZnConfigArgs a = no_args();
+    a.world_size = 2;
+    a.micro_batch = 3;
+    ZnConfig c;
+    ZnErr e;
+    assert_int_equal(zn_config_parse(NULL, 0, NULL, &a, &c, &e), ZN_OK);
+    assert_int_equal(c.train_batch_size, 6);
+    assert_int_equal(c.grad_accum, 1);
+    assert_int_equal(c.seed, 1234);
+    /* no text and no args: the triad is missing; the message names "config" */
+    assert_int_equal(zn_config_parse(NULL, 0, NULL, NULL, &c, &e), ZN_E_USAGE);
+    assert_string_equal(e.msg, "config: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+    /* args NULL means zn_config_args_init's values (world size 1) */
+    const char *j = "{\"train_batch_size\": 4}";
+    assert_int_equal(zn_config_parse(j, strlen(j), SRC, NULL, &c, &e), ZN_OK);
+    assert_int_equal(c.micro_batch, 4);
+    /* text need not be NUL-terminated: len bounds it */
+    const char buf[] = "{\"train_batch_size\": 8}garbage";
+    assert_int_equal(zn_config_parse(buf, 23, SRC, NULL, &c, &e), ZN_OK);
+    assert_int_equal(c.train_batch_size, 8);
+    /* err may be NULL */
+    assert_int_equal(zn_config_parse("{", 1, SRC, NULL, &c, NULL), ZN_E_USAGE);
+}
+
+/* spec: Z-CFG-043 */
+static void test_out_untouched_on_error(void **state) {
+    (void)state;
+    ZnConfig c, before;
+    memset(&c, 0x77, sizeof c);
+    before = c;
+    ZnErr e;
+    ZnConfigArgs a = no_args();
+    assert_int_equal(parse("{\"zero_optimization\": {\"stage\": 9}}", &a, &c, &e), ZN_E_USAGE);
+    assert_memory_equal(&c, &before, sizeof c);
+}
+
+/* ---- JSON syntax ---------------------------------------------------------- */
+
+/* spec: Z-CFG-001 */
+static void test_syntax_errors_one_line(void **state) {
+    (void)state;
+    static const struct { const char *json, *msg; } cases[] = {
+        {"", "ds.json:1:1: JSON syntax error: unexpected end of input"},
+        {"   ", "ds.json:1:4: JSON syntax error: unexpected end of input"},
+        {"{", "ds.json:1:2: JSON syntax error: unexpected end of input"},
+        {"{\"a\": }", "ds.json:1:7: JSON syntax error near '}'"},
+        {"{\"a\": 1,}", "ds.json:1:9: JSON syntax error near '}'"},
+        {"{\"a\" 1}", "ds.json:1:6: JSON syntax error near '1}'"},
+        {"{\"a\"\"b\"}", "ds.json:1:5: JSON syntax error near '\"b\"}'"},
+        {"{} x", "ds.json:1:4: JSON syntax error near 'x'"},
+        {"{\"a\": tru}", "ds.json:1:7: JSON syntax error near 'tru}'"},
+        {"{'a': 1}", "ds.json:1:2: JSON syntax error near ''a': 1}'"},
+        {"{,}", "ds.json:1:2: JSON syntax error near ',}'"},
+        {"{\"a\":1,x}", "ds.json:1:8: JSON syntax error near 'x}'"},
+        {"{\"a\":{}x}", "ds.json:1:8: JSON syntax error near 'x}'"},
+        {"{\"a\":[1,2x]}", "ds.json:1:10: JSON syntax error near 'x]}'"},
+        {"{\"a\": \"abc", "ds.json:1:7: JSON syntax error: unterminated string"},
+        {"{\"a\": \"\\q\"}", "ds.json:1:8: JSON syntax error near '\\q\"}'"},
+        {"{\"a\":1,", "ds.json:1:8: JSON syntax error: unexpected end of input"},
+        {"{\"a\": [1, 2", "ds.json:1:12: JSON syntax error: unexpected end of input"},
+        {"{\"a\": 1} // comment", "ds.json:1:10: JSON syntax error near '// comment'"},
+        {"{\"a\": 0123456789abcdefghij}", "ds.json:1:17: JSON syntax error near 'abcdefghij}'"},
+        {"{\"a\": \xff}", "ds.json:1:7: JSON syntax error near '\\xff}'"},
+        {"{\"a\": \x80\x81\x82\x83\x84\x85\x86\x87\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x91}",
+         "ds.json:1:7: JSON syntax error near '\\x80\\x81\\x82\\x83\\x84\\x85\\x86\\x87\\x88\\x89\\x8a\\x8b\\x8c"
+         "\\x8d\\x8e\\x8f'"},
+        /* cJSON takes control bytes for whitespace */
+        {"{\"a\":\x01 ]}", "ds.json:1:8: JSON syntax error near ']}'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+}
+
+/* spec: Z-CFG-001 */
+static void test_syntax_errors_multi_line(void **state) {
+    (void)state;
+    err_is("{\n"
+           "  \"train_batch_size\": 8,\n"
+           "  \"zero_optimization\": {\n"
+           "    \"stage\": 2,\n"
+           "  }\n"
+           "}\n",
+           NULL, "ds.json:5:3: JSON syntax error near '}'");
+    err_is("{\n  \"a\": [1,\n         2,,3]\n}", NULL, "ds.json:3:12: JSON syntax error near ',3]'");
+    err_is("{\n  \"fp16\": {\n    \"enabled\": true # on\n  }\n}", NULL,
+           "ds.json:3:21: JSON syntax error near '# on'");
+    err_is("{\n  \"a\": 1\n", NULL, "ds.json:3:1: JSON syntax error: unexpected end of input");
+    err_is("{\n\n  \"name\": \"abc\n}\n", NULL, "ds.json:3:11: JSON syntax error: unterminated string");
+    /* CRLF line ends: the column counts bytes after the '\n' */
+    err_is("{\r\n  \"a\": ]\r\n}", NULL, "ds.json:2:8: JSON syntax error near ']'");
+    /* columns count bytes, not characters: "é" is two */
+    err_is("{\"\xc3\xa9\": x}", NULL, "ds.json:1:8: JSON syntax error near 'x}'");
+}
+
+/* spec: Z-CFG-001 */
+static void test_syntax_nul_byte(void **state) {
+    (void)state;
+    ZnConfigArgs a = no_args();
+    ZnConfig c;
+    ZnErr e;
+    const char buf[] = "{\n  \"a\": 1\0}";
+    assert_int_equal(zn_config_parse(buf, sizeof buf - 1, SRC, &a, &c, &e), ZN_E_USAGE);
+    assert_string_equal(e.msg, "ds.json:2:9: JSON syntax error: NUL byte in input");
+}
+
+/* spec: Z-CFG-002 */
+static void test_top_level_not_object(void **state) {
+    (void)state;
+    err_is("[]", NULL, "ds.json: the top level must be a JSON object, got an array");
+    err_is("3", NULL, "ds.json: the top level must be a JSON object, got 3");
+    err_is("\"auto\"", NULL, "ds.json: the top level must be a JSON object, got \"auto\"");
+    err_is("null", NULL, "ds.json: the top level must be a JSON object, got null");
+}
+
+/* spec: Z-CFG-003 */
+static void test_duplicate_keys(void **state) {
+    (void)state;
+    err_is("{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}", NULL,
+           "ds.json: zero_optimization.stage: duplicate key");
+    err_is("{" MB ", " MB "}", NULL, "ds.json: train_micro_batch_size_per_gpu: duplicate key");
+    /* inside sections zinc ignores, and inside arrays */
+    err_is("{\"wandb\": {\"x\": [{\"a\": 1, \"b\": 2, \"a\": 3}]}}", NULL, "ds.json: wandb.x[0].a: duplicate key");
+    /* of several, the one whose second occurrence comes first */
+    err_is("{\"b\": 1, \"a\": 1, \"c\": 1, \"a\": 2, \"b\": 2}", NULL, "ds.json: a: duplicate key");
+    /* keys are case-sensitive: these are two keys (one unknown) */
+    char warn[512];
+    ok_warn("{" MB ", \"Seed\": 1, \"seed\": 2}", NULL, warn, sizeof warn);
+    assert_string_equal(warn, "zinc: warning: ds.json: Seed: unknown key, ignored\n");
+    /* a big object goes through the sorted path as well */
+    char big[40000];
+    size_t n = (size_t)snprintf(big, sizeof big, "{\"wandb\": {");
+    for (int i = 0; i < 2000; i++) n += (size_t)snprintf(big + n, sizeof big - n, "\"k%d\": %d, ", i, i);
+    snprintf(big + n, sizeof big - n, "\"k1999\": 0}}");
+    err_is(big, NULL, "ds.json: wandb.k1999: duplicate key");
+}
+
+/* ---- values and messages ---------------------------------------------------- */
+
+/* spec: Z-CFG-004 */
+static void test_wrong_types_name_the_path(void **state) {
+    (void)state;
+    static const struct { const char *json, *msg; } cases[] = {
+        {"{\"zero_optimization\": {\"stage\": 7}}", "ds.json: zero_optimization.stage: expected an integer 0..3, got 7"},
+        {"{\"zero_optimization\": {\"stage\": \"2\"}}",
+         "ds.json: zero_optimization.stage: expected an integer 0..3, got \"2\""},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": \"abc\"}}}",
+         "ds.json: optimizer.params.lr: expected a number >= 0, got \"abc\""},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"eps\": 0}}}",
+         "ds.json: optimizer.params.eps: expected a positive number, got 0"},
+        {"{\"zero_optimization\": {\"contiguous_gradients\": 1}}",
+         "ds.json: zero_optimization.contiguous_gradients: expected true or false, got 1"},
+        {"{\"zero_optimization\": {\"overlap_comm\": \"yes\"}}",
+         "ds.json: zero_optimization.overlap_comm: expected true or false or null, got \"yes\""},
+        {"{\"fp16\": {\"enabled\": 0}}", "ds.json: fp16.enabled: expected true or false, got 0"},
+        {"{\"fp16\": {\"hysteresis\": 0}}", "ds.json: fp16.hysteresis: expected a positive integer, got 0"},
+        {"{\"fp16\": {\"initial_scale_power\": 128}}",
+         "ds.json: fp16.initial_scale_power: expected an integer 0..127, got 128"},
+        {"{\"fp16\": {\"loss_scale\": true}}", "ds.json: fp16.loss_scale: expected a number >= 0, got true"},
+        {"{\"fp16\": {\"loss_scale\": -1}}", "ds.json: fp16.loss_scale: expected a number >= 0, got -1"},
+        {"{\"fp16\": {\"loss_scale\": 1e400}}", "ds.json: fp16.loss_scale: expected a number >= 0, got inf"},
+        {"{\"fp16\": {\"min_loss_scale\": 0.5}}", "ds.json: fp16.min_loss_scale: expected an integer, got 0.5"},
+        {"{\"fp16\": []}", "ds.json: fp16: expected an object, got an array"},
+        {"{\"zero_optimization\": {\"offload_param\": {\"buffer_count\": -1}}}",
+         "ds.json: zero_optimization.offload_param.buffer_count: expected an integer >= 0, got -1"},
+        {"{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": 1.5}}}",
+         "ds.json: zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], got 1.5"},
+        {"{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"gpu\"}}}",
+         "ds.json: zero_optimization.offload_optimizer.device: expected \"none\", \"cpu\" or \"nvme\", got \"gpu\""},
+        {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_mom\": 1}}}",
+         "ds.json: scheduler.params.cycle_min_mom: expected a number in [0, 1), got 1"},
+        {"{\"seed\": -5}", "ds.json: seed: expected an integer >= 0, got -5"},
+        {"{\"seed\": {\"value\": 1}}", "ds.json: seed: expected an integer >= 0, got an object"},
+        {"{\"gradient_clipping\": null}", "ds.json: gradient_clipping: expected a number >= 0, got null"},
+        {"{\"steps_per_print\": -1}", "ds.json: steps_per_print: expected an integer >= 0 or null, got -1"},
+        {"{\"optimizer\": {\"type\": 7}}", "ds.json: optimizer.type: expected a string, got 7"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [0.9]}}}",
+         "ds.json: optimizer.params.betas: expected [beta1, beta2], two numbers in [0, 1), got an array"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [0.9, 1.0]}}}",
+         "ds.json: optimizer.params.betas[1]: expected a number in [0, 1), got 1"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [\"0.9\", 0.99]}}}",
+         "ds.json: optimizer.params.betas[0]: expected a number in [0, 1), got \"0.9\""},
+        {"{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": 3}}}",
+         "ds.json: zero_optimization.offload_param.nvme_path: expected a path or null, got 3"},
+        {"{\"zinc\": {\"exact\": \"true\"}}", "ds.json: zinc.exact: expected true or false, got \"true\""},
+        {"{\"zero_optimization\": {\"reduce_bucket_size\": \"a very long string that goes on and on and on\"}}",
+         "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer,"
+         " got \"a very long string that goes on and on a...\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+}
+
+/* spec: Z-CFG-004 */
+static void test_integers_must_be_integral(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"reduce_bucket_size\": 5e8, \"allgather_bucket_size\": 2e8,"
+                    " \"sub_group_size\": 1.0e12}}");
+    assert_int_equal(c.zero.reduce_bucket_size, 500000000L);
+    assert_int_equal(c.zero.allgather_bucket_size, 200000000L);
+    assert_int_equal(c.zero.sub_group_size, 1000000000000L);
+    err_is("{\"zero_optimization\": {\"reduce_bucket_size\": 2.5}}", NULL,
+           "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 2.5");
+    err_is("{\"zero_optimization\": {\"sub_group_size\": 1e400}}", NULL,
+           "ds.json: zero_optimization.sub_group_size: expected a positive integer, got inf");
+    err_is("{\"zero_optimization\": {\"max_live_parameters\": true}}", NULL,
+           "ds.json: zero_optimization.max_live_parameters: expected an integer >= 0, got true");
+    err_is("{\"fp16\": {\"loss_scale_window\": \"1000\"}}", NULL,
+           "ds.json: fp16.loss_scale_window: expected an integer, got \"1000\"");
+    err_is("{\"fp16\": {\"initial_scale_power\": 16.5}}", NULL,
+           "ds.json: fp16.initial_scale_power: expected an integer 0..127, got 16.5");
+    /* -0 is an integer (zero) */
+    c = ok("{" MB ", \"seed\": -0}");
+    assert_int_equal(c.seed, 0);
+    /* an integral double is fine for a double field read as integer */
+    c = ok("{" MB ", \"fp16\": {\"min_loss_scale\": 2.0}}");
+    assert_true(c.fp16.min_loss_scale == 2.0);
+}
+
+/* spec: Z-CFG-045 */
+static void test_long_range(void **state) {
+    (void)state;
+    /* sys.maxsize written out rounds to 2^63 as a double: read as LONG_MAX */
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage3_model_persistence_threshold\": 9223372036854775807}}");
+    assert_int_equal(c.zero.model_persistence_threshold, LONG_MAX);
+    c = ok("{" MB ", \"zero_optimization\": {\"stage3_model_persistence_threshold\": 4611686018427387904}}");
+    assert_int_equal(c.zero.model_persistence_threshold, 4611686018427387904L);
+    err_is("{\"zero_optimization\": {\"stage3_model_persistence_threshold\": 1e19}}", NULL,
+           "ds.json: zero_optimization.stage3_model_persistence_threshold: expected an integer >= 0, got 1e+19");
+    err_is("{\"zero_optimization\": {\"mics_shard_size\": -1e19}}", NULL,
+           "ds.json: zero_optimization.mics_shard_size: expected an integer, got -1e+19");
+    /* int fields stop at INT_MAX */
+    err_is("{\"fp16\": {\"hysteresis\": 3e9}}", NULL, "ds.json: fp16.hysteresis: expected a positive integer, got 3000000000");
+}
+
+/* ---- unknown and ignored keys ----------------------------------------------- */
+
+/* spec: Z-CFG-005 */
+static void test_unknown_key_in_zero_rejected(void **state) {
+    (void)state;
+    err_is("{\"zero_optimization\": {\"foo\": 1}}", NULL,
+           "ds.json: zero_optimization.foo: unknown key (DeepSpeed forbids unknown keys in zero_optimization)");
+    err_is("{\"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\", \"fast_init\": true}}}", NULL,
+           "ds.json: zero_optimization.offload_param.fast_init: unknown key"
+           " (DeepSpeed forbids unknown keys in zero_optimization.offload_param)");
+    err_is("{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_size\": 4}}}", NULL,
+           "ds.json: zero_optimization.offload_optimizer.buffer_size: unknown key"
+           " (DeepSpeed forbids unknown keys in zero_optimization.offload_optimizer)");
+    /* keys are case-sensitive, as in pydantic */
+    err_has("{\"zero_optimization\": {\"Stage\": 1}}", NULL, "zero_optimization.Stage: unknown key");
+}
+
+/* spec: Z-CFG-005 */
+static void test_unknown_keys_elsewhere_warned(void **state) {
+    (void)state;
+    char w[2048];
+    ZnConfig c = ok_warn("{" MB ", \"foo\": 1,"
+                         " \"fp16\": {\"enabled\": true, \"bar\": 2},"
+                         " \"bf16\": {\"baz\": false},"
+                         " \"optimizer\": {\"type\": \"AdamW\", \"extra\": 1, \"params\": {\"lr\": 0.5, \"qux\": 3}},"
+                         " \"scheduler\": {\"type\": \"WarmupLR\", \"what\": 0, \"params\": {\"nope\": 1}},"
+                         " \"checkpoint\": {\"load_universal\": true, \"other\": 1}}",
+                         NULL, w, sizeof w);
+    assert_string_equal(w, "zinc: warning: ds.json: foo: unknown key, ignored\n"
+                           "zinc: warning: ds.json: fp16.bar: unknown key, ignored\n"
+                           "zinc: warning: ds.json: bf16.baz: unknown key, ignored\n"
+                           "zinc: warning: ds.json: optimizer.extra: unknown key, ignored\n"
+                           "zinc: warning: ds.json: optimizer.params.qux: unknown key, ignored\n"
+                           "zinc: warning: ds.json: scheduler.what: unknown key, ignored\n"
+                           "zinc: warning: ds.json: scheduler.params.nope: unknown key, ignored\n"
+                           "zinc: warning: ds.json: checkpoint.other: unknown key, ignored\n");
+    /* and the rest was read */
+    assert_int_equal(c.fp16.enabled, 1);
+    assert_true(c.lr == 0.5);
+    assert_int_equal(c.sched.type, ZN_SCHED_WARMUP_LR);
+    assert_int_equal(c.load_universal, 1);
+}
+
+/* spec: Z-CFG-006 */
+static void test_known_ignored_keys_silent(void **state) {
+    (void)state;
+    char w[1024];
+    ZnConfig c = ok_warn("{" MB ", \"autotuning\": {}, \"flops_profiler\": {\"enabled\": false},"
+                         " \"activation_checkpointing\": {}, \"sparse_attention\": {}, \"data_efficiency\": {},"
+                         " \"compression_training\": {}, \"tensorboard\": {\"enabled\": true}, \"wandb\": {},"
+                         " \"csv_monitor\": {}, \"comms_logger\": {}, \"elasticity\": {\"enabled\": false},"
+                         " \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"aio\": {\"block_size\": 1048576},"
+                         " \"zero_allow_untested_optimizer\": true, \"zero_force_ds_cpu_optimizer\": false,"
+                         " \"prescale_gradients\": false, \"gradient_predivide_factor\": 2.0,"
+                         " \"gradient_allreduce_op\": \"mean\", \"communication_data_type\": \"fp32\","
+                         " \"memory_breakdown\": true, \"steps_per_print\": 100, \"dump_state\": false,"
+                         " \"wall_clock_breakdown\": true, \"sparse_gradients\": false, \"vocabulary_size\": 50257,"
+                         " \"checkpoint\": {\"tag_validation\": \"Warn\", \"use_node_local_storage\": false}}",
+                         NULL, w, sizeof w);
+    assert_string_equal(w, "");
+    assert_int_equal(c.zero_allow_untested_optimizer, 1);
+    assert_int_equal(c.zero_force_ds_cpu_optimizer, 0);
+    assert_true(c.gradient_predivide_factor == 2.0);
+    assert_int_equal(c.communication_data_type, ZN_F32);
+    assert_int_equal(c.memory_breakdown, 1);
+    assert_int_equal(c.steps_per_print, 100);
+    assert_int_equal(c.wall_clock_breakdown, 1);
+    /* a feature switched on that zinc does not implement is named */
+    ok_warn("{" MB ", \"amp\": {\"enabled\": true}, \"elasticity\": {\"enabled\": true}}", NULL, w, sizeof w);
+    assert_string_equal(w, "zinc: warning: ds.json: amp.enabled: zinc does not implement amp; ignored\n"
+                           "zinc: warning: ds.json: elasticity.enabled: zinc does not implement elasticity; ignored\n");
+}
+
+/* spec: Z-CFG-007 */
+static void test_zinc_section(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zinc\": {\"canonical\": true, \"exact\": true}}");
+    assert_int_equal(c.canonical, 1);
+    assert_int_equal(c.exact, 1);
+    err_is("{\"zinc\": {\"canon\": true}}", NULL,
+           "ds.json: zinc.canon: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks)");
+    err_is("{\"zinc\": {\"exact\": \"auto\"}}", NULL, "ds.json: zinc.exact: \"auto\" is not supported for this key");
+    /* the args override the section */
+    ZnConfigArgs a = no_args();
+    a.canonical = 0;
+    a.exact = 0;
+    c = ok_with("{" MB ", \"zinc\": {\"canonical\": true, \"exact\": true}}", &a);
+    assert_int_equal(c.canonical, 0);
+    assert_int_equal(c.exact, 0);
+    a.canonical = 1;
+    c = ok_with("{" MB "}", &a);
+    assert_int_equal(c.canonical, 1);
+}
+
+/* ---- batch triad -------------------------------------------------------------- */
+
+typedef struct {
+    int world;
+    long tb, mb, ga;        /* -1: not given */
+    int ok;
+    long etb, emb, ega;     /* expected when ok */
+    const char *msg;        /* expected message when not ok */
+} BatchCase;
+
+static void run_batch_cases(const BatchCase *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const BatchCase *bc = &cases[i];
+        long tb = bc->tb, mb = bc->mb, ga = bc->ga;
+        ZnErr e = {0};
+        int rc = zn_config_resolve_batch(&tb, &mb, &ga, bc->world, &e);
+        if (bc->ok) {
+            if (rc != ZN_OK) fail_msg("case %zu: %s", i, e.msg);
+            if (tb != bc->etb || mb != bc->emb || ga != bc->ega)
+                fail_msg("case %zu: got (%ld, %ld, %ld), expected (%ld, %ld, %ld)", i, tb, mb, ga, bc->etb, bc->emb,
+                         bc->ega);
+        } else {
+            if (rc != ZN_E_USAGE) fail_msg("case %zu: expected failure", i);
+            if (strcmp(e.msg, bc->msg) != 0) fail_msg("case %zu: message\n  '%s'\nexpected\n  '%s'", i, e.msg, bc->msg);
+            /* the inputs are left alone on failure */
+            assert_true(tb == bc->tb && mb == bc->mb && ga == bc->ga);
+        }
+    }
+}
+
+/* spec: Z-CFG-009, Z-CFG-010, Z-CFG-011 */
+static void test_batch_deepspeed_matrix(void **state) {
+    (void)state;
+    /* DeepSpeed tests/unit/runtime/test_ds_config_dict.py::TestBatchConfig, world size 2 */
+    static const BatchCase cases[] = {
+        /* (32, 16, 1): success in every sub-case */
+        {2, 32, 16, 1, 1, 32, 16, 1, NULL},
+        {2, 32, 16, -1, 1, 32, 16, 1, NULL},
+        {2, 32, -1, 1, 1, 32, 16, 1, NULL},
+        {2, -1, 16, 1, 1, 32, 16, 1, NULL},
+        {2, -1, 16, -1, 1, 32, 16, 1, NULL},
+        {2, 32, -1, -1, 1, 32, 16, 1, NULL},
+        /* (32, 8, 2): success */
+        {2, 32, 8, 2, 1, 32, 8, 2, NULL},
+        {2, 32, 8, -1, 1, 32, 8, 2, NULL},
+        {2, 32, -1, 2, 1, 32, 8, 2, NULL},
+        {2, -1, 8, 2, 1, 32, 8, 2, NULL},
+        /* (33, 17, 2): failure in each sub-case */
+        {2, 33, 17, 2, 0, 0, 0, 0,
+         "train_batch_size 33 != train_micro_batch_size_per_gpu 17 * gradient_accumulation_steps 2 * world size 2"
+         " (= 68)"},
+        {2, 33, 17, -1, 0, 0, 0, 0,
+         "gradient_accumulation_steps 0 has to be greater than 0 (inferred: train_batch_size 33"
+         " // train_micro_batch_size_per_gpu 17 // world size 2)"},
+        {2, -1, -1, 2, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+        {2, 33, -1, 2, 0, 0, 0, 0,
+         "train_batch_size 33 != train_micro_batch_size_per_gpu 8 * gradient_accumulation_steps 2 * world size 2"
+         " (= 32) (inferred: train_batch_size 33 // world size 2 // gradient_accumulation_steps 2)"},
+        /* (32, 18, 1): failure */
+        {2, 32, 18, 1, 0, 0, 0, 0,
+         "train_batch_size 32 != train_micro_batch_size_per_gpu 18 * gradient_accumulation_steps 1 * world size 2"
+         " (= 36)"},
+        {2, 32, 18, -1, 0, 0, 0, 0,
+         "gradient_accumulation_steps 0 has to be greater than 0 (inferred: train_batch_size 32"
+         " // train_micro_batch_size_per_gpu 18 // world size 2)"},
+        {2, -1, -1, 1, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+    };
+    run_batch_cases(cases, sizeof cases / sizeof *cases);
+}
+
+/* spec: Z-CFG-009, Z-CFG-011 */
+static void test_batch_other_world_sizes(void **state) {
+    (void)state;
+    static const BatchCase cases[] = {
+        /* sub-cases DeepSpeed's table does not run for (32, 8, 2) */
+        {2, -1, 8, -1, 1, 16, 8, 1, NULL},
+        {2, 32, -1, -1, 1, 32, 16, 1, NULL},
+        /* the (33, 17, 2) row with micro batch and accumulation: tb is inferred, fine */
+        {2, -1, 17, 2, 1, 68, 17, 2, NULL},
+        /* W = 1 */
+        {1, 8, -1, -1, 1, 8, 8, 1, NULL},
+        {1, -1, 8, -1, 1, 8, 8, 1, NULL},
+        {1, 8, 2, -1, 1, 8, 2, 4, NULL},
+        {1, 8, -1, 4, 1, 8, 2, 4, NULL},
+        {1, -1, 2, 4, 1, 8, 2, 4, NULL},
+        {1, 8, 2, 4, 1, 8, 2, 4, NULL},
+        {1, 9, 2, -1, 0, 0, 0, 0,
+         "train_batch_size 9 != train_micro_batch_size_per_gpu 2 * gradient_accumulation_steps 4 * world size 1"
+         " (= 8) (inferred: train_batch_size 9 // train_micro_batch_size_per_gpu 2 // world size 1)"},
+        /* W = 3: floor division of 10 // 2 // 3 */
+        {3, 12, 2, -1, 1, 12, 2, 2, NULL},
+        {3, 12, -1, 2, 1, 12, 2, 2, NULL},
+        {3, 10, 2, -1, 0, 0, 0, 0,
+         "train_batch_size 10 != train_micro_batch_size_per_gpu 2 * gradient_accumulation_steps 1 * world size 3"
+         " (= 6) (inferred: train_batch_size 10 // train_micro_batch_size_per_gpu 2 // world size 3)"},
+        {3, -1, 5, 3, 1, 45, 5, 3, NULL},
+        /* W = 4 */
+        {4, 7, -1, -1, 0, 0, 0, 0,
+         "train_batch_size 7 != train_micro_batch_size_per_gpu 1 * gradient_accumulation_steps 1 * world size 4"
+         " (= 4) (inferred: train_batch_size 7 // world size 4)"},
+        {4, 64, 4, -1, 1, 64, 4, 4, NULL},
+        {4, 64, -1, 8, 1, 64, 2, 8, NULL},
+        /* W = 8 */
+        {8, -1, 3, -1, 1, 24, 3, 1, NULL},
+        {8, 4, -1, -1, 0, 0, 0, 0,
+         "train_micro_batch_size_per_gpu 0 has to be greater than 0 (inferred: train_batch_size 4 // world size 8)"},
+        {8, 64, -1, 16, 0, 0, 0, 0,
+         "train_micro_batch_size_per_gpu 0 has to be greater than 0 (inferred: train_batch_size 64 // world size 8"
+         " // gradient_accumulation_steps 16)"},
+        {8, 256, 4, 8, 1, 256, 4, 8, NULL},
+    };
+    run_batch_cases(cases, sizeof cases / sizeof *cases);
+}
+
+/* spec: Z-CFG-010 */
+static void test_batch_nothing_or_ga_only(void **state) {
+    (void)state;
+    static const BatchCase cases[] = {
+        {1, -1, -1, -1, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+        {4, -1, -1, 8, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+    };
+    run_batch_cases(cases, sizeof cases / sizeof *cases);
+    err_is("{\"gradient_accumulation_steps\": 4}", NULL,
+           "ds.json: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+    err_is("{}", NULL, "ds.json: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+}
+
+/* spec: Z-CFG-011 */
+static void test_batch_zero_negative_overflow(void **state) {
+    (void)state;
+    static const BatchCase cases[] = {
+        {2, 0, 16, 1, 0, 0, 0, 0, "train_batch_size 0 has to be greater than 0"},
+        {2, 32, 0, 1, 0, 0, 0, 0, "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
+        {2, 32, 16, 0, 0, 0, 0, 0, "gradient_accumulation_steps 0 has to be greater than 0"},
+        {2, 32, 0, -1, 0, 0, 0, 0, "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
+        {2, 32, -1, 0, 0, 0, 0, 0, "gradient_accumulation_steps 0 has to be greater than 0"},
+        {2, -1, 0, 4, 0, 0, 0, 0, "train_batch_size 0 has to be greater than 0"},
+        {2, -1, -5, -1, 0, 0, 0, 0, "train_batch_size -10 has to be greater than 0"},
+        {2, 0, -1, -1, 0, 0, 0, 0, "train_batch_size 0 has to be greater than 0"},
+        {2, -1, LONG_MAX / 2, 4, 0, 0, 0, 0,
+         "train_micro_batch_size_per_gpu 4611686018427387903 * gradient_accumulation_steps 4 * world size 2 overflows"},
+        {4, -1, LONG_MAX / 2, -1, 0, 0, 0, 0,
+         "train_micro_batch_size_per_gpu 4611686018427387903 * world size 4 overflows"},
+        {2, 8, LONG_MAX / 2, 4, 0, 0, 0, 0,
+         "train_batch_size 8 != train_micro_batch_size_per_gpu 4611686018427387903 * gradient_accumulation_steps 4"
+         " * world size 2 (overflows)"},
+        {0, 8, -1, -1, 0, 0, 0, 0, "world size must be >= 1, got 0"},
+    };
+    run_batch_cases(cases, sizeof cases / sizeof *cases);
+    /* err may be NULL */
+    long tb = -1, mb = -1, ga = -1;
+    assert_int_equal(zn_config_resolve_batch(&tb, &mb, &ga, 1, NULL), ZN_E_USAGE);
+}
+
+/* spec: Z-CFG-009, Z-CFG-011, Z-CFG-012 */
+static void test_batch_through_parse(void **state) {
+    (void)state;
+    ZnConfigArgs a = no_args();
+    a.world_size = 2;
+    ZnConfig c = ok_with("{\"train_batch_size\": 32, \"gradient_accumulation_steps\": 2}", &a);
+    assert_true(c.train_batch_size == 32 && c.micro_batch == 8 && c.grad_accum == 2);
+    /* null is "not given" (DeepSpeed's get_scalar_param returns None) */
+    c = ok_with("{\"train_batch_size\": 32, \"train_micro_batch_size_per_gpu\": null,"
+                " \"gradient_accumulation_steps\": null}", &a);
+    assert_true(c.train_batch_size == 32 && c.micro_batch == 16 && c.grad_accum == 1);
+    err_is("{\"train_batch_size\": 33, \"train_micro_batch_size_per_gpu\": 17, \"gradient_accumulation_steps\": 2}", &a,
+           "ds.json: train_batch_size 33 != train_micro_batch_size_per_gpu 17 * gradient_accumulation_steps 2"
+           " * world size 2 (= 68)");
+    a.world_size = 0;
+    err_is("{" MB "}", &a, "ds.json: world size must be >= 1, got 0");
+}
+
+/* spec: Z-CFG-012 */
+static void test_batch_key_types(void **state) {
+    (void)state;
+    err_is("{\"train_batch_size\": 0}", NULL, "ds.json: train_batch_size: expected a positive integer or null, got 0");
+    err_is("{\"train_micro_batch_size_per_gpu\": -1}", NULL,
+           "ds.json: train_micro_batch_size_per_gpu: expected a positive integer or null, got -1");
+    err_is("{\"gradient_accumulation_steps\": 2.5}", NULL,
+           "ds.json: gradient_accumulation_steps: expected a positive integer or null, got 2.5");
+    err_is("{\"train_batch_size\": \"8\"}", NULL,
+           "ds.json: train_batch_size: expected a positive integer or null, got \"8\"");
+    ZnConfig c = ok("{\"train_batch_size\": 1.6e1}");
+    assert_int_equal(c.train_batch_size, 16);
+}
+
+/* ---- command-line args -------------------------------------------------------- */
+
+/* spec: Z-CFG-013 */
+static void test_args_override(void **state) {
+    (void)state;
+    ZnConfigArgs a = no_args();
+    a.world_size = 4;
+    a.micro_batch = 2;
+    a.grad_accum = 3;
+    a.stage = 3;
+    a.seed = 7;
+    a.lr = 0.25;
+    a.weight_decay = 0.01;
+    a.beta1 = 0.8;
+    a.beta2 = 0.95;
+    a.eps = 1e-6;
+    a.max_grad_norm = 0.5;
+    a.warmup_steps = 10;
+    a.dtype = ZN_BF16;
+    const char *j = "{\"train_micro_batch_size_per_gpu\": 16, \"gradient_accumulation_steps\": 1,"
+                    " \"zero_optimization\": {\"stage\": 1}, \"seed\": 99, \"gradient_clipping\": 2.0,"
+                    " \"fp16\": {\"enabled\": true}, \"bf16\": {\"enabled\": false},"
+                    " \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 1, \"weight_decay\": 0.5,"
+                    " \"betas\": [0.1, 0.2], \"eps\": 0.1}},"
+                    " \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 500}}}";
+    ZnConfig c = ok_with(j, &a);
+    assert_true(c.train_batch_size == 24 && c.micro_batch == 2 && c.grad_accum == 3);
+    assert_int_equal(c.zero.stage, 3);
+    assert_int_equal(c.zero.overlap_comm, 1); /* follows the overridden stage */
+    assert_int_equal(c.seed, 7);
+    assert_true(c.lr == 0.25 && c.weight_decay == 0.01 && c.beta1 == 0.8 && c.beta2 == 0.95 && c.eps == 1e-6);
+    assert_true(c.gradient_clipping == 0.5);
+    assert_int_equal(c.sched.warmup_num_steps, 10);
+    assert_int_equal(c.fp16.enabled, 0);
+    assert_int_equal(c.bf16.enabled, 1);
+    assert_int_equal(c.model_dtype, ZN_BF16);
+    /* dtype fp16 and fp32 */
+    a = no_args();
+    a.dtype = ZN_F16;
+    c = ok_with("{" MB ", \"bf16\": {\"enabled\": true}}", &a);
+    assert_true(c.fp16.enabled && !c.bf16.enabled && c.model_dtype == ZN_F16);
+    a.dtype = ZN_F32;
+    c = ok_with("{" MB ", \"fp16\": {\"enabled\": true}}", &a);
+    assert_true(!c.fp16.enabled && !c.bf16.enabled && c.model_dtype == ZN_F32);
+    /* train_batch_size from the args wins over the file's */
+    a = no_args();
+    a.train_batch_size = 12;
+    c = ok_with("{\"train_batch_size\": 99, \"gradient_accumulation_steps\": 3}", &a);
+    assert_true(c.train_batch_size == 12 && c.micro_batch == 4 && c.grad_accum == 3);
+    /* total_steps and hidden_size only fill "auto" */
+    a = no_args();
+    a.total_steps = 50;
+    a.hidden_size = 8;
+    c = ok_with("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 2000}},"
+                " \"zero_optimization\": {\"reduce_bucket_size\": 1000}}", &a);
+    assert_int_equal(c.sched.total_num_steps, 2000);
+    assert_int_equal(c.zero.reduce_bucket_size, 1000);
+    /* args apply with no optimizer section too */
+    a = no_args();
+    a.lr = 0.125;
+    c = ok_with("{" MB "}", &a);
+    assert_true(c.lr == 0.125);
+    assert_int_equal(c.optimizer_present, 0);
+    /* warmup_steps without a scheduler changes nothing visible */
+    a = no_args();
+    a.warmup_steps = 3;
+    c = ok_with("{" MB "}", &a);
+    assert_int_equal(c.sched.type, ZN_SCHED_NONE);
+}
+
+/* spec: Z-CFG-013 */
+static void test_args_validated(void **state) {
+    (void)state;
+    static const struct { int field; double v; const char *msg; } cases[] = {
+        {0, 4, "ds.json: --stage: expected an integer 0..3, got 4"},
+        {1, -3, "ds.json: --seed: expected an integer >= 0, got -3"},
+        {2, -0.1, "ds.json: --lr: expected a number >= 0, got -0.1"},
+        {3, 1.0, "ds.json: --beta1: expected a number in [0, 1), got 1"},
+        {4, -1, "ds.json: --beta2: expected a number in [0, 1), got -1"},
+        {5, 0, "ds.json: --eps: expected a positive number, got 0"},
+        {6, -1, "ds.json: --weight-decay: expected a number >= 0, got -1"},
+        {7, INFINITY, "ds.json: --max-grad-norm: expected a number >= 0, got inf"},
+        {8, 0, "ds.json: --warmup-steps: expected a positive integer, got 0"},
+        {9, ZN_U8, "ds.json: --dtype: expected fp32, fp16 or bf16, got u8"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ZnConfigArgs a = no_args();
+        switch (cases[i].field) {
+        case 0: a.stage = (int)cases[i].v; break;
+        case 1: a.seed = (long)cases[i].v; break;
+        case 2: a.lr = cases[i].v; break;
+        case 3: a.beta1 = cases[i].v; break;
+        case 4: a.beta2 = cases[i].v; break;
+        case 5: a.eps = cases[i].v; break;
+        case 6: a.weight_decay = cases[i].v; break;
+        case 7: a.max_grad_norm = cases[i].v; break;
+        case 8: a.warmup_steps = (long)cases[i].v; break;
+        case 9: a.dtype = (int)cases[i].v; break;
+        }
+        err_is("{" MB "}", &a, cases[i].msg);
+    }
+}
+
+/* ---- "auto" ------------------------------------------------------------------ */
+
+/* spec: Z-CFG-014 */
+static void test_auto_batch_triad(void **state) {
+    (void)state;
+    const char *all_auto = "{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": \"auto\","
+                           " \"gradient_accumulation_steps\": \"auto\"}";
+    ZnConfigArgs a = no_args();
+    a.world_size = 4;
+    a.micro_batch = 2;
+    a.grad_accum = 3;
+    ZnConfig c = ok_with(all_auto, &a);
+    assert_true(c.train_batch_size == 24 && c.micro_batch == 2 && c.grad_accum == 3);
+    /* accumulation arg unset: "auto" is "not given" and DeepSpeed's inference fills it */
+    a.grad_accum = -1;
+    c = ok_with(all_auto, &a);
+    assert_true(c.train_batch_size == 8 && c.micro_batch == 2 && c.grad_accum == 1);
+    /* train_batch_size "auto" from the file's own micro batch and accumulation */
+    a = no_args();
+    a.world_size = 2;
+    c = ok_with("{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": 4,"
+                " \"gradient_accumulation_steps\": 5}", &a);
+    assert_true(c.train_batch_size == 40 && c.micro_batch == 4 && c.grad_accum == 5);
+    /* nothing to fill from: the triad rule reports it */
+    err_is(all_auto, &a, "ds.json: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+    /* train_batch_size "auto" but accumulation given alone: still not given */
+    a.grad_accum = 2;
+    err_is("{\"train_batch_size\": \"auto\"}", &a,
+           "ds.json: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+    /* a filled value is checked like a written one */
+    a = no_args();
+    a.micro_batch = 0;
+    err_is("{\"train_micro_batch_size_per_gpu\": \"auto\"}", &a,
+           "ds.json: train_micro_batch_size_per_gpu: expected a positive integer or null,"
+           " got 0 (\"auto\" from --micro-batch)");
+}
+
+/* spec: Z-CFG-015 */
+static void test_auto_optimizer_params(void **state) {
+    (void)state;
+    const char *j = "{" MB ", \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\","
+                    " \"betas\": \"auto\", \"eps\": \"auto\", \"weight_decay\": \"auto\"}}}";
+    ZnConfigArgs a = no_args();
+    a.lr = 3e-4;
+    a.beta1 = 0.85;
+    a.beta2 = 0.98;
+    a.eps = 1e-7;
+    a.weight_decay = 0.1;
+    ZnConfig c = ok_with(j, &a);
+    assert_true(c.lr == 3e-4 && c.beta1 == 0.85 && c.beta2 == 0.98 && c.eps == 1e-7 && c.weight_decay == 0.1);
+    a.lr = NAN;
+    err_is(j, &a, "ds.json: optimizer.params.lr is \"auto\" but no --lr was given");
+    a.lr = 3e-4;
+    a.eps = NAN;
+    err_is(j, &a, "ds.json: optimizer.params.eps is \"auto\" but no --eps was given");
+    a.eps = 1e-7;
+    a.weight_decay = NAN;
+    err_is(j, &a, "ds.json: optimizer.params.weight_decay is \"auto\" but no --weight-decay was given");
+    a.weight_decay = 0.1;
+    a.lr = -1;
+    err_is(j, &a, "ds.json: optimizer.params.lr: expected a number >= 0, got -1 (\"auto\" from --lr)");
+}
+
+/* spec: Z-CFG-015 */
+static void test_auto_betas(void **state) {
+    (void)state;
+    const char *j = "{" MB ", \"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": \"auto\"}}}";
+    ZnConfigArgs a = no_args();
+    a.beta1 = 0.5;
+    err_is(j, &a, "ds.json: optimizer.params.betas is \"auto\" but no --beta1 and --beta2 were given");
+    a.beta1 = NAN;
+    a.beta2 = 0.5;
+    err_is(j, &a, "ds.json: optimizer.params.betas is \"auto\" but no --beta1 and --beta2 were given");
+    a.beta1 = 0.5;
+    a.beta2 = 1.5;
+    err_is(j, &a, "ds.json: optimizer.params.betas[1]: expected a number in [0, 1), got 1.5 (\"auto\" from --beta2)");
+    a.beta2 = 0.25;
+    ZnConfig c = ok_with(j, &a);
+    assert_true(c.beta1 == 0.5 && c.beta2 == 0.25);
+    /* "auto" inside the array is not a Hugging Face form */
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [\"auto\", 0.9]}}}", &a,
+           "ds.json: optimizer.params.betas[0]: \"auto\" is not supported for this key");
+}
+
+/* spec: Z-CFG-016 */
+static void test_auto_clipping_and_scheduler(void **state) {
+    (void)state;
+    const char *j = "{" MB ", \"gradient_clipping\": \"auto\", \"scheduler\": {\"type\": \"WarmupDecayLR\","
+                    " \"params\": {\"warmup_min_lr\": \"auto\", \"warmup_max_lr\": \"auto\","
+                    " \"warmup_num_steps\": \"auto\", \"total_num_steps\": \"auto\"}}}";
+    ZnConfigArgs a = no_args();
+    a.max_grad_norm = 0.75;
+    a.lr = 0.01;
+    a.warmup_steps = 20;
+    a.total_steps = 200;
+    ZnConfig c = ok_with(j, &a);
+    assert_true(c.gradient_clipping == 0.75);
+    assert_true(c.sched.warmup_min_lr == 0 && c.sched.warmup_max_lr == 0.01);
+    assert_int_equal(c.sched.warmup_num_steps, 20);
+    assert_int_equal(c.sched.total_num_steps, 200);
+    a.max_grad_norm = NAN;
+    err_is(j, &a, "ds.json: gradient_clipping is \"auto\" but no --max-grad-norm was given");
+    a.max_grad_norm = 1;
+    a.lr = NAN;
+    err_is(j, &a, "ds.json: scheduler.params.warmup_max_lr is \"auto\" but no --lr was given");
+    a.lr = 0.01;
+    a.warmup_steps = -1;
+    err_is(j, &a, "ds.json: scheduler.params.warmup_num_steps is \"auto\" but no --warmup-steps was given");
+    a.warmup_steps = 20;
+    a.total_steps = -1;
+    err_is(j, &a, "ds.json: scheduler.params.total_num_steps is \"auto\" but no --total-steps was given");
+    /* warmup_min_lr "auto" needs no flag: Hugging Face fills 0 */
+    ZnConfigArgs none = no_args();
+    c = ok_with("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_min_lr\": \"auto\"}}}", &none);
+    assert_true(c.sched.warmup_min_lr == 0);
+}
+
+/* spec: Z-CFG-017 */
+static void test_auto_zero_from_hidden_size(void **state) {
+    (void)state;
+    const char *j = "{" MB ", \"zero_optimization\": {\"stage\": 3, \"reduce_bucket_size\": \"auto\","
+                    " \"stage3_prefetch_bucket_size\": \"auto\", \"stage3_param_persistence_threshold\": \"auto\"}}";
+    ZnConfigArgs a = no_args();
+    a.hidden_size = 1024;
+    ZnConfig c = ok_with(j, &a);
+    assert_int_equal(c.zero.reduce_bucket_size, 1048576);
+    assert_int_equal(c.zero.prefetch_bucket_size, 943718); /* int(0.9 * 1024 * 1024) */
+    assert_int_equal(c.zero.param_persistence_threshold, 10240);
+    a.hidden_size = 10;
+    c = ok_with(j, &a);
+    assert_int_equal(c.zero.reduce_bucket_size, 100);
+    assert_int_equal(c.zero.prefetch_bucket_size, 90);
+    assert_int_equal(c.zero.param_persistence_threshold, 100);
+    a.hidden_size = 7; /* 0.9 * 7 * 7 = 44.1 -> 44 */
+    c = ok_with(j, &a);
+    assert_int_equal(c.zero.prefetch_bucket_size, 44);
+    a.hidden_size = -1;
+    err_is(j, &a, "ds.json: zero_optimization.reduce_bucket_size is \"auto\" but the model's hidden size is not known");
+    err_is("{\"zero_optimization\": {\"prefetch_bucket_size\": \"auto\"}}", &a,
+           "ds.json: zero_optimization.prefetch_bucket_size is \"auto\" but the model's hidden size is not known");
+}
+
+/* spec: Z-CFG-018 */
+static void test_auto_precision_from_dtype(void **state) {
+    (void)state;
+    const char *j = "{" MB ", \"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": \"auto\"}}";
+    ZnConfigArgs a = no_args();
+    ZnConfig c = ok_with(j, &a); /* no --dtype: both false */
+    assert_true(!c.fp16.enabled && !c.bf16.enabled && c.model_dtype == ZN_F32);
+    a.dtype = ZN_F16;
+    c = ok_with(j, &a);
+    assert_true(c.fp16.enabled && !c.bf16.enabled && c.model_dtype == ZN_F16);
+    a.dtype = ZN_BF16;
+    c = ok_with(j, &a);
+    assert_true(!c.fp16.enabled && c.bf16.enabled && c.model_dtype == ZN_BF16);
+    a.dtype = ZN_F32;
+    c = ok_with(j, &a);
+    assert_true(!c.fp16.enabled && !c.bf16.enabled);
+}
+
+/* spec: Z-CFG-019 */
+static void test_auto_rejected_where_no_rule(void **state) {
+    (void)state;
+    static const struct { const char *json, *msg; } cases[] = {
+        {"{\"zero_optimization\": {\"stage\": \"auto\"}}", "ds.json: zero_optimization.stage: \"auto\" is not supported for this key"},
+        {"{\"zero_optimization\": {\"allgather_bucket_size\": \"auto\"}}",
+         "ds.json: zero_optimization.allgather_bucket_size: \"auto\" is not supported for this key"},
+        {"{\"zero_optimization\": {\"offload_optimizer\": \"auto\"}}",
+         "ds.json: zero_optimization.offload_optimizer: \"auto\" is not supported for this key"},
+        {"{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"auto\"}}}",
+         "ds.json: zero_optimization.offload_optimizer.device: \"auto\" is not supported for this key"},
+        {"{\"fp16\": {\"loss_scale\": \"auto\"}}", "ds.json: fp16.loss_scale: \"auto\" is not supported for this key"},
+        {"{\"optimizer\": {\"type\": \"auto\"}}", "ds.json: optimizer.type: \"auto\" is not supported for this key"},
+        {"{\"optimizer\": \"auto\"}", "ds.json: optimizer: \"auto\" is not supported for this key"},
+        {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_max_lr\": \"auto\"}}}",
+         "ds.json: scheduler.params.cycle_max_lr: \"auto\" is not supported for this key"},
+        {"{\"seed\": \"auto\"}", "ds.json: seed: \"auto\" is not supported for this key"},
+        {"{\"steps_per_print\": \"auto\"}", "ds.json: steps_per_print: \"auto\" is not supported for this key"},
+        {"{\"gradient_allreduce_op\": \"auto\"}",
+         "ds.json: gradient_allreduce_op: \"auto\" is not supported for this key"},
+        {"{\"bf16\": {\"check_grad_overflow\": \"auto\"}}",
+         "ds.json: bf16.check_grad_overflow: \"auto\" is not supported for this key"},
+        {"{\"zero_optimization\": {\"overlap_comm\": \"auto\"}}",
+         "ds.json: zero_optimization.overlap_comm: \"auto\" is not supported for this key"},
+        {"{\"zero_optimization\": {\"legacy_stage1\": \"auto\"}}",
+         "ds.json: zero_optimization.legacy_stage1: \"auto\" is not supported for this key"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    /* "Auto" is not "auto": it is just a wrong value */
+    err_is("{\"gradient_clipping\": \"Auto\"}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got \"Auto\"");
+}
+
+/* spec: Z-CFG-006, Z-CFG-014, Z-CFG-015, Z-CFG-016, Z-CFG-017, Z-CFG-018 */
+static void test_users_hf_config(void **state) {
+    (void)state;
+    /* the annotated Hugging Face + DeepSpeed config users know, comments dropped */
+    const char *j =
+        "{\n"
+        "  \"train_batch_size\": \"auto\",\n"
+        "  \"train_micro_batch_size_per_gpu\": \"auto\",\n"
+        "  \"gradient_accumulation_steps\": \"auto\",\n"
+        "  \"gradient_clipping\": \"auto\",\n"
+        "  \"steps_per_print\": 100,\n"
+        "  \"wall_clock_breakdown\": false,\n"
+        "  \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": \"auto\", \"betas\": \"auto\","
+        " \"eps\": \"auto\", \"weight_decay\": \"auto\"}},\n"
+        "  \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_min_lr\": \"auto\","
+        " \"warmup_max_lr\": \"auto\", \"warmup_num_steps\": \"auto\"}},\n"
+        "  \"fp16\": {\"enabled\": \"auto\", \"auto_cast\": false, \"loss_scale\": 0, \"initial_scale_power\": 16,"
+        " \"loss_scale_window\": 1000, \"hysteresis\": 2, \"min_loss_scale\": 1},\n"
+        "  \"bf16\": {\"enabled\": \"auto\"},\n"
+        "  \"zero_optimization\": {\n"
+        "    \"stage\": 3,\n"
+        "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true, \"nvme_path\": \"/local_nvme\","
+        " \"buffer_count\": 4, \"fast_init\": false},\n"
+        "    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true, \"nvme_path\": \"/local_nvme\","
+        " \"buffer_count\": 5, \"buffer_size\": 1e8, \"max_in_cpu\": 1e9},\n"
+        "    \"overlap_comm\": false,\n"
+        "    \"reduce_bucket_size\": \"auto\",\n"
+        "    \"allgather_partitions\": true,\n"
+        "    \"allgather_bucket_size\": 5e8,\n"
+        "    \"reduce_scatter\": true,\n"
+        "    \"contiguous_gradients\": true,\n"
+        "    \"round_robin_gradients\": false,\n"
+        "    \"stage3_max_live_parameters\": 1e9,\n"
+        "    \"stage3_max_reuse_distance\": 1e9,\n"
+        "    \"stage3_prefetch_bucket_size\": \"auto\",\n"
+        "    \"stage3_param_persistence_threshold\": \"auto\",\n"
+        "    \"sub_group_size\": 1e12,\n"
+        "    \"elastic_checkpoint\": false,\n"
+        "    \"stage3_gather_16bit_weights_on_model_save\": true,\n"
+        "    \"ignore_unused_parameters\": true\n"
+        "  },\n"
+        "  \"autotuning\": {}, \"flops_profiler\": {}, \"activation_checkpointing\": {},\n"
+        "  \"sparse_attention\": {}, \"data_efficiency\": {}, \"compression_training\": {}\n"
+        "}\n";
+    ZnConfigArgs a = no_args();
+    a.world_size = 8;
+    a.micro_batch = 4;
+    a.grad_accum = 2;
+    a.max_grad_norm = 1.0;
+    a.lr = 5e-5;
+    a.beta1 = 0.9;
+    a.beta2 = 0.999;
+    a.eps = 1e-8;
+    a.weight_decay = 0.0;
+    a.warmup_steps = 100;
+    a.dtype = ZN_BF16;
+    a.hidden_size = 4096;
+    char w[256];
+    ZnConfig c = ok_warn(j, &a, w, sizeof w);
+    assert_string_equal(w, "");
+    assert_true(c.train_batch_size == 64 && c.micro_batch == 4 && c.grad_accum == 2);
+    assert_true(c.gradient_clipping == 1.0 && c.steps_per_print == 100);
+    assert_true(c.optimizer_present && c.opt_type == ZN_OPT_ADAM && c.adamw == 1 && c.lr == 5e-5);
+    assert_true(c.sched.type == ZN_SCHED_WARMUP_LR && c.sched.warmup_max_lr == 5e-5 && c.sched.warmup_num_steps == 100);
+    assert_true(!c.fp16.enabled && c.bf16.enabled && c.model_dtype == ZN_BF16);
+    assert_int_equal(c.zero.stage, 3);
+    assert_int_equal(c.zero.overlap_comm, 0);
+    assert_int_equal(c.zero.offload_optimizer.device, ZN_OFFLOAD_CPU);
+    assert_int_equal(c.zero.offload_param.device, ZN_OFFLOAD_CPU);
+    assert_string_equal(c.zero.offload_param.nvme_path, "/local_nvme");
+    assert_int_equal(c.zero.reduce_bucket_size, 4096L * 4096);
+    assert_int_equal(c.zero.prefetch_bucket_size, 15099494L); /* int(0.9 * 4096 * 4096) */
+    assert_int_equal(c.zero.param_persistence_threshold, 40960);
+    assert_int_equal(c.zero.sub_group_size, 1000000000000L);
+    assert_int_equal(c.zero.gather_16bit_weights_on_model_save, 1);
+}
+
+/* ---- zero_optimization -------------------------------------------------------- */
+
+/* spec: Z-CFG-020 */
+static void test_zero_stage_forms(void **state) {
+    (void)state;
+    for (int s = 0; s <= 3; s++) {
+        char j[128];
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d}}", s);
+        assert_int_equal(ok(j).zero.stage, s);
+    }
+    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": true}}").zero.stage, 1);
+    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": false}}").zero.stage, 0);
+    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 2.0}}").zero.stage, 2);
+    err_is("{\"zero_optimization\": {\"stage\": -1}}", NULL,
+           "ds.json: zero_optimization.stage: expected an integer 0..3, got -1");
+    err_is("{\"zero_optimization\": {\"stage\": 1.5}}", NULL,
+           "ds.json: zero_optimization.stage: expected an integer 0..3, got 1.5");
+    err_is("{\"zero_optimization\": {\"stage\": null}}", NULL,
+           "ds.json: zero_optimization.stage: expected an integer 0..3, got null");
+}
+
+/* spec: Z-CFG-020 */
+static void test_zero_deprecated_bool_section(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": true}");
+    assert_int_equal(c.zero.stage, 1);
+    assert_int_equal(c.zero.allgather_bucket_size, 500000000L);
+    c = ok("{" MB ", \"zero_optimization\": true, \"allgather_size\": 1e6}");
+    assert_int_equal(c.zero.stage, 1);
+    assert_int_equal(c.zero.allgather_bucket_size, 1000000);
+    c = ok("{" MB ", \"zero_optimization\": false, \"allgather_size\": 7}");
+    assert_int_equal(c.zero.stage, 0);
+    assert_int_equal(c.zero.allgather_bucket_size, 500000000L);
+    err_is("{\"zero_optimization\": true, \"allgather_size\": -2}", NULL,
+           "ds.json: allgather_size: expected a positive integer, got -2");
+    err_is("{\"zero_optimization\": 2}", NULL, "ds.json: zero_optimization: expected an object, got 2");
+}
+
+/* spec: Z-CFG-021 */
+static void test_zero_every_key_read(void **state) {
+    (void)state;
+    const char *j =
+        "{" MB ", \"zero_optimization\": {\"stage\": 2, \"contiguous_gradients\": false, \"reduce_scatter\": false,"
+        " \"reduce_bucket_size\": 1000, \"use_multi_rank_bucket_allreduce\": false, \"allgather_partitions\": false,"
+        " \"allgather_bucket_size\": 2000, \"overlap_comm\": true, \"load_from_fp32_weights\": false,"
+        " \"elastic_checkpoint\": true, \"sub_group_size\": 3000, \"cpu_offload_use_pin_memory\": true,"
+        " \"prefetch_bucket_size\": 4000, \"param_persistence_threshold\": 5000,"
+        " \"model_persistence_threshold\": 6000, \"max_live_parameters\": 7000, \"max_reuse_distance\": 8000,"
+        " \"gather_16bit_weights_on_model_save\": true, \"module_granularity_threshold\": -9,"
+        " \"use_all_reduce_for_fetch_params\": true, \"allgather_sequential\": true,"
+        " \"partition_stream_chunk_size\": 10, \"ignore_unused_parameters\": false, \"legacy_stage1\": false,"
+        " \"round_robin_gradients\": true, \"zero_hpz_partition_size\": 2, \"zero_quantized_weights\": true,"
+        " \"zero_quantized_nontrainable_weights\": true, \"zero_quantized_gradients\": true,"
+        " \"zeropp_loco_param\": {\"err_beta\": 0.8}, \"mics_shard_size\": 4,"
+        " \"mics_hierarchical_params_gather\": true, \"memory_efficient_linear\": false,"
+        " \"pipeline_loading_checkpoint\": true, \"override_module_apply\": false, \"log_trace_cache_warnings\": true,"
+        " \"enable_sanity_checks\": true, \"save_muon_momentum_buffer_in_memory\": true, \"leaf_module\": {},"
+        " \"zenflow\": null, \"offload_param\": null, \"offload_optimizer\": null}}";
+    ZnConfig c = ok(j);
+    const ZnZeroConfig *z = &c.zero;
+    assert_int_equal(z->stage, 2);
+    assert_int_equal(z->contiguous_gradients, 0);
+    assert_int_equal(z->reduce_scatter, 0);
+    assert_int_equal(z->reduce_bucket_size, 1000);
+    assert_int_equal(z->use_multi_rank_bucket_allreduce, 0);
+    assert_int_equal(z->allgather_partitions, 0);
+    assert_int_equal(z->allgather_bucket_size, 2000);
+    assert_int_equal(z->overlap_comm, 1);
+    assert_int_equal(z->load_from_fp32_weights, 0);
+    assert_int_equal(z->elastic_checkpoint, 1);
+    assert_int_equal(z->sub_group_size, 3000);
+    assert_int_equal(z->prefetch_bucket_size, 4000); /* allgather_sequential only matters at stage 3 */
+    assert_int_equal(z->param_persistence_threshold, 5000);
+    assert_int_equal(z->model_persistence_threshold, 6000);
+    assert_int_equal(z->max_live_parameters, 7000);
+    assert_int_equal(z->max_reuse_distance, 8000);
+    assert_int_equal(z->gather_16bit_weights_on_model_save, 1);
+    assert_int_equal(z->module_granularity_threshold, -9);
+    assert_int_equal(z->use_all_reduce_for_fetch_params, 1);
+    assert_int_equal(z->allgather_sequential, 1);
+    assert_int_equal(z->ignore_unused_parameters, 0);
+    assert_int_equal(z->round_robin_gradients, 1);
+    assert_int_equal(z->zero_hpz_partition_size, 2);
+    assert_int_equal(z->zero_quantized_weights, 1);
+    assert_int_equal(z->zero_quantized_nontrainable_weights, 1);
+    assert_int_equal(z->zero_quantized_gradients, 1);
+    assert_int_equal(z->mics_shard_size, 4);
+    assert_int_equal(z->mics_hierarchical_params_gather, 1);
+    assert_int_equal(z->memory_efficient_linear, 0);
+    assert_int_equal(z->pipeline_loading_checkpoint, 1);
+    assert_int_equal(z->override_module_apply, 0);
+    assert_int_equal(z->log_trace_cache_warnings, 1);
+    assert_int_equal(z->offload_param.present, 0);
+    assert_int_equal(z->offload_optimizer.present, 0);
+}
+
+/* spec: Z-CFG-021 */
+static void test_zero_aliases(void **state) {
+    (void)state;
+    static const struct { const char *a, *b; size_t off; } names[] = {
+        {"prefetch_bucket_size", "stage3_prefetch_bucket_size", offsetof(ZnZeroConfig, prefetch_bucket_size)},
+        {"param_persistence_threshold", "stage3_param_persistence_threshold",
+         offsetof(ZnZeroConfig, param_persistence_threshold)},
+        {"model_persistence_threshold", "stage3_model_persistence_threshold",
+         offsetof(ZnZeroConfig, model_persistence_threshold)},
+        {"max_live_parameters", "stage3_max_live_parameters", offsetof(ZnZeroConfig, max_live_parameters)},
+        {"max_reuse_distance", "stage3_max_reuse_distance", offsetof(ZnZeroConfig, max_reuse_distance)},
+        {"module_granularity_threshold", "stage3_module_granularity_threshold",
+         offsetof(ZnZeroConfig, module_granularity_threshold)},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        for (int which = 0; which < 2; which++) {
+            char j[256];
+            snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"%s\": 12345}}", which ? names[i].b : names[i].a);
+            ZnConfig c = ok(j);
+            long v;
+            memcpy(&v, (const char *)&c.zero + names[i].off, sizeof v);
+            assert_int_equal(v, 12345);
+        }
+        char j[256], msg[256];
+        snprintf(j, sizeof j, "{\"zero_optimization\": {\"%s\": 1, \"%s\": 2}}", names[i].b, names[i].a);
+        snprintf(msg, sizeof msg, "ds.json: zero_optimization.%s: given twice (as \"%s\" and \"%s\")", names[i].a,
+                 names[i].b, names[i].a);
+        err_is(j, NULL, msg);
+    }
+    static const char *const gather[] = {
+        "gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
+        "stage3_gather_fp16_weights_on_model_save", /* deprecated */
+    };
+    for (int i = 0; i < 3; i++) {
+        char j[256];
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"%s\": true}}", gather[i]);
+        assert_int_equal(ok(j).zero.gather_16bit_weights_on_model_save, 1);
+    }
+    err_is("{\"zero_optimization\": {\"stage3_gather_fp16_weights_on_model_save\": true,"
+           " \"stage3_gather_16bit_weights_on_model_save\": true}}", NULL,
+           "ds.json: zero_optimization.stage3_gather_16bit_weights_on_model_save: given twice"
+           " (as \"stage3_gather_fp16_weights_on_model_save\" and \"stage3_gather_16bit_weights_on_model_save\")");
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"stage3_use_all_reduce_for_fetch_params\": true,"
+                    " \"stage3_partition_stream_chunk_size\": 0}}");
+    assert_int_equal(c.zero.use_all_reduce_for_fetch_params, 1);
+}
+
+/* spec: Z-CFG-022 */
+static void test_overlap_comm_default_by_stage(void **state) {
+    (void)state;
+    for (int s = 0; s <= 3; s++) {
+        char j[160];
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d}}", s);
+        assert_int_equal(ok(j).zero.overlap_comm, s == 3);
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"overlap_comm\": null}}", s);
+        assert_int_equal(ok(j).zero.overlap_comm, s == 3);
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"overlap_comm\": %s}}", s,
+                 s == 3 ? "false" : "true");
+        assert_int_equal(ok(j).zero.overlap_comm, s != 3);
+    }
+    /* the default follows a stage given on the command line */
+    ZnConfigArgs a = no_args();
+    a.stage = 3;
+    assert_int_equal(ok_with("{" MB ", \"zero_optimization\": {\"stage\": 1}}", &a).zero.overlap_comm, 1);
+}
+
+/* spec: Z-CFG-023 */
+static void test_bucket_sizes_positive(void **state) {
+    (void)state;
+    err_is("{\"zero_optimization\": {\"reduce_bucket_size\": 0}}", NULL,
+           "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 0");
+    err_is("{\"zero_optimization\": {\"allgather_bucket_size\": 0}}", NULL,
+           "ds.json: zero_optimization.allgather_bucket_size: expected a positive integer, got 0");
+    err_is("{\"zero_optimization\": {\"sub_group_size\": 0}}", NULL,
+           "ds.json: zero_optimization.sub_group_size: expected a positive integer, got 0");
+    err_is("{\"zero_optimization\": {\"stage3_max_live_parameters\": -1}}", NULL,
+           "ds.json: zero_optimization.stage3_max_live_parameters: expected an integer >= 0, got -1");
+    /* 0 is meaningful for these: no prefetch, nothing persistent */
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage3_prefetch_bucket_size\": 0,"
+                    " \"stage3_param_persistence_threshold\": 0, \"zero_hpz_partition_size\": 0}}");
+    assert_int_equal(c.zero.prefetch_bucket_size, 0);
+    assert_int_equal(c.zero.param_persistence_threshold, 0);
+}
+
+/* spec: Z-CFG-023 */
+static void test_allgather_bucket_size_odd(void **state) {
+    (void)state;
+    /* DeepSpeed's TestIncorectAllgatherBucketSize: odd fails at stage 1/2 */
+    for (int s = 1; s <= 2; s++) {
+        char j[160], msg[200];
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"allgather_bucket_size\": 1001}}", s);
+        snprintf(msg, sizeof msg, "ds.json: zero_optimization.allgather_bucket_size: must be even (a multiple of 2)"
+                 " at ZeRO stage %d, got 1001", s);
+        err_is(j, NULL, msg);
+        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"allgather_bucket_size\": 1002}}", s);
+        assert_int_equal(ok(j).zero.allgather_bucket_size, 1002);
+    }
+    /* stages 0 and 3 do not use it */
+    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 0, \"allgather_bucket_size\": 3}}")
+                         .zero.allgather_bucket_size, 3);
+    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"allgather_bucket_size\": 3}}")
+                         .zero.allgather_bucket_size, 3);
+    /* the check runs after a --stage override */
+    ZnConfigArgs a = no_args();
+    a.stage = 2;
+    err_has("{" MB ", \"zero_optimization\": {\"stage\": 0, \"allgather_bucket_size\": 3}}", &a,
+            "zero_optimization.allgather_bucket_size: must be even");
+}
+
+/* spec: Z-CFG-024 */
+static void test_legacy_stage1_and_zenflow(void **state) {
+    (void)state;
+    err_is("{\"zero_optimization\": {\"legacy_stage1\": true}}", NULL,
+           "ds.json: zero_optimization.legacy_stage1: the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9;"
+           " not supported");
+    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"legacy_stage1\": false}}").zero.stage, 0);
+    err_is("{\"zero_optimization\": {\"zenflow\": {\"topk_ratio\": 0.1}}}", NULL,
+           "ds.json: zero_optimization.zenflow: zenflow is not supported by zinc");
+    err_is("{\"zero_optimization\": {\"offload_optimizer\": {\"super_offload\": true}}}", NULL,
+           "ds.json: zero_optimization.offload_optimizer.super_offload: super_offload is not supported by zinc");
+}
+
+/* spec: Z-CFG-025 */
+static void test_offload_sections(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\","
+                    " \"nvme_path\": \"/local_nvme\", \"buffer_count\": 6, \"buffer_size\": 2e8, \"max_in_cpu\": 3e9,"
+                    " \"pin_memory\": false}, \"offload_optimizer\": {\"device\": \"cpu\", \"buffer_count\": 8,"
+                    " \"pin_memory\": false, \"pipeline_read\": true, \"pipeline_write\": false, \"fast_init\": true,"
+                    " \"ratio\": 0.5, \"super_offload\": false, \"cpuadam_cores_perc\": 0.5, \"nvme_path\": null}}}");
+    const ZnOffloadConfig *p = &c.zero.offload_param, *o = &c.zero.offload_optimizer;
+    assert_true(p->present && p->device == ZN_OFFLOAD_NVME && p->buffer_count == 6);
+    assert_string_equal(p->nvme_path, "/local_nvme");
+    assert_true(p->buffer_size == 2e8 && p->max_in_cpu == 3e9 && p->pin_memory == 0);
+    assert_true(o->present && o->device == ZN_OFFLOAD_CPU && o->buffer_count == 8 && o->pin_memory == 0);
+    assert_true(o->fast_init == 1 && o->ratio == 0.5);
+    assert_string_equal(o->nvme_path, "");
+    /* an empty section: present, device none, defaults */
+    c = ok("{" MB ", \"zero_optimization\": {\"offload_optimizer\": {}}}");
+    assert_true(c.zero.offload_optimizer.present && c.zero.offload_optimizer.device == ZN_OFFLOAD_NONE);
+    assert_true(c.zero.offload_optimizer.pin_memory == 1 && c.zero.offload_optimizer.buffer_count == 4);
+    /* device "none" with stage 0 is fine */
+    c = ok("{" MB ", \"zero_optimization\": {\"offload_param\": {\"device\": \"none\"}}}");
+    assert_int_equal(c.zero.offload_param.device, ZN_OFFLOAD_NONE);
+    /* device names are exact */
+    err_has("{\"zero_optimization\": {\"offload_param\": {\"device\": \"CPU\"}}}", NULL,
+            "zero_optimization.offload_param.device: expected \"none\", \"cpu\" or \"nvme\", got \"CPU\"");
+    char longpath[400];
+    memset(longpath, 'p', sizeof longpath);
+    snprintf(longpath, sizeof longpath, "{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": \"/%0300d\"}}}", 0);
+    err_is(longpath, NULL, "ds.json: zero_optimization.offload_param.nvme_path: longer than 255 bytes");
+}
+
+/* spec: Z-CFG-026 */
+static void test_offload_validation(void **state) {
+    (void)state;
+    err_is("{" MB ", \"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}", NULL,
+           "ds.json: zero_optimization.offload_optimizer: offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
+    err_is("{" MB ", \"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\"}}}", NULL,
+           "ds.json: zero_optimization.offload_param: offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}", NULL,
+           "ds.json: zero_optimization.offload_optimizer.nvme_path: required when device is \"nvme\"");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\","
+           " \"nvme_path\": null}}}", NULL,
+           "ds.json: zero_optimization.offload_param.nvme_path: required when device is \"nvme\"");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}",
+           NULL, "ds.json: zero_optimization.offload_optimizer.ratio: partial offload (ratio < 1) needs ZeRO stage 3");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"ratio\": 0}}}", NULL,
+           "ds.json: zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], got 0");
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
+                    " \"ratio\": 0.3}}}");
+    assert_true(c.zero.offload_optimizer.ratio == 0.3);
+    c = ok("{" MB ", \"zero_optimization\": {\"stage\": 1, \"offload_optimizer\": {\"device\": \"cpu\"}}}");
+    assert_int_equal(c.zero.offload_optimizer.device, ZN_OFFLOAD_CPU);
+    /* parameters are offloaded only at stage 3: named at stage 1/2 */
+    char w[512];
+    ok_warn("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_param\": {\"device\": \"cpu\"}}}", NULL, w,
+            sizeof w);
+    assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.offload_param: only ZeRO stage 3 offloads"
+                           " parameters; ignored at stage 2\n");
+    /* an offload that is fine in the file is checked against --stage */
+    ZnConfigArgs a = no_args();
+    a.stage = 0;
+    err_has("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}}}", &a,
+            "offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
+}
+
+/* spec: Z-CFG-027 */
+static void test_cpu_offload_deprecated(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true,"
+                    " \"cpu_offload_use_pin_memory\": false}}");
+    assert_true(c.zero.offload_optimizer.present && c.zero.offload_optimizer.device == ZN_OFFLOAD_CPU);
+    assert_true(c.zero.offload_param.present && c.zero.offload_param.device == ZN_OFFLOAD_CPU);
+    assert_int_equal(c.zero.offload_optimizer.pin_memory, 1); /* cpu_offload_use_pin_memory sets nothing */
+    c = ok("{" MB ", \"zero_optimization\": {\"stage\": 2, \"cpu_offload\": false, \"cpu_offload_param\": null,"
+           " \"cpu_offload_use_pin_memory\": null}}");
+    assert_true(!c.zero.offload_optimizer.present && !c.zero.offload_param.present);
+    err_is("{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"},"
+           " \"cpu_offload\": true}}", NULL,
+           "ds.json: zero_optimization.cpu_offload: cannot give the deprecated cpu_offload together with"
+           " offload_optimizer");
+    err_is("{\"zero_optimization\": {\"stage\": 3, \"cpu_offload_param\": false, \"offload_param\": null}}", NULL,
+           "ds.json: zero_optimization.cpu_offload_param: cannot give the deprecated cpu_offload_param together"
+           " with offload_param");
+    err_is("{\"zero_optimization\": {\"cpu_offload\": 1}}", NULL,
+           "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 1");
+}
+
+/* spec: Z-CFG-028 */
+static void test_allgather_sequential_stage3(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"stage3_allgather_sequential\": true,"
+                    " \"stage3_prefetch_bucket_size\": 5000}}");
+    assert_int_equal(c.zero.prefetch_bucket_size, 1);
+    c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"stage3_prefetch_bucket_size\": 5000}}");
+    assert_int_equal(c.zero.prefetch_bucket_size, 5000);
+}
+
+/* ---- optimizer -------------------------------------------------------------- */
+
+/* spec: Z-CFG-029 */
+static void test_optimizer_types(void **state) {
+    (void)state;
+    static const struct { const char *name; ZnOptType t; } good[] = {
+        {"Adam", ZN_OPT_ADAM}, {"adam", ZN_OPT_ADAM}, {"ADAM", ZN_OPT_ADAM},
+        {"AdamW", ZN_OPT_ADAMW}, {"adamw", ZN_OPT_ADAMW}, {"ADAMW", ZN_OPT_ADAMW},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char j[128];
+        snprintf(j, sizeof j, "{" MB ", \"optimizer\": {\"type\": \"%s\"}}", good[i].name);
+        ZnConfig c = ok(j);
+        assert_int_equal(c.opt_type, good[i].t);
+        assert_int_equal(c.optimizer_present, 1);
+        assert_int_equal(c.adamw, 1);
+    }
+    err_is("{\"optimizer\": {\"type\": \"SGD\"}}", NULL, "ds.json: optimizer.type: 'sgd' is not supported by zinc (Adam, AdamW)");
+    err_is("{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"lr\": 1}}}", NULL,
+           "ds.json: optimizer.type: 'lamb' is not supported by zinc (Adam, AdamW)");
+    err_is("{\"optimizer\": {\"type\": \"OneBitAdam\"}}", NULL,
+           "ds.json: optimizer.type: 'onebitadam' is not supported by zinc (Adam, AdamW)");
+    err_is("{\"optimizer\": {\"params\": {\"lr\": 1}}}", NULL, "ds.json: optimizer.type: missing (zinc supports Adam, AdamW)");
+    /* no section: defaults, not present */
+    ZnConfig c = ok("{" MB "}");
+    assert_int_equal(c.optimizer_present, 0);
+    assert_true(c.opt_type == ZN_OPT_ADAM && c.adamw == 1 && c.lr == 1e-3);
+}
+
+/* spec: Z-CFG-030 */
+static void test_optimizer_params(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"optimizer\": {\"type\": \"Adam\", \"legacy_fusion\": false, \"params\": {\"lr\": 0.002,"
+                    " \"betas\": [0.8, 0.99], \"eps\": 1e-6, \"weight_decay\": 0.01, \"bias_correction\": false,"
+                    " \"torch_adam\": true, \"amsgrad\": false, \"set_grad_none\": true,"
+                    " \"fp32_optimizer_states\": true}}}");
+    assert_true(c.lr == 0.002 && c.beta1 == 0.8 && c.beta2 == 0.99 && c.eps == 1e-6 && c.weight_decay == 0.01);
+    assert_int_equal(c.bias_correction, 0);
+    assert_int_equal(c.torch_adam, 1);
+    assert_int_equal(c.adamw, 1);
+    /* effective adamw = type AdamW or adam_w_mode */
+    static const struct { const char *type, *mode; int adamw; } m[] = {
+        {"Adam", "true", 1}, {"Adam", "false", 0}, {"AdamW", "true", 1}, {"AdamW", "false", 1},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+        char j[160];
+        snprintf(j, sizeof j, "{" MB ", \"optimizer\": {\"type\": \"%s\", \"params\": {\"adam_w_mode\": %s}}}",
+                 m[i].type, m[i].mode);
+        assert_int_equal(ok(j).adamw, m[i].adamw);
+    }
+    /* boundaries: lr 0 and betas 0 are allowed */
+    c = ok("{" MB ", \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 0, \"betas\": [0, 0]}}}");
+    assert_true(c.lr == 0 && c.beta1 == 0 && c.beta2 == 0);
+}
+
+/* spec: Z-CFG-030 */
+static void test_optimizer_param_errors(void **state) {
+    (void)state;
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"amsgrad\": true}}}", NULL,
+           "ds.json: optimizer.params.amsgrad: amsgrad is not supported by zinc");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"max_grad_norm\": 1.0}}}", NULL,
+           "ds.json: optimizer.params.max_grad_norm: not supported as an optimizer parameter (DeepSpeed raises);"
+           " use the top-level \"gradient_clipping\"");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": -0.1}}}", NULL,
+           "ds.json: optimizer.params.lr: expected a number >= 0, got -0.1");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"weight_decay\": -1}}}", NULL,
+           "ds.json: optimizer.params.weight_decay: expected a number >= 0, got -1");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [-0.1, 0.9]}}}", NULL,
+           "ds.json: optimizer.params.betas[0]: expected a number in [0, 1), got -0.1");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [0.9, 0.99, 0.999]}}}", NULL,
+           "ds.json: optimizer.params.betas: expected [beta1, beta2], two numbers in [0, 1), got an array");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"adam_w_mode\": 0}}}", NULL,
+           "ds.json: optimizer.params.adam_w_mode: expected true or false, got 0");
+    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": [1]}}", NULL,
+           "ds.json: optimizer.params: expected an object, got an array");
+}
+
+/* ---- fp16 / bf16 ------------------------------------------------------------- */
+
+/* spec: Z-CFG-031 */
+static void test_fp16_keys(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"fp16\": {\"enabled\": true, \"auto_cast\": true,"
+                    " \"loss_scale\": 0, \"initial_scale_power\": 8, \"loss_scale_window\": 2, \"hysteresis\": 1,"
+                    " \"consecutive_hysteresis\": true, \"min_loss_scale\": 2, \"fp16_master_weights_and_grads\": true}}");
+    assert_true(c.fp16.enabled && c.fp16.auto_cast && c.fp16.loss_scale == 0);
+    assert_int_equal(c.fp16.initial_scale_power, 8);
+    assert_int_equal(c.fp16.loss_scale_window, 2);
+    assert_int_equal(c.fp16.hysteresis, 1);
+    assert_int_equal(c.fp16.consecutive_hysteresis, 1);
+    assert_true(c.fp16.min_loss_scale == 2);
+    assert_int_equal(c.fp16.fp16_master_weights_and_grads, 1);
+    assert_int_equal(c.model_dtype, ZN_F16);
+    /* a static scale */
+    c = ok("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale\": 128.5}}");
+    assert_true(c.fp16.loss_scale == 128.5);
+    c = ok("{" MB ", \"fp16\": {\"initial_scale_power\": 0}}");
+    assert_int_equal(c.fp16.initial_scale_power, 0);
+    c = ok("{" MB ", \"fp16\": {\"initial_scale_power\": 32}}");
+    assert_int_equal(c.fp16.initial_scale_power, 32);
+    err_is("{\"fp16\": {\"initial_scale_power\": -1}}", NULL,
+           "ds.json: fp16.initial_scale_power: expected an integer 0..127, got -1");
+    err_is("{\"fp16\": {\"consecutive_hysteresis\": \"no\"}}", NULL,
+           "ds.json: fp16.consecutive_hysteresis: expected true or false, got \"no\"");
+}
+
+/* spec: Z-CFG-032 */
+static void test_fp16_dynamic_scale_checks(void **state) {
+    (void)state;
+    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": 0}}", NULL,
+           "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0");
+    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": -5}}", NULL,
+           "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -5");
+    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": 0}}", NULL,
+           "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0");
+    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": -1}}", NULL,
+           "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -1");
+    /* unused values are not checked: static scale, or fp16 off */
+    ZnConfig c = ok("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale\": 4, \"loss_scale_window\": 0,"
+                    " \"min_loss_scale\": 0}}");
+    assert_true(c.fp16.loss_scale == 4);
+    ok("{" MB ", \"fp16\": {\"enabled\": false, \"loss_scale_window\": 0, \"min_loss_scale\": -3}}");
+    /* ... until --dtype fp16 switches fp16 on */
+    ZnConfigArgs a = no_args();
+    a.dtype = ZN_F16;
+    err_has("{" MB ", \"fp16\": {\"enabled\": false, \"loss_scale_window\": 0}}", &a,
+            "fp16.loss_scale_window: must be > 0");
+}
+
+/* spec: Z-CFG-033 */
+static void test_bf16_keys_and_old_name(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 2}, \"bf16\": {\"enabled\": true,"
+                    " \"immediate_grad_update\": true, \"check_grad_overflow\": false,"
+                    " \"bf16_master_weights_and_grads\": true, \"bf16_optimizer_states\": true}}");
+    assert_true(c.bf16.enabled && c.bf16.immediate_grad_update && !c.bf16.check_grad_overflow);
+    assert_true(c.bf16.bf16_master_weights_and_grads && c.bf16.bf16_optimizer_states);
+    assert_int_equal(c.model_dtype, ZN_BF16);
+    c = ok("{" MB ", \"bfloat16\": {\"enabled\": true}}");
+    assert_int_equal(c.bf16.enabled, 1);
+    assert_int_equal(c.model_dtype, ZN_BF16);
+    err_is("{\"bf16\": {\"enabled\": true}, \"bfloat16\": {\"enabled\": false}}", NULL,
+           "ds.json: bfloat16: given twice (as \"bf16\" and \"bfloat16\")");
+    err_is("{\"bfloat16\": {\"enabled\": \"yes\"}}", NULL, "ds.json: bfloat16.enabled: expected true or false, got \"yes\"");
+}
+
+/* spec: Z-CFG-034 */
+static void test_fp16_and_bf16_both_on(void **state) {
+    (void)state;
+    err_is("{" MB ", \"fp16\": {\"enabled\": true}, \"bf16\": {\"enabled\": true}}", NULL,
+           "ds.json: fp16.enabled and bf16.enabled are both true; bf16 and fp16 modes cannot be enabled together");
+    /* --dtype settles it */
+    ZnConfigArgs a = no_args();
+    a.dtype = ZN_F16;
+    ZnConfig c = ok_with("{" MB ", \"fp16\": {\"enabled\": true}, \"bf16\": {\"enabled\": true}}", &a);
+    assert_int_equal(c.model_dtype, ZN_F16);
+    c = ok("{" MB ", \"fp16\": {\"enabled\": false}, \"bf16\": {\"enabled\": false}}");
+    assert_int_equal(c.model_dtype, ZN_F32);
+}
+
+/* spec: Z-CFG-035 */
+static void test_master_weight_options_need_zero(void **state) {
+    (void)state;
+    err_is("{" MB ", \"fp16\": {\"fp16_master_weights_and_grads\": true}}", NULL,
+           "ds.json: fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
+    err_is("{" MB ", \"bf16\": {\"bf16_master_weights_and_grads\": true}}", NULL,
+           "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
+    err_is("{" MB ", \"bf16\": {\"bf16_optimizer_states\": true, \"bf16_master_weights_and_grads\": true}}", NULL,
+           "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"bf16\": {\"bf16_optimizer_states\": true}}", NULL,
+           "ds.json: bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads");
+    ok("{" MB ", \"zero_optimization\": {\"stage\": 3}, \"bf16\": {\"bf16_optimizer_states\": true,"
+       " \"bf16_master_weights_and_grads\": true}}");
+}
+
+/* ---- scheduler -------------------------------------------------------------- */
+
+/* spec: Z-CFG-036 */
+static void test_scheduler_types(void **state) {
+    (void)state;
+    static const struct { const char *name, *params; ZnSchedType t; } good[] = {
+        {"WarmupLR", "{}", ZN_SCHED_WARMUP_LR},
+        {"WarmupDecayLR", "{\"total_num_steps\": 10}", ZN_SCHED_WARMUP_DECAY_LR},
+        {"WarmupCosineLR", "{\"total_num_steps\": 10}", ZN_SCHED_WARMUP_COSINE_LR},
+        {"OneCycle", "{\"cycle_min_lr\": 0.1, \"cycle_max_lr\": 1}", ZN_SCHED_ONE_CYCLE},
+        {"LRRangeTest", "{}", ZN_SCHED_LR_RANGE_TEST},
+    };
+    char w[512];
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char j[200];
+        snprintf(j, sizeof j, "{" MB ", \"scheduler\": {\"type\": \"%s\", \"params\": %s}}", good[i].name, good[i].params);
+        ZnConfig c = ok_warn(j, NULL, w, sizeof w); /* T < warmup warns for the two with total_num_steps */
+        assert_int_equal(c.sched.type, good[i].t);
+    }
+    err_is("{\"scheduler\": {\"type\": \"Foo\"}}", NULL,
+           "ds.json: scheduler.type: unknown schedule 'Foo' (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle,"
+           " LRRangeTest)");
+    /* names are exact: DeepSpeed would look "warmuplr" up in torch.optim.lr_scheduler */
+    err_has("{\"scheduler\": {\"type\": \"warmuplr\"}}", NULL, "scheduler.type: unknown schedule 'warmuplr'");
+    err_is("{\"scheduler\": {\"params\": {}}}", NULL,
+           "ds.json: scheduler.type: missing (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)");
+    err_is("{\"scheduler\": {\"type\": null}}", NULL, "ds.json: scheduler.type: expected a string, got null");
+    /* no params at all: the constructor's defaults */
+    ZnConfig c = ok("{" MB ", \"scheduler\": {\"type\": \"LRRangeTest\"}}");
+    assert_true(c.sched.lr_range_test_min_lr == 1e-3 && c.sched.lr_range_test_step_size == 2000);
+}
+
+/* spec: Z-CFG-037 */
+static void test_scheduler_params_and_defaults(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\"}}");
+    assert_true(isnan(c.sched.warmup_max_lr)); /* None: the optimizer's lr, resolved at use */
+    assert_true(c.sched.warmup_min_lr == 0 && c.sched.warmup_num_steps == 1000 && !c.sched.warmup_type_linear);
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 5000}}}");
+    assert_true(c.sched.warmup_max_lr == 0.001);
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 5000,"
+           " \"warmup_max_lr\": null}}}");
+    assert_true(isnan(c.sched.warmup_max_lr));
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_min_lr\": 0.001,"
+           " \"warmup_max_lr\": 0.01, \"warmup_num_steps\": 50, \"warmup_type\": \"linear\", \"last_batch_iteration\": -1}}}");
+    assert_true(c.sched.warmup_min_lr == 0.001 && c.sched.warmup_max_lr == 0.01);
+    assert_int_equal(c.sched.warmup_num_steps, 50);
+    assert_int_equal(c.sched.warmup_type_linear, 1);
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"total_num_steps\": 5000,"
+           " \"warmup_min_ratio\": 0.1, \"cos_min_ratio\": 0.01, \"warmup_num_steps\": 100}}}");
+    assert_true(c.sched.warmup_min_ratio == 0.1 && c.sched.cos_min_ratio == 0.01 && c.sched.total_num_steps == 5000);
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 0.01, \"cycle_max_lr\": 0.1,"
+           " \"decay_lr_rate\": 0.5, \"cycle_first_step_size\": 10, \"cycle_second_step_size\": 20,"
+           " \"cycle_first_stair_count\": 2, \"cycle_second_stair_count\": 3, \"decay_step_size\": 4,"
+           " \"cycle_momentum\": false, \"cycle_min_mom\": 0.5, \"cycle_max_mom\": 0.6, \"decay_mom_rate\": 0.1}}}");
+    const ZnSchedConfig *s = &c.sched;
+    assert_true(s->cycle_min_lr == 0.01 && s->cycle_max_lr == 0.1 && s->decay_lr_rate == 0.5);
+    assert_true(s->cycle_first_step_size == 10 && s->cycle_second_step_size == 20);
+    assert_true(s->cycle_first_stair_count == 2 && s->cycle_second_stair_count == 3 && s->decay_step_size == 4);
+    assert_true(!s->cycle_momentum && s->cycle_min_mom == 0.5 && s->cycle_max_mom == 0.6 && s->decay_mom_rate == 0.1);
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 0.01, \"cycle_max_lr\": 0.1,"
+           " \"cycle_second_step_size\": null, \"cycle_second_stair_count\": null}}}");
+    assert_true(c.sched.cycle_second_step_size == -1 && c.sched.cycle_second_stair_count == -1);
+    assert_true(c.sched.cycle_first_step_size == 2000 && c.sched.cycle_momentum == 1);
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_min_lr\": 0.5,"
+           " \"lr_range_test_step_size\": 7, \"lr_range_test_step_rate\": 2, \"lr_range_test_staircase\": true}}}");
+    assert_true(c.sched.lr_range_test_min_lr == 0.5 && c.sched.lr_range_test_step_size == 7);
+    assert_true(c.sched.lr_range_test_step_rate == 2 && c.sched.lr_range_test_staircase == 1);
+}
+
+/* spec: Z-CFG-037 */
+static void test_scheduler_param_of_another_schedule(void **state) {
+    (void)state;
+    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"total_num_steps\": 10}}}", NULL,
+           "ds.json: scheduler.params.total_num_steps: not a parameter of WarmupLR");
+    err_is("{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"warmup_max_lr\": 0.1}}}", NULL,
+           "ds.json: scheduler.params.warmup_max_lr: not a parameter of WarmupCosineLR");
+    err_is("{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"cycle_min_lr\": 0.1}}}", NULL,
+           "ds.json: scheduler.params.cycle_min_lr: not a parameter of LRRangeTest");
+    err_is("{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"warmup_type\": \"log\"}}}", NULL,
+           "ds.json: scheduler.params.warmup_type: not a parameter of OneCycle");
+}
+
+/* spec: Z-CFG-038 */
+static void test_scheduler_requirements(void **state) {
+    (void)state;
+    err_is("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\"}}", NULL,
+           "ds.json: scheduler.params.total_num_steps: required by WarmupDecayLR");
+    err_is("{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {}}}", NULL,
+           "ds.json: scheduler.params.total_num_steps: required by WarmupCosineLR");
+    err_is("{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_max_lr\": 1}}}", NULL,
+           "ds.json: scheduler.params.cycle_min_lr: required by OneCycle");
+    err_is("{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 1}}}", NULL,
+           "ds.json: scheduler.params.cycle_max_lr: required by OneCycle");
+    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 0}}}", NULL,
+           "ds.json: scheduler.params.warmup_num_steps: expected a positive integer, got 0");
+    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10.5}}}", NULL,
+           "ds.json: scheduler.params.warmup_num_steps: expected a positive integer, got 10.5");
+    err_is("{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_first_step_size\": 0}}}", NULL,
+           "ds.json: scheduler.params.cycle_first_step_size: expected a positive integer, got 0");
+    err_is("{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_step_size\": -2}}}", NULL,
+           "ds.json: scheduler.params.lr_range_test_step_size: expected a positive integer, got -2");
+    /* total below warmup parses quietly: the scheduler warns (Z-SCHED-008) */
+    char w[512];
+    ok_warn("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 10,"
+            " \"warmup_num_steps\": 100}}}", NULL, w, sizeof w);
+    assert_string_equal(w, "");
+}
+
+/* spec: Z-CFG-039 */
+static void test_warmup_type(void **state) {
+    (void)state;
+    char w[512];
+    ZnConfig c = ok_warn("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": \"cosine\"}}}",
+                         NULL, w, sizeof w);
+    assert_int_equal(c.sched.warmup_type_linear, 0);
+    assert_string_equal(w, "zinc: warning: ds.json: scheduler.params.warmup_type: unknown warmup_type 'cosine',"
+                           " using 'log'\n");
+    c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"warmup_type\": \"log\","
+           " \"total_num_steps\": 2000}}}");
+    assert_int_equal(c.sched.warmup_type_linear, 0);
+    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": 1}}}", NULL,
+           "ds.json: scheduler.params.warmup_type: expected \"log\" or \"linear\", got 1");
+}
+
+/* ---- top level -------------------------------------------------------------- */
+
+/* spec: Z-CFG-040 */
+static void test_misc_top_level(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"gradient_clipping\": 0, \"prescale_gradients\": true, \"gradient_predivide_factor\": 4,"
+                    " \"communication_data_type\": \"BF16\", \"steps_per_print\": null, \"wall_clock_breakdown\": true,"
+                    " \"memory_breakdown\": true, \"seed\": 42, \"managed_gradient_accumulation\": false}");
+    assert_true(c.gradient_clipping == 0 && c.prescale_gradients == 1 && c.gradient_predivide_factor == 4);
+    assert_int_equal(c.communication_data_type, ZN_BF16);
+    assert_int_equal(c.steps_per_print, 0);
+    assert_true(c.wall_clock_breakdown && c.memory_breakdown && c.seed == 42 && !c.managed_gradient_accumulation);
+    assert_int_equal(ok("{" MB ", \"communication_data_type\": \"fp16\"}").communication_data_type, ZN_F16);
+    assert_int_equal(ok("{" MB ", \"communication_data_type\": null}").communication_data_type, -1);
+    err_is("{\"communication_data_type\": \"fp8\"}", NULL,
+           "ds.json: communication_data_type: expected \"fp32\", \"fp16\", \"bf16\" or null, got \"fp8\"");
+    err_is("{\"gradient_clipping\": -1}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got -1");
+    err_is("{\"gradient_predivide_factor\": 0}", NULL,
+           "ds.json: gradient_predivide_factor: expected a positive number, got 0");
+    err_is("{\"prescale_gradients\": \"false\"}", NULL,
+           "ds.json: prescale_gradients: expected true or false, got \"false\"");
+    err_is("{\"seed\": 1.5}", NULL, "ds.json: seed: expected an integer >= 0, got 1.5");
+}
+
+/* spec: Z-CFG-040 */
+static void test_gradient_allreduce_op(void **state) {
+    (void)state;
+    assert_int_equal(ok("{" MB "}").allreduce_sum, 0);
+    assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"mean\"}").allreduce_sum, 0);
+    assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"MEAN\"}").allreduce_sum, 0);
+    assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"SUM\"}").allreduce_sum, 1);
+    assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 2}}")
+                         .allreduce_sum, 1);
+    err_is("{\"gradient_allreduce_op\": \"max\"}", NULL,
+           "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got \"max\"");
+    err_is("{\"gradient_allreduce_op\": null}", NULL,
+           "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got null");
+    err_is("{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 3}}", NULL,
+           "ds.json: gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3");
+}
+
+/* spec: Z-CFG-041 */
+static void test_checkpoint_section(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"checkpoint\": {\"load_universal\": true, \"tag_validation\": \"FAIL\","
+                    " \"parallel_write\": {\"pipeline_stage\": false}, \"writer\": null}}");
+    assert_int_equal(c.load_universal, 1);
+    ok("{" MB ", \"checkpoint\": {\"tag_validation\": \"ignore\"}}");
+    err_is("{\"checkpoint\": {\"tag_validation\": \"strict\"}}", NULL,
+           "ds.json: checkpoint.tag_validation: expected \"Ignore\", \"Warn\" or \"Fail\", got \"strict\"");
+    err_is("{\"checkpoint\": {\"load_universal\": 1}}", NULL,
+           "ds.json: checkpoint.load_universal: expected true or false, got 1");
+}
+
+/* spec: Z-CFG-044 */
+static void test_null_sections_are_absent(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB ", \"optimizer\": null, \"scheduler\": null, \"fp16\": null, \"bf16\": null,"
+                    " \"zero_optimization\": null, \"checkpoint\": null, \"zinc\": null}");
+    ZnConfig d = ok("{" MB "}");
+    assert_int_equal(c.optimizer_present, 0);
+    assert_int_equal(c.sched.type, ZN_SCHED_NONE);
+    assert_int_equal(c.zero.stage, 0);
+    c.sched.warmup_max_lr = d.sched.warmup_max_lr = 0;
+    c.sched.cycle_min_lr = d.sched.cycle_min_lr = 0;
+    c.sched.cycle_max_lr = d.sched.cycle_max_lr = 0;
+    assert_memory_equal(&c, &d, sizeof c);
+    err_is("{\"scheduler\": \"WarmupLR\"}", NULL, "ds.json: scheduler: expected an object, got \"WarmupLR\"");
+    err_is("{\"checkpoint\": true}", NULL, "ds.json: checkpoint: expected an object, got true");
+    err_is("{\"zinc\": 1}", NULL, "ds.json: zinc: expected an object, got 1");
+    err_is("{\"zero_optimization\": {\"offload_param\": []}}", NULL,
+           "ds.json: zero_optimization.offload_param: expected an object, got an array");
+}
+
+/* ---- files ------------------------------------------------------------------- */
+
+static void write_file(const char *path, const char *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* spec: Z-CFG-042 */
+static void test_load_file(void **state) {
+    (void)state;
+    char path[] = "/tmp/zinc_test_config_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    const char *j = "{\n  \"train_batch_size\": 16,\n  \"zero_optimization\": {\"stage\": 2}\n}\n";
+    write_file(path, j, strlen(j));
+    ZnConfigArgs a = no_args();
+    a.world_size = 2;
+    ZnConfig c;
+    ZnErr e;
+    assert_int_equal(zn_config_load(path, &a, &c, &e), ZN_OK);
+    assert_true(c.train_batch_size == 16 && c.micro_batch == 8 && c.zero.stage == 2);
+    /* the path is the source in messages */
+    const char *bad = "{\n  \"zero_optimization\": {\"stage\": 9}\n}\n";
+    write_file(path, bad, strlen(bad));
+    assert_int_equal(zn_config_load(path, &a, &c, &e), ZN_E_USAGE);
+    char want[256];
+    snprintf(want, sizeof want, "%s: zero_optimization.stage: expected an integer 0..3, got 9", path);
+    assert_string_equal(e.msg, want);
+    const char *syn = "{\n  \"a\": 1,\n}\n";
+    write_file(path, syn, strlen(syn));
+    assert_int_equal(zn_config_load(path, &a, &c, &e), ZN_E_USAGE);
+    snprintf(want, sizeof want, "%s:3:1: JSON syntax error near '}'", path);
+    assert_string_equal(e.msg, want);
+    unlink(path);
+}
+
+/* spec: Z-CFG-042 */
+static void test_load_errors(void **state) {
+    (void)state;
+    ZnConfigArgs a = no_args();
+    ZnConfig c;
+    ZnErr e;
+    assert_int_equal(zn_config_load("/nonexistent/zinc/ds.json", &a, &c, &e), ZN_E_USAGE);
+    assert_string_equal(e.msg, "cannot open '/nonexistent/zinc/ds.json': No such file or directory");
+    /* a directory opens but does not read */
+    assert_int_equal(zn_config_load("/tmp", &a, &c, &e), ZN_E_IO);
+    assert_string_equal(e.msg, "cannot read '/tmp': Is a directory");
+    /* exactly 16 MiB is accepted; one byte more is not */
+    char path[] = "/tmp/zinc_test_config_big_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t cap = (size_t)16 << 20;
+    char *buf = malloc(cap + 1);
+    assert_non_null(buf);
+    memset(buf, ' ', cap + 1);
+    memcpy(buf, "{" MB "}", strlen("{" MB "}"));
+    assert_int_equal(write(fd, buf, cap), (ssize_t)cap);
+    close(fd);
+    assert_int_equal(zn_config_load(path, &a, &c, &e), ZN_OK);
+    write_file(path, buf, cap + 1);
+    assert_int_equal(zn_config_load(path, &a, &c, &e), ZN_E_USAGE);
+    char want[256];
+    snprintf(want, sizeof want, "%s: config is larger than 16 MiB", path);
+    assert_string_equal(e.msg, want);
+    /* the same cap applies to text handed to zn_config_parse */
+    assert_int_equal(zn_config_parse(buf, cap + 1, SRC, &a, &c, &e), ZN_E_USAGE);
+    assert_string_equal(e.msg, "ds.json: config is larger than 16 MiB");
+    free(buf);
+    unlink(path);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_every_field),
+        cmocka_unit_test(test_defaults_after_parse),
+        cmocka_unit_test(test_args_init),
+        cmocka_unit_test(test_null_text_and_null_args),
+        cmocka_unit_test(test_out_untouched_on_error),
+        cmocka_unit_test(test_syntax_errors_one_line),
+        cmocka_unit_test(test_syntax_errors_multi_line),
+        cmocka_unit_test(test_syntax_nul_byte),
+        cmocka_unit_test(test_top_level_not_object),
+        cmocka_unit_test(test_duplicate_keys),
+        cmocka_unit_test(test_wrong_types_name_the_path),
+        cmocka_unit_test(test_integers_must_be_integral),
+        cmocka_unit_test(test_long_range),
+        cmocka_unit_test(test_unknown_key_in_zero_rejected),
+        cmocka_unit_test(test_unknown_keys_elsewhere_warned),
+        cmocka_unit_test(test_known_ignored_keys_silent),
+        cmocka_unit_test(test_zinc_section),
+        cmocka_unit_test(test_batch_deepspeed_matrix),
+        cmocka_unit_test(test_batch_other_world_sizes),
+        cmocka_unit_test(test_batch_nothing_or_ga_only),
+        cmocka_unit_test(test_batch_zero_negative_overflow),
+        cmocka_unit_test(test_batch_through_parse),
+        cmocka_unit_test(test_batch_key_types),
+        cmocka_unit_test(test_args_override),
+        cmocka_unit_test(test_args_validated),
+        cmocka_unit_test(test_auto_batch_triad),
+        cmocka_unit_test(test_auto_optimizer_params),
+        cmocka_unit_test(test_auto_betas),
+        cmocka_unit_test(test_auto_clipping_and_scheduler),
+        cmocka_unit_test(test_auto_zero_from_hidden_size),
+        cmocka_unit_test(test_auto_precision_from_dtype),
+        cmocka_unit_test(test_auto_rejected_where_no_rule),
+        cmocka_unit_test(test_users_hf_config),
+        cmocka_unit_test(test_zero_stage_forms),
+        cmocka_unit_test(test_zero_deprecated_bool_section),
+        cmocka_unit_test(test_zero_every_key_read),
+        cmocka_unit_test(test_zero_aliases),
+        cmocka_unit_test(test_overlap_comm_default_by_stage),
+        cmocka_unit_test(test_bucket_sizes_positive),
+        cmocka_unit_test(test_allgather_bucket_size_odd),
+        cmocka_unit_test(test_legacy_stage1_and_zenflow),
+        cmocka_unit_test(test_offload_sections),
+        cmocka_unit_test(test_offload_validation),
+        cmocka_unit_test(test_cpu_offload_deprecated),
+        cmocka_unit_test(test_allgather_sequential_stage3),
+        cmocka_unit_test(test_optimizer_types),
+        cmocka_unit_test(test_optimizer_params),
+        cmocka_unit_test(test_optimizer_param_errors),
+        cmocka_unit_test(test_fp16_keys),
+        cmocka_unit_test(test_fp16_dynamic_scale_checks),
+        cmocka_unit_test(test_bf16_keys_and_old_name),
+        cmocka_unit_test(test_fp16_and_bf16_both_on),
+        cmocka_unit_test(test_master_weight_options_need_zero),
+        cmocka_unit_test(test_scheduler_types),
+        cmocka_unit_test(test_scheduler_params_and_defaults),
+        cmocka_unit_test(test_scheduler_param_of_another_schedule),
+        cmocka_unit_test(test_scheduler_requirements),
+        cmocka_unit_test(test_warmup_type),
+        cmocka_unit_test(test_misc_top_level),
+        cmocka_unit_test(test_gradient_allreduce_op),
+        cmocka_unit_test(test_checkpoint_section),
+        cmocka_unit_test(test_null_sections_are_absent),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_load_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
