@@ -617,7 +617,7 @@ int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
     if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     if (E->stage == 0) {
         for (int p = 0; p < L->nparams; p++)
-            memcpy(out + model_offset(L, p), E->flat_params + L->flat_offset[p],
+            memcpy(out + model_offset(L, p), E->master + L->flat_offset[p],
                    (size_t)L->params[p].numel * sizeof(float));
     } else if (E->stage <= 2) {
         float *tmp = malloc((size_t)L->aligned_numel * sizeof(float));

@@ -46,6 +46,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         res->lr[t] = sr.lr;
         res->scale[t] = sr.loss_scale;
         res->skipped[t] = sr.skipped;
+        res->scale_after[t] = E.scaler.cur_scale;
         if (o->out && o->print_every > 0 && (t + 1) % o->print_every == 0) {
             char scale[48] = "";
             if (o->cfg.model_dtype == ZN_F16) snprintf(scale, sizeof scale, " scale=%g", sr.loss_scale);
@@ -84,12 +85,13 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->grad_norm = calloc((size_t)o->steps + 1, sizeof(double));
     res->lr = calloc((size_t)o->steps + 1, sizeof(double));
     res->scale = calloc((size_t)o->steps + 1, sizeof(double));
+    res->scale_after = calloc((size_t)o->steps + 1, sizeof(double));
     res->skipped = calloc((size_t)o->steps + 1, sizeof(int));
     res->params = calloc((size_t)res->numel + 1, sizeof(float));
     res->comm_init = calloc((size_t)o->world, sizeof(ZnCommStats));
     res->comm_end = calloc((size_t)o->world, sizeof(ZnCommStats));
     res->mem_end = calloc((size_t)o->world, sizeof(ZnMemStats));
-    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->skipped || !res->params || !res->comm_init ||
+    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end) {
         zn_run_result_free(res);
         return zn_err(err, ZN_E_NOMEM, "out of host memory");
@@ -129,6 +131,7 @@ void zn_run_result_free(ZnRunResult *res) {
     free(res->grad_norm);
     free(res->lr);
     free(res->scale);
+    free(res->scale_after);
     free(res->skipped);
     free(res->params);
     free(res->comm_init);

@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
     long steps;
     double *loss, *grad_norm, *lr, *scale;   /* [steps]; scale: the loss scale the step used */
+    double *scale_after;             /* [steps]: the loss scale after the step's update */
     int *skipped;                    /* [steps] */
     long numel;
     float *params;                   /* final fp32 parameters, model order */

@@ -9,11 +9,17 @@
  *    "runs": [{"stage": 0}, {"stage": 1, "config": {patch}}, ...],
  *    "expect": {"bitwise": true, "close": {"loss_rtol": r, "param_atol": a},
  *               "loss_falls": {"first_near_lnC": t, "ratio": q},
- *               "comm_volume": true, "memory": true, "error": "substring"}}
+ *               "comm_volume": true, "memory": true, "error": "substring", "exit": 1|2,
+ *               "scale_after": [per-step loss scale after the update],
+ *               "skipped": [1-based steps skipped], "lr_follows_schedule": true,
+ *               "finite": false}}
+ * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
+ * non-finite gradient element on rank r at those steps (Z-PREC-006).
  * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
  * steps, config (deep-merged into the case's config). */
 #include "cli.h"
 #include "layout.h"
+#include "lr_schedule.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
@@ -204,6 +210,16 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
         f.config_path = "case-config";
         cr[i].rc = zn_train_resolve(&f, text, &cr[i].opts, &cr[i].err);
         free(text);
+        const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
+        if (!cr[i].rc && inj) {
+            const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
+            const char *v = jstr(inj, "value");
+            cr[i].opts.inject_rank = (int)jint(inj, "rank", 0);
+            cr[i].opts.inject_value = v && !strcmp(v, "nan") ? NAN : v && !strcmp(v, "-inf") ? -INFINITY : INFINITY;
+            const cJSON *st;
+            cJSON_ArrayForEach(st, steps)
+                if (cr[i].opts.ninject < 16) cr[i].opts.inject_steps[cr[i].opts.ninject++] = (long)st->valuedouble;
+        }
         if (only >= 0) {   /* coverage mode: exercise, do not judge */
             if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !zn_run(&cr[i].opts, &cr[i].res, &cr[i].err))
                 zn_run_result_free(&cr[i].res);
@@ -218,8 +234,10 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
             if (!cr[i].rc) { snprintf(why, wn, "run %d succeeded, expected an error containing '%s'", i, experr); fail = 1; }
             else if (!strstr(cr[i].err.msg, experr)) {
                 snprintf(why, wn, "run %d: error '%s' does not contain '%s'", i, cr[i].err.msg, experr); fail = 1;
-            } else if (jint(expect, "exit", 2) == 2 && cr[i].err.code != ZN_E_USAGE) {
-                snprintf(why, wn, "run %d: error '%s' is not a usage error (exit 2)", i, cr[i].err.msg); fail = 1;
+            } else if ((jint(expect, "exit", 2) == 2) != (cr[i].err.code == ZN_E_USAGE)) {
+                snprintf(why, wn, "run %d: error '%s' has the wrong exit status (expected %ld)", i,
+                         cr[i].err.msg, jint(expect, "exit", 2));
+                fail = 1;
             }
         } else if (cr[i].rc) {
             snprintf(why, wn, "run %d failed: %s", i, cr[i].err.msg);
@@ -255,6 +273,11 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
                     fail = 1;
                 }
             }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "differs_from_first")) && !fail &&
+                !memcmp(a->res.params, b->res.params, (size_t)a->res.numel * sizeof(float))) {
+                snprintf(why, wn, "run %d has exactly run 0's parameters; expected a difference", i);
+                fail = 1;
+            }
             if (close && !fail) {
                 double lr = jnum(close, "loss_rtol", 0), pa = jnum(close, "param_atol", 0);
                 for (long t = 0; t < a->res.steps && !fail; t++)
@@ -280,6 +303,59 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
                 if (fabs(first - log((double)C)) > tol || !(last < q * first)) {
                     snprintf(why, wn, "run %d: loss went %.6f -> %.6f (ln C = %.4f): expected to start near "
                              "ln C and fall below %.2f of the first", i, first, last, log((double)C), q);
+                    fail = 1;
+                }
+            }
+            const cJSON *sa = cJSON_GetObjectItemCaseSensitive(expect, "scale_after");
+            if (!fail && sa) {
+                int k = 0;
+                const cJSON *v;
+                cJSON_ArrayForEach(v, sa) {
+                    if (k >= r->res.steps || r->res.scale_after[k] != v->valuedouble) {
+                        snprintf(why, wn, "run %d step %d: loss scale after the step is %g, expected %g", i, k + 1,
+                                 k < r->res.steps ? r->res.scale_after[k] : -1.0, v->valuedouble);
+                        fail = 1;
+                        break;
+                    }
+                    k++;
+                }
+            }
+            const cJSON *sk = cJSON_GetObjectItemCaseSensitive(expect, "skipped");
+            if (!fail && sk) {
+                for (long t = 0; t < r->res.steps && !fail; t++) {
+                    int want = 0;
+                    const cJSON *v;
+                    cJSON_ArrayForEach(v, sk) if ((long)v->valuedouble == t + 1) want = 1;
+                    if (want != r->res.skipped[t]) {
+                        snprintf(why, wn, "run %d step %ld: skipped=%d, expected %d", i, t + 1, r->res.skipped[t], want);
+                        fail = 1;
+                    }
+                }
+            }
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "lr_follows_schedule"))) {
+                /* step k uses lr(t) with t = (applied steps before k) - 1 (Z-SCHED-001, Z-SCHED-002) */
+                ZnLrSched ls;
+                ZnErr e2;
+                if (zn_sched_init(&ls, &r->opts.cfg.sched, r->opts.cfg.lr, r->opts.cfg.beta1, r->opts.cfg.beta2, &e2)) {
+                    snprintf(why, wn, "scheduler: %s", e2.msg);
+                    fail = 1;
+                }
+                long applied = 0;
+                for (long t = 0; t < r->res.steps && !fail; t++) {
+                    double want = zn_sched_lr_at(&ls, applied - 1);
+                    if (!same_bits_d(r->res.lr[t], want)) {
+                        snprintf(why, wn, "run %d step %ld: lr %.17g, the schedule says %.17g", i, t + 1, r->res.lr[t], want);
+                        fail = 1;
+                    }
+                    applied += !r->res.skipped[t];
+                }
+            }
+            const cJSON *fin = cJSON_GetObjectItemCaseSensitive(expect, "finite");
+            if (!fail && fin) {
+                int allfinite = 1;
+                for (long j = 0; j < r->res.numel; j++) if (!isfinite(r->res.params[j])) allfinite = 0;
+                if (allfinite != cJSON_IsTrue(fin)) {
+                    snprintf(why, wn, "run %d: parameters %s finite", i, allfinite ? "are" : "are not");
                     fail = 1;
                 }
             }
