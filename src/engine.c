@@ -260,35 +260,45 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     return 0;
 }
 
-/* Stages 0/1 at the accumulation boundary: reduce the accumulated flat grads
- * bucket by bucket (same bucket plan as the other stages). */
-static int stage01_reduce_at_boundary(ZnEngine *E, ZnErr *err) {
+/* Stage 0: all-reduce a bucket of the accumulated flat gradient in place. */
+static int stage0_reduce_bucket(ZnEngine *E, const ZnBucket *bk, ZnErr *err) {
+    float *region = E->flat_grads + bk->flat_lo;
+    long n = bk->flat_hi - bk->flat_lo;
+    predivide(E, region, n);
+    int rc = ar_dt(E, region, n, err);
+    round_dt(E->dt, region, n);
+    return rc;
+}
+
+/* Stage 1: reduce-scatter a bucket of the accumulated flat gradient to its
+ * owners, in place when its params are adjacent; with round robin they are
+ * not, and the bucket goes through the bucket buffer like stage 2's. */
+static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
     const ZnLayout *L = &E->L;
-    for (int b = 0; b < L->nbuckets; b++) {
-        const ZnBucket *bk = &L->buckets[b];
-        if (bk->flat_lo >= 0) {
-            float *region = E->flat_grads + bk->flat_lo;
-            long n = bk->flat_hi - bk->flat_lo;
-            predivide(E, region, n);
-            int rc;
-            if (E->stage == 0) {
-                rc = ar_dt(E, region, n, err);
-                round_dt(E->dt, region, n);
-            } else {
-                long off = prefix_count(bk->counts, E->rank);
-                rc = rs_dt(E, region, region + off, bk->counts, err);
-                round_dt(E->dt, region + off, bk->counts[E->rank]);
-            }
-            if (rc) return rc;
-        } else {   /* stage 1 with round robin: params of a bucket are not adjacent */
-            for (int i = 0; i < bk->nentries; i++) {
-                const ZnBucketEntry *e = &bk->e[i];
-                memcpy(E->bucket_buf + e->buf_off, E->flat_grads + L->flat_offset[e->param],
-                       (size_t)e->numel * sizeof(float));
-            }
-            int rc = stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, 0, err);
-            if (rc) return rc;
+    const ZnBucket *bk = &L->buckets[b];
+    if (bk->flat_lo < 0) {
+        for (int i = 0; i < bk->nentries; i++) {
+            const ZnBucketEntry *e = &bk->e[i];
+            memcpy(E->bucket_buf + e->buf_off, E->flat_grads + L->flat_offset[e->param],
+                   (size_t)e->numel * sizeof(float));
         }
+        return stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, 0, err);
+    }
+    float *region = E->flat_grads + bk->flat_lo;
+    predivide(E, region, bk->flat_hi - bk->flat_lo);
+    long off = prefix_count(bk->counts, E->rank);
+    int rc = rs_dt(E, region, region + off, bk->counts, err);
+    round_dt(E->dt, region + off, bk->counts[E->rank]);
+    return rc;
+}
+
+/* Stages 0/1 at the accumulation boundary (canonical mode: every micro-step):
+ * reduce the flat gradient bucket by bucket, the same bucket plan as the
+ * other stages. */
+static int reduce_at_boundary(ZnEngine *E, ZnErr *err) {
+    for (int b = 0; b < E->L.nbuckets; b++) {
+        int rc = E->stage == 0 ? stage0_reduce_bucket(E, &E->L.buckets[b], err) : stage1_reduce_bucket(E, b, err);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -576,7 +586,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         long first = E->global_step * cfg->train_batch_size + m * mb;
         if ((rc = micro_step(E, first, grad_scale, &losses[E->micro], err))) goto out;
         if (E->canonical) {   /* every rank reduces every micro-step */
-            if (E->stage <= 1 && (rc = stage01_reduce_at_boundary(E, err))) goto out;
+            if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
             if (E->nlevels) canon_push(E);
         }
     }
@@ -588,7 +598,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
             for (long i = 0; i < E->part_n; i++) E->grad_part[i] = E->grad_part[i] / m;
             round_dt(E->dt, E->grad_part, E->part_n);
         }
-    } else if (E->stage <= 1 && (rc = stage01_reduce_at_boundary(E, err))) goto out;
+    } else if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     if ((rc = optimizer_step(E, res, err))) goto out;
     /* the reported loss: mean over all micro-batches of the global batch,

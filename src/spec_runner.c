@@ -166,6 +166,43 @@ static int check_memory(const CaseRun *r, char *why, size_t wn) {
 
 static int same_bits_d(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
+/* Canonical mode's cost against the default run of the same shape
+ * (Z-CANON-004): extra gradient buffers and extra gradient bytes. */
+static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *why, size_t wn) {
+    const ZnRunOpts *o = &can->opts;
+    const int N = o->world, stage = o->cfg.zero.stage;
+    const long g = o->cfg.grad_accum;
+    ZnLayout L;
+    ZnErr e;
+    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
+    if (zn_layout_build(&L, o->model.params, o->model.nparams, N, stage, &lo, &e)) {
+        snprintf(why, wn, "layout: %s", e.msg);
+        return 1;
+    }
+    long part = stage == 0 ? L.aligned_numel : L.part_numel;
+    zn_layout_free(&L);
+    int levels = 0;
+    if (g > 1) while ((1L << levels) <= g) levels++;
+    long want_mem = levels * part * (long)zn_dtype_size(o->cfg.model_dtype);
+    for (int k = 0; k < N; k++) {
+        long extra = can->res.mem_end[k].cur[ZN_MEM_GRADS] - def->res.mem_end[k].cur[ZN_MEM_GRADS];
+        if (extra != want_mem) {
+            snprintf(why, wn, "rank %d: canonical mode holds %ld extra gradient bytes, expected %d levels x %ld = %ld",
+                     k, extra, levels, part, want_mem);
+            return 1;
+        }
+        long c0, s0, r0, c1, s1, r1;
+        zn_comm_tag_totals(&def->res.comm_end[k], "grad_reduce", &c0, &s0, &r0);
+        zn_comm_tag_totals(&can->res.comm_end[k], "grad_reduce", &c1, &s1, &r1);
+        long want = stage <= 1 ? g * s0 : s0;
+        if (s1 != want) {
+            snprintf(why, wn, "rank %d: canonical mode sent %ld gradient bytes, default %ld, expected %ld", k, s1, s0, want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ZINC_SPEC_STAGE=k (used by `make coverage` for the per-stage table) runs
  * only the runs of stage k and checks no expectations. */
 static int stage_filter(void) {
@@ -278,6 +315,8 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
                 snprintf(why, wn, "run %d has exactly run 0's parameters; expected a difference", i);
                 fail = 1;
             }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "canonical_cost")) && !fail && (i % 2) == 1)
+                fail = check_canonical_cost(&cr[i - 1], b, why, wn);
             if (close && !fail) {
                 double lr = jnum(close, "loss_rtol", 0), pa = jnum(close, "param_atol", 0);
                 for (long t = 0; t < a->res.steps && !fail; t++)
