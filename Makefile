@@ -34,17 +34,21 @@ deps: $(DEPS_STAMP)
 
 $(BUILD)/%.o: %.c $(HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC  $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libzinc.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	@echo "  AR  $@"
+	@ar rcs $@ $^
 
 $(BUILD)/zinc: $(BUILD)/src/main.o $(BUILD)/libzinc.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzinc.a -lcmocka $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzinc.a -lcmocka $(LDLIBS)
 
 tests: $(TEST_BIN) $(BUILD)/zinc
 

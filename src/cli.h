@@ -10,6 +10,8 @@
 
 int zn_cmd_train(int argc, char **argv);
 int zn_cmd_spec(int argc, char **argv);
+int zn_cmd_compare(int argc, char **argv);
+int zn_cmd_stepper(int argc, char **argv);
 
 /* The flags shared by train, compare and the spec runner: parsed into a
  * ready-to-run ZnRunOpts (config resolved for the world size). */
@@ -19,6 +21,8 @@ typedef struct {
     const char *log_path;
     long steps;               /* -1 unset */
     long print_every;         /* -1 unset */
+    int memory_report, comm_report;
+    const char *trace_path;
     ZnConfigArgs args;
 } ZnTrainFlags;
 

@@ -50,14 +50,14 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
                                   "--seed", "--train-batch-size", "--micro-batch", "--grad-accum",
                                   "--lr", "--steps-per-print", "--log", "--weight-decay", "--beta1",
                                   "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
-                                  "--canonical", NULL};
+                                  "--canonical", "--memory-report", "--comm-report", "--trace", NULL};
     int k = -1;
     for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
     if (k < 0) return 0;
-    if (k == 19) {   /* --canonical takes no value */
-        f->args.canonical = 1;
-        return 1;
-    }
+    /* switches without a value */
+    if (k == 19) { f->args.canonical = 1; return 1; }
+    if (k == 20) { f->memory_report = 1; return 1; }
+    if (k == 21) { f->comm_report = 1; return 1; }
     if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
     const char *v = argv[++*i];
     long n;
@@ -81,6 +81,7 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     case 15: rc = parse_double(a, v, 0.0, &f->args.eps, err); break;
     case 16: rc = parse_double(a, v, 0.0, &f->args.max_grad_norm, err); break;
     case 17: rc = parse_long(a, v, 1, 1L << 30, &f->args.warmup_steps, err); break;
+    case 22: f->trace_path = v; break;
     case 18:
         if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
         else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
@@ -120,6 +121,12 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     o->print_every = f->print_every >= 0 ? f->print_every
                    : o->cfg.steps_per_print > 0 ? o->cfg.steps_per_print : ZN_DEFAULT_PRINT;
     o->log_path = f->log_path;
+    o->memory_report = f->memory_report || o->cfg.memory_breakdown;
+    o->time_breakdown = o->cfg.wall_clock_breakdown;
+    o->comm_report = f->comm_report;
+    o->trace_path = f->trace_path;
+    o->fault_rank = -1;
+    o->inject_rank = -1;
     return 0;
 }
 

@@ -26,6 +26,9 @@ const char *zn_mem_cat_name(ZnMemCat c);
 typedef struct {
     long cur[ZN_MEM_NCAT], peak[ZN_MEM_NCAT];
     long cur_total, peak_total;
+    /* a second peak for reports that reset their own window (DeepSpeed's
+       see_memory_usage resets the peak after printing) */
+    long win_peak[ZN_MEM_NCAT], win_peak_total;
     long nallocs;              /* live allocations */
 } ZnMemStats;
 
@@ -49,6 +52,7 @@ void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err);
 void *zn_dev_alloc_as(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
 void zn_dev_free(ZnDevice *d, void *p);
 void zn_mem_reset_peak(ZnMemStats *m);
+void zn_mem_reset_window(ZnMemStats *m);
 
 /* Host math. All loops accumulate in a fixed, documented order and the host
  * build uses -ffp-contract=off, so the CUDA twins in exact mode can match

@@ -53,6 +53,11 @@ void zn_mem_reset_peak(ZnMemStats *m) {
     m->peak_total = m->cur_total;
 }
 
+void zn_mem_reset_window(ZnMemStats *m) {
+    for (int c = 0; c < ZN_MEM_NCAT; c++) m->win_peak[c] = m->cur[c];
+    m->win_peak_total = m->cur_total;
+}
+
 /* A ZnDevice belongs to one rank (one thread), so the counters need no lock. */
 /* n: bytes accounted; alloc_n: bytes actually allocated (they differ only
    for zn_dev_alloc_as, which the simulator uses to keep 16-bit tensors as
@@ -109,6 +114,8 @@ static void *dev_alloc(ZnDevice *d, size_t n, size_t alloc_n, ZnMemCat cat, ZnEr
     m->cur_total += (long)n;
     if (m->cur[cat] > m->peak[cat]) m->peak[cat] = m->cur[cat];
     if (m->cur_total > m->peak_total) m->peak_total = m->cur_total;
+    if (m->cur[cat] > m->win_peak[cat]) m->win_peak[cat] = m->cur[cat];
+    if (m->cur_total > m->win_peak_total) m->win_peak_total = m->cur_total;
     m->nallocs++;
     return (char *)h + ZN_HDR;
 }

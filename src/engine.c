@@ -75,6 +75,7 @@ static int stage16(ZnEngine *E, long n, ZnErr *err) {
 }
 
 static long prefix_count(const long *counts, int r);
+static double ms_since(double t0) { return 1e3 * (zn_now_s() - t0); }
 
 static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr *err) {
     ZnComm *c = E->comm;
@@ -254,8 +255,11 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     if (++E->next_entry == bk->nentries) {
         int b = E->next_bucket++;
         E->next_entry = 0;
-        return E->stage == 2 ? stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, add, err)
-                             : stage3_reduce_bucket(E, b, add, err);
+        double t0 = zn_now_s();
+        int rc = E->stage == 2 ? stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, add, err)
+                               : stage3_reduce_bucket(E, b, add, err);
+        E->t_reduce += ms_since(t0);
+        return rc;
     }
     return 0;
 }
@@ -296,11 +300,14 @@ static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
  * reduce the flat gradient bucket by bucket, the same bucket plan as the
  * other stages. */
 static int reduce_at_boundary(ZnEngine *E, ZnErr *err) {
-    for (int b = 0; b < E->L.nbuckets; b++) {
-        int rc = E->stage == 0 ? stage0_reduce_bucket(E, &E->L.buckets[b], err) : stage1_reduce_bucket(E, b, err);
-        if (rc) return rc;
-    }
-    return 0;
+    double t0 = zn_now_s();
+    int rc = 0;
+    for (int b = 0; b < E->L.nbuckets && !rc; b++)
+        rc = E->stage == 0 ? stage0_reduce_bucket(E, &E->L.buckets[b], err) : stage1_reduce_bucket(E, b, err);
+    /* DeepSpeed counts the boundary all-reduce in the backward */
+    E->t_reduce += ms_since(t0);
+    E->t_bwd += ms_since(t0);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -316,6 +323,10 @@ static int inject_now(const ZnEngine *E) {
     for (int i = 0; i < E->hooks.ninject; i++)
         if (E->hooks.inject_steps[i] == E->global_step + 1) return 1;
     return 0;
+}
+
+static void phase(ZnEngine *E, const char *what) {
+    if (E->hooks.phase) E->hooks.phase(E->hooks.phase_ctx, E, what);
 }
 
 static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *loss, ZnErr *err) {
@@ -335,6 +346,8 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if (!(dbuf[i] = talloc(E, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
     if (!(yscratch = falloc(E, (long)B * maxw, ZN_MEM_WORKSPACE, err))) { rc = err->code; goto done; }
 
+    phase(E, "before forward");
+    double t_f = zn_now_s();
     zn_data_batch(E->data, first_sample, B, acts[0], labels);
     round_dt(E->dt, acts[0], (long)B * m->dims[0]);   /* inputs arrive in the model dtype */
 
@@ -351,6 +364,11 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
 
     *loss = E->k->softmax_xent(B, C, acts[nl], labels, grad_scale, dbuf[0]);
     round_dt(E->dt, dbuf[0], (long)B * C);
+    E->t_fwd += ms_since(t_f);
+    zn_trace_add(E->hooks.trace, "forward", t_f, zn_now_s(), -1, E->global_step + 1);
+    phase(E, "after forward");
+    phase(E, "before backward");
+    double t_b = zn_now_s();
 
     float *dout = dbuf[0];
     for (int l = nl - 1; l >= 0; l--) {
@@ -376,12 +394,15 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     }
     E->next_bucket = 0;
     E->next_entry = 0;
+    E->t_bwd += ms_since(t_b);
+    zn_trace_add(E->hooks.trace, "backward", t_b, zn_now_s(), -1, E->global_step + 1);
 done:
     zn_dev_free(E->dev, labels);
     for (int l = 0; l <= nl; l++) zn_dev_free(E->dev, acts[l]);
     zn_dev_free(E->dev, dbuf[0]);
     zn_dev_free(E->dev, dbuf[1]);
     zn_dev_free(E->dev, yscratch);
+    if (!rc) phase(E, "after backward");
     return rc;
 }
 
@@ -481,6 +502,8 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
                      E->opt_step, mul);
     }
     zn_sched_step(&E->sched);
+    if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n)
+        E->master[E->hooks.fault_index] += E->hooks.fault_delta;   /* the planted fault of Z-REP-001 */
     res->grad_norm = gs < 0.0 ? -1.0 : gs / S_report;
     return publish_params(E, err);
 }
@@ -580,6 +603,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     int rc = 0;
     if (!losses || !all || !ordered || !counts) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
     memset(res, 0, sizeof *res);
+    E->t_fwd = E->t_bwd = E->t_reduce = E->t_step = 0.0;
     for (E->micro = 0; E->micro < ga; E->micro++) {
         /* micro-batch m of the global batch goes to rank m mod N at micro-step m div N */
         long m = (long)E->micro * E->world + E->rank;
@@ -600,7 +624,12 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         }
     } else if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
+    phase(E, "before step");
+    double t_s = zn_now_s();
     if ((rc = optimizer_step(E, res, err))) goto out;
+    E->t_step = ms_since(t_s);
+    zn_trace_add(E->hooks.trace, "step", t_s, zn_now_s(), -1, E->global_step + 1);
+    phase(E, "after step");
     /* the reported loss: mean over all micro-batches of the global batch,
        summed in the fixed tree over micro-batch index */
     for (int r = 0; r < E->world; r++) counts[r] = ga;
@@ -620,20 +649,21 @@ out:
     return rc;
 }
 
-int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
+/* Gathers a partition-shaped buffer (master or gradient) of every rank into
+ * the full model-order vector. */
+static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *err) {
     const ZnLayout *L = &E->L;
     int rc = 0;
     long *counts = malloc((size_t)E->world * sizeof(long));
     if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     if (E->stage == 0) {
         for (int p = 0; p < L->nparams; p++)
-            memcpy(out + model_offset(L, p), E->master + L->flat_offset[p],
-                   (size_t)L->params[p].numel * sizeof(float));
+            memcpy(out + model_offset(L, p), src + L->flat_offset[p], (size_t)L->params[p].numel * sizeof(float));
     } else if (E->stage <= 2) {
         float *tmp = malloc((size_t)L->aligned_numel * sizeof(float));
         if (!tmp) { free(counts); return zn_err(err, ZN_E_NOMEM, "out of host memory"); }
         for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
-        rc = E->comm->all_gather(E->comm, E->master, tmp, counts, ZN_F32, "digest", err);
+        rc = E->comm->all_gather(E->comm, src, tmp, counts, ZN_F32, "digest", err);
         for (int p = 0; p < L->nparams && !rc; p++)
             memcpy(out + model_offset(L, p), tmp + L->flat_offset[p], (size_t)L->params[p].numel * sizeof(float));
         free(tmp);
@@ -643,13 +673,21 @@ int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
             float *tmp = malloc((size_t)(pn * E->world + 1) * sizeof(float));
             if (!tmp) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); break; }
             for (int r = 0; r < E->world; r++) counts[r] = pn;
-            rc = E->comm->all_gather(E->comm, E->master + L->s3_off[p], tmp, counts, ZN_F32, "digest", err);
+            rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, counts, ZN_F32, "digest", err);
             if (!rc) memcpy(out + model_offset(L, p), tmp, (size_t)L->params[p].numel * sizeof(float));
             free(tmp);
         }
     }
     free(counts);
     return rc;
+}
+
+int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
+    return gather_partitions(E, E->master, out, err);
+}
+
+int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err) {
+    return gather_partitions(E, E->grad_part, out, err);
 }
 
 uint64_t zn_digest(const float *params, long n) {
@@ -779,6 +817,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         for (int k = 0; k < E->nlevels; k++)
             if (!(E->levels[k] = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     }
+    phase(E, "init");
     return 0;
 fail:
     rc = err->code ? err->code : ZN_E_INTERNAL;

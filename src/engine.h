@@ -14,6 +14,9 @@
 #include "optim.h"
 #include "loss_scaler.h"
 #include "lr_schedule.h"
+#include "trace.h"
+
+struct ZnEngine;
 
 typedef struct {
     double loss;        /* mean loss over the global batch */
@@ -31,6 +34,16 @@ typedef struct {
     int ninject;                /* this rank's first gradient element becomes inject_value */
     float inject_value;
     int quiet;                  /* 1: no overflow lines */
+    /* called at DeepSpeed's see_memory_usage points: "init", "before forward",
+       "after forward", "before backward", "after backward", "before step",
+       "after step" (Z-REP-002) */
+    void (*phase)(void *ctx, struct ZnEngine *E, const char *what);
+    void *phase_ctx;
+    ZnTrace *trace;             /* forward / backward / step events, or NULL */
+    /* test hook (Z-REP-001): after optimizer step fault_step (1-based), add
+       fault_delta to element fault_index of this rank's master partition */
+    long fault_step, fault_index;
+    float fault_delta;
 } ZnEngineHooks;
 
 typedef struct ZnEngine {
@@ -81,6 +94,10 @@ typedef struct ZnEngine {
     float **levels;         /* [nlevels] partition-sized partial sums */
     unsigned long occupied; /* bit k: levels[k] holds a partial sum */
 
+    /* this step's wall-clock breakdown in ms (Z-REP-003): forward, backward
+       (with the reductions it triggers), reductions alone, optimizer step */
+    double t_fwd, t_bwd, t_reduce, t_step;
+
     long opt_step;          /* optimizer steps applied (Adam's t) */
     long skipped_steps;
     long global_step;       /* steps taken, skipped ones included */
@@ -100,6 +117,10 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err);
 /* Collective: every rank receives the full fp32 master parameters in model
  * order (total_numel floats; padding stripped). */
 int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err);
+
+/* Collective: the averaged gradient of the last step (times the loss scale
+ * it used), gathered like zn_engine_gather_params. */
+int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err);
 
 /* FNV-1a 64 over the little-endian bytes of the parameters in model order. */
 uint64_t zn_digest(const float *params, long n);

@@ -11,6 +11,10 @@ static void usage(FILE *f) {
         "\n"
         "usage: zinc <command> [flags]\n"
         "  train      train on the simulator (no flags: stage 3 on 4 simulated ranks)\n"
+        "  compare    train stage K and a stage-0 baseline in lockstep; compare loss,\n"
+        "             gradients and parameters every step (TEST PASSED / TEST FAILED)\n"
+        "  stepper    step two engines with their own configs on the same batches\n"
+        "             (ModelStepper's STATUS / DIVERGED lines)\n"
         "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
         "             uncovered clauses (zinc spec coverage)\n"
         "  version    print the version\n"
@@ -19,7 +23,8 @@ static void usage(FILE *f) {
         "           [--steps S] [--seed X] [--train-batch-size B] [--micro-batch M]\n"
         "           [--grad-accum G] [--lr LR] [--weight-decay WD] [--beta1 B1] [--beta2 B2]\n"
         "           [--eps EPS] [--max-grad-norm C] [--warmup-steps W] [--dtype fp32|fp16|bf16]\n"
-        "           [--canonical] [--steps-per-print K] [--log FILE.csv]\n"
+        "           [--canonical] [--steps-per-print K] [--log FILE.csv|FILE.jsonl]\n"
+        "           [--memory-report] [--comm-report] [--trace FILE.json]\n"
         "Flags override the config; they also fill its \"auto\" values as the HF Trainer does.\n");
 }
 
@@ -31,6 +36,8 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return zn_cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "spec")) return zn_cmd_spec(argc - 2, argv + 2);
+    if (!strcmp(cmd, "compare")) return zn_cmd_compare(argc - 2, argv + 2);
+    if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("zinc %s\n", ZN_VERSION);
         return 0;

@@ -24,6 +24,16 @@ typedef struct {
     int ninject;
     long inject_steps[16];
     float inject_value;
+    /* reports (Z-REP-*) */
+    int record;            /* keep every step's full parameters and gradients */
+    int memory_report;     /* DeepSpeed's see_memory_usage lines, rank 0 */
+    int time_breakdown;    /* DeepSpeed's "time (ms) | fwd_microstep ..." line, every rank */
+    int comm_report;       /* per-step and per-run collective bytes against the ZeRO volumes */
+    const char *trace_path;/* Chrome trace-event JSON */
+    /* test hook of zinc compare (Z-REP-001): perturb one master element */
+    long fault_step, fault_index;
+    int fault_rank;
+    float fault_delta;
 } ZnRunOpts;
 
 typedef struct {
@@ -38,6 +48,8 @@ typedef struct {
     ZnCommStats *comm_init, *comm_end; /* [world]: after init, after the last step */
     ZnMemStats *mem_end;             /* [world]: device memory after the last step */
     double wall_s;
+    float *rec_params, *rec_grads;   /* [steps * numel] when o->record: after each step;
+                                        grads unscaled (divided by the step's loss scale) */
 } ZnRunResult;
 
 int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
