@@ -645,7 +645,7 @@ out:
     free(all);
     free(ordered);
     free(counts);
-    if (rc) zn_err_prefix(err, "rank %d, step %ld: ", E->rank, E->global_step + 1);
+    if (rc) zn_err_prefix(err, "step %ld: ", E->global_step + 1);   /* zn_sim_run adds the rank */
     return rc;
 }
 
