@@ -31,33 +31,115 @@ size_t sim_tree_bytes(int world) {
     return (size_t)(tree_depth(world) + 1) * ZN_SIM_TILE * sizeof(double);
 }
 
+/* ------------------------------------------------ branchless kernels
+ *
+ * The loops below are written so gcc's -O2 vectorizer (the "very cheap" cost
+ * model) takes them: restrict pointers (no alias checks), no branches in the
+ * body (selects instead), and, for every full tile, a trip count that is the
+ * constant ZN_SIM_TILE (no scalar epilogue). The 16-bit helpers give the same
+ * bits as half.h's zn_round_f16 / zn_round_bf16 / zn_f16_to_f32 for every
+ * fp32 input (checked exhaustively when they were written); only the fp16
+ * subnormal case uses an fp32 add, exact under the default rounding mode the
+ * simulator's sums already assume. */
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* fp32 value rounded to fp16 precision and range (= zn_round_f16). */
+static inline float round_f16(float x) {
+    uint32_t u = f2u(x), a = u & 0x7fffffffu, s = u ^ a;
+    /* normal fp16 range: round the 13 dropped mantissa bits, ties to even */
+    uint32_t norm = (u + 0x0fffu + ((u >> 13) & 1u)) & 0xffffe000u;
+    /* subnormal range: 0.5 + |x| has an ulp of 2^-24, the fp16 subnormal step,
+       so the add rounds |x| to that step (ties to even) and the subtraction
+       is exact */
+    uint32_t sub = f2u((u2f(a) + 0.5f) - 0.5f) | s;
+    uint32_t inf = s | 0x7f800000u;
+    uint32_t nan = (u & 0xffffe000u) | 0x400000u; /* quiet, top payload kept */
+    uint32_t r = a < 0x38800000u ? sub : norm;
+    r = a >= 0x477ff000u ? inf : r; /* 65520 and up: overflow */
+    r = a > 0x7f800000u ? nan : r;
+    return u2f(r);
+}
+
+/* fp32 value rounded to bf16 (= zn_round_bf16): the carry of the rounding
+ * handles overflow to inf; a NaN keeps its top bits and turns quiet. */
+static inline float round_bf16(float x) {
+    uint32_t u = f2u(x);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    uint32_t nan = (u & 0xffff0000u) | 0x400000u;
+    return u2f((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+
+/* = zn_f16_to_f32 */
+static inline float f16_to_f32(uint16_t h) {
+    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
+    uint32_t norm = ((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u;
+    uint32_t sub = f2u((float)m * 0x1p-24f) | s; /* exact: m < 2^10 */
+    uint32_t special = 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u);
+    uint32_t r = e == 0 ? sub : (norm | s);
+    return u2f(e == 0x7c00u ? (special | s) : r);
+}
+
+/* = zn_bf16_to_f32 */
+static inline float bf16_to_f32(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    return u2f((u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) : u);
+}
+
 /* Maximum that keeps a NaN from either side: an overflow flag or a NaN
  * gradient must never vanish in a max-reduction. */
-static float max_f32(float a, float b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return b > a ? b : a;
+static inline float max_f32(float a, float b) {
+    float m = b > a ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
 }
-static double max_f64(double a, double b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return b > a ? b : a;
+static inline double max_f64(double a, double b) {
+    double m = b > a ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
 }
+
+static inline void load_f16(float *restrict d, const uint16_t *restrict s, long n) {
+    for (long i = 0; i < n; i++) d[i] = f16_to_f32(s[i]);
+}
+static inline void load_bf16(float *restrict d, const uint16_t *restrict s, long n) {
+    for (long i = 0; i < n; i++) d[i] = bf16_to_f32(s[i]);
+}
+static inline void add_f32(float *restrict a, const float *restrict b, long n) {
+    for (long i = 0; i < n; i++) a[i] = a[i] + b[i];
+}
+static inline void add_f16(float *restrict a, const float *restrict b, long n) {
+    for (long i = 0; i < n; i++) a[i] = round_f16(a[i] + b[i]);
+}
+static inline void add_bf16(float *restrict a, const float *restrict b, long n) {
+    for (long i = 0; i < n; i++) a[i] = round_bf16(a[i] + b[i]);
+}
+static inline void max_tile_f32(float *restrict a, const float *restrict b, long n) {
+    for (long i = 0; i < n; i++) a[i] = max_f32(a[i], b[i]);
+}
+static inline void add_f64(double *restrict a, const double *restrict b, long n) {
+    for (long i = 0; i < n; i++) a[i] = a[i] + b[i];
+}
+static inline void max_tile_f64(double *restrict a, const double *restrict b, long n) {
+    for (long i = 0; i < n; i++) a[i] = max_f64(a[i], b[i]);
+}
+
+/* Calls kernel with the constant ZN_SIM_TILE when the tile is full, so the
+ * inlined copy has a fixed trip count and vectorizes. */
+#define TILED(kernel, a, b, n) \
+    do { if ((n) == ZN_SIM_TILE) kernel(a, b, ZN_SIM_TILE); else kernel(a, b, n); } while (0)
 
 /* ------------------------------------------------ fp32 / fp16 / bf16 */
 
 static void load_f32(ZnDtype dt, const void *src, long off, long n, float *dst) {
-    if (dt == ZN_F32) {
-        memcpy(dst, (const float *)src + off, (size_t)n * sizeof(float));
-    } else if (dt == ZN_F16) {
-        const uint16_t *s = (const uint16_t *)src + off;
-        for (long i = 0; i < n; i++) dst[i] = zn_f16_to_f32(s[i]);
-    } else {
-        const uint16_t *s = (const uint16_t *)src + off;
-        for (long i = 0; i < n; i++) dst[i] = zn_bf16_to_f32(s[i]);
-    }
+    if (dt == ZN_F32) memcpy(dst, (const float *)src + off, (size_t)n * sizeof(float));
+    else if (dt == ZN_F16) TILED(load_f16, dst, (const uint16_t *)src + off, n);
+    else TILED(load_bf16, dst, (const uint16_t *)src + off, n);
 }
 
+/* The accumulator holds dtype values exactly, so this is an exact encode;
+ * it runs once per output element, the scalar half.h code is fast enough. */
 static void store_f32(ZnDtype dt, const float *src, void *dst, long off, long n) {
     if (dt == ZN_F32) {
         memcpy((float *)dst + off, src, (size_t)n * sizeof(float));
@@ -72,15 +154,10 @@ static void store_f32(ZnDtype dt, const float *src, void *dst, long off, long n)
 
 /* a = a (op) b, rounded to the dtype after every add */
 static void combine_f32(ZnDtype dt, ZnRedOp red, float *a, const float *b, long n) {
-    if (red == ZN_MAX) { /* exact: the max of two dtype values is one of them */
-        for (long i = 0; i < n; i++) a[i] = max_f32(a[i], b[i]);
-    } else if (dt == ZN_F32) {
-        for (long i = 0; i < n; i++) a[i] = a[i] + b[i];
-    } else if (dt == ZN_F16) {
-        for (long i = 0; i < n; i++) a[i] = zn_round_f16(a[i] + b[i]);
-    } else {
-        for (long i = 0; i < n; i++) a[i] = zn_round_bf16(a[i] + b[i]);
-    }
+    if (red == ZN_MAX) TILED(max_tile_f32, a, b, n); /* exact: the max is one of the two */
+    else if (dt == ZN_F32) TILED(add_f32, a, b, n);
+    else if (dt == ZN_F16) TILED(add_f16, a, b, n);
+    else TILED(add_bf16, a, b, n);
 }
 
 /* acc[0..len) = tree(lo, n) over posts[].send at element off; spare holds
@@ -100,10 +177,8 @@ static void tree_f32(const SimPost *posts, ZnDtype dt, ZnRedOp red, int lo, int 
 /* ------------------------------------------------------------- fp64 */
 
 static void combine_f64(ZnRedOp red, double *a, const double *b, long n) {
-    if (red == ZN_MAX)
-        for (long i = 0; i < n; i++) a[i] = max_f64(a[i], b[i]);
-    else
-        for (long i = 0; i < n; i++) a[i] = a[i] + b[i];
+    if (red == ZN_MAX) TILED(max_tile_f64, a, b, n);
+    else TILED(add_f64, a, b, n);
 }
 
 static void tree_f64(const SimPost *posts, ZnRedOp red, int lo, int n, long off, long len,

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "estimate.h"
 
 #define ZN_VERSION "0.1.0"
 
@@ -15,6 +16,7 @@ static void usage(FILE *f) {
         "             gradients and parameters every step (TEST PASSED / TEST FAILED)\n"
         "  stepper    step two engines with their own configs on the same batches\n"
         "             (ModelStepper's STATUS / DIVERGED lines)\n"
+        "  estimate   DeepSpeed's memory estimators and the ZeRO paper's formulas\n"
         "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
         "             uncovered clauses (zinc spec coverage)\n"
         "  version    print the version\n"
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "spec")) return zn_cmd_spec(argc - 2, argv + 2);
     if (!strcmp(cmd, "compare")) return zn_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);
+    if (!strcmp(cmd, "estimate")) return zn_cmd_estimate(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("zinc %s\n", ZN_VERSION);
         return 0;
