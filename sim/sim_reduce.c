@@ -9,7 +9,6 @@
  * NCCL reducing in the buffer's own type. fp64 accumulates in fp64. */
 #include <string.h>
 #include "sim_world.h"
-#include "../src/half.h"
 
 /* Largest power of two strictly below n (n >= 2): the tree's split point. */
 static int tree_split(int n) {
@@ -37,13 +36,22 @@ size_t sim_tree_bytes(int world) {
  * model) takes them: restrict pointers (no alias checks), no branches in the
  * body (selects instead), and, for every full tile, a trip count that is the
  * constant ZN_SIM_TILE (no scalar epilogue). The 16-bit helpers give the same
- * bits as half.h's zn_round_f16 / zn_round_bf16 / zn_f16_to_f32 for every
- * fp32 input (checked exhaustively when they were written); only the fp16
- * subnormal case uses an fp32 add, exact under the default rounding mode the
- * simulator's sums already assume. */
+ * bits as half.h (zn_round_f16, zn_round_bf16, zn_f32_to_f16, zn_f32_to_bf16
+ * for all 2^32 fp32 inputs, zn_f16_to_f32 and zn_bf16_to_f32 for all 65536
+ * patterns: checked exhaustively when they were written; tests/test_sim.c
+ * pushes every 16-bit pattern through the reduction). Only the fp16
+ * subnormal rounding uses an fp32 add, which is right under round-to-nearest,
+ * the mode the simulator's sums assume anyway. */
 
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+/* c ? x : y with a mask, not a ternary: gcc would otherwise move the fp32
+ * work of the unused side into a branch, and a loop with a branch around an
+ * fp operation (which may trap, -ftrapping-math) is not vectorized. */
+static inline uint32_t pick(int c, uint32_t x, uint32_t y) {
+    uint32_t m = 0u - (uint32_t)c;
+    return (x & m) | (y & ~m);
+}
 
 /* fp32 value rounded to fp16 precision and range (= zn_round_f16). */
 static inline float round_f16(float x) {
@@ -56,9 +64,9 @@ static inline float round_f16(float x) {
     uint32_t sub = f2u((u2f(a) + 0.5f) - 0.5f) | s;
     uint32_t inf = s | 0x7f800000u;
     uint32_t nan = (u & 0xffffe000u) | 0x400000u; /* quiet, top payload kept */
-    uint32_t r = a < 0x38800000u ? sub : norm;
-    r = a >= 0x477ff000u ? inf : r; /* 65520 and up: overflow */
-    r = a > 0x7f800000u ? nan : r;
+    uint32_t r = pick(a < 0x38800000u, sub, norm);
+    r = pick(a >= 0x477ff000u, inf, r); /* 65520 and up: overflow */
+    r = pick(a > 0x7f800000u, nan, r);
     return u2f(r);
 }
 
@@ -68,7 +76,7 @@ static inline float round_bf16(float x) {
     uint32_t u = f2u(x);
     uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
     uint32_t nan = (u & 0xffff0000u) | 0x400000u;
-    return u2f((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
+    return u2f(pick((u & 0x7fffffffu) > 0x7f800000u, nan, r));
 }
 
 /* = zn_f16_to_f32 */
@@ -76,16 +84,31 @@ static inline float f16_to_f32(uint16_t h) {
     uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
     uint32_t norm = ((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u;
     uint32_t sub = f2u((float)m * 0x1p-24f) | s; /* exact: m < 2^10 */
-    uint32_t special = 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u);
-    uint32_t r = e == 0 ? sub : (norm | s);
-    return u2f(e == 0x7c00u ? (special | s) : r);
+    uint32_t special = 0x7f800000u | (m << 13) | pick(m != 0, 0x400000u, 0u);
+    uint32_t r = pick(e == 0, sub, norm | s);
+    return u2f(pick(e == 0x7c00u, special | s, r));
 }
 
 /* = zn_bf16_to_f32 */
 static inline float bf16_to_f32(uint16_t b) {
     uint32_t u = (uint32_t)b << 16;
-    return u2f((u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) : u);
+    return u2f(pick((u & 0x7fffffffu) > 0x7f800000u, u | 0x400000u, u));
 }
+
+/* = zn_f32_to_f16: round, then pack the now exact fp16 value. */
+static inline uint16_t f32_to_f16(float x) {
+    uint32_t r = f2u(round_f16(x)), a = r & 0x7fffffffu, s = (r >> 16) & 0x8000u;
+    uint32_t norm = (a - 0x38000000u) >> 13;            /* rebias 127 -> 15 */
+    /* exact: a multiple of 2^-24 below 2^-14; other lanes convert 0, since a
+       float-to-int conversion out of range would be undefined behaviour */
+    uint32_t sub = (uint32_t)(int32_t)(u2f(pick(a < 0x38800000u, a, 0u)) * 0x1p24f);
+    uint32_t special = 0x7c00u | ((a >> 13) & 0x3ffu);  /* inf, or the quiet NaN round_f16 made */
+    uint32_t h = pick(a < 0x38800000u, sub, norm);
+    return (uint16_t)(pick(a >= 0x7f800000u, special, h) | s);
+}
+
+/* = zn_f32_to_bf16 */
+static inline uint16_t f32_to_bf16(float x) { return (uint16_t)(f2u(round_bf16(x)) >> 16); }
 
 /* Maximum that keeps a NaN from either side: an overflow flag or a NaN
  * gradient must never vanish in a max-reduction. */
@@ -105,6 +128,12 @@ static inline void load_f16(float *restrict d, const uint16_t *restrict s, long 
 }
 static inline void load_bf16(float *restrict d, const uint16_t *restrict s, long n) {
     for (long i = 0; i < n; i++) d[i] = bf16_to_f32(s[i]);
+}
+static inline void store_f16(uint16_t *restrict d, const float *restrict s, long n) {
+    for (long i = 0; i < n; i++) d[i] = f32_to_f16(s[i]);
+}
+static inline void store_bf16(uint16_t *restrict d, const float *restrict s, long n) {
+    for (long i = 0; i < n; i++) d[i] = f32_to_bf16(s[i]);
 }
 static inline void add_f32(float *restrict a, const float *restrict b, long n) {
     for (long i = 0; i < n; i++) a[i] = a[i] + b[i];
@@ -138,18 +167,10 @@ static void load_f32(ZnDtype dt, const void *src, long off, long n, float *dst) 
     else TILED(load_bf16, dst, (const uint16_t *)src + off, n);
 }
 
-/* The accumulator holds dtype values exactly, so this is an exact encode;
- * it runs once per output element, the scalar half.h code is fast enough. */
 static void store_f32(ZnDtype dt, const float *src, void *dst, long off, long n) {
-    if (dt == ZN_F32) {
-        memcpy((float *)dst + off, src, (size_t)n * sizeof(float));
-    } else if (dt == ZN_F16) {
-        uint16_t *d = (uint16_t *)dst + off;
-        for (long i = 0; i < n; i++) d[i] = zn_f32_to_f16(src[i]);
-    } else {
-        uint16_t *d = (uint16_t *)dst + off;
-        for (long i = 0; i < n; i++) d[i] = zn_f32_to_bf16(src[i]);
-    }
+    if (dt == ZN_F32) memcpy((float *)dst + off, src, (size_t)n * sizeof(float));
+    else if (dt == ZN_F16) TILED(store_f16, (uint16_t *)dst + off, src, n);
+    else TILED(store_bf16, (uint16_t *)dst + off, src, n);
 }
 
 /* a = a (op) b, rounded to the dtype after every add */

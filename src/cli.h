@@ -12,6 +12,8 @@ int zn_cmd_train(int argc, char **argv);
 int zn_cmd_spec(int argc, char **argv);
 int zn_cmd_compare(int argc, char **argv);
 int zn_cmd_stepper(int argc, char **argv);
+/* frees what zn_train_resolve allocated in o (the recorded config text) */
+void zn_run_opts_free(ZnRunOpts *o);
 
 /* The flags shared by train, compare and the spec runner: parsed into a
  * ready-to-run ZnRunOpts (config resolved for the world size). */
@@ -22,6 +24,9 @@ typedef struct {
     long steps;               /* -1 unset */
     long print_every;         /* -1 unset */
     int memory_report, comm_report;
+    const char *ckpt_dir, *ckpt_tag;
+    long ckpt_interval;
+    int resume, universal;
     const char *trace_path;
     ZnConfigArgs args;
 } ZnTrainFlags;

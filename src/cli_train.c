@@ -50,7 +50,9 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
                                   "--seed", "--train-batch-size", "--micro-batch", "--grad-accum",
                                   "--lr", "--steps-per-print", "--log", "--weight-decay", "--beta1",
                                   "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
-                                  "--canonical", "--memory-report", "--comm-report", "--trace", NULL};
+                                  "--canonical", "--memory-report", "--comm-report", "--trace",
+                                  "--checkpoint-dir", "--checkpoint-interval", "--resume", "--checkpoint-tag",
+                                  "--universal-checkpoint", NULL};
     int k = -1;
     for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
     if (k < 0) return 0;
@@ -58,6 +60,8 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     if (k == 19) { f->args.canonical = 1; return 1; }
     if (k == 20) { f->memory_report = 1; return 1; }
     if (k == 21) { f->comm_report = 1; return 1; }
+    if (k == 25) { f->resume = 1; return 1; }
+    if (k == 27) { f->universal = 1; return 1; }
     if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
     const char *v = argv[++*i];
     long n;
@@ -82,6 +86,9 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     case 16: rc = parse_double(a, v, 0.0, &f->args.max_grad_norm, err); break;
     case 17: rc = parse_long(a, v, 1, 1L << 30, &f->args.warmup_steps, err); break;
     case 22: f->trace_path = v; break;
+    case 23: f->ckpt_dir = v; break;
+    case 24: rc = parse_long(a, v, 1, 1L << 40, &f->ckpt_interval, err); break;
+    case 26: f->ckpt_tag = v; break;
     case 18:
         if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
         else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
@@ -127,7 +134,35 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     o->trace_path = f->trace_path;
     o->fault_rank = -1;
     o->inject_rank = -1;
+    o->ckpt_dir = f->ckpt_dir;
+    o->ckpt_interval = f->ckpt_interval;
+    o->resume = f->resume;
+    o->ckpt_tag = f->ckpt_tag;
+    o->universal = f->universal;
+    if ((o->resume || o->ckpt_interval > 0) && !o->ckpt_dir)
+        return zn_err(err, ZN_E_USAGE, "--resume and --checkpoint-interval need --checkpoint-dir");
+    if (o->universal && !o->resume)
+        return zn_err(err, ZN_E_USAGE, "--universal-checkpoint only applies with --resume");
+    snprintf(o->model_spec, sizeof o->model_spec, "%s", f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL);
+    o->config_text = config_text ? strdup(config_text) : NULL;
+    if (!config_text && f->config_path) {   /* what was read from the file, for the manifest */
+        size_t n;
+        char *buf = NULL;
+        FILE *cf = fopen(f->config_path, "rb");
+        if (cf) {
+            buf = malloc(1 << 20);
+            n = buf ? fread(buf, 1, (1 << 20) - 1, cf) : 0;
+            if (buf) buf[n] = 0;
+            fclose(cf);
+        }
+        o->config_text = buf;
+    }
     return 0;
+}
+
+void zn_run_opts_free(ZnRunOpts *o) {
+    free(o->config_text);
+    o->config_text = NULL;
 }
 
 int zn_cmd_train(int argc, char **argv) {
@@ -150,7 +185,9 @@ int zn_cmd_train(int argc, char **argv) {
            f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world, o.cfg.micro_batch,
            o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
     ZnRunResult res;
-    if (zn_run(&o, &res, &err)) {
+    int rc = zn_run(&o, &res, &err);
+    zn_run_opts_free(&o);
+    if (rc) {
         fprintf(stderr, "zinc: error: %s\n", err.msg);
         return err.code == ZN_E_USAGE ? 2 : 1;
     }

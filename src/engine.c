@@ -690,6 +690,30 @@ int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err) {
     return gather_partitions(E, E->grad_part, out, err);
 }
 
+void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s) {
+    s->opt_step = E->opt_step;
+    s->global_step = E->global_step;
+    s->global_samples = E->global_samples;
+    s->skipped_steps = E->skipped_steps;
+    s->scaler = E->scaler;
+    s->sched_t = E->sched.t;
+}
+
+int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master, const float *exp_avg,
+                        const float *exp_avg_sq, ZnErr *err) {
+    E->opt_step = s->opt_step;
+    E->global_step = s->global_step;
+    E->global_samples = s->global_samples;
+    E->skipped_steps = s->skipped_steps;
+    E->scaler = s->scaler;
+    zn_sched_set_iteration(&E->sched, s->sched_t);
+    size_t bytes = (size_t)E->part_n * sizeof(float);
+    memcpy(E->master, master, bytes);
+    memcpy(E->exp_avg, exp_avg, bytes);
+    memcpy(E->exp_avg_sq, exp_avg_sq, bytes);
+    return publish_params(E, err);
+}
+
 uint64_t zn_digest(const float *params, long n) {
     const unsigned char *b = (const unsigned char *)params;
     uint64_t h = 0xcbf29ce484222325ull;

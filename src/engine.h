@@ -122,6 +122,21 @@ int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err);
  * it used), gathered like zn_engine_gather_params. */
 int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err);
 
+/* Everything besides the partitions that a checkpoint must restore for a
+ * bitwise-exact resume (Z-CKPT-003). */
+typedef struct {
+    long opt_step, global_step, global_samples, skipped_steps;
+    ZnLossScaler scaler;
+    long sched_t;           /* the scheduler's last_batch_iteration */
+} ZnEngineState;
+
+void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s);
+/* Collective: installs the counters and this rank's master / exp_avg /
+ * exp_avg_sq partitions (E->part_n floats each), then publishes the working
+ * weights (cast and gather) exactly as after an optimizer step. */
+int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master, const float *exp_avg,
+                        const float *exp_avg_sq, ZnErr *err);
+
 /* FNV-1a 64 over the little-endian bytes of the parameters in model order. */
 uint64_t zn_digest(const float *params, long n);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "cli.h"
 #include "estimate.h"
+#include "checkpoint.h"
 
 #define ZN_VERSION "0.1.0"
 
@@ -16,6 +17,7 @@ static void usage(FILE *f) {
         "             gradients and parameters every step (TEST PASSED / TEST FAILED)\n"
         "  stepper    step two engines with their own configs on the same batches\n"
         "             (ModelStepper's STATUS / DIVERGED lines)\n"
+        "  ckpt       to-universal, consolidate, inspect checkpoints\n"
         "  estimate   DeepSpeed's memory estimators and the ZeRO paper's formulas\n"
         "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
         "             uncovered clauses (zinc spec coverage)\n"
@@ -27,6 +29,8 @@ static void usage(FILE *f) {
         "           [--eps EPS] [--max-grad-norm C] [--warmup-steps W] [--dtype fp32|fp16|bf16]\n"
         "           [--canonical] [--steps-per-print K] [--log FILE.csv|FILE.jsonl]\n"
         "           [--memory-report] [--comm-report] [--trace FILE.json]\n"
+        "           [--checkpoint-dir DIR --checkpoint-interval K] [--resume [--checkpoint-tag TAG]\n"
+        "            [--universal-checkpoint]]\n"
         "Flags override the config; they also fill its \"auto\" values as the HF Trainer does.\n");
 }
 
@@ -41,6 +45,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "compare")) return zn_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);
     if (!strcmp(cmd, "estimate")) return zn_cmd_estimate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "ckpt")) return zn_cmd_ckpt(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("zinc %s\n", ZN_VERSION);
         return 0;

@@ -73,8 +73,8 @@ typedef struct {
 } ZnPlotOpts;
 
 /* Chart geometry (Z-PLOT-020). */
-#define ZN_PLOT_W 800
-#define ZN_PLOT_H 500
+#define ZN_PLOT_WIDTH 800
+#define ZN_PLOT_HEIGHT 500
 
 /* Writes the SVG document for nruns runs to f. Fails (ZN_E_USAGE) when no
  * run has a single point to draw. */

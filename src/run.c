@@ -4,6 +4,7 @@
 #include "data.h"
 #include "lr_schedule.h"
 #include "trace.h"
+#include "checkpoint.h"
 #include "layout.h"
 #include <math.h>
 #include <pthread.h>
@@ -104,6 +105,11 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     }
     int rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, &dev, &hooks, err);
     if (rc) return rc;
+    if (o->resume && (rc = zn_ckpt_load(&E, o->ckpt_dir, o->ckpt_tag, o->universal, err))) {
+        zn_engine_free(&E);
+        return rc;
+    }
+    if (rank == 0) res->first_step = E.global_step;
     float *gbuf = NULL;
     res->comm_init[rank] = comm->stats;
     float *params = NULL;
@@ -111,7 +117,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
         goto out;
     }
-    for (long t = 0; t < o->steps; t++) {
+    for (long t = E.global_step; t < o->steps; t++) {
         ZnStepResult sr;
         trace_step = t + 1;
         zn_mem_reset_peak(&dev.mem);
@@ -128,6 +134,9 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
                 for (long j = 0; j < res->numel; j++)
                     res->rec_grads[t * res->numel + j] = (float)(gbuf[j] / sr.loss_scale);
         }
+        if (o->ckpt_dir && o->ckpt_interval > 0 && E.global_step % o->ckpt_interval == 0 &&
+            (rc = zn_ckpt_save(&E, o->ckpt_dir, o->model_spec, o->config_text, err)))
+            goto out;
         if (o->time_breakdown && report) time_line(ctx, &E);
         if (rank != 0) continue;
         if (o->comm_report && report) comm_line(o, rank, &before, &comm->stats, 1, "step");

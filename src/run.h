@@ -30,6 +30,14 @@ typedef struct {
     int time_breakdown;    /* DeepSpeed's "time (ms) | fwd_microstep ..." line, every rank */
     int comm_report;       /* per-step and per-run collective bytes against the ZeRO volumes */
     const char *trace_path;/* Chrome trace-event JSON */
+    /* checkpoints (Z-CKPT-*) */
+    const char *ckpt_dir;  /* save every ckpt_interval optimizer steps into it */
+    long ckpt_interval;
+    int resume;            /* start from ckpt_dir/ckpt_tag (NULL tag: latest) */
+    const char *ckpt_tag;
+    int universal;         /* the tag is a universal checkpoint */
+    char model_spec[256];  /* recorded in the manifest */
+    char *config_text;     /* recorded in the manifest (owned by the caller) */
     /* test hook of zinc compare (Z-REP-001): perturb one master element */
     long fault_step, fault_index;
     int fault_rank;
@@ -38,6 +46,7 @@ typedef struct {
 
 typedef struct {
     long steps;
+    long first_step;                 /* 0, or the global step a resumed run started from */
     double *loss, *grad_norm, *lr, *scale;   /* [steps]; scale: the loss scale the step used */
     double *scale_after;             /* [steps]: the loss scale after the step's update */
     int *skipped;                    /* [steps] */
