@@ -181,6 +181,22 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
         rc = zn_err(err, ZN_E_CORRUPT, "%s: not a JSON object (byte %ld)", path, end ? (long)(end - text) : 0L);
         goto out;
     }
+    const char *self = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "manifest_fnv1a64"));
+    if (self) {   /* written by zn_ckpt_save: verify the manifest itself */
+        uint64_t want = strtoull(self, NULL, 16);
+        cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
+        char *compact = cJSON_PrintUnformatted(doc);
+        uint64_t got = compact ? fnv64(compact, strlen(compact)) : 0;
+        cJSON_free(compact);
+        if (got != want) {
+            rc = zn_err(err, ZN_E_CORRUPT, "%s: checksum %016llx, recorded %016llx (the manifest is corrupt)", path,
+                        (unsigned long long)got, (unsigned long long)want);
+            goto out;
+        }
+    } else if (!strcmp(want_format, ZN_CKPT_FORMAT)) {
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: manifest_fnv1a64: missing (not a complete zinc manifest)", path);
+        goto out;
+    }
     const char *fmt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "format"));
     if (!fmt || strcmp(fmt, want_format)) {
         rc = zn_err(err, ZN_E_CORRUPT, "%s: format is '%s', expected '%s'", path, fmt ? fmt : "(none)", want_format);
@@ -468,12 +484,13 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     uint64_t *all = calloc((size_t)E->world * 2, sizeof(uint64_t));
     long *counts = calloc((size_t)E->world, sizeof(long));
     float *full = malloc((size_t)(L->total_numel > 0 ? L->total_numel : 1) * sizeof(float));
+    /* A rank that fails returns at once, before its next collective: the
+       other ranks' collective then fails with its message (Z-SIM-008), so
+       nobody writes a manifest for a checkpoint with a missing shard. */
     int rc = !all || !counts || !full ? zn_err(err, ZN_E_NOMEM, "out of host memory") : 0;
     if (!rc) rc = zn_mkdir_p(tagdir, err);
     if (!rc) rc = write_shard(E, tagdir, mine, err);
-    /* every rank learns every shard's size and checksum; a rank that failed
-       makes the others' collective fail too (Z-SIM), so nobody writes a
-       manifest for a checkpoint with a missing shard */
+    /* every rank learns every shard's size and checksum */
     for (int r = 0; r < E->world; r++) counts[r] = 2;
     if (!rc) rc = c->all_gather(c, mine, all, counts, ZN_U64, "ckpt", err);
     /* the module weights: the master cast to the model dtype (= the working copy) */
@@ -515,6 +532,13 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
             cJSON_AddStringToObject(f, "fnv1a64", hex);
             cJSON_AddItemToArray(fs, f);
         }
+        /* the manifest's own checksum, over its compact form without the
+           field, so a flipped byte in the manifest itself is detected */
+        char *compact = cJSON_PrintUnformatted(m);
+        char mhex[32];
+        snprintf(mhex, sizeof mhex, "%016llx", compact ? (unsigned long long)fnv64(compact, strlen(compact)) : 0ull);
+        cJSON_free(compact);
+        cJSON_AddStringToObject(m, "manifest_fnv1a64", mhex);
         char *text = cJSON_Print(m);
         cJSON_Delete(m);
         char path[PATH_MAX_ZN];
@@ -530,11 +554,6 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     free(all);
     free(counts);
     free(full);
-    /* everyone leaves together, and learns whether rank 0 succeeded */
-    float ok = rc ? 1.0f : 0.0f;
-    ZnErr e2;
-    if (c->all_reduce(c, &ok, 1, ZN_F32, ZN_MAX, "ckpt", rc ? &e2 : err) && !rc) return err->code;
-    if (!rc && ok != 0.0f) return zn_err(err, ZN_E_IO, "another rank failed to save %s", tagdir);
     return rc;
 }
 
@@ -655,15 +674,8 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         }
     }
 done:
-    /* all ranks agree before any installs the state, so a rank that failed
-       to read cannot leave the others half-resumed */
-    {
-        float bad = rc ? 1.0f : 0.0f;
-        ZnErr e2;
-        int crc = E->comm->all_reduce(E->comm, &bad, 1, ZN_F32, ZN_MAX, "ckpt", rc ? &e2 : err);
-        if (!rc && crc) rc = crc;
-        if (!rc && bad != 0.0f) rc = zn_err(err, ZN_E_CORRUPT, "another rank could not read %s", tagdir);
-    }
+    /* a rank that could not read returns here; the others' next collective
+       fails with its message (Z-SIM-008), and the run ends with it */
     if (!rc) rc = zn_engine_set_state(E, &m->st, ms, ea, es, err);
     free(ms);
     free(ea);
@@ -700,6 +712,24 @@ static int load_full(const char *tagdir, Manifest *m, float **fm, float **fa, fl
     *fs = calloc((size_t)total + 1, 4);
     if (!*fm || !*fa || !*fs) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     return full_from_shards(m, tagdir, *fm, *fa, *fs, err);
+}
+
+int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err) {
+    Manifest *m = calloc(1, sizeof *m);
+    float *f[3] = {0};
+    int rc = m ? load_full(tagdir, m, &f[0], &f[1], &f[2], err) : zn_err(err, ZN_E_NOMEM, "out of host memory");
+    long total = 0;
+    for (int p = 0; !rc && p < m->nparams; p++) total += m->params[p].numel;
+    if (!rc && total != numel) rc = zn_err(err, ZN_E_USAGE, "%s holds %ld elements, expected %ld", tagdir, total, numel);
+    if (!rc) {
+        memcpy(master, f[0], (size_t)numel * 4);
+        memcpy(exp_avg, f[1], (size_t)numel * 4);
+        memcpy(exp_avg_sq, f[2], (size_t)numel * 4);
+    }
+    for (int s = 0; s < 3; s++) free(f[s]);
+    if (m) cJSON_Delete(m->config);
+    free(m);
+    return rc;
 }
 
 typedef struct {
@@ -793,6 +823,12 @@ static int cmd_to_universal(int argc, char **argv) {
             else {
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "files", cJSON_CreateArray());
+                cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
+                char *compact = cJSON_PrintUnformatted(doc);
+                char mhex[32];
+                snprintf(mhex, sizeof mhex, "%016llx", compact ? (unsigned long long)fnv64(compact, strlen(compact)) : 0ull);
+                cJSON_free(compact);
+                cJSON_AddStringToObject(doc, "manifest_fnv1a64", mhex);
                 char *o = cJSON_Print(doc);
                 cJSON_Delete(doc);
                 char dst[PATH_MAX_ZN];

@@ -37,6 +37,10 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
  * file, the tensor and what differs. */
 int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag, int universal, ZnErr *err);
 
+/* Verifies every shard of DIR/TAG and rebuilds the full fp32 master, exp_avg
+ * and exp_avg_sq in model order (numel elements each, padding stripped). */
+int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err);
+
 /* zinc ckpt {to-universal, consolidate, inspect} */
 int zn_cmd_ckpt(int argc, char **argv);
 

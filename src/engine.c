@@ -686,6 +686,11 @@ int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
     return gather_partitions(E, E->master, out, err);
 }
 
+int zn_engine_gather_moments(ZnEngine *E, float *exp_avg, float *exp_avg_sq, ZnErr *err) {
+    int rc = gather_partitions(E, E->exp_avg, exp_avg, err);
+    return rc ? rc : gather_partitions(E, E->exp_avg_sq, exp_avg_sq, err);
+}
+
 int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err) {
     return gather_partitions(E, E->grad_part, out, err);
 }
@@ -705,7 +710,11 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
     E->global_step = s->global_step;
     E->global_samples = s->global_samples;
     E->skipped_steps = s->skipped_steps;
-    E->scaler = s->scaler;
+    /* the scaler's state; its parameters stay those of the current config */
+    E->scaler.cur_scale = s->scaler.cur_scale;
+    E->scaler.cur_iter = s->scaler.cur_iter;
+    E->scaler.last_overflow_iter = s->scaler.last_overflow_iter;
+    E->scaler.cur_hysteresis = s->scaler.cur_hysteresis;
     zn_sched_set_iteration(&E->sched, s->sched_t);
     size_t bytes = (size_t)E->part_n * sizeof(float);
     memcpy(E->master, master, bytes);

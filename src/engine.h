@@ -122,6 +122,9 @@ int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err);
  * it used), gathered like zn_engine_gather_params. */
 int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err);
 
+/* Collective: the full Adam moments in model order (checkpoint tests). */
+int zn_engine_gather_moments(ZnEngine *E, float *exp_avg, float *exp_avg_sq, ZnErr *err);
+
 /* Everything besides the partitions that a checkpoint must restore for a
  * bitwise-exact resume (Z-CKPT-003). */
 typedef struct {

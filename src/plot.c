@@ -439,7 +439,8 @@ static const char *dashes[4] = {NULL, "7 4", "1.5 3.5", "8 3 1.5 3"};
 #define FS_TITLE 15
 #define CHAR_W(fs) (0.6 * (fs))
 #define LEGEND_MAX_CP 24   /* longer names are cut with "…" in the legend */
-#define TITLE_MAX_CP 90
+/* the most title code points the chart's width holds (bold runs wider) */
+#define TITLE_MAX_CP ((int)((ZN_PLOT_WIDTH - 20) / (CHAR_W(FS_TITLE) * 1.05)))
 
 /* Decodes one UTF-8 code point at s (n bytes left); returns it and sets *adv,
  * or returns -1 with *adv = 1 for a byte that does not start a valid,
@@ -489,7 +490,7 @@ static void put_esc(FILE *f, const char *s, long max_cp) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
+        
         case '\'': fputs("&apos;", f); break;
         case '\t': case '\n': case '\r': fprintf(f, "&#%ld;", cp); break;
         default:
@@ -585,9 +586,18 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
     }
     if (ncp > LEGEND_MAX_CP) ncp = LEGEND_MAX_CP + 1;   /* + the "…" */
     double legend_w = 30.0 + ncp * CHAR_W(FS_LEGEND);
-    fr.r = ZN_PLOT_WIDTH - 12.0 - legend_w - 14.0;
     fr.t = 44.0;
     fr.b = ZN_PLOT_HEIGHT - 52.0;
+    /* legend rows: as many as the plot area's height holds; when runs are
+       left over the last row says how many, and the legend must be wide
+       enough for that line too */
+    double row = 18.0;
+    int fit = (int)((fr.b - fr.t) / row);
+    int shown = nruns <= fit ? nruns : fit - 1;
+    char more[64];
+    snprintf(more, sizeof more, "\xE2\x80\xA6 and %d more", nruns - shown);
+    if (shown < nruns) legend_w = fmax(legend_w, cp_count(more) * CHAR_W(FS_LEGEND));
+    fr.r = ZN_PLOT_WIDTH - 12.0 - legend_w - 14.0;
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -643,9 +653,16 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
     fprintf(f, "<text class=\"ylabel\" transform=\"translate(18,%.2f) rotate(-90)\" font-size=\"%d\" "
                "text-anchor=\"middle\">%s%s</text>\n",
             cy, FS_AXIS, zn_plot_metric_label(o->metric), o->logy ? " (log scale)" : "");
+    /* the title centres over the plot area, shifted just enough to stay on
+       the chart when it is wider than the plot area (a narrow plot area next
+       to a wide legend) */
+    const char *title = o->title ? o->title : zn_plot_metric_label(o->metric);
+    long tcp = cp_count(title);
+    double tw = (tcp > TITLE_MAX_CP ? TITLE_MAX_CP + 1 : tcp) * CHAR_W(FS_TITLE) * 1.05;
+    double tx = fmin(fmax(cx, 10.0 + 0.5 * tw), ZN_PLOT_WIDTH - 10.0 - 0.5 * tw);
     fprintf(f, "<text class=\"title\" x=\"%.2f\" y=\"26\" font-size=\"%d\" font-weight=\"bold\" "
-               "text-anchor=\"middle\">", cx, FS_TITLE);
-    put_esc(f, o->title ? o->title : zn_plot_metric_label(o->metric), TITLE_MAX_CP);
+               "text-anchor=\"middle\">", tx, FS_TITLE);
+    put_esc(f, title, TITLE_MAX_CP);
     fputs("</text>\n", f);
 
     /* curves in argument order: later runs draw over earlier ones */
@@ -653,9 +670,7 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
 
     /* legend: a sample of each run's line and its name, top-aligned right of
        the plot area; runs that do not fit in its height end in "… and N more" */
-    double lx = fr.r + 14.0, row = 18.0;
-    int fit = (int)((fr.b - fr.t) / row);
-    int shown = nruns <= fit ? nruns : fit - 1;
+    double lx = fr.r + 14.0;
     fprintf(f, "<g class=\"legend\" font-size=\"%d\" fill=\"#333333\">\n", FS_LEGEND);
     for (int k = 0; k < shown; k++) {
         double y = fr.t + 8.0 + k * row;
@@ -668,8 +683,7 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
         fputs("</text>\n", f);
     }
     if (shown < nruns)
-        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" dy=\"0.35em\">\xE2\x80\xA6 and %d more</text>\n", lx,
-                fr.t + 8.0 + shown * row, nruns - shown);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" dy=\"0.35em\">%s</text>\n", lx, fr.t + 8.0 + shown * row, more);
     fputs("</g>\n</svg>\n", f);
     if (ferror(f)) return zn_err(err, ZN_E_IO, "writing the SVG failed: %s", strerror(errno));
     return 0;

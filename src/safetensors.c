@@ -394,9 +394,12 @@ static int scan_string(Scan *s, size_t *i) {
     while (j < s->n && s->h[j] != '"') {
         unsigned c = s->h[j];
         if (c == '\\') {
-            if (j + 1 >= s->n) break;
+            /* an escape cut off by the end of the header: unterminated */
+            if (j + 1 >= s->n || (s->h[j + 1] == 'u' && j + 6 > s->n)) {
+                j = s->n;
+                break;
+            }
             if (s->h[j + 1] == 'u') {
-                if (j + 6 > s->n) break;
                 int v = 0;
                 for (int k = 2; k < 6; k++) {
                     int x = hexval(s->h[j + k]);

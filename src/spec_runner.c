@@ -22,6 +22,10 @@
 #include "lr_schedule.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <unistd.h>
+#include "checkpoint.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +207,143 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
     return 0;
 }
 
+/* Resolves one run of a case: the case's settings, the run's overrides. */
+static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = jstr(run, "model") ? jstr(run, "model") : jstr(cs, "model");
+    f.steps = jint(run, "steps", jint(cs, "steps", 10));
+    f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
+    f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
+    f.args.grad_accum = jint(run, "grad_accum", jint(cs, "grad_accum", -1));
+    f.args.micro_batch = jint(run, "micro_batch", jint(cs, "micro_batch", -1));
+    f.args.train_batch_size = jint(run, "train_batch_size", jint(cs, "train_batch_size", -1));
+    char *text = NULL;
+    const char *raw = jstr(cs, "config_text");
+    if (raw) {
+        text = strdup(raw);
+    } else {
+        cJSON *base = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cs, "config"), 1);
+        if (!base) base = cJSON_CreateObject();
+        const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
+        if (patch) merge(base, patch);
+        text = cJSON_PrintUnformatted(base);
+        cJSON_Delete(base);
+    }
+    f.config_path = "case-config";
+    c->rc = zn_train_resolve(&f, text, &c->opts, &c->err);
+    free(text);
+    const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
+    if (!c->rc && inj) {
+        const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
+        const char *v = jstr(inj, "value");
+        c->opts.inject_rank = (int)jint(inj, "rank", 0);
+        c->opts.inject_value = v && !strcmp(v, "nan") ? NAN : v && !strcmp(v, "-inf") ? -INFINITY : INFINITY;
+        const cJSON *st;
+        cJSON_ArrayForEach(st, steps)
+            if (c->opts.ninject < 16) c->opts.inject_steps[c->opts.ninject++] = (long)st->valuedouble;
+    }
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+/* A checkpoint case (Z-CKPT-*):
+ *   "checkpoint": {"save_at": K, "save": {run keys}, "universal": true|false,
+ *                  "resume": [{run keys, "universal": bool}, ...]}
+ * Run 0 ("runs"[0] or the case itself) trains without interruption; the save
+ * run trains the first K steps with a checkpoint at K; each resume run
+ * starts from it (or from its universal conversion) and must reproduce run
+ * 0's losses after step K and its final parameters bit for bit. */
+static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cs, "checkpoint");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
+    const cJSON *resume = cJSON_GetObjectItemCaseSensitive(ck, "resume");
+    const long save_at = jint(ck, "save_at", 1);
+    char dir[] = "/tmp/zinc-ckpt-XXXXXX";
+    if (!mkdtemp(dir)) { snprintf(why, wn, "cannot make a temporary folder"); return 1; }
+    CaseRun base, save;
+    memset(&base, 0, sizeof base);
+    memset(&save, 0, sizeof save);
+    int fail = 0;
+    resolve_run(cs, cJSON_GetArrayItem(runs, 0), &base);
+    if (!base.rc) base.rc = zn_run(&base.opts, &base.res, &base.err);
+    if (base.rc) { snprintf(why, wn, "uninterrupted run: %s", base.err.msg); fail = 1; }
+    if (!fail) {
+        resolve_run(cs, cJSON_GetObjectItemCaseSensitive(ck, "save"), &save);
+        if (!save.rc) {
+            save.opts.steps = save_at;
+            save.opts.ckpt_dir = dir;
+            save.opts.ckpt_interval = save_at;
+            save.rc = zn_run(&save.opts, &save.res, &save.err);
+            if (!save.rc) zn_run_result_free(&save.res);
+        }
+        if (save.rc) { snprintf(why, wn, "saving run: %s", save.err.msg); fail = 1; }
+    }
+    char tag[64], utag[80];
+    snprintf(tag, sizeof tag, "global_step%ld", save_at);
+    snprintf(utag, sizeof utag, "global_step%ld_universal", save_at);
+    if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "universal"))) {
+        char in[128], out[128];
+        snprintf(in, sizeof in, "%s/%s", dir, tag);
+        snprintf(out, sizeof out, "%s/%s", dir, utag);
+        char *argv[] = {"to-universal", "--input-folder", in, "--output-folder", out, "--num-workers", "2", NULL};
+        fflush(stdout);
+        int saved = dup(1), devnull = open("/dev/null", 1);
+        dup2(devnull, 1);
+        int rc = zn_cmd_ckpt(7, argv);
+        fflush(stdout);
+        dup2(saved, 1);
+        close(saved);
+        close(devnull);
+        if (rc) { snprintf(why, wn, "zinc ckpt to-universal failed (%d)", rc); fail = 1; }
+    }
+    const cJSON *item;
+    int k = 0;
+    cJSON_ArrayForEach(item, resume) {
+        if (fail) break;
+        CaseRun r;
+        memset(&r, 0, sizeof r);
+        resolve_run(cs, item, &r);
+        int uni = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "universal"));
+        if (!r.rc) {
+            r.opts.ckpt_dir = dir;
+            r.opts.resume = 1;
+            r.opts.universal = uni;
+            r.opts.ckpt_tag = uni ? utag : tag;
+            r.rc = zn_run(&r.opts, &r.res, &r.err);
+        }
+        if (r.rc) {
+            snprintf(why, wn, "resume %d: %s", k, r.err.msg);
+            fail = 1;
+        } else {
+            for (long t = save_at; t < base.res.steps && !fail; t++)
+                if (!same_bits_d(base.res.loss[t], r.res.loss[t])) {
+                    snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s) step %ld: loss %.17g, uninterrupted %.17g",
+                             k, r.opts.world, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                             t + 1, r.res.loss[t], base.res.loss[t]);
+                    fail = 1;
+                }
+            if (!fail && (r.res.digest != base.res.digest || r.res.first_step != save_at)) {
+                snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s): digest %016llx, uninterrupted %016llx", k,
+                         r.opts.world, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                         (unsigned long long)r.res.digest, (unsigned long long)base.res.digest);
+                fail = 1;
+            }
+            zn_run_result_free(&r.res);
+        }
+        zn_run_opts_free(&r.opts);
+        k++;
+    }
+    if (!base.rc) zn_run_result_free(&base.res);
+    zn_run_opts_free(&base.opts);
+    zn_run_opts_free(&save.opts);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return fail;
+}
+
 /* ZINC_SPEC_STAGE=k (used by `make coverage` for the per-stage table) runs
  * only the runs of stage k and checks no expectations. */
 static int stage_filter(void) {
@@ -213,6 +354,7 @@ static int stage_filter(void) {
 /* Runs one case; returns 0 pass, 1 fail (why filled). */
 static int run_case(const cJSON *cs, char *why, size_t wn) {
     const int only = stage_filter();
+    if (cJSON_GetObjectItemCaseSensitive(cs, "checkpoint")) return only >= 0 ? 0 : run_ckpt_case(cs, why, wn);
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(cs, "expect");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
     const char *experr = jstr(expect, "error");
@@ -223,40 +365,7 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
     int fail = 0;
     for (int i = 0; i < nruns && !fail; i++) {
         const cJSON *run = cJSON_IsArray(runs) ? cJSON_GetArrayItem(runs, i) : NULL;
-        ZnTrainFlags f;
-        zn_train_flags_init(&f);
-        f.model_spec = jstr(run, "model") ? jstr(run, "model") : jstr(cs, "model");
-        f.steps = jint(run, "steps", jint(cs, "steps", 10));
-        f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
-        f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
-        f.args.grad_accum = jint(run, "grad_accum", jint(cs, "grad_accum", -1));
-        f.args.micro_batch = jint(run, "micro_batch", jint(cs, "micro_batch", -1));
-        f.args.train_batch_size = jint(run, "train_batch_size", jint(cs, "train_batch_size", -1));
-        char *text = NULL;
-        const char *raw = jstr(cs, "config_text");
-        if (raw) {
-            text = strdup(raw);
-        } else {
-            cJSON *base = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cs, "config"), 1);
-            if (!base) base = cJSON_CreateObject();
-            const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
-            if (patch) merge(base, patch);
-            text = cJSON_PrintUnformatted(base);
-            cJSON_Delete(base);
-        }
-        f.config_path = "case-config";
-        cr[i].rc = zn_train_resolve(&f, text, &cr[i].opts, &cr[i].err);
-        free(text);
-        const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
-        if (!cr[i].rc && inj) {
-            const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
-            const char *v = jstr(inj, "value");
-            cr[i].opts.inject_rank = (int)jint(inj, "rank", 0);
-            cr[i].opts.inject_value = v && !strcmp(v, "nan") ? NAN : v && !strcmp(v, "-inf") ? -INFINITY : INFINITY;
-            const cJSON *st;
-            cJSON_ArrayForEach(st, steps)
-                if (cr[i].opts.ninject < 16) cr[i].opts.inject_steps[cr[i].opts.ninject++] = (long)st->valuedouble;
-        }
+        resolve_run(cs, run, &cr[i]);
         if (only >= 0) {   /* coverage mode: exercise, do not judge */
             if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !zn_run(&cr[i].opts, &cr[i].res, &cr[i].err))
                 zn_run_result_free(&cr[i].res);
@@ -404,7 +513,10 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
                 fail = check_memory(r, why, wn);
         }
     }
-    for (int i = 0; i < nruns; i++) if (!cr[i].rc) zn_run_result_free(&cr[i].res);
+    for (int i = 0; i < nruns; i++) {
+        if (!cr[i].rc) zn_run_result_free(&cr[i].res);
+        zn_run_opts_free(&cr[i].opts);
+    }
     free(cr);
     return fail;
 }

@@ -230,7 +230,7 @@ static int rank_all_reduce(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return check_stats(cx, c, err);
 }
 
-/* spec: Z-SIM-002 Z-SIM-003 Z-SIM-004 Z-SIM-010 Z-SIM-011 */
+/* spec: Z-SIM-002 Z-SIM-003 Z-SIM-004 Z-SIM-010 Z-SIM-011 Z-SIM-012 */
 static void test_all_reduce_matches_tree(void **state) {
     (void)state;
     for (int w = 1; w <= 9; w++) {
@@ -583,7 +583,7 @@ static int rank_mixed(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return rc;
 }
 
-/* spec: Z-SIM-007 */
+/* spec: Z-SIM-007 Z-SIM-001 */
 static void test_same_bits_every_run(void **state) {
     (void)state;
     Ctx first = {.world = 5, .arg_i = 0};
@@ -964,7 +964,7 @@ static int rank_stress(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return 0;
 }
 
-/* spec: Z-SIM-007 Z-SIM-008 */
+/* spec: Z-SIM-007 Z-SIM-010 Z-SIM-011 */
 static void test_many_back_to_back_collectives(void **state) {
     (void)state;
     alarm(HANG_LIMIT_S);
@@ -980,7 +980,7 @@ static int rank_world1(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return 0;
 }
 
-/* spec: Z-SIM-011 */
+/* spec: Z-SIM-001 Z-SIM-011 */
 static void test_world1_shortcuts(void **state) {
     (void)state;
     ZnErr err = {0};
@@ -1010,7 +1010,7 @@ static void test_world1_shortcuts(void **state) {
 
 /* ------------------------------------------------ validation and misuse */
 
-/* spec: Z-SIM-013 */
+/* spec: Z-SIM-001 Z-SIM-013 */
 static void test_world_new_validates(void **state) {
     (void)state;
     ZnErr err = {0};
@@ -1076,7 +1076,7 @@ static int rank_nested(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return 0;
 }
 
-/* spec: Z-SIM-013 */
+/* spec: Z-SIM-001 */
 static void test_nested_run_refused(void **state) {
     (void)state;
     ZnErr err = {0};
