@@ -490,7 +490,7 @@ static void put_esc(FILE *f, const char *s, long max_cp) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
-        
+        case '"': fputs("&quot;", f); break;
         case '\'': fputs("&apos;", f); break;
         case '\t': case '\n': case '\r': fprintf(f, "&#%ld;", cp); break;
         default:

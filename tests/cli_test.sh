@@ -134,5 +134,57 @@ for r in rows:
 PY
 then ok Z-REP-007; else bad Z-REP-007 "jsonl log invalid"; fi
 
+# spec: Z-CKPT-008 consolidation: an independent safetensors reader (Python's
+# json + struct, not zinc) opens the file; its fp32 tensors in model order are
+# bitwise the parameters of a stage-0 run (same digest)
+"$ZINC" train --stage 0 --world-size 2 --steps 6 >"$T/s0d" 2>&1
+"$ZINC" train --stage 3 --world-size 2 --steps 6 --checkpoint-dir "$T/ck" --checkpoint-interval 6 >/dev/null 2>&1
+"$ZINC" ckpt consolidate --input "$T/ck/global_step6" --output "$T/model.safetensors" >/dev/null 2>&1
+"$ZINC" ckpt consolidate --input "$T/ck/global_step6" --output "$T/model16.safetensors" --dtype bf16 >/dev/null 2>&1
+want=$(sed -n 's/^digest=//p' "$T/s0d")
+if python3 - "$T/model.safetensors" "$T/model16.safetensors" "$want" <<'PY'
+import json, struct, sys
+def read(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    hdr = json.loads(b[8:8 + n])
+    body = b[8 + n:]
+    out = {}
+    for k, v in hdr.items():
+        if k == "__metadata__":
+            continue
+        s, e = v["data_offsets"]
+        out[k] = (v["dtype"], v["shape"], body[s:e])
+    end = max(v["data_offsets"][1] for k, v in hdr.items() if k != "__metadata__")
+    assert end + 8 + n == len(b)
+    return out
+t = read(sys.argv[1])
+names = []
+for i in range(3):
+    names += [f"layers.{i}.weight", f"layers.{i}.bias"]
+assert sorted(t) == sorted(names), sorted(t)
+assert t["layers.0.weight"][1] == [64, 32] and t["layers.2.bias"][1] == [10]
+h = 0xcbf29ce484222325
+for nm in names:
+    dt, shape, data = t[nm]
+    assert dt == "F32" and len(data) == 4 * eval("*".join(map(str, shape)))
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+assert "%016x" % h == sys.argv[3], ("%016x" % h, sys.argv[3])
+u = read(sys.argv[2])   # bf16: the top half of each fp32, rounded to nearest even
+dt, shape, data = u["layers.1.bias"]
+assert dt == "BF16" and len(data) == 2 * shape[0]
+f32 = struct.unpack("<%dI" % shape[0], t["layers.1.bias"][2])
+b16 = struct.unpack("<%dH" % shape[0], data)
+for x, y in zip(f32, b16):
+    r = (x + 0x7FFF + ((x >> 16) & 1)) >> 16
+    assert r == y, (hex(x), hex(y))
+PY
+then ok Z-CKPT-008; else bad Z-CKPT-008 "consolidated file does not match the stage-0 run"; fi
+"$ZINC" ckpt inspect "$T/ck/global_step6" >"$T/insp" 2>&1 && grep -q ': OK$' "$T/insp" && ok Z-CKPT-008-inspect || bad Z-CKPT-008-inspect "$(tail -n 2 "$T/insp")"
+printf 'x' >>"$T/ck/global_step6/zero_pp_rank_1_optim_states.safetensors"
+"$ZINC" ckpt inspect "$T/ck/global_step6" >"$T/insp" 2>&1
+[ $? = 1 ] && grep -q 'zero_pp_rank_1_optim_states.safetensors' "$T/insp" && ok Z-CKPT-007-inspect || bad Z-CKPT-007-inspect "$(cat "$T/insp")"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
