@@ -3,6 +3,7 @@
 #include "fileio.h"
 #include "safetensors.h"
 #include "half.h"
+#include "model.h"
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -452,20 +453,23 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
     const ZnLayout *L = &E->L;
     long total = L->total_numel;
     void *enc = encode(full, total, E->dt);
-    ZnStEntry *e = calloc((size_t)L->nparams + 1, sizeof *e);
+    const ZnModel *md = E->model;
+    int ne = L->nparams + md->naliases;
+    ZnStEntry *e = calloc((size_t)ne + 1, sizeof *e);
     if (!enc || !e) { free(enc); free(e); return zn_err(err, ZN_E_NOMEM, "out of host memory"); }
     size_t es = zn_dtype_size(E->dt);
-    for (int p = 0; p < L->nparams; p++) {
-        e[p].name = L->params[p].name;
-        e[p].dtype = E->dt;
-        e[p].ndim = L->params[p].ndim;
-        for (int d = 0; d < L->params[p].ndim; d++) e[p].shape[d] = L->params[p].shape[d];
-        e[p].data = (const char *)enc + (size_t)model_offset(L, p) * es;
+    for (int k = 0; k < ne; k++) {   /* every parameter, then tied weights under their other names */
+        int p = k < L->nparams ? k : md->aliases[k - L->nparams].param;
+        e[k].name = k < L->nparams ? L->params[p].name : md->aliases[k - L->nparams].name;
+        e[k].dtype = E->dt;
+        e[k].ndim = L->params[p].ndim;
+        for (int d = 0; d < L->params[p].ndim; d++) e[k].shape[d] = L->params[p].shape[d];
+        e[k].data = (const char *)enc + (size_t)model_offset(L, p) * es;
     }
     char path[PATH_MAX_ZN];
     join(path, tagdir, MODEL_FILE);
     const char *meta[] = {"format", "pt", "producer", "zinc", NULL};
-    int rc = zn_st_write(path, e, L->nparams, meta, err);
+    int rc = zn_st_write(path, e, ne, meta, err);
     free(enc);
     free(e);
     if (!rc) rc = file_sum(path, &out[0], &out[1], err);
@@ -517,6 +521,9 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         ZnLayoutOpts lo = {E->cfg->zero.round_robin_gradients, E->cfg->zero.sub_group_size, E->cfg->zero.reduce_bucket_size};
         cJSON_AddItemToObject(m, "layout", layout_json(L, &lo));
         cJSON_AddItemToObject(m, "state", state_json(&st, E->global_step * E->cfg->train_batch_size));
+        cJSON *sh = cJSON_AddObjectToObject(m, "shared_params");
+        for (int a = 0; a < E->model->naliases; a++)
+            cJSON_AddStringToObject(sh, E->model->aliases[a].name, L->params[E->model->aliases[a].param].name);
         cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
         cJSON_AddItemToObject(m, "config", cfg ? cfg : cJSON_CreateNull());
         cJSON *fs = cJSON_AddArrayToObject(m, "files");
@@ -876,28 +883,48 @@ static int cmd_consolidate(int argc, char **argv) {
     ZnErr err = {0};
     int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_err(&err, ZN_E_NOMEM, "out of host memory");
     long total = 0;
+    ZnModel model;
+    if (!rc && zn_model_parse(m->model, &model, &err)) {
+        zn_err_prefix(&err, "%s: ", m->path);
+        rc = ZN_E_CORRUPT;
+    }
+    if (!rc && model.nparams != m->nparams)
+        rc = zn_err(&err, ZN_E_CORRUPT, "%s: %d parameters recorded, model %s has %d", m->path, m->nparams, m->model,
+                    model.nparams);
     if (!rc) {
         for (int p = 0; p < m->nparams; p++) total += m->params[p].numel;
+        if (total != zn_model_numel(&model))
+            rc = zn_err(&err, ZN_E_CORRUPT, "%s: %ld elements recorded, model %s has %ld", m->path, total, m->model,
+                        zn_model_numel(&model));
+    }
+    if (!rc) {
+        /* tied weights are restored under every name they have (DeepSpeed's
+           zero_to_fp32 dropped them: issue #1896) */
+        int ne = m->nparams + model.naliases;
         void *enc = encode(f[0], total, dt);
-        ZnStEntry *e = calloc((size_t)m->nparams + 1, sizeof *e);
-        if (!enc || !e) rc = zn_err(&err, ZN_E_NOMEM, "out of host memory");
+        ZnStEntry *e = calloc((size_t)ne + 1, sizeof *e);
+        long *offs = calloc((size_t)m->nparams + 1, sizeof(long));
+        if (!enc || !e || !offs) rc = zn_err(&err, ZN_E_NOMEM, "out of host memory");
         long off = 0;
-        for (int p = 0; !rc && p < m->nparams; p++) {
-            e[p].name = m->params[p].name;
-            e[p].dtype = dt;
-            e[p].ndim = m->params[p].ndim;
-            for (int d = 0; d < m->params[p].ndim; d++) e[p].shape[d] = m->params[p].shape[d];
-            e[p].data = (const char *)enc + (size_t)off * zn_dtype_size(dt);
-            off += m->params[p].numel;
-        }
+        for (int p = 0; !rc && p < m->nparams; p++) { offs[p] = off; off += m->params[p].numel; }
         /* every element of the model is accounted for, no padding leaks in */
         if (!rc && off != total) rc = zn_err(&err, ZN_E_INTERNAL, "consolidation covered %ld of %ld elements", off, total);
+        for (int k = 0; !rc && k < ne; k++) {
+            int p = k < m->nparams ? k : model.aliases[k - m->nparams].param;
+            e[k].name = k < m->nparams ? m->params[p].name : model.aliases[k - m->nparams].name;
+            e[k].dtype = dt;
+            e[k].ndim = m->params[p].ndim;
+            for (int d = 0; d < m->params[p].ndim; d++) e[k].shape[d] = m->params[p].shape[d];
+            e[k].data = (const char *)enc + (size_t)offs[p] * zn_dtype_size(dt);
+        }
         const char *meta[] = {"format", "pt", "producer", "zinc ckpt consolidate", NULL};
-        if (!rc) rc = zn_st_write(out, e, m->nparams, meta, &err);
+        if (!rc) rc = zn_st_write(out, e, ne, meta, &err);
+        free(offs);
         free(enc);
         free(e);
     }
-    if (!rc) printf("wrote %s: %d tensors, %ld parameters, %s\n", out, m->nparams, total, zn_dtype_name(dt));
+    if (!rc) printf("wrote %s: %d tensors (%d tied), %ld parameters, %s\n", out, m->nparams + model.naliases,
+                    model.naliases, total, zn_dtype_name(dt));
     else fprintf(stderr, "zinc: error: %s\n", err.msg);
     for (int s = 0; s < 3; s++) free(f[s]);
     if (m) cJSON_Delete(m->config);

@@ -325,6 +325,22 @@ static int inject_now(const ZnEngine *E) {
     return 0;
 }
 
+/* A weight's gradient from layer l's backward. A weight several layers
+ * share adds up the contributions of the later layers (in backward order:
+ * the highest layer first) and reaches its bucket once, with the sum, at
+ * its first layer (Z-ENG-016). */
+static int weight_grad(ZnEngine *E, int l, int p, const float *g, ZnErr *err) {
+    if (!E->tied_acc || !E->tied_acc[p]) return grad_hook(E, p, g, err);
+    long n = E->L.params[p].numel;
+    float *acc = E->tied_acc[p];
+    copy_or_add(acc, g, n, E->tied_cnt[p] > 0);
+    if (E->tied_cnt[p] > 0) round_dt(E->dt, acc, n);
+    E->tied_cnt[p]++;
+    if (l > E->first_use[p]) return 0;
+    E->tied_cnt[p] = 0;
+    return grad_hook(E, p, acc, err);
+}
+
 static void phase(ZnEngine *E, const char *what) {
     if (E->hooks.phase) E->hooks.phase(E->hooks.phase_ctx, E, what);
 }
@@ -384,7 +400,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if (E->stage == 3) { stage3_release(E, pw); stage3_release(E, pb); }
         /* backward order: bias, then weight (reverse model order) */
         if ((rc = grad_hook(E, pb, E->grad_scratch + nw, err))) goto done;
-        if ((rc = grad_hook(E, pw, E->grad_scratch, err))) goto done;
+        if ((rc = weight_grad(E, l, pw, E->grad_scratch, err))) goto done;
         dout = dx;
     }
     if (E->stage >= 2 && E->next_bucket != E->L.nbuckets) {
@@ -781,6 +797,24 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (n > maxlayer) maxlayer = n;
     }
     if (!(E->grad_scratch = talloc(E, maxlayer, ZN_MEM_WORKSPACE, err))) goto fail;
+    /* tied weights: who uses what */
+    E->first_use = calloc((size_t)L->nparams + 1, sizeof(int));
+    E->tied_cnt = calloc((size_t)L->nparams + 1, sizeof(int));
+    if (!E->first_use || !E->tied_cnt) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+    for (int p = 0; p < L->nparams; p++) E->first_use[p] = -1;
+    for (int l = 0; l < model->nlayers; l++) {
+        int pw = model->layer_param[l][0];
+        if (E->first_use[pw] >= 0) {   /* a second user: the weight is tied */
+            if (!E->tied_acc && !(E->tied_acc = calloc((size_t)L->nparams + 1, sizeof(float *)))) {
+                zn_err(err, ZN_E_NOMEM, "out of host memory");
+                goto fail;
+            }
+            if (!E->tied_acc[pw] && !(E->tied_acc[pw] = talloc(E, L->params[pw].numel, ZN_MEM_WORKSPACE, err))) goto fail;
+        } else {
+            E->first_use[pw] = l;
+        }
+        E->first_use[model->layer_param[l][1]] = l;
+    }
 
     /* Initial weights are cast to the model dtype first, and the fp32 master
        copies the cast values (DeepSpeed casts the module before ZeRO init). */
@@ -865,6 +899,12 @@ void zn_engine_free(ZnEngine *E) {
     }
     free(E->persistent);
     free(E->keep_after_fwd);
+    if (E->tied_acc) {
+        for (int p = 0; p < E->L.nparams; p++) if (E->dev) zn_dev_free(E->dev, E->tied_acc[p]);
+        free(E->tied_acc);
+    }
+    free(E->first_use);
+    free(E->tied_cnt);
     if (E->dev) {
         if (E->master != E->flat_params) zn_dev_free(E->dev, E->master);
         if (E->stage >= 2) zn_dev_free(E->dev, E->grad_part);

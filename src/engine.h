@@ -77,6 +77,11 @@ typedef struct ZnEngine {
     long bucket_cap;
     int next_bucket, next_entry;   /* where the next gradient hook writes */
     float *grad_scratch;    /* per-layer dW|db from backward */
+    /* tied weights (Z-ENG-016): a param used by several layers collects its
+       gradient over the uses and enters its bucket once, at its last use */
+    int *first_use;         /* [nparams] lowest layer using the param */
+    float **tied_acc;       /* [nparams] accumulator, NULL unless tied */
+    int *tied_cnt;          /* [nparams] contributions so far this micro-step */
 
     /* precision (Z-PREC-*) */
     ZnDtype dt;             /* model dtype: weights, activations, gradients */

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "estimate.h"
 #include "checkpoint.h"
+#include "plot.h"
 
 #define ZN_VERSION "0.1.0"
 
@@ -17,6 +18,7 @@ static void usage(FILE *f) {
         "             gradients and parameters every step (TEST PASSED / TEST FAILED)\n"
         "  stepper    step two engines with their own configs on the same batches\n"
         "             (ModelStepper's STATUS / DIVERGED lines)\n"
+        "  plot       draw runs' CSV logs as curves on one SVG chart\n"
         "  ckpt       to-universal, consolidate, inspect checkpoints\n"
         "  estimate   DeepSpeed's memory estimators and the ZeRO paper's formulas\n"
         "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
@@ -46,6 +48,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);
     if (!strcmp(cmd, "estimate")) return zn_cmd_estimate(argc - 2, argv + 2);
     if (!strcmp(cmd, "ckpt")) return zn_cmd_ckpt(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plot")) return zn_cmd_plot(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("zinc %s\n", ZN_VERSION);
         return 0;

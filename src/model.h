@@ -24,10 +24,17 @@ typedef struct {
     /* layer l uses params[layer_param[l][0]] (weight) and [1] (bias); a tied
        model may point two layers at one param */
     int layer_param[ZN_MAX_LAYERS][2];
+    /* tied weights ("tie:L=M": layer L uses layer M's weight, M < L): the
+       names under which a shared parameter is also known */
+    int naliases;
+    struct { char name[ZN_MAX_NAME]; int param; } aliases[ZN_MAX_LAYERS];
 } ZnModel;
 
-/* Parses "mlp:D0,D1,...,Dk" (k >= 1, each D in 1..1<<20). Errors name the
- * spec and the offending part: "model spec 'mlp:4,x': 'x' is not a positive integer". */
+/* Parses "mlp:D0,D1,...,Dk" (k >= 1, each D in 1..1<<20), optionally
+ * followed by ",tie:L=M" parts: layer L uses layer M's weight (M < L, equal
+ * shapes), so the parameter "layers.M.weight" is also known as
+ * "layers.L.weight" and gets the gradient of both uses. Errors name the spec
+ * and the offending part: "model spec 'mlp:4,x': 'x' is not a positive integer". */
 int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err);
 /* Widest layer (max D): the "hidden size" used for "auto" bucket sizes. */
 long zn_model_hidden_size(const ZnModel *m);

@@ -56,9 +56,23 @@ int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
        "mlp:4,3," fail on the empty part */
     int n = 0;
     const char *p = colon + 1;
+    int tie[ZN_MAX_LAYERS];
+    for (int l = 0; l < ZN_MAX_LAYERS; l++) tie[l] = -1;
     for (;;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > 4 && !strncmp(p, "tie:", 4)) {   /* "tie:L=M" */
+            int a, b, used;
+            char tail;
+            if (sscanf(p + 4, "%d=%d%n%c", &a, &b, &used, &tail) < 2 || (size_t)used + 4 != len)
+                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': '%.*s' is not tie:L=M", spec, (int)len, p);
+            if (a < 0 || a >= ZN_MAX_LAYERS || b < 0 || b >= a)
+                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': tie:%d=%d needs 0 <= M < L", spec, a, b);
+            tie[a] = b;
+            if (!end) break;
+            p = end + 1;
+            continue;
+        }
         if (n == ZN_MAX_LAYERS + 1)
             return zn_err(err, ZN_E_USAGE, "model spec '%.200s': too many layers (at most %d)",
                           spec, ZN_MAX_LAYERS);
@@ -72,11 +86,37 @@ int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
         return zn_err(err, ZN_E_USAGE,
                       "model spec '%.200s': need at least two sizes (D0 and the class count)", spec);
 
-    /* params in model order: layers.l.weight [D(l+1), D(l)], then layers.l.bias [D(l+1)] */
+    /* params in model order: layers.l.weight [D(l+1), D(l)], then
+       layers.l.bias [D(l+1)]; a tied weight is not a param of its own */
     m->nlayers = n - 1;
-    m->nparams = 2 * m->nlayers;
+    for (int l = 0; l < ZN_MAX_LAYERS; l++) {
+        if (tie[l] < 0) continue;
+        if (l >= m->nlayers)
+            return zn_err(err, ZN_E_USAGE, "model spec '%.200s': tie:%d=%d names a layer the model does not have",
+                          spec, l, tie[l]);
+        if (m->dims[l] != m->dims[tie[l]] || m->dims[l + 1] != m->dims[tie[l] + 1])
+            return zn_err(err, ZN_E_USAGE, "model spec '%.200s': tie:%d=%d joins weights of different shapes "
+                          "[%d x %d] and [%d x %d]", spec, l, tie[l], m->dims[l + 1], m->dims[l],
+                          m->dims[tie[l] + 1], m->dims[tie[l]]);
+        if (tie[tie[l]] >= 0)
+            return zn_err(err, ZN_E_USAGE, "model spec '%.200s': tie:%d=%d points at a tied weight", spec, l, tie[l]);
+    }
+    m->nparams = 0;
     for (int l = 0; l < m->nlayers; l++) {
-        ZnParamSpec *w = &m->params[2 * l], *b = &m->params[2 * l + 1];
+        if (tie[l] >= 0) {   /* layer l borrows layer tie[l]'s weight */
+            int shared = m->layer_param[tie[l]][0];
+            snprintf(m->aliases[m->naliases].name, sizeof m->aliases[0].name, "layers.%d.weight", l);
+            m->aliases[m->naliases++].param = shared;
+            ZnParamSpec *b = &m->params[m->nparams];
+            snprintf(b->name, sizeof b->name, "layers.%d.bias", l);
+            b->ndim = 1;
+            b->shape[0] = m->dims[l + 1];
+            b->numel = b->shape[0];
+            m->layer_param[l][0] = shared;
+            m->layer_param[l][1] = m->nparams++;
+            continue;
+        }
+        ZnParamSpec *w = &m->params[m->nparams], *b = &m->params[m->nparams + 1];
         snprintf(w->name, sizeof w->name, "layers.%d.weight", l);
         w->ndim = 2;
         w->shape[0] = m->dims[l + 1];
@@ -86,8 +126,9 @@ int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
         b->ndim = 1;
         b->shape[0] = m->dims[l + 1];
         b->numel = b->shape[0];
-        m->layer_param[l][0] = 2 * l;
-        m->layer_param[l][1] = 2 * l + 1;
+        m->layer_param[l][0] = m->nparams;
+        m->layer_param[l][1] = m->nparams + 1;
+        m->nparams += 2;
     }
     return 0;
 }

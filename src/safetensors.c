@@ -94,6 +94,8 @@ static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
+/* Names compare bytewise (strcmp compares unsigned chars), as Rust's String
+ * Ord does in the reference writer's sort. */
 static int name_cmp(const char *a, const char *b) { return strcmp(a, b); }
 
 /* ------------------------------------------------------------------------ */

@@ -186,5 +186,30 @@ printf 'x' >>"$T/ck/global_step6/zero_pp_rank_1_optim_states.safetensors"
 "$ZINC" ckpt inspect "$T/ck/global_step6" >"$T/insp" 2>&1
 [ $? = 1 ] && grep -q 'zero_pp_rank_1_optim_states.safetensors' "$T/insp" && ok Z-CKPT-007-inspect || bad Z-CKPT-007-inspect "$(cat "$T/insp")"
 
+# spec: Z-CKPT-008 with a tied weight: consolidation writes it under both names
+# (same bits), and the parameters are those of a stage-0 run
+TM=mlp:12,16,16,16,6,tie:2=1
+"$ZINC" train --model $TM --stage 0 --world-size 2 --steps 4 --train-batch-size 8 >"$T/t0" 2>&1
+"$ZINC" train --model $TM --stage 3 --world-size 2 --steps 4 --train-batch-size 8 --checkpoint-dir "$T/ckt" --checkpoint-interval 4 >/dev/null 2>&1
+"$ZINC" ckpt consolidate --input "$T/ckt/global_step4" --output "$T/tied.safetensors" >/dev/null 2>&1
+want=$(sed -n 's/^digest=//p' "$T/t0")
+if python3 - "$T/tied.safetensors" "$want" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+hdr = json.loads(b[8:8 + n])
+body = b[8 + n:]
+get = lambda k: body[hdr[k]["data_offsets"][0]:hdr[k]["data_offsets"][1]]
+assert "layers.2.weight" in hdr and hdr["layers.2.weight"]["shape"] == [16, 16]
+assert get("layers.2.weight") == get("layers.1.weight")
+order = ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias", "layers.2.bias", "layers.3.weight", "layers.3.bias"]
+h = 0xcbf29ce484222325
+for k in order:
+    for byte in get(k):
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+assert "%016x" % h == sys.argv[2], ("%016x" % h, sys.argv[2])
+PY
+then ok Z-CKPT-008-tied; else bad Z-CKPT-008-tied "tied consolidation"; fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

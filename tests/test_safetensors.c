@@ -313,7 +313,8 @@ static void test_wide_dtypes_and_escapes(void **state) {
     const double d[2] = {0.5, -1e300};
     const uint64_t u[1] = {0x0102030405060708ull};
     const uint8_t c[1] = {9};
-    const char *odd = "q\"b\\n\n\x01\xc3\xa9";   /* quote, backslash, newline, 0x01, e-acute */
+    /* quote, backslash, newline, 0x01, tab, CR, BS, FF, e-acute */
+    const char *odd = "q\"b\\n\n\x01\t\r\b\f\xc3\xa9";
     ZnStEntry e[3] = {
         {.name = odd, .dtype = ZN_U8, .ndim = 1, .shape = {1}, .data = c},
         {.name = "d", .dtype = ZN_F64, .ndim = 1, .shape = {2}, .data = d},
@@ -325,7 +326,7 @@ static void test_wide_dtypes_and_escapes(void **state) {
     unsigned char *got = get_file(g_path, &n);
     const char *want = "{\"s\":{\"dtype\":\"U64\",\"shape\":[],\"data_offsets\":[0,8]},"
                        "\"d\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[8,24]},"
-                       "\"q\\\"b\\\\n\\n\\u0001\xc3\xa9\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[24,25]}}";
+                       "\"q\\\"b\\\\n\\n\\u0001\\t\\r\\b\\f\xc3\xa9\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[24,25]}}";
     assert_memory_equal(got + 8, want, strlen(want));
     assert_int_equal(got[0] % 8, 0);
     const unsigned char u_le[8] = {8, 7, 6, 5, 4, 3, 2, 1};
@@ -1113,6 +1114,33 @@ static void test_fault_each_op(void **state) {
             if (is_new) assert_str_contains(err.msg, "renamed into place, but not yet durable");
         }
     }
+    /* the same through zn_st_write with a tensor larger than the writer's
+     * buffer, so a data write of its own can fail too */
+    enum { NBIG = 40000 };
+    float *big = calloc(NBIG, sizeof *big);
+    assert_non_null(big);
+    ZnStEntry e = {.name = "big", .dtype = ZN_F32, .ndim = 1, .shape = {NBIG}, .data = big};
+    for (long at = 1;; at++) {
+        put_file(g_path, "old", 3);
+        ZnErr err = {0};
+        zn_fault_set(at, 0, 0);
+        int rc = zn_st_write(g_path, &e, 1, NULL, &err);
+        long ops = zn_fault_ops();
+        zn_fault_set(0, 0, 0);
+        assert_int_equal(count_temps(g_dir), 0);
+        size_t n;
+        unsigned char *b = get_file(g_path, &n);
+        free(b);
+        if (at > ops) {
+            assert_int_equal(rc, ZN_OK);
+            assert_int_equal(at, 8);   /* open, header write, data write, fsync, rename, dir x2 */
+            break;
+        }
+        assert_int_equal(rc, ZN_E_IO);
+        assert_true(n == (at >= 6 ? 8 + 72 + NBIG * 4 : 3));   /* 65-byte header padded to 72 */
+    }
+    zn_st_close(expect_open());
+    free(big);
 }
 
 /* The multi-file save of a checkpoint: three rank files, then "latest". */
@@ -1394,6 +1422,11 @@ static void test_read_file(void **state) {
     assert_int_equal(b[7], 0);
     assert_string_equal(b, "{\"a\":1}");
     free(b);
+    zn_fault_set(2, 0, 0);   /* the read after the open */
+    assert_int_equal(zn_read_file(p, 7, &b, &n, &err), ZN_E_IO);
+    zn_fault_set(0, 0, 0);
+    assert_null(b);
+    assert_str_contains(err.msg, "m.json: read: injected I/O fault at op 2");
     assert_int_equal(zn_read_file(p, 6, &b, &n, &err), ZN_E_CORRUPT);
     assert_null(b);
     assert_str_contains(err.msg, p);
