@@ -120,6 +120,8 @@ int zn_cmd_compare(int argc, char **argv) {
     test.fault_delta = (float)fault_delta;
     printf("zinc compare: stage %d against stage 0, %s, world size %d, %ld steps, rtol %g, atol %g\n",
            test.cfg.zero.stage, zn_dtype_name(test.cfg.model_dtype), test.world, test.steps, rtol, atol);
+    zn_run_opts_free(&test);   /* checkers save no checkpoints: the config text is not needed */
+    zn_run_opts_free(&base);
     ZnRunResult rb, rt;
     if (zn_run(&base, &rb, &err)) { fprintf(stderr, "zinc: error: baseline: %s\n", err.msg); return 1; }
     if (zn_run(&test, &rt, &err)) {
@@ -232,6 +234,7 @@ static int stepper_resolve(const StepperOpts *s, const char *path, int world, Zn
     f.args.world_size = world;
     int rc = zn_train_resolve(&f, NULL, o, err);
     if (rc) return rc;
+    zn_run_opts_free(o);   /* no checkpoints here: the config text is not needed */
     o->record = 1;
     o->print_every = 0;
     return 0;

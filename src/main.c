@@ -5,6 +5,7 @@
 #include "estimate.h"
 #include "checkpoint.h"
 #include "plot.h"
+#include "fileio.h"
 
 #define ZN_VERSION "0.1.0"
 
@@ -39,6 +40,11 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
+        return 2;
+    }
+    ZnErr err;
+    if (zn_fault_from_env(&err)) {   /* ZINC_FAULT (tests) must be well-formed */
+        fprintf(stderr, "zinc: error: %s\n", err.msg);
         return 2;
     }
     const char *cmd = argv[1];

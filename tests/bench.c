@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "../src/optim.h"
 #include "../src/run.h"
 #include "../src/cli.h"
@@ -106,6 +107,7 @@ static double train_step_time(int world, int stage) {
     ZnRunOpts o;
     ZnErr err;
     if (zn_train_resolve(&f, NULL, &o, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    zn_run_opts_free(&o);
     ZnRunResult res;
     if (zn_run(&o, &res, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
     double t = res.wall_s / (double)o.steps;
@@ -123,10 +125,85 @@ static void bench_train(void) {
     }
 }
 
+/* Checkpoint save and load throughput against a plain sequential write +
+ * fsync and read of the same bytes on the same disk (what dd conv=fsync and
+ * dd of=/dev/null measure), all in this run. */
+static double file_bytes(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "du -sb %s", dir);
+    FILE *p = popen(cmd, "r");
+    double b = 0;
+    if (p) { if (fscanf(p, "%lf", &b) != 1) b = 0; pclose(p); }
+    return b;
+}
+
+static double ckpt_run(const char *dir, int save, int resume, long steps) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = "mlp:2048,2048,2048,16";   /* 8.4M params: 101 MB of optimizer shards + 34 MB weights */
+    f.steps = steps;
+    f.args.world_size = 2;
+    f.args.stage = 2;
+    f.args.micro_batch = 4;
+    f.ckpt_dir = dir;
+    f.ckpt_interval = save ? 1 : 0;
+    f.resume = resume;
+    ZnRunOpts o;
+    ZnErr err;
+    if (zn_train_resolve(&f, NULL, &o, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    ZnRunResult res;
+    double t0 = now();
+    if (zn_run(&o, &res, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    double t = now() - t0;
+    zn_run_result_free(&res);
+    zn_run_opts_free(&o);
+    return t;
+}
+
+static void bench_ckpt(void) {
+    const char *dir = "build/bench-ckpt";
+    if (system("rm -rf build/bench-ckpt")) return;
+    double t_plain = 1e30, t_save = 1e30, t_load = 1e30, t_init = 1e30;
+    for (int i = 0; i < 3; i++) {
+        double a = ckpt_run(dir, 0, 0, 1);
+        double z = ckpt_run(dir, 0, 0, 0);   /* set-up alone */
+        if (system("rm -rf build/bench-ckpt")) return;
+        double b = ckpt_run(dir, 1, 0, 1);
+        double c = ckpt_run(dir, 0, 1, 1);   /* resume at step 1 with --steps 1: set-up and load only */
+        if (a < t_plain) t_plain = a;
+        if (z < t_init) t_init = z;
+        if (b < t_save) t_save = b;
+        if (c < t_load) t_load = c;
+    }
+    double bytes = file_bytes(dir);
+    /* the same bytes written sequentially with fsync, then read back */
+    char *buf = malloc(1 << 20);
+    memset(buf, 7, 1 << 20);
+    double tw = now();
+    FILE *f = fopen("build/bench-dd", "wb");
+    for (double w = 0; f && w < bytes; w += 1 << 20) fwrite(buf, 1, 1 << 20, f);
+    if (f) { fflush(f); fsync(fileno(f)); fclose(f); }
+    tw = now() - tw;
+    double tr = now();
+    f = fopen("build/bench-dd", "rb");
+    while (f && fread(buf, 1, 1 << 20, f) == 1 << 20) {}
+    if (f) fclose(f);
+    tr = now() - tr;
+    remove("build/bench-dd");
+    free(buf);
+    double save_s = t_save - t_plain, load_s = t_load - t_init;
+    printf("checkpoint  %.0f MB (world 2, stage 2): save %.0f MB/s, load+verify %.0f MB/s; "
+           "sequential write+fsync %.0f MB/s, read %.0f MB/s; save/dd %.2f, load/dd-read %.2f\n",
+           bytes / 1e6, bytes / 1e6 / save_s, bytes / 1e6 / load_s, bytes / 1e6 / tw, bytes / 1e6 / tr,
+           (bytes / save_s) / (bytes / tw), (bytes / load_s) / (bytes / tr));
+    if (system("rm -rf build/bench-ckpt")) return;
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : "";
     if (!*only || !strcmp(only, "adam")) bench_adam();
     if (!*only || !strcmp(only, "comm")) bench_collectives();
     if (!*only || !strcmp(only, "train")) bench_train();
+    if (!*only || !strcmp(only, "ckpt")) bench_ckpt();
     return 0;
 }

@@ -69,7 +69,9 @@ static int run_one(const char *config, int world, int stage, ZnRunResult *res, Z
     f.args.stage = stage;
     ZnErr err;
     if (zn_train_resolve(&f, config, o, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    if (zn_run(o, res, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    int rc = zn_run(o, res, &err);
+    zn_run_opts_free(o);   /* the recorded config text; the rest of o stays usable */
+    if (rc) { fprintf(stderr, "%s\n", err.msg); return 1; }
     return 0;
 }
 
@@ -189,6 +191,7 @@ static void test_data_slices(void **st) {
         ZnErr err;
         assert_int_equal(zn_train_resolve(&f, cfg, &o, &err), 0);
         assert_int_equal(zn_run(&o, &res, &err), 0);
+        zn_run_opts_free(&o);
         const long B = o.cfg.train_batch_size;
         assert_int_equal(B, 12);
         for (long t = 0; t < 3; t++) {

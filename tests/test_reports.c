@@ -36,6 +36,7 @@ static void resolve(const char *cfg, int world, int stage, long steps, ZnRunOpts
     f.args.stage = stage;
     ZnErr err;
     if (zn_train_resolve(&f, cfg, o, &err)) fail_msg("%s", err.msg);
+    zn_run_opts_free(o);   /* only the recorded config text */
     o->out = NULL;
     o->print_every = 1;
 }
