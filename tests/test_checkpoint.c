@@ -156,6 +156,10 @@ static int inspect_ok(const char *dir) {
  * before the first checkpoint completed */
 static void test_crash_at_every_op(void **st) {
     (void)st;
+    /* a child killed mid-save leaves its heap behind by design; under
+       valgrind that is a leak report per crash, so this runs natively and
+       under the sanitizers only (ci/memcheck.sh sets the variable) */
+    if (getenv("ZINC_UNDER_VALGRIND")) skip();
     int completed = 0, with_latest = 0;
     for (long op = 1; op < 400 && !completed; op++) {
         char dir[] = "/tmp/zinc-crash-XXXXXX";
