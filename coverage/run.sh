@@ -11,7 +11,7 @@ G="gcovr -r . --object-directory $B --filter src/ --filter sim/ --exclude-unreac
 $G --json coverage/coverage.json
 gcovr -a coverage/coverage.json --html-details coverage/html/index.html --html-title "zinc coverage"
 gcovr -a coverage/coverage.json --txt coverage/lines.txt
-gcovr -a coverage/coverage.json --txt -b coverage/branches.txt
+gcovr -a coverage/coverage.json -b --txt coverage/branches.txt
 echo "== line coverage per file (coverage/lines.txt)"
 cat coverage/lines.txt
 echo "== branch coverage per file (coverage/branches.txt)"

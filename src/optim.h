@@ -21,7 +21,7 @@ typedef struct {
 
 /* One Adam step over n elements; t is the 1-based step count; each gradient
  * is first multiplied by grad_mul (1.0f: untouched). */
-void zn_adam_step(long n, float *p, const float *g, float *m, float *v,
+void zn_adam_step(long n, float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
                   const ZnAdamParams *hp, long t, float grad_mul);
 
 /* Norm pieces. */
