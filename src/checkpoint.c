@@ -133,6 +133,17 @@ static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
     return j;
 }
 
+/* The manifest's own checksum: FNV-1a 64 over its compact form without the
+ * field, so a flipped byte in the manifest itself is detected. */
+static void add_self_checksum(cJSON *doc) {
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
+    char *compact = cJSON_PrintUnformatted(doc);
+    char hex[32];
+    snprintf(hex, sizeof hex, "%016llx", compact ? (unsigned long long)fnv64(compact, strlen(compact)) : 0ull);
+    cJSON_free(compact);
+    cJSON_AddStringToObject(doc, "manifest_fnv1a64", hex);
+}
+
 static cJSON *state_json(const ZnEngineState *s, long next_sample) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "global_step", (double)s->global_step);
@@ -518,7 +529,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON_AddStringToObject(m, "model_dtype", zn_dtype_name(E->dt));
         cJSON_AddStringToObject(m, "master_dtype", "fp32");
         cJSON_AddStringToObject(m, "communication_dtype", zn_dtype_name(E->cdt));
-        ZnLayoutOpts lo = {E->cfg->zero.round_robin_gradients, E->cfg->zero.sub_group_size, E->cfg->zero.reduce_bucket_size};
+        ZnLayoutOpts lo = zn_layout_opts(E->cfg);
         cJSON_AddItemToObject(m, "layout", layout_json(L, &lo));
         cJSON_AddItemToObject(m, "state", state_json(&st, E->global_step * E->cfg->train_batch_size));
         cJSON *sh = cJSON_AddObjectToObject(m, "shared_params");
@@ -539,13 +550,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
             cJSON_AddStringToObject(f, "fnv1a64", hex);
             cJSON_AddItemToArray(fs, f);
         }
-        /* the manifest's own checksum, over its compact form without the
-           field, so a flipped byte in the manifest itself is detected */
-        char *compact = cJSON_PrintUnformatted(m);
-        char mhex[32];
-        snprintf(mhex, sizeof mhex, "%016llx", compact ? (unsigned long long)fnv64(compact, strlen(compact)) : 0ull);
-        cJSON_free(compact);
-        cJSON_AddStringToObject(m, "manifest_fnv1a64", mhex);
+        add_self_checksum(m);
         char *text = cJSON_Print(m);
         cJSON_Delete(m);
         char path[PATH_MAX_ZN];
@@ -645,7 +650,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
           *es = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4);
     float *fm = NULL, *fa = NULL, *fs = NULL;
     if (!ms || !ea || !es) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto done; }
-    ZnLayoutOpts mine = {E->cfg->zero.round_robin_gradients, E->cfg->zero.sub_group_size, E->cfg->zero.reduce_bucket_size};
+    ZnLayoutOpts mine = zn_layout_opts(E->cfg);
     int same = !universal && m->world == E->world && m->stage == E->stage &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
                (E->stage != 3 || m->lopts.sub_group_size == mine.sub_group_size);
@@ -830,12 +835,7 @@ static int cmd_to_universal(int argc, char **argv) {
             else {
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "files", cJSON_CreateArray());
-                cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
-                char *compact = cJSON_PrintUnformatted(doc);
-                char mhex[32];
-                snprintf(mhex, sizeof mhex, "%016llx", compact ? (unsigned long long)fnv64(compact, strlen(compact)) : 0ull);
-                cJSON_free(compact);
-                cJSON_AddStringToObject(doc, "manifest_fnv1a64", mhex);
+                add_self_checksum(doc);
                 char *o = cJSON_Print(doc);
                 cJSON_Delete(doc);
                 char dst[PATH_MAX_ZN];

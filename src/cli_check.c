@@ -5,6 +5,7 @@
  * shards) and compare them on rank 0 (spec Z-REP-001, Z-REP-006). */
 #include "cli.h"
 #include "layout.h"
+#include "engine.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -35,8 +36,7 @@ static int owner_rank(const ZnLayout *L, int p, long j) {
 }
 
 static int layout_of(const ZnRunOpts *o, ZnLayout *L, ZnErr *err) {
-    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
-    return zn_layout_build(L, o->model.params, o->model.nparams, o->world, o->cfg.zero.stage, &lo, err);
+    return zn_config_layout(&o->cfg, &o->model, o->world, L, err);
 }
 
 /* ---------------------------------------------------------------------- */

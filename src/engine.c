@@ -746,6 +746,15 @@ uint64_t zn_digest(const float *params, long n) {
     return h;
 }
 
+ZnLayoutOpts zn_layout_opts(const ZnConfig *cfg) {
+    return (ZnLayoutOpts){cfg->zero.round_robin_gradients, cfg->zero.sub_group_size, cfg->zero.reduce_bucket_size};
+}
+
+int zn_config_layout(const ZnConfig *cfg, const ZnModel *model, int world, ZnLayout *L, ZnErr *err) {
+    ZnLayoutOpts lo = zn_layout_opts(cfg);
+    return zn_layout_build(L, model->params, model->nparams, world, cfg->zero.stage, &lo, err);
+}
+
 /* Precision set-up (Z-PREC-*): dtypes, the loss scaler, who checks overflow. */
 static int init_precision(ZnEngine *E, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
@@ -784,9 +793,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->canonical = cfg->canonical;
     E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                              cfg->adamw, cfg->bias_correction};
-    ZnLayoutOpts lo = {cfg->zero.round_robin_gradients, cfg->zero.sub_group_size,
-                       cfg->zero.reduce_bucket_size};
-    int rc = zn_layout_build(&E->L, model->params, model->nparams, E->world, E->stage, &lo, err);
+    int rc = zn_config_layout(cfg, model, E->world, &E->L, err);
     if (rc) return rc;
     if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;

@@ -110,6 +110,11 @@ typedef struct ZnEngine {
     int micro;              /* micro-step within the current optimizer step */
 } ZnEngine;
 
+/* The layout a config gives a model at a world size (what every engine,
+ * checker and report of that run uses). */
+ZnLayoutOpts zn_layout_opts(const ZnConfig *cfg);
+int zn_config_layout(const ZnConfig *cfg, const ZnModel *model, int world, ZnLayout *L, ZnErr *err);
+
 int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
                    ZnComm *comm, ZnDevice *dev, const ZnEngineHooks *hooks, ZnErr *err);
 void zn_engine_free(ZnEngine *E);

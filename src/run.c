@@ -61,8 +61,7 @@ static void time_line(RunCtx *ctx, const ZnEngine *E) {
 static double zero_volume(const ZnRunOpts *o, long *psi) {
     ZnLayout L;
     ZnErr e;
-    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
-    if (zn_layout_build(&L, o->model.params, o->model.nparams, o->world, o->cfg.zero.stage, &lo, &e)) return -1;
+    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) return -1;
     const int N = o->world, stage = o->cfg.zero.stage;
     *psi = stage == 0 ? L.total_numel : stage <= 2 ? L.aligned_numel : L.s3_rank_numel * N;
     zn_layout_free(&L);

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "layout.h"
 #include "lr_schedule.h"
+#include "engine.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -84,8 +85,7 @@ static int check_comm(const CaseRun *r, char *why, size_t wn) {
     const ZnRunOpts *o = &r->opts;
     ZnLayout L;
     ZnErr e;
-    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
-    if (zn_layout_build(&L, o->model.params, o->model.nparams, o->world, o->cfg.zero.stage, &lo, &e)) {
+    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
@@ -125,8 +125,7 @@ static int check_memory(const CaseRun *r, char *why, size_t wn) {
     const ZnRunOpts *o = &r->opts;
     ZnLayout L;
     ZnErr e;
-    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
-    if (zn_layout_build(&L, o->model.params, o->model.nparams, o->world, o->cfg.zero.stage, &lo, &e)) {
+    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
@@ -178,8 +177,7 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
     const long g = o->cfg.grad_accum;
     ZnLayout L;
     ZnErr e;
-    ZnLayoutOpts lo = {o->cfg.zero.round_robin_gradients, o->cfg.zero.sub_group_size, o->cfg.zero.reduce_bucket_size};
-    if (zn_layout_build(&L, o->model.params, o->model.nparams, N, stage, &lo, &e)) {
+    if (zn_config_layout(&o->cfg, &o->model, N, &L, &e)) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
