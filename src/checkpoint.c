@@ -118,6 +118,8 @@ static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
     cJSON_AddNumberToObject(j, "aligned_numel", (double)L->aligned_numel);
     cJSON_AddNumberToObject(j, "partition_numel", (double)L->part_numel);
     cJSON_AddNumberToObject(j, "rank_numel", (double)(L->stage == 3 ? L->s3_rank_numel : L->part_numel));
+    cJSON *pad = cJSON_AddArrayToObject(j, "rank_padding");   /* elements of padding each rank holds */
+    for (int r = 0; r < L->world; r++) cJSON_AddItemToArray(pad, cJSON_CreateNumber((double)zn_layout_rank_padding(L, r)));
     cJSON *ps = cJSON_AddArrayToObject(j, "params");
     for (int p = 0; p < L->nparams; p++) {
         cJSON *o = cJSON_CreateObject();
