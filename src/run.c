@@ -98,8 +98,9 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     /* with a trace, every collective goes through the tracing communicator */
     ZnTraceComm tc;
     long trace_step = 0;
-    if (ctx->traces) {
-        zn_trace_comm_init(&tc, comm, &ctx->traces[rank], &trace_step);
+    double cpu0 = 0.0;
+    if (ctx->traces || o->measure_cpu) {
+        zn_trace_comm_init(&tc, comm, ctx->traces ? &ctx->traces[rank] : NULL, &trace_step);
         comm = &tc.comm;
     }
     int rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, &dev, &hooks, err);
@@ -116,6 +117,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
         goto out;
     }
+    cpu0 = zn_thread_cpu_s();   /* the steps alone, not the set-up */
+    if (ctx->traces || o->measure_cpu) tc.cpu_s = 0.0;
     for (long t = E.global_step; t < o->steps; t++) {
         ZnStepResult sr;
         trace_step = t + 1;
@@ -185,6 +188,12 @@ out:
     free(params);
     free(gbuf);
     zn_engine_free(&E);
+    if (o->measure_cpu) {
+        pthread_mutex_lock(&ctx->print_lock);
+        res->cpu_total_s += zn_thread_cpu_s() - cpu0;
+        res->cpu_comm_s += tc.cpu_s;
+        pthread_mutex_unlock(&ctx->print_lock);
+    }
     if (!rc && dev.mem.nallocs != 0)
         rc = zn_err(err, ZN_E_INTERNAL, "rank %d leaked %ld device allocations", rank, dev.mem.nallocs);
     return rc;

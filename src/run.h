@@ -30,6 +30,7 @@ typedef struct {
     int time_breakdown;    /* DeepSpeed's "time (ms) | fwd_microstep ..." line, every rank */
     int comm_report;       /* per-step and per-run collective bytes against the ZeRO volumes */
     const char *trace_path;/* Chrome trace-event JSON */
+    int measure_cpu;       /* split each rank's CPU time into collectives and the rest (bench) */
     /* checkpoints (Z-CKPT-*) */
     const char *ckpt_dir;  /* save every ckpt_interval optimizer steps into it */
     long ckpt_interval;
@@ -57,6 +58,8 @@ typedef struct {
     ZnCommStats *comm_init, *comm_end; /* [world]: after init, after the last step */
     ZnMemStats *mem_end;             /* [world]: device memory after the last step */
     double wall_s;
+    double cpu_total_s, cpu_comm_s;  /* with measure_cpu: thread CPU time of all ranks, and the part
+                                        spent inside the simulator's collectives */
     float *rec_params, *rec_grads;   /* [steps * numel] when o->record: after each step;
                                         grads unscaled (divided by the step's loss scale) */
 } ZnRunResult;

@@ -12,6 +12,12 @@ double zn_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double zn_thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void zn_trace_add(ZnTrace *t, const char *name, double start_s, double end_s, long bytes, long step) {
     if (!t) return;
     if (t->n == t->cap) {
@@ -44,7 +50,8 @@ static long sent_total(const ZnComm *c) {
     return s;
 }
 
-static void record(ZnTraceComm *tc, ZnCollOp op, const char *tag, double t0, long sent0) {
+static void record(ZnTraceComm *tc, ZnCollOp op, const char *tag, double t0, long sent0, double c0) {
+    tc->cpu_s += zn_thread_cpu_s() - c0;
     char name[32];
     snprintf(name, sizeof name, "%s:%s", op_name[op], tag ? tag : "");
     zn_trace_add(tc->trace, name, t0, zn_now_s(), sent_total(tc->inner) - sent0, tc->step ? *tc->step : 0);
@@ -53,43 +60,43 @@ static void record(ZnTraceComm *tc, ZnCollOp op, const char *tag, double t0, lon
 
 static int t_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s();
+    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
     long s0 = sent_total(tc->inner);
     int rc = tc->inner->all_reduce(tc->inner, buf, count, dt, op, tag, err);
-    record(tc, ZN_OP_ALL_REDUCE, tag, t0, s0);
+    record(tc, ZN_OP_ALL_REDUCE, tag, t0, s0, c0);
     return rc;
 }
 static int t_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt,
                             ZnRedOp op, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s();
+    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
     long s0 = sent_total(tc->inner);
     int rc = tc->inner->reduce_scatter(tc->inner, send, recv, counts, dt, op, tag, err);
-    record(tc, ZN_OP_REDUCE_SCATTER, tag, t0, s0);
+    record(tc, ZN_OP_REDUCE_SCATTER, tag, t0, s0, c0);
     return rc;
 }
 static int t_all_gather(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt,
                         const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s();
+    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
     long s0 = sent_total(tc->inner);
     int rc = tc->inner->all_gather(tc->inner, send, recv, counts, dt, tag, err);
-    record(tc, ZN_OP_ALL_GATHER, tag, t0, s0);
+    record(tc, ZN_OP_ALL_GATHER, tag, t0, s0, c0);
     return rc;
 }
 static int t_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s();
+    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
     long s0 = sent_total(tc->inner);
     int rc = tc->inner->broadcast(tc->inner, buf, count, dt, root, tag, err);
-    record(tc, ZN_OP_BROADCAST, tag, t0, s0);
+    record(tc, ZN_OP_BROADCAST, tag, t0, s0, c0);
     return rc;
 }
 static int t_barrier(ZnComm *c, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s();
+    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
     int rc = tc->inner->barrier(tc->inner, tag, err);
-    record(tc, ZN_OP_BARRIER, tag, t0, sent_total(tc->inner));
+    record(tc, ZN_OP_BARRIER, tag, t0, sent_total(tc->inner), c0);
     return rc;
 }
 

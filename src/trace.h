@@ -21,6 +21,7 @@ typedef struct {
 } ZnTrace;
 
 double zn_now_s(void);
+double zn_thread_cpu_s(void);   /* CPU time of the calling thread */
 void zn_trace_add(ZnTrace *t, const char *name, double start_s, double end_s, long bytes, long step);
 void zn_trace_free(ZnTrace *t);
 
@@ -30,8 +31,9 @@ void zn_trace_free(ZnTrace *t);
 typedef struct {
     ZnComm comm;         /* first: a ZnTraceComm* is a ZnComm* */
     ZnComm *inner;
-    ZnTrace *trace;
+    ZnTrace *trace;      /* may be NULL: then the wrapper only times */
     const long *step;
+    double cpu_s;        /* this rank's thread CPU time spent inside collectives */
 } ZnTraceComm;
 void zn_trace_comm_init(ZnTraceComm *tc, ZnComm *inner, ZnTrace *trace, const long *step);
 
