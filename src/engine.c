@@ -376,6 +376,10 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
                          last ? acts[l + 1] : yscratch, last ? NULL : acts[l + 1]);
         round_dt(E->dt, acts[l + 1], (long)B * m->dims[l + 1]);
         if (E->stage == 3 && !E->keep_after_fwd[l]) { stage3_release(E, pw); stage3_release(E, pb); }
+        if (E->hooks.repeat_on && l == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
+            E->hooks.repeat_on = 0;
+            l--;
+        }
     }
 
     *loss = E->k->softmax_xent(B, C, acts[nl], labels, grad_scale, dbuf[0]);

@@ -44,6 +44,10 @@ typedef struct {
        fault_delta to element fault_index of this rank's master partition */
     long fault_step, fault_index;
     float fault_delta;
+    /* test hook (Z-SIM-006): this rank runs layer repeat_layer's forward
+       twice (a module called a different number of times on one rank, the
+       stage-3 deadlock DeepSpeed users report); -1 or 0 with repeat_on 0: off */
+    int repeat_on, repeat_layer;
 } ZnEngineHooks;
 
 typedef struct ZnEngine {
