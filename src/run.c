@@ -58,12 +58,13 @@ static void time_line(RunCtx *ctx, const ZnEngine *E) {
 }
 
 /* Gradient and parameter bytes per step against the ZeRO paper (Z-REP-005). */
-static double zero_volume(const ZnRunOpts *o, long *psi) {
+double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
     ZnLayout L;
     ZnErr e;
     if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) return -1;
     const int N = o->world, stage = o->cfg.zero.stage;
     *psi = stage == 0 ? L.total_numel : stage <= 2 ? L.aligned_numel : L.s3_rank_numel * N;
+    if (nbuckets) *nbuckets = L.nbuckets;
     zn_layout_free(&L);
     return (stage == 3 ? 3.0 : 2.0) * (double)*psi * (N - 1) / N;
 }
@@ -76,7 +77,7 @@ static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const 
     zn_comm_tag_totals(a, "param_gather", &c, &p0, &r);
     zn_comm_tag_totals(b, "param_gather", &c, &p1, &r);
     long psi = 0;
-    double vol = zero_volume(o, &psi);
+    double vol = zn_run_zero_volume(o, &psi, NULL);
     printf("[zinc] comm %s rank %d: grad_reduce %.0f B/step, param_gather %.0f B/step, total %.0f B/step; "
            "ZeRO paper %s(N-1)/N = %.0f B/step (psi=%ld with padding, %zu B/element)\n",
            what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, (double)(g1 - g0 + p1 - p0) / steps,

@@ -83,18 +83,15 @@ typedef struct {
  * 3Ψ(N-1)/N (stage 3), Ψ counted with the layout's padding (spec Z-COMM-001). */
 static int check_comm(const CaseRun *r, char *why, size_t wn) {
     const ZnRunOpts *o = &r->opts;
-    ZnLayout L;
-    ZnErr e;
-    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) {
-        snprintf(why, wn, "layout: %s", e.msg);
+    const int N = o->world, stage = o->cfg.zero.stage;
+    long psi, nb;
+    double per_step = zn_run_zero_volume(o, &psi, &nb);
+    if (per_step < 0) {
+        snprintf(why, wn, "layout: cannot be built");
         return 1;
     }
-    const int N = o->world, stage = o->cfg.zero.stage;
-    long psi = stage == 0 ? L.total_numel : stage <= 2 ? L.aligned_numel : L.s3_rank_numel * N;
     double factor = stage == 3 ? 3.0 : 2.0;
-    long nb = L.nbuckets;
-    zn_layout_free(&L);
-    double expect = factor * (double)psi * (N - 1) / N * 4.0 * (double)o->steps;
+    double expect = per_step * 4.0 * (double)o->steps;
     double total = 0;
     for (int k = 0; k < N; k++) {
         long c0, s0, r0, c1, s1, r1, g0, gs0, gr0, g1, gs1, gr1;

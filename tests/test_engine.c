@@ -63,19 +63,25 @@ static void reference_grad(const ZnModel *m, uint64_t seed, int nsamples, double
     zn_data_free(&d);
 }
 
-static int run_one(const char *config, int world, int stage, ZnRunResult *res, ZnRunOpts *o) {
+static int run_model(const char *model, long steps, int record, const char *config, int world, int stage,
+                     ZnRunResult *res, ZnRunOpts *o) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
-    f.model_spec = "mlp:6,8,5,4";
-    f.steps = 1;
+    f.model_spec = model;
+    f.steps = steps;
     f.args.world_size = world;
     f.args.stage = stage;
     ZnErr err;
     if (zn_train_resolve(&f, config, o, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    o->record = record;
     int rc = zn_run(o, res, &err);
     zn_run_opts_free(o);   /* the recorded config text; the rest of o stays usable */
     if (rc) { fprintf(stderr, "%s\n", err.msg); return 1; }
     return 0;
+}
+
+static int run_one(const char *config, int world, int stage, ZnRunResult *res, ZnRunOpts *o) {
+    return run_model("mlp:6,8,5,4", 1, 0, config, world, stage, res, o);
 }
 
 /* spec: Z-ENG-012 a binding clip threshold: the update equals the
@@ -183,18 +189,9 @@ static void test_data_slices(void **st) {
     static const char *cfg = "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 2,"
                              " \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 0}}}";
     for (int stage = 0; stage <= 3; stage += 3) {
-        ZnTrainFlags f;
-        zn_train_flags_init(&f);
-        f.model_spec = "mlp:6,8,5,4";
-        f.steps = 3;
-        f.args.world_size = 3;
-        f.args.stage = stage;
         ZnRunOpts o;
         ZnRunResult res;
-        ZnErr err;
-        assert_int_equal(zn_train_resolve(&f, cfg, &o, &err), 0);
-        assert_int_equal(zn_run(&o, &res, &err), 0);
-        zn_run_opts_free(&o);
+        assert_int_equal(run_model("mlp:6,8,5,4", 3, 0, cfg, 3, stage, &res, &o), 0);
         const long B = o.cfg.train_batch_size;
         assert_int_equal(B, 12);
         for (long t = 0; t < 3; t++) {
@@ -258,7 +255,6 @@ static void test_tied_gradient(void **st) {
         free(g);
         free(p0);
         zn_run_result_free(&res);
-        zn_run_opts_free(&o);
     }
 }
 
