@@ -231,20 +231,12 @@ static void test_digest(void **st) {
 static void test_tied_gradient(void **st) {
     (void)st;
     for (int stage = 0; stage <= 3; stage++) {
-        ZnTrainFlags f;
-        zn_train_flags_init(&f);
-        f.model_spec = "mlp:6,8,8,8,4,tie:2=1";
-        f.steps = 1;
-        f.args.world_size = 2;
-        f.args.stage = stage;
         ZnRunOpts o;
         ZnRunResult res;
-        ZnErr err;
-        assert_int_equal(zn_train_resolve(&f, "{\"train_micro_batch_size_per_gpu\": 3}", &o, &err), 0);
+        assert_int_equal(run_model("mlp:6,8,8,8,4,tie:2=1", 1, 1, "{\"train_micro_batch_size_per_gpu\": 3}", 2,
+                                   stage, &res, &o), 0);
         assert_int_equal(o.model.nparams, 7);   /* layers.2.weight is layers.1.weight */
         assert_string_equal(o.model.aliases[0].name, "layers.2.weight");
-        o.record = 1;
-        if (zn_run(&o, &res, &err)) fail_msg("%s", err.msg);
         double *g = calloc((size_t)res.numel, sizeof(double)), *p0 = calloc((size_t)res.numel, sizeof(double));
         reference_grad(&o.model, (uint64_t)o.cfg.seed, 6, g, p0);
         double mx = 0;
