@@ -12,6 +12,15 @@ CFLAGS  += $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 LDLIBS  := -lcjson -lm -pthread
 
+# MPI (the mpi backend, Z-PROC-003) when mpicc is found; its headers as
+# system headers so -Werror judges zinc's code, not theirs.
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(patsubst -I%,-isystem %,$(shell $(MPICC) --showme:compile 2>/dev/null)) -DZN_HAVE_MPI
+MPI_LIBS := $(shell $(MPICC) --showme:link 2>/dev/null)
+LDLIBS += $(MPI_LIBS)
+endif
+
 LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard sim/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -28,7 +37,8 @@ all: $(BUILD)/zinc
 $(DEPS_STAMP):
 	@mkdir -p $(BUILD)
 	@if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] \
-	    || ! command -v gcovr >/dev/null || ! command -v valgrind >/dev/null; then \
+	    || ! command -v gcovr >/dev/null || ! command -v valgrind >/dev/null \
+	    || ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then \
 	  echo "zinc: installing build dependencies (ci/setup.sh)"; sh ci/setup.sh; fi
 	@touch $@
 deps: $(DEPS_STAMP)
@@ -37,6 +47,8 @@ $(BUILD)/%.o: %.c $(HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/src/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 
 $(BUILD)/libzinc.a: $(LIB_OBJ)
 	@echo "  AR  $@"

@@ -2,7 +2,7 @@
 # Installs what zinc needs on a fresh Debian machine (run as root, or with sudo
 # available). Called by make when a dependency is missing, and by .ci/run.
 set -e
-PKGS="gcc make libcjson-dev libcmocka-dev valgrind gcovr python3"
+PKGS="gcc make libcjson-dev libcmocka-dev valgrind gcovr python3 openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -28,6 +28,8 @@ typedef struct {
     long ckpt_interval;
     int resume, universal;
     const char *trace_path;
+    const char *backend;      /* --backend: sim (default), tcp, mpi */
+    const char *rendezvous;   /* --rendezvous: env, tcp://HOST:PORT, file:PATH */
     ZnConfigArgs args;
 } ZnTrainFlags;
 

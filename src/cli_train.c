@@ -1,5 +1,6 @@
 /* cli_train.c: `zinc train` and the flags it shares with the other tools. */
 #include "cli.h"
+#include "proc.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
                                   "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
                                   "--canonical", "--memory-report", "--comm-report", "--trace",
                                   "--checkpoint-dir", "--checkpoint-interval", "--resume", "--checkpoint-tag",
-                                  "--universal-checkpoint", NULL};
+                                  "--universal-checkpoint", "--backend", "--rendezvous", NULL};
     int k = -1;
     for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
     if (k < 0) return 0;
@@ -89,6 +90,8 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     case 23: f->ckpt_dir = v; break;
     case 24: rc = parse_long(a, v, 1, 1L << 40, &f->ckpt_interval, err); break;
     case 26: f->ckpt_tag = v; break;
+    case 28: f->backend = v; break;
+    case 29: f->rendezvous = v; break;
     case 18:
         if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
         else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
@@ -165,6 +168,21 @@ void zn_run_opts_free(ZnRunOpts *o) {
     o->config_text = NULL;
 }
 
+/* What every rank of a multi-process run must agree on: the config text,
+ * the model and every setting the run resolved (Z-PROC-005). */
+static uint64_t config_hash(const ZnRunOpts *o) {
+    char buf[512];
+    const ZnConfig *c = &o->cfg;
+    snprintf(buf, sizeof buf, "world=%d stage=%d dtype=%d micro=%ld ga=%ld tbs=%ld steps=%ld seed=%ld lr=%.17g "
+             "canonical=%d ckpt=%ld resume=%d universal=%d tag=%s",
+             o->world, c->zero.stage, (int)c->model_dtype, c->micro_batch, c->grad_accum, c->train_batch_size,
+             o->steps, (long)c->seed, c->lr, c->canonical, o->ckpt_interval, o->resume, o->universal,
+             o->ckpt_tag ? o->ckpt_tag : "");
+    uint64_t h = zn_fnv_str(ZN_FNV_INIT, buf);
+    h = zn_fnv_str(h, o->model_spec);
+    return zn_fnv_str(h, o->config_text);
+}
+
 int zn_cmd_train(int argc, char **argv) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
@@ -177,22 +195,51 @@ int zn_cmd_train(int argc, char **argv) {
             goto usage_error;
         }
     }
+    ZnBackend backend = ZN_BACKEND_SIM;
+    if (f.backend && zn_backend_parse(f.backend, &backend, &err)) goto usage_error;
+    if (backend == ZN_BACKEND_SIM && f.rendezvous) {
+        zn_err(&err, ZN_E_USAGE, "--rendezvous applies to --backend tcp (the simulator runs every rank itself)");
+        goto usage_error;
+    }
+    ZnProc proc = {0};
+    if (backend != ZN_BACKEND_SIM) {   /* this process is one rank */
+        if (zn_proc_start(backend, f.rendezvous, f.args.world_size, &proc, &err)) goto proc_error;
+        f.args.world_size = proc.world;
+    }
     ZnRunOpts o;
-    if (zn_train_resolve(&f, NULL, &o, &err)) goto usage_error;
-    o.out = stdout;
-    printf("zinc train: %s, stage %d, world size %d (simulated), micro batch %ld, grad accum %ld, "
-           "train batch %ld, %ld steps\n",
-           f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world, o.cfg.micro_batch,
-           o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
+    if (zn_train_resolve(&f, NULL, &o, &err)) {
+        if (backend != ZN_BACKEND_SIM) zn_proc_end(&proc, 0);
+        goto usage_error;
+    }
+    o.out = proc.rank == 0 ? stdout : NULL;
+    o.proc_comm = proc.comm;
+    if (backend != ZN_BACKEND_SIM && zn_proc_check_config(&proc, config_hash(&o), &err)) {
+        zn_run_opts_free(&o);
+        zn_proc_end(&proc, 0);
+        goto proc_error;
+    }
+    char how[96];
+    if (backend == ZN_BACKEND_SIM) snprintf(how, sizeof how, "simulated");
+    else snprintf(how, sizeof how, "%d processes, backend %s", proc.world, zn_backend_name(backend));
+    if (proc.rank == 0)
+        printf("zinc train: %s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
+               "train batch %ld, %ld steps\n",
+               f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world, how, o.cfg.micro_batch,
+               o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
+    fflush(stdout);
     ZnRunResult res;
     int rc = zn_run(&o, &res, &err);
     zn_run_opts_free(&o);
+    if (backend != ZN_BACKEND_SIM) zn_proc_end(&proc, rc == 0);
     if (rc) {
         fprintf(stderr, "zinc: error: %s\n", err.msg);
         return err.code == ZN_E_USAGE ? 2 : 1;
     }
     zn_run_result_free(&res);
     return 0;
+proc_error:
+    fprintf(stderr, "zinc: error: %s\n", err.msg);
+    return err.code == ZN_E_USAGE ? 2 : 1;
 usage_error:
     fprintf(stderr, "zinc: error: %s\n", err.msg);
     return 2;

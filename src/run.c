@@ -242,7 +242,18 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         zn_run_result_free(res);
         return zn_err(err, ZN_E_NOMEM, "out of host memory");
     }
-    if (o->log_path) {
+    const int my_rank = o->proc_comm ? o->proc_comm->rank : 0;
+    if (o->proc_comm && o->proc_comm->world != o->world) {
+        rc = zn_err(err, ZN_E_INTERNAL, "run options say world size %d, the communicator %d", o->world,
+                    o->proc_comm->world);
+        goto out;
+    }
+    if (o->proc_comm && o->trace_path) {
+        rc = zn_err(err, ZN_E_USAGE, "--trace records the simulator's ranks; with ranks in separate processes "
+                    "it is not available");
+        goto out;
+    }
+    if (o->log_path && my_rank == 0) {   /* rank 0 writes the log */
         ctx.csv = fopen(o->log_path, "w");
         if (!ctx.csv) {
             rc = zn_err(err, ZN_E_IO, "cannot open log file '%s'", o->log_path);
@@ -256,9 +267,16 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
             fprintf(ctx.csv, "\n");
         }
     }
+    double t0 = now_s();
+    if (o->proc_comm) {   /* one rank of a multi-process run */
+        rc = rank_main(my_rank, o->proc_comm, &ctx, err);
+        if (rc) zn_err_prefix(err, "rank %d: ", my_rank);
+        res->wall_s = now_s() - t0;
+        if (!rc && o->out && my_rank == 0) fprintf(o->out, "digest=%016llx\n", (unsigned long long)res->digest);
+        goto out;
+    }
     ZnSimWorld *w = zn_sim_world_new(o->world, err);
     if (!w) { rc = err->code; goto out; }
-    double t0 = now_s();
     if (o->trace_path) {
         ctx.traces = calloc((size_t)o->world, sizeof(ZnTrace));
         if (!ctx.traces) { zn_sim_world_free(w); rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }

@@ -39,6 +39,10 @@ typedef struct {
     int universal;         /* the tag is a universal checkpoint */
     char model_spec[256];  /* recorded in the manifest */
     char *config_text;     /* recorded in the manifest (owned by the caller) */
+    /* ranks in separate processes (Z-PROC-004): this process runs one rank
+       on this communicator (world = its world) instead of simulating all;
+       NULL: the simulator */
+    ZnComm *proc_comm;
     /* test hook of zinc compare (Z-REP-001): perturb one master element */
     long fault_step, fault_index;
     int fault_rank;

@@ -1,0 +1,42 @@
+/* proc.h: a zinc process that is one rank of a multi-process run (spec
+ * Z-PROC-*): who it is (rendezvous.h), its communicator (comm_proc.h), and
+ * the check that every rank runs the same configuration. */
+#ifndef ZN_PROC_H
+#define ZN_PROC_H
+#include <stdint.h>
+#include "comm.h"
+#include "rendezvous.h"
+#include "store.h"
+
+typedef enum { ZN_BACKEND_SIM = 0, ZN_BACKEND_TCP, ZN_BACKEND_MPI } ZnBackend;
+
+typedef struct {
+    ZnBackend backend;
+    int rank, world, local_rank;
+    const char *source;      /* where the identity came from ("openmpi", "torchrun", ...) */
+    ZnStore *store;          /* tcp */
+    ZnComm *comm;
+} ZnProc;
+
+/* "sim", "tcp" or "mpi"; anything else is ZN_E_USAGE. */
+int zn_backend_parse(const char *s, ZnBackend *b, ZnErr *err);
+const char *zn_backend_name(ZnBackend b);
+
+/* Joins the run: identity from MPI or the launcher's environment, then the
+ * rendezvous (tcp) and the communicator. want_world > 0 (from --world-size)
+ * must equal the launcher's world size. */
+int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p, ZnErr *err);
+/* Collective: every rank's configuration hash must equal rank 0's; a
+ * mismatch is ZN_E_USAGE naming the first differing rank, on every rank,
+ * before any training. */
+int zn_proc_check_config(ZnProc *p, uint64_t hash, ZnErr *err);
+/* Leaves the run. ok 0 (this rank failed): MPI is not finalized, since
+ * MPI_Finalize would wait for peers that wait for this rank; the process
+ * exits non-zero and the launcher stops the rest. */
+void zn_proc_end(ZnProc *p, int ok);
+
+/* FNV-1a 64 of a string, chained from h (start with ZN_FNV_INIT). */
+#define ZN_FNV_INIT 0xcbf29ce484222325ull
+uint64_t zn_fnv_str(uint64_t h, const char *s);
+
+#endif
