@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs the whole suite against the build in $1 (default build): every unit-test
 # binary (cmocka), the conformance cases (zinc spec run), the CLI checks and
-# the spec-coverage check. Prints each part's own lines, then one total:
+# the multi-process checks (tests/proc_test.sh) and the spec-coverage check. Prints each part's own lines, then one total:
 #   zinc: N passed, N failed
 # Exits non-zero if anything failed or a test binary crashed.
 B=${1:-build}
@@ -50,6 +50,15 @@ p=$(sed -n 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
 f=$(sed -n 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
 p=${p:-0}; f=${f:-0}
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed cli(rc=$rc)"; f=1; }
+count "$p" "$f"
+
+sh tests/proc_test.sh >"$log" 2>&1
+rc=$?
+grep -v '^ok ' "$log"
+p=$(sed -n 's/^proc: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
+f=$(sed -n 's/^proc: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
+p=${p:-0}; f=${f:-0}
+[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed proc(rc=$rc)"; f=1; }
 count "$p" "$f"
 
 if "$ZINC" spec coverage >"$log" 2>&1; then

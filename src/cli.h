@@ -12,6 +12,7 @@ int zn_cmd_train(int argc, char **argv);
 int zn_cmd_spec(int argc, char **argv);
 int zn_cmd_compare(int argc, char **argv);
 int zn_cmd_stepper(int argc, char **argv);
+int zn_cmd_launch(int argc, char **argv);
 /* frees what zn_train_resolve allocated in o (the recorded config text) */
 void zn_run_opts_free(ZnRunOpts *o);
 
@@ -30,6 +31,7 @@ typedef struct {
     const char *trace_path;
     const char *backend;      /* --backend: sim (default), tcp, mpi */
     const char *rendezvous;   /* --rendezvous: env, tcp://HOST:PORT, file:PATH */
+    int repeat_rank, repeat_layer;   /* --test-repeat-layer R:L (test hook; rank -1: off) */
     ZnConfigArgs args;
 } ZnTrainFlags;
 

@@ -23,6 +23,7 @@ void zn_train_flags_init(ZnTrainFlags *f) {
     f->print_every = -1;
     zn_config_args_init(&f->args);
     f->args.world_size = -1;
+    f->repeat_rank = -1;
 }
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out, ZnErr *err) {
@@ -53,7 +54,7 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
                                   "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
                                   "--canonical", "--memory-report", "--comm-report", "--trace",
                                   "--checkpoint-dir", "--checkpoint-interval", "--resume", "--checkpoint-tag",
-                                  "--universal-checkpoint", "--backend", "--rendezvous", NULL};
+                                  "--universal-checkpoint", "--backend", "--rendezvous", "--test-repeat-layer", NULL};
     int k = -1;
     for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
     if (k < 0) return 0;
@@ -92,6 +93,10 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     case 26: f->ckpt_tag = v; break;
     case 28: f->backend = v; break;
     case 29: f->rendezvous = v; break;
+    case 30:   /* R:L -- the divergent-control-flow test hook */
+        if (sscanf(v, "%d:%d", &f->repeat_rank, &f->repeat_layer) != 2 || f->repeat_rank < 0 || f->repeat_layer < 0)
+            rc = zn_err(err, ZN_E_USAGE, "--test-repeat-layer: expected RANK:LAYER, got '%s'", v);
+        break;
     case 18:
         if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
         else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
@@ -137,6 +142,9 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     o->trace_path = f->trace_path;
     o->fault_rank = -1;
     o->inject_rank = -1;
+    o->repeat_on = f->repeat_rank >= 0;
+    o->repeat_rank = f->repeat_rank;
+    o->repeat_layer = f->repeat_layer;
     o->ckpt_dir = f->ckpt_dir;
     o->ckpt_interval = f->ckpt_interval;
     o->resume = f->resume;

@@ -14,7 +14,9 @@ static void usage(FILE *f) {
         "zinc " ZN_VERSION ": a test-suite-first reference implementation of ZeRO\n"
         "\n"
         "usage: zinc <command> [flags]\n"
-        "  train      train on the simulator (no flags: stage 3 on 4 simulated ranks)\n"
+        "  train      train on the simulator (no flags: stage 3 on 4 simulated ranks), or as\n"
+        "             one rank of a multi-process run (--backend tcp|mpi)\n"
+        "  launch     start N ranks of a command on this node, as torchrun does\n"
         "  compare    train stage K and a stage-0 baseline in lockstep; compare loss,\n"
         "             gradients and parameters every step (TEST PASSED / TEST FAILED)\n"
         "  stepper    step two engines with their own configs on the same batches\n"
@@ -33,7 +35,10 @@ static void usage(FILE *f) {
         "           [--canonical] [--steps-per-print K] [--log FILE.csv|FILE.jsonl]\n"
         "           [--memory-report] [--comm-report] [--trace FILE.json]\n"
         "           [--checkpoint-dir DIR --checkpoint-interval K] [--resume [--checkpoint-tag TAG]\n"
-        "            [--universal-checkpoint]]\n"
+        "            [--universal-checkpoint]] [--backend sim|tcp|mpi]\n"
+        "           [--rendezvous env|tcp://HOST:PORT|file:PATH]\n"
+        "zinc launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A]\n"
+        "            [--master-port P] -- zinc train --backend tcp|mpi ...\n"
         "Flags override the config; they also fill its \"auto\" values as the HF Trainer does.\n");
 }
 
@@ -52,6 +57,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "spec")) return zn_cmd_spec(argc - 2, argv + 2);
     if (!strcmp(cmd, "compare")) return zn_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);
+    if (!strcmp(cmd, "launch")) return zn_cmd_launch(argc - 2, argv + 2);
     if (!strcmp(cmd, "estimate")) return zn_cmd_estimate(argc - 2, argv + 2);
     if (!strcmp(cmd, "ckpt")) return zn_cmd_ckpt(argc - 2, argv + 2);
     if (!strcmp(cmd, "plot")) return zn_cmd_plot(argc - 2, argv + 2);

@@ -96,6 +96,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
                            o->inject_value, o->out == NULL, memory_phase, ctx,
                            ctx->traces ? &ctx->traces[rank] : NULL,
                            rank == o->fault_rank ? o->fault_step : 0, o->fault_index, o->fault_delta};
+    hooks.repeat_on = o->repeat_on && rank == o->repeat_rank;
+    hooks.repeat_layer = o->repeat_layer;
     /* with a trace, every collective goes through the tracing communicator */
     ZnTraceComm tc;
     long trace_step = 0;

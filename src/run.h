@@ -43,6 +43,9 @@ typedef struct {
        on this communicator (world = its world) instead of simulating all;
        NULL: the simulator */
     ZnComm *proc_comm;
+    /* test hook (Z-SEQ-002): with repeat_on, rank repeat_rank runs layer
+       repeat_layer's forward twice in its first micro-step */
+    int repeat_on, repeat_rank, repeat_layer;
     /* test hook of zinc compare (Z-REP-001): perturb one master element */
     long fault_step, fault_index;
     int fault_rank;

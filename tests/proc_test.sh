@@ -1,0 +1,218 @@
+#!/bin/sh
+# Multi-process checks: ranks in separate processes under mpirun and under
+# zinc launch (tcp backend, env and file rendezvous) give the simulator's
+# digest; failures, mismatches and bad environments are reported, not hung.
+# Each check names its spec clause. Prints "proc: N passed, N failed".
+ZINC=${ZINC:-build/zinc}
+case "$ZINC" in /*) ;; *) ZINC="$(pwd)/$ZINC" ;; esac
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+# every wait is bounded: a hang fails the check instead of the suite
+TO="timeout 120"
+export ZINC_RDV_TIMEOUT=30
+# OpenMPI refuses root without these (CI runs as root); 2 cores: oversubscribe
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# under ASan, OpenMPI's own allocations at exit are not zinc's leaks
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+MPIRUN="mpirun --oversubscribe --bind-to none"
+PORT=$((20000 + $$ % 20000))
+next_port() { PORT=$((PORT + 1)); }
+
+digest() { sed -n 's/^\(\[rank0\]: \)\{0,1\}digest=\([0-9a-f]*\)$/\2/p' "$1" | tail -n 1; }
+
+# stage 3 with every parameter gathered and several buckets, so every
+# collective path runs
+cat >"$T/cfg.json" <<'EOF'
+{"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.002}},
+ "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0,
+                       "stage3_max_reuse_distance": 0, "reduce_bucket_size": 600,
+                       "allgather_bucket_size": 600}}
+EOF
+M="--config $T/cfg.json --model mlp:12,20,16,6 --steps 4"
+
+# spec: Z-PROC-003 mpirun with 2, 3 and 4 processes prints the simulator's
+# digest for every stage in fp32 and bf16, with and without accumulation
+if command -v mpirun >/dev/null; then
+  for W in 2 3 4; do
+    for S in 0 1 2 3; do
+      for D in fp32 bf16; do
+        for GA in 1 2; do
+          A="$M --stage $S --dtype $D --micro-batch 3 --grad-accum $GA"
+          $TO "$ZINC" train $A --world-size $W >"$T/sim" 2>&1
+          $TO $MPIRUN -np $W "$ZINC" train --backend mpi $A >"$T/mpi" 2>&1
+          a=$(digest "$T/sim"); b=$(digest "$T/mpi")
+          if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-PROC-003 mpi W=$W stage $S $D GA=$GA"
+          else bad "Z-PROC-003 mpi W=$W stage $S $D GA=$GA" "sim '$a' mpi '$b': $(tail -n 3 "$T/mpi")"; fi
+        done
+      done
+    done
+  done
+
+  # spec: Z-PROC-006 a checkpoint saved by 4 MPI processes resumes on 2
+  # simulated ranks with the digest of the run that never stopped (canonical)
+  C="$M --stage 2 --canonical --train-batch-size 16 --micro-batch 2"
+  $TO "$ZINC" train $C --world-size 4 --steps 6 >"$T/full" 2>&1
+  $TO $MPIRUN -np 4 "$ZINC" train --backend mpi $C --steps 3 --checkpoint-dir "$T/ck" --checkpoint-interval 3 >"$T/save" 2>&1
+  $TO "$ZINC" train $C --world-size 2 --steps 6 --checkpoint-dir "$T/ck" --resume >"$T/resume" 2>&1
+  a=$(digest "$T/full"); b=$(digest "$T/resume")
+  if [ -n "$a" ] && [ "$a" = "$b" ] && [ -f "$T/ck/global_step3/zero_pp_rank_3_optim_states.safetensors" ]; then
+    ok "Z-PROC-006 checkpoint from 4 MPI ranks resumed on 2 simulated"
+  else bad "Z-PROC-006" "full '$a' resumed '$b': $(tail -n 2 "$T/save") $(tail -n 2 "$T/resume")"; fi
+
+  # spec: Z-SEQ-002 divergent control flow under MPI is reported, not hung
+  cat >"$T/div.json" <<'EOF'
+{"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.001}},
+ "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 0}}
+EOF
+  DV="--config $T/div.json --model mlp:6,8,5,4 --test-repeat-layer 1:0 --steps 2"
+  $TO $MPIRUN -np 3 "$ZINC" train --backend mpi $DV >"$T/div" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "collective mismatch at call #.*rank 0 all_gather.*vs rank 1 all_gather" "$T/div"; then
+    ok "Z-SEQ-002 divergent control flow under mpi"
+  else bad "Z-SEQ-002 mpi" "rc=$rc $(grep -m1 error "$T/div")"; fi
+
+  # spec: Z-LAUNCH-004 zinc launch with --backend mpi starts the ranks through mpirun
+  next_port
+  $TO "$ZINC" launch --nproc-per-node 4 -- zinc train --backend mpi $M >"$T/lm" 2>&1
+  $TO "$ZINC" train $M --world-size 4 >"$T/sim" 2>&1
+  a=$(digest "$T/sim"); b=$(digest "$T/lm")
+  if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "^\[rank0\]: zinc train: .*(4 processes, backend mpi)" "$T/lm"; then ok "Z-LAUNCH-004 launch --backend mpi"
+  else bad "Z-LAUNCH-004" "sim '$a' launch '$b': $(tail -n 3 "$T/lm")"; fi
+else
+  bad "Z-PROC-003" "mpirun not found (ci/setup.sh installs openmpi-bin)"
+fi
+
+# spec: Z-PROC-002 Z-LAUNCH-001 zinc launch starts 4 tcp ranks (env
+# rendezvous at MASTER_ADDR:MASTER_PORT); every stage gives the simulator's digest
+for S in 0 1 2 3; do
+  next_port
+  A="$M --stage $S --dtype bf16 --micro-batch 2 --grad-accum 2"
+  $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp $A >"$T/tcp" 2>&1
+  $TO "$ZINC" train $A --world-size 4 >"$T/sim" 2>&1
+  a=$(digest "$T/sim"); b=$(digest "$T/tcp")
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-PROC-002 tcp env rendezvous stage $S"
+  else bad "Z-PROC-002 tcp stage $S" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+done
+
+# spec: Z-RDV-005 file rendezvous: rank 0 publishes its address in the file
+next_port
+$TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --rendezvous "file:$T/rdv" $M >"$T/file" 2>&1
+$TO "$ZINC" train $M --world-size 4 >"$T/sim" 2>&1
+a=$(digest "$T/sim"); b=$(digest "$T/file")
+if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "^zinc-rendezvous v1 " "$T/rdv"; then ok "Z-RDV-005 file rendezvous"
+else bad "Z-RDV-005" "sim '$a' file '$b': $(tail -n 3 "$T/file")"; fi
+
+# spec: Z-LAUNCH-002 every rank's lines carry its prefix
+if grep -q "^\[rank0\]: zinc train: .*4 processes, backend tcp" "$T/file" && ! grep -qv "^\[rank[0-3]\]: " "$T/file"; then
+  ok "Z-LAUNCH-002 line prefixes"
+else bad "Z-LAUNCH-002" "$(head -n 3 "$T/file")"; fi
+
+# spec: Z-LAUNCH-003 a rank killed mid-run: the launcher stops the rest and
+# exits non-zero within seconds, naming the rank
+next_port
+( $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --steps 100000000 \
+    --steps-per-print 0 >"$T/kill" 2>&1; echo $? >"$T/kill.rc" ) &
+sub=$!
+victim=""
+for i in $(seq 1 100); do
+  for p in $(pgrep -f "master-port $PORT" 2>/dev/null); do
+    for c in $(pgrep -P "$p" 2>/dev/null); do
+      if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx RANK=2; then victim=$c; fi
+    done
+  done
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+sleep 1
+t0=$(date +%s)
+[ -n "$victim" ] && kill -9 "$victim"
+wait $sub
+t1=$(date +%s)
+rc=$(cat "$T/kill.rc" 2>/dev/null)
+if [ -n "$victim" ] && [ "$rc" = 1 ] && [ $((t1 - t0)) -le 10 ] && grep -q "zinc launch: rank 2 failed (killed by signal 9" "$T/kill"; then
+  ok "Z-LAUNCH-003 killed rank stops the run in $((t1 - t0)) s"
+else bad "Z-LAUNCH-003" "victim '$victim' rc '$rc' after $((t1 - t0)) s: $(tail -n 2 "$T/kill")"; fi
+[ -z "$(pgrep -f "master-port $PORT")" ] && ok "Z-LAUNCH-003 no rank outlives the launcher" \
+  || bad "Z-LAUNCH-003-orphans" "$(pgrep -af "master-port $PORT")"
+
+# spec: Z-LAUNCH-005 SIGTERM to the launcher reaches every rank
+next_port
+"$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp --steps 100000000 \
+  --steps-per-print 0 >"$T/term" 2>&1 &
+lp=$!
+sleep 1.5
+kill -TERM $lp
+wait $lp
+rc=$?
+sleep 0.2
+if [ "$rc" -ne 0 ] && [ -z "$(pgrep -f "master-port $PORT")" ] && grep -q "failed (killed by signal 15" "$T/term"; then
+  ok "Z-LAUNCH-005 SIGTERM forwarded"
+else bad "Z-LAUNCH-005" "rc=$rc $(tail -n 2 "$T/term")"; fi
+
+# spec: Z-SEQ-002 divergent control flow over tcp is reported, not hung
+next_port
+cat >"$T/div.json" <<'EOF'
+{"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "Adam", "params": {"lr": 0.001}},
+ "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 0}}
+EOF
+$TO "$ZINC" launch --nproc-per-node 3 --master-port $PORT -- zinc train --backend tcp --config "$T/div.json" \
+  --model mlp:6,8,5,4 --test-repeat-layer 1:0 --steps 2 >"$T/div" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q "zinc launch: rank [0-2] failed (exit code 1): zinc: error: rank [0-2]: step 1: collective mismatch at call #[0-9]*: rank 0 all_gather fp32 n=42 'param_gather' vs rank 1 all_gather fp32 n=48 'param_gather'" "$T/div"; then
+  ok "Z-SEQ-002 divergent control flow over tcp"
+else bad "Z-SEQ-002 tcp" "rc=$rc $(tail -n 2 "$T/div")"; fi
+
+# spec: Z-PROC-005 ranks with different configurations are refused before training
+next_port
+$TO "$ZINC" launch --nproc-per-node 2 --master-port $PORT -- sh -c "\"$ZINC\" train --backend tcp --steps \$((3 + RANK))" >"$T/cfgmm" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q "rank 1 runs a different configuration than rank 0" "$T/cfgmm" && ! grep -q "step=" "$T/cfgmm"; then
+  ok "Z-PROC-005 config mismatch refused"
+else bad "Z-PROC-005" "rc=$rc $(tail -n 2 "$T/cfgmm")"; fi
+
+# spec: Z-RDV-001 identity from Slurm's variables (two processes by hand)
+next_port
+for r in 0 1; do
+  SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r MASTER_PORT=$PORT $TO "$ZINC" train --backend tcp $M >"$T/sl$r" 2>&1 &
+done
+wait
+$TO "$ZINC" train $M --world-size 2 >"$T/sim" 2>&1
+a=$(digest "$T/sim"); b=$(digest "$T/sl0")
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ ! -s "$T/sl1" ]; then ok "Z-RDV-001 Slurm environment"
+else bad "Z-RDV-001 slurm" "sim '$a' slurm '$b': $(cat "$T/sl1")"; fi
+
+# expect_fail ID STATUS SUBSTRING -- command...
+expect_fail() {
+  id=$1; want=$2; sub=$3; shift 4
+  "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then bad "$id" "exit $rc, expected $want ($(cat "$T/err"))"; return; fi
+  if ! grep -qF -- "$sub" "$T/err"; then bad "$id" "stderr '$(cat "$T/err")' lacks '$sub'"; return; fi
+  ok "$id"
+}
+# spec: Z-RDV-002 malformed or contradictory launcher variables
+expect_fail Z-RDV-002-range 2 "RANK=5 is outside 0..3" -- env RANK=5 WORLD_SIZE=4 "$ZINC" train --backend tcp
+expect_fail Z-RDV-002-int 2 "WORLD_SIZE='four'" -- env RANK=0 WORLD_SIZE=four "$ZINC" train --backend tcp
+expect_fail Z-RDV-002-half 2 "RANK is set but WORLD_SIZE is not" -- env RANK=0 "$ZINC" train --backend tcp
+expect_fail Z-RDV-002-none 2 "no launcher environment" -- env -u RANK -u WORLD_SIZE "$ZINC" train --backend tcp
+expect_fail Z-RDV-002-world 2 "--world-size 3, but the launcher started 1 ranks" -- env RANK=0 WORLD_SIZE=1 "$ZINC" train --backend tcp --world-size 3
+# spec: Z-RDV-004 --rendezvous forms
+expect_fail Z-RDV-004-form 2 "expected env, tcp://HOST:PORT or file:PATH" -- env RANK=0 WORLD_SIZE=1 "$ZINC" train --backend tcp --rendezvous udp://x
+expect_fail Z-RDV-004-port 2 "PORT in 1..65535" -- env RANK=0 WORLD_SIZE=1 "$ZINC" train --backend tcp --rendezvous tcp://localhost:0
+expect_fail Z-RDV-004-sim 2 "--rendezvous applies to --backend tcp" -- "$ZINC" train --rendezvous env
+expect_fail Z-PROC-001-backend 2 "--backend: expected sim, tcp or mpi" -- "$ZINC" train --backend gloo
+# spec: Z-RDV-006 a rank that never comes is reported at the deadline
+next_port
+expect_fail Z-RDV-006 1 "1 of 2 ranks joined within 1 s (missing: 1" -- env ZINC_RDV_TIMEOUT=1 RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT "$ZINC" train --backend tcp
+# spec: Z-LAUNCH-001 usage errors
+expect_fail Z-LAUNCH-001-cmd 2 "give the command after '--'" -- "$ZINC" launch --nproc-per-node 2
+expect_fail Z-LAUNCH-001-n 2 "--nproc-per-node: expected an integer" -- "$ZINC" launch --nproc-per-node 0 -- zinc train
+expect_fail Z-LAUNCH-001-node 2 "--node-rank 2 outside 0..1" -- "$ZINC" launch --nnodes 2 --node-rank 2 -- zinc train
+expect_fail Z-LAUNCH-001-exec 1 "cannot run 'no-such-program-zinc'" -- "$ZINC" launch --nproc-per-node 1 -- no-such-program-zinc
+
+echo "proc: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
