@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs the whole suite against the build in $1 (default build): every unit-test
-# binary (cmocka), the conformance cases (zinc spec run), the CLI checks and
-# the multi-process checks (tests/proc_test.sh) and the spec-coverage check. Prints each part's own lines, then one total:
+# binary (cmocka), the conformance cases (zinc spec run), the CLI checks,
+# the multi-process checks (tests/proc_test.sh) and the spec-coverage check.
+# Prints each part's own lines, then one total:
 #   zinc: N passed, N failed
 # Exits non-zero if anything failed or a test binary crashed.
 B=${1:-build}

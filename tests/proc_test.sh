@@ -106,8 +106,10 @@ a=$(digest "$T/sim"); b=$(digest "$T/file")
 if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "^zinc-rendezvous v1 " "$T/rdv"; then ok "Z-RDV-005 file rendezvous"
 else bad "Z-RDV-005" "sim '$a' file '$b': $(tail -n 3 "$T/file")"; fi
 
-# spec: Z-LAUNCH-002 every rank's lines carry its prefix
-if grep -q "^\[rank0\]: zinc train: .*4 processes, backend tcp" "$T/file" && ! grep -qv "^\[rank[0-3]\]: " "$T/file"; then
+# spec: Z-LAUNCH-002 every rank's lines carry its prefix; Z-PROC-004 rank 0
+# alone prints the run's lines
+if grep -q "^\[rank0\]: zinc train: .*4 processes, backend tcp" "$T/file" && ! grep -qv "^\[rank[0-3]\]: " "$T/file" \
+   && ! grep -q "^\[rank[1-3]\]: \(zinc train\|step=\|digest=\)" "$T/file"; then
   ok "Z-LAUNCH-002 line prefixes"
 else bad "Z-LAUNCH-002" "$(head -n 3 "$T/file")"; fi
 
@@ -174,7 +176,8 @@ if [ "$rc" = 1 ] && grep -q "rank 1 runs a different configuration than rank 0" 
   ok "Z-PROC-005 config mismatch refused"
 else bad "Z-PROC-005" "rc=$rc $(tail -n 2 "$T/cfgmm")"; fi
 
-# spec: Z-RDV-001 identity from Slurm's variables (two processes by hand)
+# spec: Z-RDV-001 identity from Slurm's variables (two processes by hand);
+# Z-RDV-003 the Slurm variables are used when no torchrun variable is set
 next_port
 for r in 0 1; do
   SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r MASTER_PORT=$PORT $TO "$ZINC" train --backend tcp $M >"$T/sl$r" 2>&1 &

@@ -1,0 +1,309 @@
+/* test_proc.c: the pieces of multi-process runs that can be checked inside
+ * one process: the launcher environment, --rendezvous forms, sequence
+ * records, and the TCP communicator (ranks as threads over real loopback
+ * sockets) against the simulator, bit for bit. Runs of real processes are
+ * checked by tests/proc_test.sh. */
+#include "testutil.h"
+#include <pthread.h>
+#include <unistd.h>
+#include "../src/rendezvous.h"
+#include "../src/store.h"
+#include "../src/comm_proc.h"
+#include "../src/comm_seq.h"
+#include "../src/half.h"
+#include "../sim/sim.h"
+
+static const char *all_vars[] = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+    "SLURM_NTASKS_PER_NODE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "MASTER_ADDR",
+    "MASTER_PORT", NULL};
+
+static void clear_env(void) {
+    for (int i = 0; all_vars[i]; i++) unsetenv(all_vars[i]);
+}
+
+/* spec: Z-RDV-001 identity from each launcher's variables; Z-RDV-003 the
+ * first scheme found wins (torchrun, then OpenMPI, Slurm, PMI) */
+static void test_env_schemes(void **st) {
+    (void)st;
+    ZnProcEnv pe;
+    ZnErr err;
+    clear_env();
+    assert_int_equal(zn_proc_env(&pe, &err), 0);
+    assert_int_equal(pe.world, 0);
+    assert_string_equal(pe.source, "none");
+
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    assert_int_equal(zn_proc_env(&pe, &err), 0);
+    assert_string_equal(pe.source, "openmpi");
+    assert_int_equal(pe.rank, 3);
+    assert_int_equal(pe.world, 8);
+    assert_int_equal(pe.local_rank, 1);
+    assert_int_equal(pe.local_world, 2);
+
+    setenv("RANK", "5", 1);   /* torchrun's variables win */
+    setenv("WORLD_SIZE", "6", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    setenv("MASTER_ADDR", "node7", 1);
+    setenv("MASTER_PORT", "1234", 1);
+    assert_int_equal(zn_proc_env(&pe, &err), 0);
+    assert_string_equal(pe.source, "torchrun");
+    assert_int_equal(pe.rank, 5);
+    assert_int_equal(pe.world, 6);
+    assert_string_equal(pe.master_addr, "node7");
+    assert_int_equal(pe.master_port, 1234);
+
+    clear_env();
+    setenv("SLURM_PROCID", "2", 1);
+    setenv("SLURM_NTASKS", "4", 1);
+    setenv("SLURM_LOCALID", "0", 1);
+    setenv("SLURM_NTASKS_PER_NODE", "2(x2)", 1);   /* Slurm's own notation: not read */
+    assert_int_equal(zn_proc_env(&pe, &err), 0);
+    assert_string_equal(pe.source, "slurm");
+    assert_int_equal(pe.rank, 2);
+    assert_int_equal(pe.world, 4);
+
+    clear_env();
+    setenv("PMI_RANK", "1", 1);
+    setenv("PMI_SIZE", "2", 1);
+    assert_int_equal(zn_proc_env(&pe, &err), 0);
+    assert_string_equal(pe.source, "pmi");
+    assert_int_equal(pe.local_rank, 0);
+    clear_env();
+}
+
+/* spec: Z-RDV-002 malformed variables are refused, naming the variable */
+static void test_env_errors(void **st) {
+    (void)st;
+    ZnProcEnv pe;
+    ZnErr err;
+    struct { const char *k1, *v1, *k2, *v2, *msg; } cases[] = {
+        {"RANK", "4", "WORLD_SIZE", "4", "RANK=4 is outside 0..3"},
+        {"RANK", "-1", "WORLD_SIZE", "4", "RANK='-1'"},
+        {"RANK", "0", "WORLD_SIZE", "0", "WORLD_SIZE='0'"},
+        {"RANK", "1x", "WORLD_SIZE", "4", "RANK='1x'"},
+        {"WORLD_SIZE", "4", NULL, NULL, "WORLD_SIZE is set but RANK is not"},
+        {"SLURM_PROCID", "0", NULL, NULL, "SLURM_PROCID is set but SLURM_NTASKS is not"},
+        {"MASTER_PORT", "70000", NULL, NULL, "MASTER_PORT='70000'"},
+        {"MASTER_ADDR", "", NULL, NULL, "MASTER_ADDR=''"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clear_env();
+        setenv(cases[i].k1, cases[i].v1, 1);
+        if (cases[i].k2) setenv(cases[i].k2, cases[i].v2, 1);
+        assert_int_equal(zn_proc_env(&pe, &err), ZN_E_USAGE);
+        assert_str_contains(err.msg, cases[i].msg);
+    }
+    clear_env();
+}
+
+/* spec: Z-RDV-004 the --rendezvous forms */
+static void test_rdv_parse(void **st) {
+    (void)st;
+    ZnProcEnv pe = {0};
+    ZnRdvSpec s;
+    ZnErr err;
+    assert_int_equal(zn_rdv_parse(NULL, &pe, &s, &err), 0);
+    assert_string_equal(s.host, "127.0.0.1");
+    assert_int_equal(s.port, 29500);
+    snprintf(pe.master_addr, sizeof pe.master_addr, "head");
+    pe.master_port = 6000;
+    assert_int_equal(zn_rdv_parse("env", &pe, &s, &err), 0);
+    assert_string_equal(s.host, "head");
+    assert_int_equal(s.port, 6000);
+    assert_int_equal(zn_rdv_parse("tcp://10.0.0.2:7000", &pe, &s, &err), 0);
+    assert_string_equal(s.host, "10.0.0.2");
+    assert_int_equal(s.port, 7000);
+    assert_int_equal(s.file, 0);
+    assert_int_equal(zn_rdv_parse("file:/shared/rdv", &pe, &s, &err), 0);
+    assert_int_equal(s.file, 1);
+    assert_string_equal(s.path, "/shared/rdv");
+    const char *bad[] = {"tcp://host", "tcp://:80", "tcp://h:0", "tcp://h:99999", "tcp://h:8x", "file:", "udp://h:1", "x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(zn_rdv_parse(bad[i], &pe, &s, &err), ZN_E_USAGE);
+        assert_str_contains(err.msg, "--rendezvous");
+    }
+}
+
+/* spec: Z-SEQ-001 the record and the simulator's wording of a mismatch */
+static void test_seq_records(void **st) {
+    (void)st;
+    ZnSeqRec a, b;
+    ZnErr err;
+    long c1[3] = {4, 4, 4}, c2[3] = {4, 5, 3};
+    zn_seq_fill(&a, 12, ZN_OP_ALL_GATHER, ZN_F32, ZN_SUM, 0, 0, c1, 3, "param_gather");
+    a.count = 12;
+    zn_seq_fill(&b, 12, ZN_OP_ALL_GATHER, ZN_F32, ZN_SUM, 0, 0, c1, 3, "param_gather");
+    b.count = 12;
+    assert_int_equal(zn_seq_compare(&a, 0, &b, 1, &err), 0);
+    zn_seq_fill(&b, 12, ZN_OP_REDUCE_SCATTER, ZN_BF16, ZN_SUM, 0, 64, NULL, 3, "grad_reduce");
+    assert_int_equal(zn_seq_compare(&a, 0, &b, 2, &err), ZN_E_COMM);
+    assert_string_equal(err.msg, "collective mismatch at call #12: rank 0 all_gather fp32 n=12 'param_gather' vs "
+                                 "rank 2 reduce_scatter bf16 n=64 'grad_reduce'");
+    /* only the counts differ: they are shown */
+    zn_seq_fill(&b, 12, ZN_OP_ALL_GATHER, ZN_F32, ZN_SUM, 0, 0, c2, 3, "param_gather");
+    b.count = 12;
+    assert_int_equal(zn_seq_compare(&a, 0, &b, 1, &err), ZN_E_COMM);
+    assert_str_contains(err.msg, "counts=[4,4,4]");
+    assert_str_contains(err.msg, "counts=[4,5,3]");
+    /* a barrier matches a barrier whatever else the record says */
+    zn_seq_fill(&a, 3, ZN_OP_BARRIER, ZN_U8, ZN_SUM, 0, 0, NULL, 3, "ckpt");
+    zn_seq_fill(&b, 3, ZN_OP_BARRIER, ZN_F32, ZN_MAX, 2, 9, NULL, 3, "ckpt");
+    assert_int_equal(zn_seq_compare(&a, 0, &b, 1, &err), 0);
+    b.magic = 0;
+    assert_int_equal(zn_seq_compare(&a, 0, &b, 1, &err), ZN_E_COMM);
+    assert_str_contains(err.msg, "malformed record");
+}
+
+/* ------------------------------------------------------------------------
+ * The same script of collectives on the TCP communicator and on the
+ * simulator: every rank's results must be the same bytes. */
+
+#define MAXW 5
+#define OUT_BYTES (1 << 16)
+
+typedef struct {
+    int world;
+    char rdv_path[256];
+    unsigned char out[MAXW][OUT_BYTES];   /* what each rank received, concatenated */
+    size_t used[MAXW];
+    int rc[MAXW];
+    ZnErr err[MAXW];
+} Script;
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+    return x;
+}
+
+/* deterministic inputs in dt, different per rank and call */
+static void fill(void *buf, long n, ZnDtype dt, int rank, int call) {
+    for (long i = 0; i < n; i++) {
+        uint64_t r = mix(((uint64_t)rank << 40) ^ ((uint64_t)call << 24) ^ (uint64_t)i);
+        float f = (float)((double)(r >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+        if (dt == ZN_F32) ((float *)buf)[i] = f;
+        else if (dt == ZN_F16) ((uint16_t *)buf)[i] = zn_f32_to_f16(f);
+        else if (dt == ZN_BF16) ((uint16_t *)buf)[i] = zn_f32_to_bf16(f);
+        else if (dt == ZN_F64) ((double *)buf)[i] = (double)f * 1.0000001;
+        else ((uint64_t *)buf)[i] = r;
+    }
+}
+
+static void keep(Script *s, int rank, const void *p, size_t n) {
+    if (s->used[rank] + n > OUT_BYTES) n = OUT_BYTES - s->used[rank];
+    memcpy(s->out[rank] + s->used[rank], p, n);
+    s->used[rank] += n;
+}
+
+static int run_script(int rank, ZnComm *c, void *arg, ZnErr *err) {
+    Script *s = arg;
+    const int W = c->world;
+    const ZnDtype dts[] = {ZN_F32, ZN_F16, ZN_BF16, ZN_F64};
+    char *a = calloc(1, 16384), *b = calloc(1, 16384);
+    long counts[MAXW];
+    int rc = 0, call = 0;
+    for (int d = 0; d < 4 && !rc; d++) {
+        ZnDtype dt = dts[d];
+        size_t es = zn_dtype_size(dt);
+        for (int red = 0; red < 2 && !rc; red++) {
+            ZnRedOp op = red ? ZN_MAX : ZN_SUM;
+            fill(a, 1001, dt, rank, ++call);   /* n not divisible by W */
+            if ((rc = c->all_reduce(c, a, 1001, dt, op, "t_ar", err))) break;
+            keep(s, rank, a, 1001 * es);
+            long tot = 0, off = 0;
+            for (int q = 0; q < W; q++) { counts[q] = 37 + 5 * q; tot += counts[q]; if (q < rank) off += counts[q]; }
+            fill(a, tot, dt, rank, ++call);
+            if ((rc = c->reduce_scatter(c, a, b, counts, dt, op, "t_rs", err))) break;
+            keep(s, rank, b, (size_t)counts[rank] * es);
+            fill(a, tot, dt, rank, ++call);   /* in place: recv = send + offset */
+            if ((rc = c->reduce_scatter(c, a, a + off * (long)es, counts, dt, op, "t_rs", err))) break;
+            keep(s, rank, a + off * (long)es, (size_t)counts[rank] * es);
+        }
+        if (rc) break;
+        long tot = 0, off = 0;
+        for (int q = 0; q < W; q++) { counts[q] = 11 + q; tot += counts[q]; if (q < rank) off += counts[q]; }
+        fill(b + off * (long)es, counts[rank], dt, rank, ++call);   /* send aliases its place */
+        if ((rc = c->all_gather(c, b + off * (long)es, b, counts, dt, "t_ag", err))) break;
+        keep(s, rank, b, (size_t)tot * es);
+        fill(a, 50, dt, rank, ++call);
+        if ((rc = c->broadcast(c, a, 50, dt, W - 1, "t_bc", err))) break;
+        keep(s, rank, a, 50 * es);
+    }
+    if (!rc) {
+        fill(a, 7, ZN_U64, rank, ++call);
+        long one[MAXW];
+        for (int q = 0; q < W; q++) one[q] = 7;
+        rc = c->all_gather(c, a, b, one, ZN_U64, "t_u64", err);
+        if (!rc) keep(s, rank, b, (size_t)W * 7 * 8);
+    }
+    if (!rc) rc = c->barrier(c, "t_barrier", err);
+    keep(s, rank, &c->stats, sizeof c->stats);   /* the counters agree too */
+    free(a);
+    free(b);
+    return rc;
+}
+
+typedef struct { Script *s; int rank; } TcpArg;
+
+static void *tcp_rank(void *p) {
+    TcpArg *t = p;
+    Script *s = t->s;
+    ZnRdvSpec spec = {0};
+    spec.file = 1;
+    snprintf(spec.path, sizeof spec.path, "%s", s->rdv_path);
+    ZnErr *err = &s->err[t->rank];
+    ZnStore *st = zn_store_open(&spec, t->rank, s->world, err);
+    if (!st) { s->rc[t->rank] = err->code; return NULL; }
+    ZnComm *c = zn_comm_tcp_new(st, err);
+    s->rc[t->rank] = c ? run_script(t->rank, c, s, err) : err->code;
+    zn_comm_tcp_free(c);
+    zn_store_close(st);
+    return NULL;
+}
+
+/* spec: Z-PROC-002 the TCP communicator gives the simulator's bits for every
+ * collective, dtype and reduction, and the same byte counters; Z-RDV-005 the
+ * file rendezvous (ranks as threads, real loopback sockets) */
+static void test_tcp_matches_sim(void **st) {
+    (void)st;
+    for (int W = 1; W <= MAXW; W += 2) {
+        Script *tcp = calloc(1, sizeof *tcp), *sim = calloc(1, sizeof *sim);
+        tcp->world = sim->world = W;
+        snprintf(tcp->rdv_path, sizeof tcp->rdv_path, "/tmp/zinc-test-rdv-%d-%d", (int)getpid(), W);
+        pthread_t th[MAXW];
+        TcpArg args[MAXW];
+        for (int r = 0; r < W; r++) {
+            args[r] = (TcpArg){tcp, r};
+            pthread_create(&th[r], NULL, tcp_rank, &args[r]);
+        }
+        for (int r = 0; r < W; r++) pthread_join(th[r], NULL);
+        unlink(tcp->rdv_path);
+        for (int r = 0; r < W; r++)
+            if (tcp->rc[r]) fail_msg("W=%d rank %d: %s", W, r, tcp->err[r].msg);
+        ZnErr err;
+        ZnSimWorld *w = zn_sim_world_new(W, &err);
+        assert_int_equal(zn_sim_run(w, run_script, sim, &err), 0);
+        zn_sim_world_free(w);
+        for (int r = 0; r < W; r++) {
+            assert_int_equal(tcp->used[r], sim->used[r]);
+            assert_memory_equal(tcp->out[r], sim->out[r], sim->used[r]);
+        }
+        free(tcp);
+        free(sim);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_env_schemes),
+        cmocka_unit_test(test_env_errors),
+        cmocka_unit_test(test_rdv_parse),
+        cmocka_unit_test(test_seq_records),
+        cmocka_unit_test(test_tcp_matches_sim),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
