@@ -1,0 +1,404 @@
+/* comm_nccl.cu: the NCCL communicator (spec Z-NCCL-*): one process per GPU,
+ * collectives on the rank's CUDA stream, the simulator's byte counters.
+ *
+ * NCCL is loaded at run time (dlopen of libnccl.so.2, or ZINC_NCCL_LIB), so
+ * zinc links and starts without it and GPU runners use the NCCL their
+ * PyTorch environment carries (its lib directory on LD_LIBRARY_PATH).
+ *
+ * Exact mode: a reduce-scatter is grouped send/recv of each owner's slices
+ * followed by the owner's sum in the simulator's fixed tree over rank index
+ * (the tree kernel of sim_memops.cu), so results do not depend on NCCL's
+ * algorithm or topology; an all-reduce is that reduce-scatter of comm.h's
+ * even split plus an all-gather. Fast mode uses NCCL's own reductions where
+ * they apply (equal counts), within the tolerances of Z-CUDA-005.
+ *
+ * Every collective waits on its stream with a deadline (ZINC_COMM_TIMEOUT,
+ * default 600 s) while polling ncclCommGetAsyncError: an NCCL error or a
+ * timeout aborts the communicator and becomes a zinc error naming the rank
+ * and the collective (the engine adds the step). Before every collective
+ * the ranks all-gather their sequence records (comm_seq.h), as the other
+ * process backends do. */
+#include <dlfcn.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cuda_dev.h"
+#include "zn_nccl.h"
+extern "C" {
+#include "../src/comm_seq.h"
+}
+
+/* The NCCL entry points zinc uses, resolved once. */
+typedef struct {
+    void *lib;
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+    ncclResult_t (*CommAbort)(ncclComm_t);
+    ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t *);
+    const char *(*GetErrorString)(ncclResult_t);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*GroupStart)(void);
+    ncclResult_t (*GroupEnd)(void);
+} NcclApi;
+
+static NcclApi api;
+
+static int load_nccl(ZnErr *err) {
+    if (api.lib) return 0;
+    const char *path = getenv("ZINC_NCCL_LIB");
+    void *h = dlopen(path && *path ? path : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return zn_err(err, ZN_E_USAGE, "NCCL: cannot load %s (%s); put NCCL's lib directory on LD_LIBRARY_PATH "
+                      "(PyTorch environments: site-packages/nvidia/nccl/lib) or set ZINC_NCCL_LIB",
+                      path && *path ? path : "libnccl.so.2", dlerror());
+    struct { const char *name; void **slot; } syms[] = {
+        {"ncclGetUniqueId", (void **)&api.GetUniqueId}, {"ncclCommInitRank", (void **)&api.CommInitRank},
+        {"ncclCommDestroy", (void **)&api.CommDestroy}, {"ncclCommAbort", (void **)&api.CommAbort},
+        {"ncclCommGetAsyncError", (void **)&api.CommGetAsyncError}, {"ncclGetErrorString", (void **)&api.GetErrorString},
+        {"ncclAllReduce", (void **)&api.AllReduce}, {"ncclReduceScatter", (void **)&api.ReduceScatter},
+        {"ncclAllGather", (void **)&api.AllGather}, {"ncclBroadcast", (void **)&api.Broadcast},
+        {"ncclSend", (void **)&api.Send}, {"ncclRecv", (void **)&api.Recv},
+        {"ncclGroupStart", (void **)&api.GroupStart}, {"ncclGroupEnd", (void **)&api.GroupEnd},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        *syms[i].slot = dlsym(h, syms[i].name);
+        if (!*syms[i].slot) {
+            dlclose(h);
+            memset(&api, 0, sizeof api);
+            return zn_err(err, ZN_E_USAGE, "NCCL: the library has no %s (NCCL >= 2.7 needed)", syms[i].name);
+        }
+    }
+    api.lib = h;
+    return 0;
+}
+
+typedef struct {
+    ncclComm_t nccl;
+    ZnDevice *dev;
+    int exact;
+    long calls;
+    int broken;
+    ZnErr broken_err;
+    double timeout_s;
+    ZnSeqRec *recs_host;     /* [world] */
+    void *recs_dev;          /* [world] records on the GPU */
+    char *slots;             /* exact reduce-scatter: every rank's slice of my piece */
+    size_t slots_cap;
+    const void **slot_ptrs;  /* [world] host array of slot pointers */
+} NcclComm;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static ncclDataType_t nccl_type(ZnDtype dt) {
+    switch (dt) {
+    case ZN_F32: return ncclFloat32;
+    case ZN_F16: return ncclFloat16;
+    case ZN_BF16: return ncclBfloat16;
+    case ZN_F64: return ncclFloat64;
+    case ZN_U64: return ncclUint64;
+    default: return ncclUint8;
+    }
+}
+
+static int fail(NcclComm *m, ZnErr *err) {
+    m->broken = 1;
+    m->broken_err = *err;
+    return err->code;
+}
+
+static int nccl_fail(NcclComm *m, ncclResult_t r, const char *what, const char *tag, ZnErr *err) {
+    zn_err(err, ZN_E_COMM, "NCCL %s '%s' failed: %s", what, tag ? tag : "", api.GetErrorString(r));
+    return fail(m, err);
+}
+
+/* Waits for the rank's stream, polling NCCL's async error, with a deadline;
+ * a failure or a timeout aborts the communicator (no rank waits forever). */
+static int wait_done(ZnComm *c, const char *what, const char *tag, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    double deadline = now_s() + m->timeout_s;
+    for (;;) {
+        cudaError_t q = cudaStreamQuery(st);
+        if (q == cudaSuccess) return 0;
+        if (q != cudaErrorNotReady) {
+            zn_err(err, ZN_E_COMM, "rank %d: %s '%s': CUDA error %s", c->rank, what, tag ? tag : "", cudaGetErrorString(q));
+            return fail(m, err);
+        }
+        ncclResult_t ae = ncclSuccess;
+        api.CommGetAsyncError(m->nccl, &ae);
+        if (ae != ncclSuccess && ae != ncclInProgress) {
+            api.CommAbort(m->nccl);
+            m->nccl = NULL;
+            zn_err(err, ZN_E_COMM, "rank %d: NCCL %s '%s' failed: %s (a peer failed or the network broke)", c->rank,
+                   what, tag ? tag : "", api.GetErrorString(ae));
+            return fail(m, err);
+        }
+        if (now_s() > deadline) {
+            api.CommAbort(m->nccl);
+            m->nccl = NULL;
+            zn_err(err, ZN_E_COMM, "rank %d: NCCL %s '%s' timed out after %.0f s (ZINC_COMM_TIMEOUT): a peer is "
+                   "stuck or gone", c->rank, what, tag ? tag : "", m->timeout_s);
+            return fail(m, err);
+        }
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int check_sequence(ZnComm *c, ZnCollOp op, ZnDtype dt, ZnRedOp red, int root, long count,
+                          const long *counts, const char *tag, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    if (m->broken) {
+        *err = m->broken_err;
+        return err->code;
+    }
+    ZnSeqRec mine;
+    long total = count;
+    if (counts) { total = 0; for (int q = 0; q < c->world; q++) total += counts[q]; }
+    zn_seq_fill(&mine, ++m->calls, op, dt, red, root, total, counts, c->world, tag);
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    char *mine_dev = (char *)m->recs_dev + (size_t)c->rank * sizeof mine;
+    cudaError_t e = cudaMemcpyAsync(mine_dev, &mine, sizeof mine, cudaMemcpyHostToDevice, st);
+    if (e != cudaSuccess) return fail(m, (zn_err(err, ZN_E_COMM, "sequence record: %s", cudaGetErrorString(e)), err));
+    ncclResult_t r = api.AllGather(mine_dev, m->recs_dev, sizeof mine, ncclUint8, m->nccl, st);
+    if (r != ncclSuccess) return nccl_fail(m, r, "all-gather of sequence records", tag, err);
+    int rc = wait_done(c, "sequence check", tag, err);
+    if (rc) return rc;
+    e = cudaMemcpy(m->recs_host, m->recs_dev, (size_t)c->world * sizeof mine, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return fail(m, (zn_err(err, ZN_E_COMM, "sequence record: %s", cudaGetErrorString(e)), err));
+    for (int q = 1; q < c->world; q++)
+        if (zn_seq_compare(&m->recs_host[0], 0, &m->recs_host[q], q, err)) return fail(m, err);
+    return 0;
+}
+
+static void count_bytes(ZnComm *c, ZnCollOp op, const long *counts, long count, int root, ZnDtype dt, const char *tag) {
+    long sent, rcvd;
+    zn_comm_ring_bytes(op, c->rank, c->world, counts, count, root, dt, &sent, &rcvd);
+    zn_comm_count(c, op, tag, sent, rcvd);
+}
+
+static int equal_counts(const long *counts, int world) {
+    for (int q = 1; q < world; q++) if (counts[q] != counts[0]) return 0;
+    return 1;
+}
+
+/* Exact reduce-scatter: every rank's slice of my piece arrives by grouped
+ * send/recv, then the tree kernel sums them in rank-index order. */
+static int scatter_sum(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, ZnRedOp red,
+                       const char *tag, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    const int W = c->world, me = c->rank;
+    size_t es = zn_dtype_size(dt), piece = (size_t)counts[me] * es;
+    if ((size_t)W * piece > m->slots_cap) {
+        cudaFree(m->slots);
+        m->slots = NULL;
+        m->slots_cap = 0;
+        cudaError_t e = cudaMalloc((void **)&m->slots, (size_t)W * piece);
+        if (e != cudaSuccess)
+            return fail(m, (zn_err(err, ZN_E_NOMEM, "NCCL reduce-scatter staging (%zu bytes): %s", (size_t)W * piece,
+                                   cudaGetErrorString(e)), err));
+        m->slots_cap = (size_t)W * piece;
+    }
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    ncclDataType_t t = nccl_type(dt);
+    api.GroupStart();
+    size_t off = 0;
+    for (int q = 0; q < W; q++) {
+        const char *slice = (const char *)send + off;
+        if (q != me) {
+            api.Send(slice, (size_t)counts[q], t, q, m->nccl, st);
+            api.Recv(m->slots + (size_t)q * piece, (size_t)counts[me], t, q, m->nccl, st);
+        } else {
+            cudaMemcpyAsync(m->slots + (size_t)q * piece, slice, piece, cudaMemcpyDeviceToDevice, st);
+        }
+        off += (size_t)counts[q] * es;
+    }
+    ncclResult_t r = api.GroupEnd();
+    if (r != ncclSuccess) return nccl_fail(m, r, "reduce-scatter (send/recv)", tag, err);
+    for (int q = 0; q < W; q++) m->slot_ptrs[q] = m->slots + (size_t)q * piece;
+    int rc = zn_cuda_tree_reduce(m->dev, m->slot_ptrs, W, dt, red, counts[me], recv, err);
+    if (rc) return fail(m, err);
+    return wait_done(c, "reduce-scatter", tag, err);
+}
+
+/* All-gather of pieces of any sizes: one broadcast per owner in a group. */
+static int gather_pieces(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, const char *tag,
+                         ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    size_t es = zn_dtype_size(dt), off = 0;
+    ncclResult_t r;
+    if (equal_counts(counts, c->world)) {
+        r = api.AllGather(send, recv, (size_t)counts[0], nccl_type(dt), m->nccl, st);
+    } else {
+        api.GroupStart();
+        for (int q = 0; q < c->world; q++) {
+            char *dst = (char *)recv + off;
+            api.Broadcast(q == c->rank ? send : dst, dst, (size_t)counts[q], nccl_type(dt), q, m->nccl, st);
+            off += (size_t)counts[q] * es;
+        }
+        r = api.GroupEnd();
+    }
+    if (r != ncclSuccess) return nccl_fail(m, r, "all-gather", tag, err);
+    return wait_done(c, "all-gather", tag, err);
+}
+
+static int nc_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, ZnRedOp op,
+                             const char *tag, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    int rc = check_sequence(c, ZN_OP_REDUCE_SCATTER, dt, op, 0, 0, counts, tag, err);
+    if (rc) return rc;
+    if (!m->exact && equal_counts(counts, c->world)) {   /* fast: NCCL's own reduction */
+        ncclResult_t r = api.ReduceScatter(send, recv, (size_t)counts[0], nccl_type(dt), op == ZN_MAX ? ncclMax : ncclSum,
+                                           m->nccl, zn_cuda_dev(m->dev)->stream);
+        if (r != ncclSuccess) return nccl_fail(m, r, "reduce-scatter", tag, err);
+        rc = wait_done(c, "reduce-scatter", tag, err);
+    } else {
+        rc = scatter_sum(c, send, recv, counts, dt, op, tag, err);
+    }
+    if (!rc) count_bytes(c, ZN_OP_REDUCE_SCATTER, counts, 0, 0, dt, tag);
+    return rc;
+}
+
+static int nc_all_gather(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, const char *tag,
+                         ZnErr *err) {
+    int rc = check_sequence(c, ZN_OP_ALL_GATHER, dt, ZN_SUM, 0, 0, counts, tag, err);
+    if (!rc) rc = gather_pieces(c, send, recv, counts, dt, tag, err);
+    if (!rc) count_bytes(c, ZN_OP_ALL_GATHER, counts, 0, 0, dt, tag);
+    return rc;
+}
+
+static int nc_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    int rc = check_sequence(c, ZN_OP_ALL_REDUCE, dt, op, 0, count, NULL, tag, err);
+    if (rc) return rc;
+    if (!m->exact) {
+        ncclResult_t r = api.AllReduce(buf, buf, (size_t)count, nccl_type(dt), op == ZN_MAX ? ncclMax : ncclSum, m->nccl,
+                                       zn_cuda_dev(m->dev)->stream);
+        if (r != ncclSuccess) return nccl_fail(m, r, "all-reduce", tag, err);
+        rc = wait_done(c, "all-reduce", tag, err);
+    } else {   /* the even split of comm.h, reduce-scattered in the tree and gathered back */
+        const int W = c->world;
+        long *counts = (long *)malloc((size_t)W * sizeof(long));
+        if (!counts) return fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+        long off = 0;
+        for (int q = 0; q < W; q++) {
+            counts[q] = count / W + (q < count % W ? 1 : 0);
+            if (q < c->rank) off += counts[q];
+        }
+        size_t es = zn_dtype_size(dt);
+        void *tmp = NULL;
+        cudaError_t e = cudaMalloc(&tmp, (size_t)counts[c->rank] * es + 16);
+        if (e != cudaSuccess) rc = fail(m, (zn_err(err, ZN_E_NOMEM, "all-reduce staging: %s", cudaGetErrorString(e)), err));
+        if (!rc) rc = scatter_sum(c, buf, tmp, counts, dt, op, tag, err);
+        char *piece = (char *)buf + (size_t)off * es;
+        if (!rc && cudaMemcpyAsync(piece, tmp, (size_t)counts[c->rank] * es, cudaMemcpyDeviceToDevice,
+                                   zn_cuda_dev(m->dev)->stream) != cudaSuccess)
+            rc = fail(m, (zn_err(err, ZN_E_COMM, "all-reduce: copy failed"), err));
+        if (!rc) rc = gather_pieces(c, piece, buf, counts, dt, tag, err);
+        cudaFree(tmp);
+        free(counts);
+    }
+    if (!rc) count_bytes(c, ZN_OP_ALL_REDUCE, NULL, count, 0, dt, tag);
+    return rc;
+}
+
+static int nc_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    if (root < 0 || root >= c->world)
+        return zn_err(err, ZN_E_INTERNAL, "broadcast '%s': root %d outside 0..%d", tag ? tag : "", root, c->world - 1);
+    int rc = check_sequence(c, ZN_OP_BROADCAST, dt, ZN_SUM, root, count, NULL, tag, err);
+    if (rc) return rc;
+    ncclResult_t r = api.Broadcast(buf, buf, (size_t)count, nccl_type(dt), root, m->nccl, zn_cuda_dev(m->dev)->stream);
+    if (r != ncclSuccess) return nccl_fail(m, r, "broadcast", tag, err);
+    if ((rc = wait_done(c, "broadcast", tag, err))) return rc;
+    count_bytes(c, ZN_OP_BROADCAST, NULL, count, root, dt, tag);
+    return 0;
+}
+
+/* The sequence check is itself an all-gather every rank must reach: a barrier. */
+static int nc_barrier(ZnComm *c, const char *tag, ZnErr *err) {
+    int rc = check_sequence(c, ZN_OP_BARRIER, ZN_U8, ZN_SUM, 0, 0, NULL, tag, err);
+    if (!rc) count_bytes(c, ZN_OP_BARRIER, NULL, 0, 0, ZN_U8, tag);
+    return rc;
+}
+
+extern "C" int zn_nccl_unique_id(unsigned char id[ZN_NCCL_ID_BYTES], ZnErr *err) {
+    int rc = load_nccl(err);
+    if (rc) return rc;
+    ncclUniqueId u;
+    ncclResult_t r = api.GetUniqueId(&u);
+    if (r != ncclSuccess) return zn_err(err, ZN_E_COMM, "ncclGetUniqueId failed: %s", api.GetErrorString(r));
+    memcpy(id, &u, sizeof u);
+    return 0;
+}
+
+extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const unsigned char id[ZN_NCCL_ID_BYTES],
+                                    int exact, ZnErr *err) {
+    if (load_nccl(err)) return NULL;
+    ZnComm *c = (ZnComm *)calloc(1, sizeof *c);
+    NcclComm *m = (NcclComm *)calloc(1, sizeof *m);
+    if (m) {
+        m->recs_host = (ZnSeqRec *)calloc((size_t)world, sizeof(ZnSeqRec));
+        m->slot_ptrs = (const void **)calloc((size_t)world, sizeof(void *));
+    }
+    if (!c || !m || !m->recs_host || !m->slot_ptrs) {
+        if (m) { free(m->recs_host); free(m->slot_ptrs); }
+        free(m);
+        free(c);
+        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        return NULL;
+    }
+    m->dev = dev;
+    m->exact = exact;
+    const char *t = getenv("ZINC_COMM_TIMEOUT");
+    m->timeout_s = t && atof(t) > 0 ? atof(t) : 600.0;
+    cudaError_t e = cudaMalloc(&m->recs_dev, (size_t)world * sizeof(ZnSeqRec));
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    ncclResult_t r = e == cudaSuccess ? api.CommInitRank(&m->nccl, world, u, rank) : ncclUnhandledCudaError;
+    if (e != cudaSuccess || r != ncclSuccess) {
+        zn_err(err, ZN_E_COMM, "rank %d: NCCL init of %d ranks failed: %s", rank, world,
+               e != cudaSuccess ? cudaGetErrorString(e) : api.GetErrorString(r));
+        cudaFree(m->recs_dev);
+        free(m->recs_host);
+        free(m->slot_ptrs);
+        free(m);
+        free(c);
+        return NULL;
+    }
+    c->impl = m;
+    c->rank = rank;
+    c->world = world;
+    c->all_reduce = nc_all_reduce;
+    c->reduce_scatter = nc_reduce_scatter;
+    c->all_gather = nc_all_gather;
+    c->broadcast = nc_broadcast;
+    c->barrier = nc_barrier;
+    return c;
+}
+
+extern "C" void zn_comm_nccl_free(ZnComm *c) {
+    if (!c) return;
+    NcclComm *m = (NcclComm *)c->impl;
+    if (m) {
+        if (m->nccl) (m->broken ? api.CommAbort : api.CommDestroy)(m->nccl);
+        cudaFree(m->recs_dev);
+        cudaFree(m->slots);
+        free(m->recs_host);
+        free(m->slot_ptrs);
+        free(m);
+    }
+    free(c);
+}
