@@ -35,8 +35,10 @@ typedef struct {
 } ZnMemStats;
 
 typedef struct ZnKernels ZnKernels;
+/* declared ahead: the backend hooks inside the struct take the device */
+typedef struct ZnDevice ZnDevice;
 
-typedef struct ZnDevice {
+struct ZnDevice {
     const char *name;          /* "host", "cuda" */
     long capacity;             /* bytes; 0 = unlimited. Exceeding it fails the alloc */
     int meta;                  /* 1: account only, return a non-dereferenceable token */
@@ -47,7 +49,7 @@ typedef struct ZnDevice {
     void *(*alloc)(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
     void (*free)(ZnDevice *d, void *p);
     void *impl;
-} ZnDevice;
+};
 
 /* Accounting shared by every backend (spec Z-MEM-*): charges n bytes to cat,
  * updating current and peak counters; fails with ZN_E_NOMEM and a message
