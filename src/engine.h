@@ -3,10 +3,10 @@
  * differ only in what the layout says each rank owns and in when gradients
  * are reduced and parameters gathered (spec Z-ENG-*).
  *
- * Every float * buffer below that holds parameters, gradients, optimizer
- * state or activations lives in the device's memory: code outside the
- * device never dereferences it, but moves it with E->k->upload/download
- * (spec Z-DEV-001). */
+ * Every buffer below that holds parameters, gradients, optimizer state,
+ * activations or collective staging lives in the device's memory (all but
+ * host_x and host_labels): code outside the device never dereferences it,
+ * but moves it with E->k->upload/download (spec Z-DEV-001). */
 #ifndef ZN_ENGINE_H
 #define ZN_ENGINE_H
 #include <stdint.h>
