@@ -103,7 +103,8 @@ struct ZnKernels {
     /* --- reductions (results returned to the host) --- */
     /* max |x[i]| over the finite values and whether any value is inf/NaN */
     ZnAbsMax (*absmax)(ZnDevice *d, const float *x, long n);
-    /* the exact 128-bit sum of floor(x[i]^2 * 2^shift) (zn_sumsq_fixed) */
+    /* the exact 128-bit sum of floor(x[i]^2 * 2^shift), added into the
+       (*hi, *lo) given, as zn_sumsq_fixed does (the engine passes zeros) */
     void (*sumsq_fixed)(ZnDevice *d, const float *x, long n, int shift, uint64_t *hi, uint64_t *lo);
 
     /* --- the optimizer --- */
