@@ -435,6 +435,15 @@ static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
 /* ---------------------------------------------------------------------- */
 /* save */
 
+/* A host copy of a partition-sized device buffer of the engine (E->part_n
+ * floats): the engine's buffers live in device memory (Z-DEV-001). */
+static float *download_part(ZnEngine *E, const float *dev_buf) {
+    size_t bytes = (size_t)E->part_n * sizeof(float);
+    float *h = malloc(bytes ? bytes : 1);
+    if (h) E->k->download(E->dev, h, dev_buf, bytes);
+    return h;
+}
+
 static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *err) {
     char name[128], path[PATH_MAX_ZN];
     rank_file_name(name, sizeof name, E->rank);
@@ -447,17 +456,27 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     ZnStEntry e[4];
     int n = 0;
     const int64_t len = E->part_n;
-    e[n++] = (ZnStEntry){"fp32", ZN_F32, 1, {len}, E->master};
-    e[n++] = (ZnStEntry){"exp_avg", ZN_F32, 1, {len}, E->exp_avg};
-    e[n++] = (ZnStEntry){"exp_avg_sq", ZN_F32, 1, {len}, E->exp_avg_sq};
+    float *ms = download_part(E, E->master), *ea = download_part(E, E->exp_avg), *es = download_part(E, E->exp_avg_sq);
+    float *pp = E->stage == 3 ? download_part(E, E->param_part) : NULL;
     void *p16 = NULL;
-    if (E->stage == 3) {   /* the partitioned working copy, in the model dtype */
-        p16 = encode(E->param_part, E->part_n, E->dt);
-        if (!p16) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-        e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
+    int rc = 0;
+    if (!ms || !ea || !es || (E->stage == 3 && !pp)) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!rc) {
+        e[n++] = (ZnStEntry){"fp32", ZN_F32, 1, {len}, ms};
+        e[n++] = (ZnStEntry){"exp_avg", ZN_F32, 1, {len}, ea};
+        e[n++] = (ZnStEntry){"exp_avg_sq", ZN_F32, 1, {len}, es};
     }
-    int rc = zn_st_write(path, e, n, meta, err);
+    if (!rc && E->stage == 3) {   /* the partitioned working copy, in the model dtype */
+        p16 = encode(pp, E->part_n, E->dt);
+        if (!p16) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+        else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
+    }
+    if (!rc) rc = zn_st_write(path, e, n, meta, err);
     free(p16);
+    free(ms);
+    free(ea);
+    free(es);
+    free(pp);
     if (!rc) rc = file_sum(path, &out[0], &out[1], err);
     return rc;
 }
@@ -490,7 +509,6 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
 }
 
 int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const char *config_json, ZnErr *err) {
-    ZnComm *c = E->comm;
     char tag[64], tagdir[PATH_MAX_ZN];
     snprintf(tag, sizeof tag, "global_step%ld", E->global_step);
     int rc0 = too_long(dir, err);
@@ -499,17 +517,15 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     const ZnLayout *L = &E->L;
     uint64_t mine[2] = {0, 0}, model_sum[2] = {0, 0};
     uint64_t *all = calloc((size_t)E->world * 2, sizeof(uint64_t));
-    long *counts = calloc((size_t)E->world, sizeof(long));
     float *full = malloc((size_t)(L->total_numel > 0 ? L->total_numel : 1) * sizeof(float));
     /* A rank that fails returns at once, before its next collective: the
        other ranks' collective then fails with its message (Z-SIM-008), so
        nobody writes a manifest for a checkpoint with a missing shard. */
-    int rc = !all || !counts || !full ? zn_err(err, ZN_E_NOMEM, "out of host memory") : 0;
+    int rc = !all || !full ? zn_err(err, ZN_E_NOMEM, "out of host memory") : 0;
     if (!rc) rc = zn_mkdir_p(tagdir, err);
     if (!rc) rc = write_shard(E, tagdir, mine, err);
     /* every rank learns every shard's size and checksum */
-    for (int r = 0; r < E->world; r++) counts[r] = 2;
-    if (!rc) rc = c->all_gather(c, mine, all, counts, ZN_U64, "ckpt", err);
+    if (!rc) rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "ckpt", err);
     /* the module weights: the master cast to the model dtype (= the working copy) */
     if (!rc) rc = zn_engine_gather_params(E, full, err);
     if (!rc && E->rank == 0) {
@@ -566,7 +582,6 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         }
     }
     free(all);
-    free(counts);
     free(full);
     return rc;
 }

@@ -11,6 +11,7 @@
  * and by blocking over k in a way that only pauses a sum and resumes it
  * later: a partial sum parked in C and reloaded is the same float. */
 #include "device.h"
+#include "half.h"
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -40,10 +41,15 @@ const char *zn_mem_cat_name(ZnMemCat c) {
     return (unsigned)c < ZN_MEM_NCAT ? zn_cat_names[c] : "unknown";
 }
 
+static void *host_alloc(ZnDevice *d, size_t alloc_n, size_t n, ZnMemCat cat, ZnErr *err);
+static void host_free(ZnDevice *d, void *p);
+
 void zn_device_host_init(ZnDevice *d) {
     memset(d, 0, sizeof *d);
     d->name = "host";
     d->k = &zn_host_kernels;
+    d->alloc = host_alloc;
+    d->free = host_free;
     /* capacity 0 (unlimited), meta 0, impl NULL: the caller sets capacity
        and meta after init when it wants a simulated limit or a dry run. */
 }
@@ -58,29 +64,50 @@ void zn_mem_reset_window(ZnMemStats *m) {
     m->win_peak_total = m->cur_total;
 }
 
-/* A ZnDevice belongs to one rank (one thread), so the counters need no lock. */
-/* n: bytes accounted; alloc_n: bytes actually allocated (they differ only
-   for zn_dev_alloc_as, which the simulator uses to keep 16-bit tensors as
-   fp32 values on the 16-bit grid while charging the device their 16-bit size) */
-static void *dev_alloc(ZnDevice *d, size_t n, size_t alloc_n, ZnMemCat cat, ZnErr *err) {
-    if ((unsigned)cat >= ZN_MEM_NCAT) {
-        zn_err(err, ZN_E_INTERNAL, "device alloc: bad memory category %d", (int)cat);
-        return NULL;
-    }
+/* A ZnDevice belongs to one rank (one thread), so the counters need no lock.
+ * Every backend charges through here, so a simulated capacity, a dry run and
+ * a real GPU all fail the same allocation with the same message. */
+int zn_mem_charge(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
+    if ((unsigned)cat >= ZN_MEM_NCAT)
+        return zn_err(err, ZN_E_INTERNAL, "device alloc: bad memory category %d", (int)cat);
     const char *cname = zn_cat_names[cat];
     /* counters are long; a request that does not fit one cannot be accounted */
-    if (n > (size_t)(LONG_MAX / 2)) {
-        zn_err(err, ZN_E_NOMEM, "device alloc: request of %zu bytes for %s is too large", n, cname);
-        return NULL;
-    }
+    if (n > (size_t)(LONG_MAX / 2))
+        return zn_err(err, ZN_E_NOMEM, "device alloc: request of %zu bytes for %s is too large", n, cname);
     /* The capacity check is the same in meta mode, so a dry run reports the
        out-of-memory a real run on that capacity would hit. */
-    if (d->capacity > 0 && (long)n > d->capacity - d->mem.cur_total) {
-        zn_err(err, ZN_E_NOMEM,
-               "out of simulated device memory: requesting %zu bytes for %s with %ld of %ld in use",
-               n, cname, d->mem.cur_total, d->capacity);
-        return NULL;
-    }
+    if (d->capacity > 0 && (long)n > d->capacity - d->mem.cur_total)
+        return zn_err(err, ZN_E_NOMEM,
+                      "out of simulated device memory: requesting %zu bytes for %s with %ld of %ld in use",
+                      n, cname, d->mem.cur_total, d->capacity);
+    ZnMemStats *m = &d->mem;
+    m->cur[cat] += (long)n;
+    m->cur_total += (long)n;
+    if (m->cur[cat] > m->peak[cat]) m->peak[cat] = m->cur[cat];
+    if (m->cur_total > m->peak_total) m->peak_total = m->cur_total;
+    if (m->cur[cat] > m->win_peak[cat]) m->win_peak[cat] = m->cur[cat];
+    if (m->cur_total > m->win_peak_total) m->win_peak_total = m->cur_total;
+    m->nallocs++;
+    return 0;
+}
+
+void zn_mem_uncharge(ZnDevice *d, size_t n, ZnMemCat cat) {
+    if ((unsigned)cat >= ZN_MEM_NCAT) return;   /* never charged */
+    ZnMemStats *m = &d->mem;
+    m->cur[cat] -= (long)n;
+    m->cur_total -= (long)n;
+    m->nallocs--;
+}
+
+/* The host backend: n is charged, alloc_n allocated (they differ only for
+ * zn_dev_alloc_as, which the simulator uses to keep 16-bit tensors as fp32
+ * values on the 16-bit grid while charging the device their 16-bit size). */
+static void *host_alloc(ZnDevice *d, size_t alloc_n, size_t n, ZnMemCat cat, ZnErr *err) {
+    /* a host allocation that fails after the charge must leave no trace,
+       peaks included: keep the counters to put them back */
+    ZnMemStats before = d->mem;
+    if (zn_mem_charge(d, n, cat, err)) return NULL;
+    const char *cname = zn_cat_names[cat];
     ZnAllocHdr *h;
     if (d->meta) {
         /* Meta mode: only the header is allocated, and the token handed out
@@ -90,6 +117,7 @@ static void *dev_alloc(ZnDevice *d, size_t n, size_t alloc_n, ZnMemCat cat, ZnEr
            valgrind report at once. */
         h = aligned_alloc(ZN_HDR, ZN_HDR);
         if (!h) {
+            d->mem = before;
             zn_err(err, ZN_E_NOMEM, "out of host memory: meta header for %s", cname);
             return NULL;
         }
@@ -100,6 +128,7 @@ static void *dev_alloc(ZnDevice *d, size_t n, size_t alloc_n, ZnMemCat cat, ZnEr
         size_t body = (alloc_n + ZN_HDR - 1) / ZN_HDR * ZN_HDR;
         h = aligned_alloc(ZN_HDR, ZN_HDR + body);
         if (!h) {
+            d->mem = before;
             zn_err(err, ZN_E_NOMEM, "out of host memory: requesting %zu bytes for %s", n, cname);
             return NULL;
         }
@@ -109,33 +138,124 @@ static void *dev_alloc(ZnDevice *d, size_t n, size_t alloc_n, ZnMemCat cat, ZnEr
     }
     h->n = n;
     h->cat = (int)cat;
-    ZnMemStats *m = &d->mem;
-    m->cur[cat] += (long)n;
-    m->cur_total += (long)n;
-    if (m->cur[cat] > m->peak[cat]) m->peak[cat] = m->cur[cat];
-    if (m->cur_total > m->peak_total) m->peak_total = m->cur_total;
-    if (m->cur[cat] > m->win_peak[cat]) m->win_peak[cat] = m->cur[cat];
-    if (m->cur_total > m->win_peak_total) m->win_peak_total = m->cur_total;
-    m->nallocs++;
     return (char *)h + ZN_HDR;
 }
 
+static void host_free(ZnDevice *d, void *p) {
+    ZnAllocHdr *h = (ZnAllocHdr *)((char *)p - ZN_HDR);
+    zn_mem_uncharge(d, h->n, (ZnMemCat)h->cat);
+    free(h);
+}
+
+/* The public entry points: the backend's hooks behind one set of names. */
 void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
-    return dev_alloc(d, n, n, cat, err);
+    return d->alloc(d, n, n, cat, err);
 }
 
 void *zn_dev_alloc_as(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err) {
-    return dev_alloc(d, accounted_n, alloc_n, cat, err);
+    return d->alloc(d, alloc_n, accounted_n, cat, err);
 }
 
 void zn_dev_free(ZnDevice *d, void *p) {
     if (!p) return;
-    ZnAllocHdr *h = (ZnAllocHdr *)((char *)p - ZN_HDR);
-    ZnMemStats *m = &d->mem;
-    m->cur[h->cat] -= (long)h->n;
-    m->cur_total -= (long)h->n;
-    m->nallocs--;
-    free(h);
+    d->free(d, p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* data movement: host memory is device memory here, so every move is a
+ * memcpy. The host kernels ignore d: the host has no stream or handle. A
+ * zero-byte move touches nothing (its pointers may be NULL). */
+
+static void host_upload(ZnDevice *d, void *dst, const void *src_host, size_t bytes) {
+    (void)d;
+    if (bytes) memcpy(dst, src_host, bytes);
+}
+
+static void host_download(ZnDevice *d, void *dst_host, const void *src, size_t bytes) {
+    (void)d;
+    if (bytes) memcpy(dst_host, src, bytes);
+}
+
+static void host_copy(ZnDevice *d, void *dst, const void *src, size_t bytes) {
+    (void)d;
+    if (bytes) memcpy(dst, src, bytes);
+}
+
+static void host_zero(ZnDevice *d, void *dst, size_t bytes) {
+    (void)d;
+    if (bytes) memset(dst, 0, bytes);
+}
+
+/* ------------------------------------------------------------------------ */
+/* elementwise: one loop per dtype, so no loop carries a branch and the fp32
+ * ones vectorise. The 16-bit roundings are the integer code of half.h. */
+
+static void host_round_dt(ZnDevice *d, ZnDtype dt, float *x, long n) {
+    (void)d;
+    if (dt == ZN_F16) for (long i = 0; i < n; i++) x[i] = zn_round_f16(x[i]);
+    else if (dt == ZN_BF16) for (long i = 0; i < n; i++) x[i] = zn_round_bf16(x[i]);
+}
+
+/* the fp32 sum first, then one rounding: the same bits as an add pass
+   followed by a round_dt pass */
+static void host_add(ZnDevice *d, ZnDtype dt, float *dst, const float *src, long n) {
+    (void)d;
+    if (dt == ZN_F16) for (long i = 0; i < n; i++) dst[i] = zn_round_f16(dst[i] + src[i]);
+    else if (dt == ZN_BF16) for (long i = 0; i < n; i++) dst[i] = zn_round_bf16(dst[i] + src[i]);
+    else for (long i = 0; i < n; i++) dst[i] = dst[i] + src[i];
+}
+
+/* a true division: x * (1/div) differs from x / div in the last bit for
+   most divisors that are not powers of two */
+static void host_div(ZnDevice *d, ZnDtype dt, float *x, long n, float div) {
+    (void)d;
+    if (dt == ZN_F16) for (long i = 0; i < n; i++) x[i] = zn_round_f16(x[i] / div);
+    else if (dt == ZN_BF16) for (long i = 0; i < n; i++) x[i] = zn_round_bf16(x[i] / div);
+    else for (long i = 0; i < n; i++) x[i] = x[i] / div;
+}
+
+static void host_pack16(ZnDevice *d, ZnDtype dt, uint16_t *dst16, const float *src, long n) {
+    (void)d;
+    if (dt == ZN_F16) for (long i = 0; i < n; i++) dst16[i] = zn_f32_to_f16(src[i]);
+    else for (long i = 0; i < n; i++) dst16[i] = zn_f32_to_bf16(src[i]);
+}
+
+static void host_unpack16(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *src16, long n) {
+    (void)d;
+    if (dt == ZN_F16) for (long i = 0; i < n; i++) dst[i] = zn_f16_to_f32(src16[i]);
+    else for (long i = 0; i < n; i++) dst[i] = zn_bf16_to_f32(src16[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* reductions and the optimizer: the shared host code of optim.c */
+
+static ZnAbsMax host_absmax(ZnDevice *d, const float *x, long n) {
+    (void)d;
+    return zn_absmax(x, n);
+}
+
+static void host_sumsq_fixed(ZnDevice *d, const float *x, long n, int shift, uint64_t *hi, uint64_t *lo) {
+    (void)d;
+    zn_sumsq_fixed(x, n, shift, hi, lo);
+}
+
+/* The update, then the cast of the new master values into the working copy.
+ * With a working copy the update runs in blocks small enough (32 KiB of p)
+ * that the cast reads p back from L1; each element sees the same operations
+ * either way, so the blocks change no bit. */
+#define ADAM_BLOCK 8192
+static void host_adam(ZnDevice *d, long n, float *p, const float *g, float *m, float *v,
+                      const ZnAdamParams *hp, long t, float grad_mul, float *work, ZnDtype dt) {
+    if (!work) {
+        zn_adam_step(n, p, g, m, v, hp, t, grad_mul);
+        return;
+    }
+    for (long i0 = 0; i0 < n; i0 += ADAM_BLOCK) {
+        long b = n - i0 < ADAM_BLOCK ? n - i0 : ADAM_BLOCK;
+        zn_adam_step(b, p + i0, g + i0, m + i0, v + i0, hp, t, grad_mul);
+        host_copy(d, work + i0, p + i0, (size_t)b * sizeof(float));
+        host_round_dt(d, dt, work + i0, b);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -294,24 +414,28 @@ static void gemm_strided(int M, int N, int K, const float *A, long sai, long sak
 }
 
 /* C[M,N] = A[M,K] . B[N,K]^T (+ bias): A(i,k) = A[i*K + k], B(k,j) = B[j*K + k]. */
-static void host_gemm_nt(int M, int N, int K, const float *A, const float *B,
+static void host_gemm_nt(ZnDevice *d, int M, int N, int K, const float *A, const float *B,
                          const float *bias, float *C) {
+    (void)d;
     gemm_strided(M, N, K, A, K, 1, B, K, 1, bias, C);
 }
 
 /* C[M,N] = A[M,K] . B[K,N]: A(i,k) = A[i*K + k], B(k,j) = B[k*N + j]. */
-static void host_gemm_nn(int M, int N, int K, const float *A, const float *B, float *C) {
+static void host_gemm_nn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
+    (void)d;
     gemm_strided(M, N, K, A, K, 1, B, 1, N, NULL, C);
 }
 
 /* C[M,N] = A[K,M]^T . B[K,N]: A(i,k) = A[k*M + i], B(k,j) = B[k*N + j]. */
-static void host_gemm_tn(int M, int N, int K, const float *A, const float *B, float *C) {
+static void host_gemm_tn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
+    (void)d;
     gemm_strided(M, N, K, A, 1, M, B, 1, N, NULL, C);
 }
 
 /* out[j] = sum over rows i in order, from 0.0f. Row-by-row so the inner loop
  * runs along memory; each out[j] still sees i in order. */
-static void host_colsum(int M, int N, const float *A, float *out) {
+static void host_colsum(ZnDevice *d, int M, int N, const float *A, float *out) {
+    (void)d;
     for (long j = 0; j < N; j++) out[j] = 0.0f;
     for (long i = 0; i < M; i++)
         for (long j = 0; j < N; j++) out[j] += A[i * N + j];
@@ -322,13 +446,15 @@ static void host_colsum(int M, int N, const float *A, float *out) {
 
 /* y = x > 0 ? x : 0. Written as a comparison so that -0.0 and NaN both map
  * to +0.0 (a NaN input is caught by the loss and overflow checks, not here). */
-static void host_relu_fwd(long n, const float *x, float *y) {
+static void host_relu_fwd(ZnDevice *d, long n, const float *x, float *y) {
+    (void)d;
     for (long i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 /* dx = dy where the ReLU output is positive, else 0 (the subgradient at 0 is 0,
  * as in PyTorch's threshold_backward). */
-static void host_relu_bwd(long n, const float *y, const float *dy, float *dx) {
+static void host_relu_bwd(ZnDevice *d, long n, const float *y, const float *dy, float *dx) {
+    (void)d;
     for (long i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
@@ -337,8 +463,9 @@ static void host_relu_bwd(long n, const float *y, const float *dy, float *dx) {
  * row order, then divided by B. dlogits = (e_c / s - [c == label]) * grad_scale.
  * Subtracting the max keeps expf from overflowing. labels must lie in
  * [0, C): the caller guarantees it (zn_data only makes valid labels). */
-static float host_softmax_xent(int B, int C, const float *logits, const int *labels,
+static float host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, const int *labels,
                                float grad_scale, float *dlogits) {
+    (void)d;
     if (B <= 0 || C <= 0) return 0.0f;  /* no rows: no loss (and no 0/0) */
     float total = 0.0f;
     for (long b = 0; b < B; b++) {
@@ -350,17 +477,29 @@ static float host_softmax_xent(int B, int C, const float *logits, const int *lab
         int y = labels[b];
         total += logf(s) - (z[y] - m);
         if (dlogits) {
-            float *d = dlogits + b * C;
+            float *dl = dlogits + b * C;
             /* expf again rather than a stored copy: the same call on the
                same argument gives the same bits, and no scratch is needed */
             for (int c = 0; c < C; c++)
-                d[c] = (expf(z[c] - m) / s - (c == y ? 1.0f : 0.0f)) * grad_scale;
+                dl[c] = (expf(z[c] - m) / s - (c == y ? 1.0f : 0.0f)) * grad_scale;
         }
     }
     return total / (float)B;
 }
 
 const ZnKernels zn_host_kernels = {
+    .upload = host_upload,
+    .download = host_download,
+    .copy = host_copy,
+    .zero = host_zero,
+    .round_dt = host_round_dt,
+    .add = host_add,
+    .div = host_div,
+    .pack16 = host_pack16,
+    .unpack16 = host_unpack16,
+    .absmax = host_absmax,
+    .sumsq_fixed = host_sumsq_fixed,
+    .adam = host_adam,
     .gemm_nt = host_gemm_nt,
     .gemm_nn = host_gemm_nn,
     .gemm_tn = host_gemm_tn,

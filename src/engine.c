@@ -16,7 +16,6 @@
  * (DeepSpeed's reduce-scatter path; Z-ENG-010), so that in fp32 without
  * accumulation all stages produce the same bits. */
 #include "engine.h"
-#include "half.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,34 +36,45 @@ static float *talloc(ZnEngine *E, long n, ZnMemCat cat, ZnErr *err) {
     return (float *)zn_dev_alloc_as(E->dev, m * sizeof(float), m * zn_dtype_size(E->dt), cat, err);
 }
 
-/* Rounds to the grid of dt (round to nearest even); fp32: nothing. Every
- * value stored in a model-dtype tensor goes through here (Z-PREC-001). */
-static void round_dt(ZnDtype dt, float *x, long n) {
-    if (dt == ZN_F16) for (long i = 0; i < n; i++) x[i] = zn_round_f16(x[i]);
-    else if (dt == ZN_BF16) for (long i = 0; i < n; i++) x[i] = zn_round_bf16(x[i]);
+/* Every buffer below is device memory: the engine moves and computes on it
+ * only through the device's kernels (Z-DEV-001). These wrappers name the
+ * few operations the engine repeats. */
+
+/* Rounds to the grid of the model dtype (round to nearest even); fp32:
+ * nothing. Every value stored in a model-dtype tensor goes through here or
+ * through a kernel that rounds the same way (Z-PREC-001). */
+static void round_dt(ZnEngine *E, float *x, long n) {
+    E->k->round_dt(E->dev, E->dt, x, n);
 }
 
-static void copy_or_add(float *dst, const float *src, long n, int add) {
-    if (add) for (long i = 0; i < n; i++) dst[i] = dst[i] + src[i];
-    else memcpy(dst, src, (size_t)n * sizeof(float));
+static void dcopy(ZnEngine *E, float *dst, const float *src, long n) {
+    E->k->copy(E->dev, dst, src, (size_t)n * sizeof(float));
+}
+
+/* dst = src, or dst = round_dt(dst + src): the fp32 sum rounded once */
+static void copy_or_add(ZnEngine *E, float *dst, const float *src, long n, int add) {
+    if (add) E->k->add(E->dev, E->dt, dst, src, n);
+    else dcopy(E, dst, src, n);
+}
+
+/* dst = round_dt(src), or dst = round_dt(dst + src): a received gradient
+ * entering a partition held in the model dtype */
+static void put_grad(ZnEngine *E, float *dst, const float *src, long n, int add) {
+    copy_or_add(E, dst, src, n, add);
+    if (!add) round_dt(E, dst, n);
 }
 
 /* DeepSpeed's averaging on the reduce-scatter path: divide, then sum. In
  * canonical mode the average is one final scale instead (Z-CANON-003). */
-static void predivide(const ZnEngine *E, float *x, long n) {
+static void predivide(ZnEngine *E, float *x, long n) {
     if (E->cfg->allreduce_sum || E->world == 1 || E->canonical) return;
-    const float w = (float)E->world;
-    for (long i = 0; i < n; i++) x[i] = x[i] / w;
-    round_dt(E->dt, x, n);
+    E->k->div(E->dev, E->dt, x, n, (float)E->world);
 }
 
 /* ---------------------------------------------------------------------- */
 /* collectives in the communication dtype: 16-bit collectives go through a
  * staging buffer of real 16-bit values, so the simulator's reduction rounds
  * every partial sum to 16 bits and the counters count 2-byte elements */
-
-static uint16_t to16(ZnDtype dt, float x) { return dt == ZN_F16 ? zn_f32_to_f16(x) : zn_f32_to_bf16(x); }
-static float from16(ZnDtype dt, uint16_t h) { return dt == ZN_F16 ? zn_f16_to_f32(h) : zn_bf16_to_f32(h); }
 
 static int stage16(ZnEngine *E, long n, ZnErr *err) {
     if (n <= E->comm16_cap) return 0;
@@ -84,9 +94,9 @@ static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr
     long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
     int rc = stage16(E, n, err);
     if (rc) return rc;
-    for (long i = 0; i < n; i++) E->comm16[i] = to16(E->cdt, buf[i]);
+    E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
     rc = c->reduce_scatter(c, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
-    for (long i = 0; i < counts[E->rank] && !rc; i++) recv[i] = from16(E->cdt, E->comm16[off + i]);
+    if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, counts[E->rank]);
     return rc;
 }
 
@@ -95,9 +105,9 @@ static int ar_dt(ZnEngine *E, float *buf, long n, ZnErr *err) {
     if (E->cdt == ZN_F32) return c->all_reduce(c, buf, n, ZN_F32, ZN_SUM, "grad_reduce", err);
     int rc = stage16(E, n, err);
     if (rc) return rc;
-    for (long i = 0; i < n; i++) E->comm16[i] = to16(E->cdt, buf[i]);
+    E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
     rc = c->all_reduce(c, E->comm16, n, E->cdt, ZN_SUM, "grad_reduce", err);
-    for (long i = 0; i < n && !rc; i++) buf[i] = from16(E->cdt, E->comm16[i]);
+    if (!rc) E->k->unpack16(E->dev, E->cdt, buf, E->comm16, n);
     return rc;
 }
 
@@ -108,9 +118,9 @@ static int ag_dt(ZnEngine *E, const float *send, float *recv, const long *counts
     long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
     int rc = stage16(E, n, err);
     if (rc) return rc;
-    for (long i = 0; i < counts[E->rank]; i++) E->comm16[off + i] = to16(E->dt, send[i]);
+    E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->rank]);
     rc = c->all_gather(c, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
-    for (long i = 0; i < n && !rc; i++) recv[i] = from16(E->dt, E->comm16[i]);
+    if (!rc) E->k->unpack16(E->dev, E->dt, recv, E->comm16, n);
     return rc;
 }
 
@@ -118,6 +128,34 @@ static long prefix_count(const long *counts, int r) {
     long s = 0;
     for (int i = 0; i < r; i++) s += counts[i];
     return s;
+}
+
+/* Collectives on host values: the communicator takes device buffers (a
+ * NCCL communicator would get these very pointers), so the values go up to
+ * the engine's small device scratch, through the collective, and back. */
+static int all_reduce_host_f32(ZnEngine *E, float *x, ZnRedOp op, const char *tag, ZnErr *err) {
+    E->k->upload(E->dev, E->scratch, x, sizeof *x);
+    int rc = E->comm->all_reduce(E->comm, E->scratch, 1, ZN_F32, op, tag, err);
+    if (!rc) E->k->download(E->dev, x, E->scratch, sizeof *x);
+    return rc;
+}
+
+int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long count, ZnDtype dt,
+                              const char *tag, ZnErr *err) {
+    const size_t es = zn_dtype_size(dt), mine = (size_t)count * es;
+    if (count < 0 || mine * (size_t)E->world > E->scratch_bytes)
+        return zn_err(err, ZN_E_INTERNAL, "%s: %ld elements per rank do not fit the %zu-byte collective scratch",
+                      tag, count, E->scratch_bytes);
+    long *counts = malloc((size_t)E->world * sizeof(long));
+    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    for (int r = 0; r < E->world; r++) counts[r] = count;
+    /* this rank's piece in its slot: the in-place form of all_gather */
+    char *slot = (char *)E->scratch + (size_t)E->rank * mine;
+    E->k->upload(E->dev, slot, send, mine);
+    int rc = E->comm->all_gather(E->comm, slot, E->scratch, counts, dt, tag, err);
+    if (!rc) E->k->download(E->dev, recv, E->scratch, mine * (size_t)E->world);
+    free(counts);
+    return rc;
 }
 
 /* offset of param p in model order (concatenated, unpadded) */
@@ -192,10 +230,8 @@ static int stage12_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, in
     ZnRecvPiece *pc = malloc((size_t)(np > 0 ? np : 1) * sizeof *pc);
     if (!pc) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     zn_layout_recv_pieces(&E->L, b, E->rank, pc, np);
-    for (int i = 0; i < np; i++) {
-        copy_or_add(part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
-        round_dt(E->dt, part + pc[i].part_off, pc[i].n);   /* gradient accumulation dtype */
-    }
+    for (int i = 0; i < np; i++)   /* rounded to the gradient accumulation dtype */
+        put_grad(E, part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
     free(pc);
     return 0;
 }
@@ -210,9 +246,7 @@ static int stage3_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
     if (rc) return rc;
     for (int i = 0; i < bk->nentries; i++) {
         int p = bk->e[i].param;
-        float *dst = E->grad_part + E->L.s3_off[p];
-        copy_or_add(dst, mine + bk->e[i].buf_off, E->L.s3_pn[p], add);
-        round_dt(E->dt, dst, E->L.s3_pn[p]);
+        put_grad(E, E->grad_part + E->L.s3_off[p], mine + bk->e[i].buf_off, E->L.s3_pn[p], add);
     }
     return 0;
 }
@@ -225,9 +259,7 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     if (n == 0) return 0;
     const int add = E->micro > 0 && !E->canonical;
     if (E->stage <= 1) {   /* accumulate locally; reduce at the boundary */
-        float *dst = E->flat_grads + L->flat_offset[p];
-        copy_or_add(dst, g, n, add);
-        if (add) round_dt(E->dt, dst, n);
+        copy_or_add(E, E->flat_grads + L->flat_offset[p], g, n, add);
         return 0;
     }
     if (E->next_bucket >= L->nbuckets)
@@ -238,9 +270,9 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
         return zn_err(err, ZN_E_INTERNAL, "gradient of '%s' arrived where the bucket plan expects '%s'",
                       L->params[p].name, L->params[e->param].name);
     if (E->stage == 2) {
-        memcpy(E->bucket_buf + e->buf_off, g, (size_t)n * sizeof(float));
+        dcopy(E, E->bucket_buf + e->buf_off, g, n);
         if (e->numel > n)   /* the flat padding rides with the last flat param */
-            memset(E->bucket_buf + e->buf_off + n, 0, (size_t)(e->numel - n) * sizeof(float));
+            E->k->zero(E->dev, E->bucket_buf + e->buf_off + n, (size_t)(e->numel - n) * sizeof(float));
     } else {
         long pn = L->s3_pn[p];
         for (int r = 0; r < E->world; r++) {
@@ -248,8 +280,8 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
             if (cnt < 0) cnt = 0;
             if (cnt > pn) cnt = pn;
             float *dst = E->bucket_buf + (long)r * bk->block + e->buf_off;
-            if (cnt) memcpy(dst, g + lo, (size_t)cnt * sizeof(float));
-            if (pn > cnt) memset(dst + cnt, 0, (size_t)(pn - cnt) * sizeof(float));
+            if (cnt) dcopy(E, dst, g + lo, cnt);
+            if (pn > cnt) E->k->zero(E->dev, dst + cnt, (size_t)(pn - cnt) * sizeof(float));
         }
     }
     if (++E->next_entry == bk->nentries) {
@@ -270,7 +302,7 @@ static int stage0_reduce_bucket(ZnEngine *E, const ZnBucket *bk, ZnErr *err) {
     long n = bk->flat_hi - bk->flat_lo;
     predivide(E, region, n);
     int rc = ar_dt(E, region, n, err);
-    round_dt(E->dt, region, n);
+    round_dt(E, region, n);
     return rc;
 }
 
@@ -283,8 +315,7 @@ static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
     if (bk->flat_lo < 0) {
         for (int i = 0; i < bk->nentries; i++) {
             const ZnBucketEntry *e = &bk->e[i];
-            memcpy(E->bucket_buf + e->buf_off, E->flat_grads + L->flat_offset[e->param],
-                   (size_t)e->numel * sizeof(float));
+            dcopy(E, E->bucket_buf + e->buf_off, E->flat_grads + L->flat_offset[e->param], e->numel);
         }
         return stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, 0, err);
     }
@@ -292,7 +323,7 @@ static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
     predivide(E, region, bk->flat_hi - bk->flat_lo);
     long off = prefix_count(bk->counts, E->rank);
     int rc = rs_dt(E, region, region + off, bk->counts, err);
-    round_dt(E->dt, region + off, bk->counts[E->rank]);
+    round_dt(E, region + off, bk->counts[E->rank]);
     return rc;
 }
 
@@ -333,8 +364,7 @@ static int weight_grad(ZnEngine *E, int l, int p, const float *g, ZnErr *err) {
     if (!E->tied_acc || !E->tied_acc[p]) return grad_hook(E, p, g, err);
     long n = E->L.params[p].numel;
     float *acc = E->tied_acc[p];
-    copy_or_add(acc, g, n, E->tied_cnt[p] > 0);
-    if (E->tied_cnt[p] > 0) round_dt(E->dt, acc, n);
+    copy_or_add(E, acc, g, n, E->tied_cnt[p] > 0);
     E->tied_cnt[p]++;
     if (l > E->first_use[p]) return 0;
     E->tied_cnt[p] = 0;
@@ -364,17 +394,20 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
 
     phase(E, "before forward");
     double t_f = zn_now_s();
-    zn_data_batch(E->data, first_sample, B, acts[0], labels);
-    round_dt(E->dt, acts[0], (long)B * m->dims[0]);   /* inputs arrive in the model dtype */
+    /* the data is made on the host, then uploaded */
+    zn_data_batch(E->data, first_sample, B, E->host_x, E->host_labels);
+    E->k->upload(E->dev, acts[0], E->host_x, (size_t)B * m->dims[0] * sizeof(float));
+    E->k->upload(E->dev, labels, E->host_labels, (size_t)B * sizeof(int));
+    round_dt(E, acts[0], (long)B * m->dims[0]);   /* inputs arrive in the model dtype */
 
     for (int l = 0; l < nl; l++) {
         int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
         if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
         int last = l == nl - 1;
         /* products accumulate in fp32; outputs are stored in the model dtype */
-        zn_layer_forward(E->k, m, l, B, param_ptr(E, pw), param_ptr(E, pb), acts[l],
+        zn_layer_forward(E->dev, m, l, B, param_ptr(E, pw), param_ptr(E, pb), acts[l],
                          last ? acts[l + 1] : yscratch, last ? NULL : acts[l + 1]);
-        round_dt(E->dt, acts[l + 1], (long)B * m->dims[l + 1]);
+        round_dt(E, acts[l + 1], (long)B * m->dims[l + 1]);
         if (E->stage == 3 && !E->keep_after_fwd[l]) { stage3_release(E, pw); stage3_release(E, pb); }
         if (E->hooks.repeat_on && l == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
             E->hooks.repeat_on = 0;
@@ -382,8 +415,8 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         }
     }
 
-    *loss = E->k->softmax_xent(B, C, acts[nl], labels, grad_scale, dbuf[0]);
-    round_dt(E->dt, dbuf[0], (long)B * C);
+    *loss = E->k->softmax_xent(E->dev, B, C, acts[nl], labels, grad_scale, dbuf[0]);
+    round_dt(E, dbuf[0], (long)B * C);
     E->t_fwd += ms_since(t_f);
     zn_trace_add(E->hooks.trace, "forward", t_f, zn_now_s(), -1, E->global_step + 1);
     phase(E, "after forward");
@@ -396,11 +429,12 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
         long nw = E->L.params[pw].numel;
         float *dx = l > 0 ? (dout == dbuf[0] ? dbuf[1] : dbuf[0]) : NULL;
-        zn_layer_backward(E->k, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
+        zn_layer_backward(E->dev, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
                           dout, E->grad_scratch, E->grad_scratch + nw, dx, yscratch);
-        round_dt(E->dt, E->grad_scratch, nw + E->L.params[pb].numel);
-        if (dx) round_dt(E->dt, dx, (long)B * m->dims[l]);
-        if (l == nl - 1 && E->micro == 0 && inject_now(E)) E->grad_scratch[0] = E->hooks.inject_value;
+        round_dt(E, E->grad_scratch, nw + E->L.params[pb].numel);
+        if (dx) round_dt(E, dx, (long)B * m->dims[l]);
+        if (l == nl - 1 && E->micro == 0 && inject_now(E))   /* grad_scratch[0] = inject_value */
+            E->k->upload(E->dev, E->grad_scratch, &E->hooks.inject_value, sizeof(float));
         if (E->stage == 3) { stage3_release(E, pw); stage3_release(E, pb); }
         /* backward order: bias, then weight (reverse model order) */
         if ((rc = grad_hook(E, pb, E->grad_scratch + nw, err))) goto done;
@@ -431,27 +465,24 @@ done:
 
 /* Global norm of the averaged gradient over every rank's partition. */
 static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
-    ZnAbsMax am = zn_absmax(E->grad_part, E->part_n);
+    ZnAbsMax am = E->k->absmax(E->dev, E->grad_part, E->part_n);
     float mx = am.nonfinite ? INFINITY : am.maxabs;
     if (E->stage > 0) {   /* stage 0: every rank already holds the whole gradient */
-        int rc = E->comm->all_reduce(E->comm, &mx, 1, ZN_F32, ZN_MAX, "norm", err);
+        int rc = all_reduce_host_f32(E, &mx, ZN_MAX, "norm", err);
         if (rc) return rc;
     }
     if (!isfinite(mx)) { *norm = -1.0; return 0; }   /* DeepSpeed masks a non-finite norm to -1 */
     int shift = zn_norm_shift(mx);
-    uint64_t mine[2] = {0, 0};
-    zn_sumsq_fixed(E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
+    uint64_t mine[2] = {0, 0};   /* the kernel adds into (hi, lo): start from zero */
+    E->k->sumsq_fixed(E->dev, E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
     uint64_t hi = mine[0], lo = mine[1];
     if (E->stage > 0) {
         uint64_t *all = malloc((size_t)E->world * 2 * sizeof(uint64_t));
-        long *counts = malloc((size_t)E->world * sizeof(long));
-        if (!all || !counts) { free(all); free(counts); return zn_err(err, ZN_E_NOMEM, "out of host memory"); }
-        for (int r = 0; r < E->world; r++) counts[r] = 2;
-        int rc = E->comm->all_gather(E->comm, mine, all, counts, ZN_U64, "norm", err);
+        if (!all) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        int rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "norm", err);
         hi = lo = 0;
         for (int r = 0; r < E->world && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
         free(all);
-        free(counts);
         if (rc) return rc;
     }
     *norm = zn_norm_from_fixed(hi, lo, shift);
@@ -461,16 +492,39 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
 /* Any inf/NaN in any rank's gradient partition (Z-PREC-004): every rank
  * takes the same skip decision. */
 static int global_overflow(ZnEngine *E, int *overflow, ZnErr *err) {
-    float flag = zn_absmax(E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
+    float flag = E->k->absmax(E->dev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
     if (E->stage > 0) {   /* stage 0: every rank holds the same whole gradient */
-        int rc = E->comm->all_reduce(E->comm, &flag, 1, ZN_F32, ZN_MAX, "overflow", err);
+        int rc = all_reduce_host_f32(E, &flag, ZN_MAX, "overflow", err);
         if (rc) return rc;
     }
     *overflow = flag != 0.0f;
     return 0;
 }
 
-static int publish_params(ZnEngine *E, ZnErr *err);
+static int publish_params(ZnEngine *E, int cast, ZnErr *err);
+
+/* The working copy as one contiguous image of the master partition, which
+ * the fused Adam kernel writes as it goes; NULL when the master is the
+ * working copy itself (fp32 stage 0). */
+static float *working_image(ZnEngine *E) {
+    if (E->stage == 0) return E->master != E->flat_params ? E->flat_params : NULL;
+    if (E->stage <= 2) return E->flat_params + (long)E->rank * E->L.part_numel;
+    return E->param_part;
+}
+
+/* The planted fault of Z-REP-001: master[i] += delta after the step, and the
+ * working copy follows, as if the fault had come from the step itself. */
+static void plant_fault(ZnEngine *E, long i, float delta) {
+    float x;
+    E->k->download(E->dev, &x, E->master + i, sizeof x);
+    x = x + delta;
+    E->k->upload(E->dev, E->master + i, &x, sizeof x);
+    float *work = working_image(E);
+    if (work) {
+        dcopy(E, work + i, E->master + i, 1);
+        round_dt(E, work + i, 1);
+    }
+}
 
 static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
@@ -508,49 +562,50 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     ZnAdamParams hp = E->adam;
     hp.lr = E->sched.lr;
     if (E->sched.sets_betas) { hp.beta1 = E->sched.beta1; hp.beta2 = E->sched.beta2; }
+    /* Adam writes the cast working copy in the same pass. Elements outside
+       every sub-group (none today) keep their old master value, whose cast
+       the working copy already holds. */
+    float *work = working_image(E);
     if (E->stage == 3) {   /* one optimizer group per sub-group */
         const ZnLayout *L = &E->L;
         for (int s = 0; s < L->nsubgroups; s++) {
             int p0 = L->subgroup_first[s], p1 = L->subgroup_first[s + 1];
             if (p1 <= p0) continue;
             long lo = L->s3_off[p0], hi = L->s3_off[p1 - 1] + L->s3_pn[p1 - 1];
-            zn_adam_step(hi - lo, E->master + lo, E->grad_part + lo, E->exp_avg + lo,
-                         E->exp_avg_sq + lo, &hp, E->opt_step, mul);
+            E->k->adam(E->dev, hi - lo, E->master + lo, E->grad_part + lo, E->exp_avg + lo,
+                       E->exp_avg_sq + lo, &hp, E->opt_step, mul, work + lo, E->dt);
         }
     } else {
-        zn_adam_step(E->part_n, E->master, E->grad_part, E->exp_avg, E->exp_avg_sq, &hp,
-                     E->opt_step, mul);
+        E->k->adam(E->dev, E->part_n, E->master, E->grad_part, E->exp_avg, E->exp_avg_sq, &hp,
+                   E->opt_step, mul, work, E->dt);
     }
     zn_sched_step(&E->sched);
     if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n)
-        E->master[E->hooks.fault_index] += E->hooks.fault_delta;   /* the planted fault of Z-REP-001 */
+        plant_fault(E, E->hooks.fault_index, E->hooks.fault_delta);
     res->grad_norm = gs < 0.0 ? -1.0 : gs / S_report;
-    return publish_params(E, err);
+    return publish_params(E, 0, err);
 }
 
 /* The updated master partition becomes the working (model-dtype) weights of
- * every rank: cast, then all-gather (stages 1/2) or re-gather the persistent
- * parameters (stage 3). */
-static int publish_params(ZnEngine *E, ZnErr *err) {
+ * every rank: cast (unless the fused Adam already wrote the cast: cast 0),
+ * then all-gather (stages 1/2) or re-gather the persistent parameters
+ * (stage 3). */
+static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
     const ZnLayout *L = &E->L;
     int rc = 0;
-    if (E->stage == 0) {
-        if (E->master != E->flat_params) {
-            memcpy(E->flat_params, E->master, (size_t)E->part_n * sizeof(float));
-            round_dt(E->dt, E->flat_params, E->part_n);
-        }
-    } else if (E->stage <= 2) {
-        float *mine = E->flat_params + (long)E->rank * L->part_numel;
-        memcpy(mine, E->master, (size_t)L->part_numel * sizeof(float));
-        round_dt(E->dt, mine, L->part_numel);
+    float *work = working_image(E);
+    if (cast && work) {
+        dcopy(E, work, E->master, E->part_n);
+        round_dt(E, work, E->part_n);
+    }
+    if (E->stage == 1 || E->stage == 2) {
+        float *mine = work;
         long *counts = malloc((size_t)E->world * sizeof(long));
         if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
         for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
         rc = ag_dt(E, mine, E->flat_params, counts, err);
         free(counts);
-    } else {
-        memcpy(E->param_part, E->master, (size_t)E->part_n * sizeof(float));
-        round_dt(E->dt, E->param_part, E->part_n);
+    } else if (E->stage == 3) {
         for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
             if (!E->persistent[p]) continue;
             zn_dev_free(E->dev, E->full[p]);
@@ -574,13 +629,12 @@ static void canon_push(ZnEngine *E) {
     int k = 0;
     while (E->occupied & (1ul << k)) {   /* levels[k] holds earlier micro-batches: it goes left */
         float *acc = E->levels[k];
-        for (long i = 0; i < E->part_n; i++) acc[i] = acc[i] + carry[i];
-        round_dt(E->dt, acc, E->part_n);
+        E->k->add(E->dev, E->dt, acc, carry, E->part_n);
         E->occupied &= ~(1ul << k);
         carry = acc;
         k++;
     }
-    if (carry != E->levels[k]) memcpy(E->levels[k], carry, (size_t)E->part_n * sizeof(float));
+    if (carry != E->levels[k]) dcopy(E, E->levels[k], carry, E->part_n);
     E->occupied |= 1ul << k;
 }
 
@@ -590,19 +644,12 @@ static void canon_finish(ZnEngine *E, long M) {
     int first = 1;
     for (int k = E->nlevels - 1; k >= 0; k--) {
         if (!(E->occupied & (1ul << k))) continue;
-        if (first) memcpy(g, E->levels[k], (size_t)E->part_n * sizeof(float));
-        else {
-            for (long i = 0; i < E->part_n; i++) g[i] = g[i] + E->levels[k][i];
-            round_dt(E->dt, g, E->part_n);
-        }
+        if (first) dcopy(E, g, E->levels[k], E->part_n);
+        else E->k->add(E->dev, E->dt, g, E->levels[k], E->part_n);
         first = 0;
     }
     E->occupied = 0;
-    if (!E->cfg->allreduce_sum && M > 1) {
-        const float m = (float)M;
-        for (long i = 0; i < E->part_n; i++) g[i] = g[i] / m;
-        round_dt(E->dt, g, E->part_n);
-    }
+    if (!E->cfg->allreduce_sum && M > 1) E->k->div(E->dev, E->dt, g, E->part_n, (float)M);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -619,9 +666,8 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     float *losses = malloc((size_t)ga * sizeof(float));
     float *all = malloc((size_t)ga * E->world * sizeof(float));
     double *ordered = malloc((size_t)ga * E->world * sizeof(double));
-    long *counts = malloc((size_t)E->world * sizeof(long));
     int rc = 0;
-    if (!losses || !all || !ordered || !counts) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
+    if (!losses || !all || !ordered) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
     memset(res, 0, sizeof *res);
     E->t_fwd = E->t_bwd = E->t_reduce = E->t_step = 0.0;
     for (E->micro = 0; E->micro < ga; E->micro++) {
@@ -637,11 +683,8 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     E->micro = ga - 1;   /* the boundary belongs to the last micro-step */
     if (E->canonical) {
         if (E->nlevels) canon_finish(E, ga * E->world);
-        else if (!cfg->allreduce_sum && E->world > 1) {   /* GA 1: just the final scale */
-            const float m = (float)E->world;
-            for (long i = 0; i < E->part_n; i++) E->grad_part[i] = E->grad_part[i] / m;
-            round_dt(E->dt, E->grad_part, E->part_n);
-        }
+        else if (!cfg->allreduce_sum && E->world > 1)   /* GA 1: just the final scale */
+            E->k->div(E->dev, E->dt, E->grad_part, E->part_n, (float)E->world);
     } else if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     phase(E, "before step");
@@ -652,8 +695,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     phase(E, "after step");
     /* the reported loss: mean over all micro-batches of the global batch,
        summed in the fixed tree over micro-batch index */
-    for (int r = 0; r < E->world; r++) counts[r] = ga;
-    if ((rc = E->comm->all_gather(E->comm, losses, all, counts, ZN_F32, "loss", err))) goto out;
+    if ((rc = zn_engine_all_gather_host(E, losses, all, ga, ZN_F32, "loss", err))) goto out;
     for (int r = 0; r < E->world; r++)
         for (long s = 0; s < ga; s++) ordered[s * E->world + r] = all[r * ga + s];
     res->loss = zn_tree_sum_f64(ordered, (int)(ga * E->world)) / (double)(ga * E->world);
@@ -664,38 +706,43 @@ out:
     free(losses);
     free(all);
     free(ordered);
-    free(counts);
     if (rc) zn_err_prefix(err, "step %ld: ", E->global_step + 1);   /* zn_sim_run adds the rank */
     return rc;
 }
 
-/* Gathers a partition-shaped buffer (master or gradient) of every rank into
- * the full model-order vector. */
+/* Gathers a partition-shaped device buffer (master, moments or gradient)
+ * of every rank into the full model-order vector out, in host memory: the
+ * gather runs in a device temporary, then each parameter is downloaded. */
 static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *err) {
     const ZnLayout *L = &E->L;
+    const ZnKernels *k = E->k;
     int rc = 0;
+    if (E->stage == 0) {   /* every rank holds it all */
+        for (int p = 0; p < L->nparams; p++)
+            k->download(E->dev, out + model_offset(L, p), src + L->flat_offset[p],
+                        (size_t)L->params[p].numel * sizeof(float));
+        return 0;
+    }
     long *counts = malloc((size_t)E->world * sizeof(long));
     if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-    if (E->stage == 0) {
-        for (int p = 0; p < L->nparams; p++)
-            memcpy(out + model_offset(L, p), src + L->flat_offset[p], (size_t)L->params[p].numel * sizeof(float));
-    } else if (E->stage <= 2) {
-        float *tmp = malloc((size_t)L->aligned_numel * sizeof(float));
-        if (!tmp) { free(counts); return zn_err(err, ZN_E_NOMEM, "out of host memory"); }
+    if (E->stage <= 2) {
+        float *tmp = falloc(E, L->aligned_numel, ZN_MEM_BUCKETS, err);
+        if (!tmp) { free(counts); return err->code; }
         for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
         rc = E->comm->all_gather(E->comm, src, tmp, counts, ZN_F32, "digest", err);
         for (int p = 0; p < L->nparams && !rc; p++)
-            memcpy(out + model_offset(L, p), tmp + L->flat_offset[p], (size_t)L->params[p].numel * sizeof(float));
-        free(tmp);
+            k->download(E->dev, out + model_offset(L, p), tmp + L->flat_offset[p],
+                        (size_t)L->params[p].numel * sizeof(float));
+        zn_dev_free(E->dev, tmp);
     } else {
         for (int p = 0; p < L->nparams && !rc; p++) {
             long pn = L->s3_pn[p];
-            float *tmp = malloc((size_t)(pn * E->world + 1) * sizeof(float));
-            if (!tmp) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); break; }
+            float *tmp = falloc(E, pn * E->world, ZN_MEM_BUCKETS, err);
+            if (!tmp) { rc = err->code; break; }
             for (int r = 0; r < E->world; r++) counts[r] = pn;
             rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, counts, ZN_F32, "digest", err);
-            if (!rc) memcpy(out + model_offset(L, p), tmp, (size_t)L->params[p].numel * sizeof(float));
-            free(tmp);
+            if (!rc) k->download(E->dev, out + model_offset(L, p), tmp, (size_t)L->params[p].numel * sizeof(float));
+            zn_dev_free(E->dev, tmp);
         }
     }
     free(counts);
@@ -737,10 +784,10 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
     E->scaler.cur_hysteresis = s->scaler.cur_hysteresis;
     zn_sched_set_iteration(&E->sched, s->sched_t);
     size_t bytes = (size_t)E->part_n * sizeof(float);
-    memcpy(E->master, master, bytes);
-    memcpy(E->exp_avg, exp_avg, bytes);
-    memcpy(E->exp_avg_sq, exp_avg_sq, bytes);
-    return publish_params(E, err);
+    E->k->upload(E->dev, E->master, master, bytes);
+    E->k->upload(E->dev, E->exp_avg, exp_avg, bytes);
+    E->k->upload(E->dev, E->exp_avg_sq, exp_avg_sq, bytes);
+    return publish_params(E, 1, err);
 }
 
 uint64_t zn_digest(const float *params, long n) {
@@ -808,6 +855,15 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (n > maxlayer) maxlayer = n;
     }
     if (!(E->grad_scratch = talloc(E, maxlayer, ZN_MEM_WORKSPACE, err))) goto fail;
+    /* the collective scratch: the largest host-value collective is the
+       norm's 2 uint64 (and the checkpoint's 2 sums) or the GA losses, per rank */
+    size_t per_rank = 2 * sizeof(uint64_t);
+    if ((size_t)cfg->grad_accum * sizeof(float) > per_rank) per_rank = (size_t)cfg->grad_accum * sizeof(float);
+    E->scratch_bytes = per_rank * (size_t)E->world;
+    if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
+    E->host_x = malloc((size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
+    E->host_labels = malloc((size_t)(cfg->micro_batch + 1) * sizeof(int));
+    if (!E->host_x || !E->host_labels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
     /* tied weights: who uses what */
     E->first_use = calloc((size_t)L->nparams + 1, sizeof(int));
     E->tied_cnt = calloc((size_t)L->nparams + 1, sizeof(int));
@@ -831,9 +887,14 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
        copies the cast values (DeepSpeed casts the module before ZeRO init). */
     if (E->stage <= 2) {
         if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
+        /* generated on the host (padding zero), uploaded, cast on the device */
+        float *h = calloc((size_t)L->aligned_numel + 1, sizeof(float));
+        if (!h) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
         for (int p = 0; p < L->nparams; p++)
-            zn_model_init_param(model, p, seed, 0, L->params[p].numel, E->flat_params + L->flat_offset[p]);
-        round_dt(E->dt, E->flat_params, L->aligned_numel);
+            zn_model_init_param(model, p, seed, 0, L->params[p].numel, h + L->flat_offset[p]);
+        E->k->upload(dev, E->flat_params, h, (size_t)L->aligned_numel * sizeof(float));
+        free(h);
+        round_dt(E, E->flat_params, L->aligned_numel);
     }
     if (E->stage <= 1 && !(E->flat_grads = talloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
 
@@ -851,12 +912,12 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             E->master = E->flat_params;   /* fp32 stage 0 steps the model weights themselves */
         } else {
             if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-            memcpy(E->master, E->flat_params, (size_t)E->part_n * sizeof(float));
+            dcopy(E, E->master, E->flat_params, E->part_n);
         }
     } else if (E->stage <= 2) {
         E->part_n = L->part_numel;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-        memcpy(E->master, E->flat_params + (long)E->rank * L->part_numel, (size_t)E->part_n * sizeof(float));
+        dcopy(E, E->master, E->flat_params + (long)E->rank * L->part_numel, E->part_n);
         if (E->stage == 1) E->grad_part = E->flat_grads + (long)E->rank * L->part_numel;
         else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     } else {
@@ -864,13 +925,17 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (!(E->param_part = talloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+        float *h = calloc((size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
+        if (!h) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
         for (int p = 0; p < L->nparams; p++) {
             long lo2, hi2, off;
             zn_layout_owned(L, p, E->rank, &lo2, &hi2, &off);
-            if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, E->param_part + off);
+            if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, h + off);
         }
-        round_dt(E->dt, E->param_part, E->part_n);
-        memcpy(E->master, E->param_part, (size_t)E->part_n * sizeof(float));
+        E->k->upload(dev, E->param_part, h, (size_t)E->part_n * sizeof(float));
+        free(h);
+        round_dt(E, E->param_part, E->part_n);
+        dcopy(E, E->master, E->param_part, E->part_n);
         E->full = calloc((size_t)L->nparams + 1, sizeof(float *));
         E->persistent = calloc((size_t)L->nparams + 1, sizeof(int));
         E->keep_after_fwd = calloc((size_t)model->nlayers + 1, sizeof(int));
@@ -927,9 +992,12 @@ void zn_engine_free(ZnEngine *E) {
         zn_dev_free(E->dev, E->bucket_buf);
         zn_dev_free(E->dev, E->grad_scratch);
         zn_dev_free(E->dev, E->comm16);
+        zn_dev_free(E->dev, E->scratch);
         for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
     }
     free(E->levels);
+    free(E->host_x);
+    free(E->host_labels);
     zn_layout_free(&E->L);
     memset(E, 0, sizeof *E);
 }

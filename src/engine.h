@@ -1,7 +1,12 @@
 /* engine.h: the SPMD training engine. One ZnEngine per rank; each calls its
  * comm and its device and never asks which backend it runs on. Stages 0-3
  * differ only in what the layout says each rank owns and in when gradients
- * are reduced and parameters gathered (spec Z-ENG-*). */
+ * are reduced and parameters gathered (spec Z-ENG-*).
+ *
+ * Every buffer below that holds parameters, gradients, optimizer state,
+ * activations or collective staging lives in the device's memory (all but
+ * host_x and host_labels): code outside the device never dereferences it,
+ * but moves it with E->k->upload/download (spec Z-DEV-001). */
 #ifndef ZN_ENGINE_H
 #define ZN_ENGINE_H
 #include <stdint.h>
@@ -95,6 +100,14 @@ typedef struct ZnEngine {
     int check_overflow;     /* skip steps whose gradient holds inf/NaN */
     uint16_t *comm16;       /* staging for 16-bit collectives */
     long comm16_cap;
+    /* collectives on a few host values (norm pieces, the overflow flag, the
+       losses, checkpoint sums) go through this device buffer: a
+       communicator takes device buffers only */
+    void *scratch;
+    size_t scratch_bytes;
+    /* host staging of one micro-batch (zn_data_batch writes host memory) */
+    float *host_x;
+    int *host_labels;
     ZnEngineHooks hooks;
 
     /* canonical mode (Z-CANON-*): binary-counter accumulation over micro-steps */
@@ -153,6 +166,13 @@ void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s);
  * weights (cast and gather) exactly as after an optimizer step. */
 int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master, const float *exp_avg,
                         const float *exp_avg_sq, ZnErr *err);
+
+/* Collective: every rank contributes count elements of dt from send (host
+ * memory) and receives world * count elements in rank order into recv (host
+ * memory), staged through the engine's device scratch (at least 2 uint64 or
+ * gradient_accumulation_steps floats per rank). */
+int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long count, ZnDtype dt,
+                              const char *tag, ZnErr *err);
 
 /* FNV-1a 64 over the little-endian bytes of the parameters in model order. */
 uint64_t zn_digest(const float *params, long n);

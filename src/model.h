@@ -42,20 +42,23 @@ long zn_model_numel(const ZnModel *m);
 
 /* Initial value of elements [lo, hi) of param p: uniform in
  * [-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's nn.Linear default range),
- * keyed by (seed, param name, element index) only. */
+ * keyed by (seed, param name, element index) only. out is host memory: a
+ * caller filling a device buffer generates into a host temporary and
+ * uploads it. */
 void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
 
 /* Layer l forward over a batch of B rows: y = x W^T + b (gemm_nt), then a = relu(y)
  * for all but the last layer (a may equal NULL for the last layer: the
- * logits are y). x [B, D_l], y and a [B, D_{l+1}]. */
-void zn_layer_forward(const ZnKernels *k, const ZnModel *m, int l, int B,
+ * logits are y). x [B, D_l], y and a [B, D_{l+1}]. Every buffer lives in d's
+ * memory; the layer runs d's kernels (d->k). */
+void zn_layer_forward(ZnDevice *d, const ZnModel *m, int l, int B,
                       const float *W, const float *b, const float *x, float *y, float *a);
 /* Layer l backward. dout: gradient w.r.t. the layer's output (for hidden
  * layers the gradient w.r.t. a = relu(y); for the last layer w.r.t. the
  * logits). a: the layer's ReLU output (NULL for the last layer). Writes
  * dW [D_{l+1}, D_l] = dy^T x, db = colsum(dy), and dx [B, D_l] = dy W unless
  * dx == NULL. scratch: B * D_{l+1} floats (holds dy). */
-void zn_layer_backward(const ZnKernels *k, const ZnModel *m, int l, int B,
+void zn_layer_backward(ZnDevice *d, const ZnModel *m, int l, int B,
                        const float *W, const float *x, const float *a, const float *dout,
                        float *dW, float *db, float *dx, float *scratch);
 

@@ -173,30 +173,32 @@ void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long h
 /* ------------------------------------------------------------------------ */
 /* forward and backward */
 
-void zn_layer_forward(const ZnKernels *k, const ZnModel *m, int l, int B,
+void zn_layer_forward(ZnDevice *d, const ZnModel *m, int l, int B,
                       const float *W, const float *b, const float *x, float *y, float *a) {
+    const ZnKernels *k = d->k;
     int din = m->dims[l], dout = m->dims[l + 1];
     /* y[B, dout] = x[B, din] . W[dout, din]^T + b: each y[i][j] a k-ordered sum, then + b[j] */
-    k->gemm_nt(B, dout, din, x, W, b, y);
+    k->gemm_nt(d, B, dout, din, x, W, b, y);
     /* the last layer's y are the logits: no ReLU, a is not written */
-    if (l < m->nlayers - 1) k->relu_fwd((long)B * dout, y, a);
+    if (l < m->nlayers - 1) k->relu_fwd(d, (long)B * dout, y, a);
 }
 
-void zn_layer_backward(const ZnKernels *k, const ZnModel *m, int l, int B,
+void zn_layer_backward(ZnDevice *d, const ZnModel *m, int l, int B,
                        const float *W, const float *x, const float *a, const float *dout,
                        float *dW, float *db, float *dx, float *scratch) {
+    const ZnKernels *k = d->k;
     int din = m->dims[l], dn = m->dims[l + 1];
     /* dy: gradient w.r.t. the pre-activation y. The last layer has no ReLU,
        so dy is dout itself; a hidden layer masks dout where a = relu(y) is 0. */
     const float *dy = dout;
     if (l < m->nlayers - 1) {
-        k->relu_bwd((long)B * dn, a, dout, scratch);
+        k->relu_bwd(d, (long)B * dn, a, dout, scratch);
         dy = scratch;
     }
     /* dW[dn, din] = dy^T x: dW[j][c] = sum over batch rows i in order of dy[i][j] x[i][c] */
-    k->gemm_tn(dn, din, B, dy, x, dW);
+    k->gemm_tn(d, dn, din, B, dy, x, dW);
     /* db[j] = sum over batch rows i in order of dy[i][j] */
-    k->colsum(B, dn, dy, db);
+    k->colsum(d, B, dn, dy, db);
     /* dx[B, din] = dy W: dx[i][c] = sum over j in order of dy[i][j] W[j][c] */
-    if (dx) k->gemm_nn(B, din, dn, dy, W, dx);
+    if (dx) k->gemm_nn(d, B, din, dn, dy, W, dx);
 }

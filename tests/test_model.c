@@ -8,6 +8,9 @@
 #include "../src/rng.h"
 
 static const ZnKernels *K = &zn_host_kernels;
+/* the host device every kernel call below runs on (set up in main) */
+static ZnDevice HD;
+#define DEV (&HD)
 
 /* ------------------------------------------------------------------------ */
 /* model spec */
@@ -294,9 +297,9 @@ static void check_gemm(int which) {
         for (int with_bias = 0; with_bias < (which == 0 ? 2 : 1); with_bias++) {
             float *C = nan_filled((long)M * N);
             const float *bb = with_bias ? bias : NULL;
-            if (which == 0) K->gemm_nt(M, N, Kd, A, B, bb, C);
-            else if (which == 1) K->gemm_nn(M, N, Kd, A, B, C);
-            else K->gemm_tn(M, N, Kd, A, B, C);
+            if (which == 0) K->gemm_nt(DEV, M, N, Kd, A, B, bb, C);
+            else if (which == 1) K->gemm_nn(DEV, M, N, Kd, A, B, C);
+            else K->gemm_tn(DEV, M, N, Kd, A, B, C);
             for (int i = 0; i < M; i++) {
                 for (int j = 0; j < N; j++) {
                     float acc = 0.0f, rev = 0.0f;
@@ -346,7 +349,7 @@ static void test_colsum_bitwise(void **state) {
         float *A = malloc(((long)M * N + 1) * sizeof(float));
         fill(A, (long)M * N, 5 + s);
         float *out = nan_filled(N);
-        K->colsum(M, N, A, out);
+        K->colsum(DEV, M, N, A, out);
         for (int j = 0; j < N; j++) {
             float acc = 0.0f;
             for (int i = 0; i < M; i++) acc = acc + A[(long)i * N + j];
@@ -363,9 +366,9 @@ static void test_relu(void **state) {
     const float want[] = {0.0f, 0.0f, 0.0f, 1e-30f, 3.5f, 0.0f, 0.0f, INFINITY};
     float y[8], dx[8];
     const float dy[] = {1, 2, 3, 4, 5, 6, 7, 8};
-    K->relu_fwd(8, x, y);
+    K->relu_fwd(DEV, 8, x, y);
     for (int i = 0; i < 8; i++) assert_true(zt_same_bits(y[i], want[i]));  /* -0 -> +0 */
-    K->relu_bwd(8, y, dy, dx);
+    K->relu_bwd(DEV, 8, y, dy, dx);
     const float wantd[] = {0, 0, 0, 4, 5, 0, 0, 8};
     for (int i = 0; i < 8; i++) assert_true(zt_same_bits(dx[i], wantd[i]));
 }
@@ -382,8 +385,8 @@ static void test_softmax_xent(void **state) {
     fill(z, B * C, 99);
     z[3 * C + 2] = 1000.0f;  /* a huge logit: the max shift keeps expf finite */
     const float gs = 0.25f;
-    float loss = K->softmax_xent(B, C, z, y, gs, d);
-    float loss2 = K->softmax_xent(B, C, z, y, gs, NULL);
+    float loss = K->softmax_xent(DEV, B, C, z, y, gs, d);
+    float loss2 = K->softmax_xent(DEV, B, C, z, y, gs, NULL);
     assert_true(zt_same_bits(loss, loss2));
     assert_true(isfinite(loss));
 
@@ -423,13 +426,13 @@ static void test_softmax_xent(void **state) {
     float zu[C] = {0};
     int yu = 2;
     float du[C];
-    float lu = K->softmax_xent(1, C, zu, &yu, 1.0f, du);
+    float lu = K->softmax_xent(DEV, 1, C, zu, &yu, 1.0f, du);
     assert_true(fabsf(lu - logf((float)C)) < 1e-6f);
     assert_true(fabsf(du[2] - (1.0f / C - 1.0f)) < 1e-6f);
 
     /* no rows: loss 0, nothing touched */
     float untouched = 5.0f;
-    assert_true(zt_same_bits(K->softmax_xent(0, C, zu, &yu, 1.0f, &untouched), 0.0f));
+    assert_true(zt_same_bits(K->softmax_xent(DEV, 0, C, zu, &yu, 1.0f, &untouched), 0.0f));
     assert_true(untouched == 5.0f);
 }
 
@@ -492,12 +495,12 @@ static float net_forward_backward(Net *n) {
     const ZnModel *m = &n->m;
     int L = m->nlayers;
     for (int l = 0; l < L; l++)
-        zn_layer_forward(K, m, l, n->B, n->W[l], n->b[l], n->act[l], n->y[l],
+        zn_layer_forward(DEV, m, l, n->B, n->W[l], n->b[l], n->act[l], n->y[l],
                          l < L - 1 ? n->act[l + 1] : NULL);
     const float *logits = n->y[L - 1];
-    float loss = K->softmax_xent(n->B, m->dims[L], logits, n->labels, 1.0f / n->B, n->dact[L]);
+    float loss = K->softmax_xent(DEV, n->B, m->dims[L], logits, n->labels, 1.0f / n->B, n->dact[L]);
     for (int l = L - 1; l >= 0; l--)
-        zn_layer_backward(K, m, l, n->B, n->W[l], n->act[l], l < L - 1 ? n->act[l + 1] : NULL,
+        zn_layer_backward(DEV, m, l, n->B, n->W[l], n->act[l], l < L - 1 ? n->act[l + 1] : NULL,
                           n->dact[l + 1], n->dW[l], n->db[l], n->dact[l], n->scratch);
     return loss;
 }
@@ -601,38 +604,38 @@ static void test_layer_is_kernel_composition(void **state) {
     int B = n.B;
     /* layer 0 forward: gemm_nt then relu */
     float y0[4 * 10], a0[4 * 10];
-    K->gemm_nt(B, 10, 9, n.act[0], n.W[0], n.b[0], y0);
-    K->relu_fwd(B * 10, y0, a0);
+    K->gemm_nt(DEV, B, 10, 9, n.act[0], n.W[0], n.b[0], y0);
+    K->relu_fwd(DEV, B * 10, y0, a0);
     for (int i = 0; i < B * 10; i++) {
         assert_true(zt_same_bits(y0[i], n.y[0][i]));
         assert_true(zt_same_bits(a0[i], n.act[1][i]));
     }
     /* last layer: dy = dout; dW = dy^T x, db = colsum(dy), dx = dy W */
     float dW1[11 * 10], db1[11], dx1[4 * 10];
-    K->gemm_tn(11, 10, B, n.dact[2], n.act[1], dW1);
-    K->colsum(B, 11, n.dact[2], db1);
-    K->gemm_nn(B, 10, 11, n.dact[2], n.W[1], dx1);
+    K->gemm_tn(DEV, 11, 10, B, n.dact[2], n.act[1], dW1);
+    K->colsum(DEV, B, 11, n.dact[2], db1);
+    K->gemm_nn(DEV, B, 10, 11, n.dact[2], n.W[1], dx1);
     for (int i = 0; i < 110; i++) assert_true(zt_same_bits(dW1[i], n.dW[1][i]));
     for (int i = 0; i < 11; i++) assert_true(zt_same_bits(db1[i], n.db[1][i]));
     for (int i = 0; i < B * 10; i++) assert_true(zt_same_bits(dx1[i], n.dact[1][i]));
     /* hidden layer: dy = relu_bwd(a, dout), then the same three */
     float dy0[4 * 10], dW0[10 * 9], db0[10];
-    K->relu_bwd(B * 10, n.act[1], n.dact[1], dy0);
-    K->gemm_tn(10, 9, B, dy0, n.act[0], dW0);
-    K->colsum(B, 10, dy0, db0);
+    K->relu_bwd(DEV, B * 10, n.act[1], n.dact[1], dy0);
+    K->gemm_tn(DEV, 10, 9, B, dy0, n.act[0], dW0);
+    K->colsum(DEV, B, 10, dy0, db0);
     for (int i = 0; i < 90; i++) assert_true(zt_same_bits(dW0[i], n.dW[0][i]));
     for (int i = 0; i < 10; i++) assert_true(zt_same_bits(db0[i], n.db[0][i]));
     /* the last layer does not write a */
     float a_last[4 * 11], y_last[4 * 11];
     for (int i = 0; i < B * 11; i++) a_last[i] = 7.0f;
-    zn_layer_forward(K, m, 1, B, n.W[1], n.b[1], n.act[1], y_last, a_last);
+    zn_layer_forward(DEV, m, 1, B, n.W[1], n.b[1], n.act[1], y_last, a_last);
     for (int i = 0; i < B * 11; i++) {
         assert_true(a_last[i] == 7.0f);
         assert_true(zt_same_bits(y_last[i], n.y[1][i]));
     }
     /* dx == NULL: no input gradient, the rest unchanged */
     float dW0b[90];
-    zn_layer_backward(K, m, 0, B, n.W[0], n.act[0], n.act[1], n.dact[1], dW0b, db0, NULL, n.scratch);
+    zn_layer_backward(DEV, m, 0, B, n.W[0], n.act[0], n.act[1], n.dact[1], dW0b, db0, NULL, n.scratch);
     for (int i = 0; i < 90; i++) assert_true(zt_same_bits(dW0b[i], n.dW[0][i]));
     net_free(&n);
 }
@@ -814,6 +817,7 @@ static void test_mem_zero_aligned(void **state) {
 }
 
 int main(void) {
+    zn_device_host_init(&HD);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_good),
         cmocka_unit_test(test_parse_bad),
