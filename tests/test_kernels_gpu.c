@@ -65,7 +65,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* spec: Z-CUDA-001 Z-CUDA-003 */
+/* spec: Z-CUDA-001 Z-CUDA-003 Z-CUDA-007 */
 static void test_elementwise_exact(void **state) {
     (void)state;
     const long n = 100003;   /* not a multiple of any vector width */
