@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-gpu coverage memcheck sanitize bench clean
+# Targets: all demo test test-gpu bench-gpu coverage memcheck sanitize bench clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -23,15 +23,39 @@ endif
 
 LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard sim/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TEST_SRC := $(wildcard tests/test_*.c)
+# tests/*_gpu.c need a GPU: built and run by make test-gpu only
+TEST_SRC := $(filter-out %_gpu.c,$(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 HDRS    := $(wildcard src/*.h sim/*.h)
+
+# --- CUDA engine (kernels/, spec Z-CUDA-*): built whenever nvcc is found, so
+# every CI run compiles it; nothing here needs a GPU to build. One nvcc
+# invocation per file, sm_90 only. The exact-mode flags apply to every
+# kernel: no FMA contraction, IEEE division and square root (the fast table
+# differs only in its GEMMs, which are cuBLAS).
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+ifneq ($(NVCC),)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CU_SRC  := $(wildcard kernels/*.cu)
+CU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
+CU_HDRS := $(wildcard kernels/*.h) $(HDRS)
+NVFLAGS := -O2 -arch=sm_90 -std=c++20 -fmad=false -prec-div=true -prec-sqrt=true -D_GNU_SOURCE -g \
+           -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers,-ffp-contract=off
+CFLAGS  += -DZN_HAVE_CUDA=1
+CUDA_A  := $(BUILD)/libzinc_cuda.a
+# static cudart (runs without library paths); cuBLAS from the toolkit, found
+# through the rpath
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -Wl,-rpath,$(CUDA_HOME)/lib64 -lrt -ldl -lstdc++
+endif
+# the two libraries call each other (run.c inits the CUDA device, kernels/
+# uses the shared accounting), hence the group
+ZN_LIBS = -Wl,--start-group $(BUILD)/libzinc.a $(CUDA_A) -Wl,--end-group
 
 # Dependencies are installed by ci/setup.sh when a header is missing, so a
 # fresh Debian machine needs nothing by hand.
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all demo test test-gpu coverage memcheck sanitize bench clean deps
+.PHONY: all demo test test-gpu bench-gpu coverage memcheck sanitize bench clean deps
 all: $(BUILD)/zinc
 
 $(DEPS_STAMP):
@@ -54,14 +78,23 @@ $(BUILD)/libzinc.a: $(LIB_OBJ)
 	@echo "  AR  $@"
 	@ar rcs $@ $^
 
-$(BUILD)/zinc: $(BUILD)/src/main.o $(BUILD)/libzinc.a
-	@echo "  LD  $@"
-	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/kernels/%.o: kernels/%.cu $(CU_HDRS)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC $<"
+	@$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(HDRS) | $(DEPS_STAMP)
+$(BUILD)/libzinc_cuda.a: $(CU_OBJ)
+	@echo "  AR  $@"
+	@ar rcs $@ $^
+
+$(BUILD)/zinc: $(BUILD)/src/main.o $(BUILD)/libzinc.a $(CUDA_A)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
-	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzinc.a -lcmocka $(LDLIBS)
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)
 
 tests: $(TEST_BIN) $(BUILD)/zinc
 
@@ -93,13 +126,24 @@ sanitize:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh ci/run_tests.sh build-asan
 
 # Benchmarks print ratios measured side by side in one run; never asserted.
-$(BUILD)/bench: tests/bench.c $(BUILD)/libzinc.a $(HDRS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDLIBS)
+$(BUILD)/bench: tests/bench.c $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 bench: $(BUILD)/bench
 	$(BUILD)/bench
 
-test-gpu:
-	@echo "zinc: make test-gpu needs the CUDA engine, which this build does not have yet" >&2; exit 1
+# GPU checks (spec Z-CUDA-*): the probe says in one line why there is no GPU;
+# then every kernel against its host twin, the digests of exact runs against
+# the simulator, fast runs within tolerance. Needs nvcc to build.
+GPU_BIN := $(BUILD)/tests/gpu_probe $(BUILD)/tests/test_kernels_gpu $(BUILD)/tests/bench_gpu
+ifneq ($(NVCC),)
+test-gpu: $(GPU_BIN) $(BUILD)/zinc
+	@sh ci/test_gpu.sh $(BUILD)
+bench-gpu: $(GPU_BIN) $(BUILD)/zinc
+	@sh ci/bench_gpu.sh $(BUILD)
+else
+test-gpu bench-gpu:
+	@echo "zinc: make $@ needs nvcc (the CUDA toolkit) to build the CUDA engine" >&2; exit 1
+endif
 
 clean:
 	rm -rf build build-* coverage/html coverage/*.txt coverage/*.json

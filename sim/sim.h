@@ -23,6 +23,43 @@ ZnSimWorld *zn_sim_world_new(int world, ZnErr *err);
 void zn_sim_world_free(ZnSimWorld *w);
 ZnComm *zn_sim_comm(ZnSimWorld *w, int rank);
 
+/* Memory operations of the collectives (spec Z-CUDA-006). By default the
+ * simulator's buffers are host memory and a collective moves them with
+ * memcpy and reduces them with the host tree of sim_reduce.c. A backend whose
+ * buffers live elsewhere (kernels/: N ranks on one GPU) supplies these; the
+ * order of the tree, the rounding, the protocol and the byte counters stay
+ * the simulator's. Every function runs on the thread of `rank` and returns 0
+ * or an error code with err filled.
+ *   ready:   rank is about to post its buffers: work it has queued on them
+ *            must be complete before peers read them (CUDA: synchronise the
+ *            rank's stream). NULL: nothing to wait for.
+ *   copy:    dst <- src, bytes > 0, no overlap; complete on return.
+ *   reduce:  out[0..len) = the tree reduction (Z-SIM-002/003) in dt of
+ *            elements [off, off+len) of sends[0..world); complete on return.
+ *   scratch: the rank's private staging of at least bytes, in the same kind
+ *            of memory as `like` (a buffer the result is copied into); valid
+ *            until the next scratch call of that rank.
+ * A NULL copy, reduce or scratch uses the host default. */
+typedef struct {
+    int (*ready)(void *ctx, int rank, ZnErr *err);
+    int (*copy)(void *ctx, int rank, void *dst, const void *src, size_t bytes, ZnErr *err);
+    int (*reduce)(void *ctx, int rank, const void *const *sends, int world, ZnDtype dt, ZnRedOp red,
+                  long off, long len, void *out, ZnErr *err);
+    int (*scratch)(void *ctx, int rank, size_t bytes, const void *like, void **out, ZnErr *err);
+    void *ctx;
+} ZnSimMemOps;
+
+/* Installs ops (copied) for every later collective; NULL restores the host
+ * default. Call it outside zn_sim_run. */
+void zn_sim_world_set_memops(ZnSimWorld *w, const ZnSimMemOps *ops);
+
+/* The host tree reduction the default uses, for a memops that meets host
+ * buffers: out[0..len) over elements [off, off+len) of sends[0..world);
+ * tiles: zn_sim_reduce_tiles_bytes(world) bytes of host scratch. */
+size_t zn_sim_reduce_tiles_bytes(int world);
+void zn_sim_reduce_host(const void *const *sends, int world, ZnDtype dt, ZnRedOp red, long off, long len,
+                        void *out, void *tiles);
+
 typedef int (*ZnRankFn)(int rank, ZnComm *comm, void *arg, ZnErr *err);
 
 /* Runs fn on every rank (one thread each; world 1 runs on the calling

@@ -151,6 +151,13 @@ static int sequence_check(const ZnSimWorld *w, ZnErr *e) {
 
 /* ------------------------------------------------------- common frame */
 
+/* Memory operations run through the world's memops (sim.h): host memcpy and
+ * the host tree by default, device copies and kernels for ranks on a GPU.
+ * Once a collective is past its first sync every rank must reach the final
+ * sync, so a failing memory operation is remembered, the syncs are still
+ * taken, and the error is returned at the end (the peers' results are then
+ * not to be trusted, and the failing rank's error ends the run). */
+
 static SimPost post_new(SimRank *rk, ZnCollOp op, ZnDtype dt, const char *tag) {
     SimPost p = {0};
     p.op = op;
@@ -210,22 +217,25 @@ static int sim_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp 
     size_t es = zn_dtype_size(dt);
     long off, len;
     even_split(count, world, rk->rank, &off, &len);
+    void *out = NULL;
     if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, sim_tree_bytes(world), err))) return rc;
-    if ((rc = sim_reserve(&rk->out_buf, &rk->out_cap, (size_t)len * es, err))) return rc;
+    if ((rc = sim_mem_scratch(rk, (size_t)len * es, buf, &out, err))) return rc;
+    if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, &p, err))) return rc;
     const SimPost *posts = rk->w->posts;
-    sim_reduce_range(posts, world, dt, op, off, len, rk->out_buf, rk->tree_buf);
+    rc = sim_mem_reduce(rk, dt, op, off, len, out, err);
     sim_sync(rk); /* every rank has read every input */
-    if (len > 0) memcpy((char *)buf + off * es, rk->out_buf, (size_t)len * es);
+    if (!rc) rc = sim_mem_copy(rk, (char *)buf + off * es, out, (size_t)len * es, err);
     sim_sync(rk); /* every reduced piece is in its owner's buffer */
-    for (int q = 0; q < world; q++) {
+    for (int q = 0; q < world && !rc; q++) {
         long qoff, qlen;
         even_split(count, world, q, &qoff, &qlen);
-        if (q != rk->rank && qlen > 0)
-            memcpy((char *)buf + qoff * es, (const char *)posts[q].recv + qoff * es, (size_t)qlen * es);
+        if (q != rk->rank)
+            rc = sim_mem_copy(rk, (char *)buf + qoff * es, (const char *)posts[q].recv + qoff * es,
+                              (size_t)qlen * es, err);
     }
     sim_sync(rk); /* nobody still reads this rank's piece */
-    return done(rk, &p);
+    return rc ? rc : done(rk, &p);
 }
 
 static int sim_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts,
@@ -249,18 +259,20 @@ static int sim_reduce_scatter(ZnComm *c, const void *send, void *recv, const lon
     if ((rc = check_alias(&p, recv, (size_t)len * es, send, (size_t)total * es, (size_t)off * es, err)))
         return rc;
     if (world == 1) {
-        if (len > 0 && recv != send) memcpy(recv, send, (size_t)len * es);
+        if (recv != send && (rc = sim_mem_copy(rk, recv, send, (size_t)len * es, err))) return rc;
         return done(rk, &p);
     }
     /* in place, recv is part of what peers read: stage the result privately */
     int direct = !overlaps(recv, (size_t)len * es, send, (size_t)total * es);
+    void *out = recv;
     if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, sim_tree_bytes(world), err))) return rc;
-    if (!direct && (rc = sim_reserve(&rk->out_buf, &rk->out_cap, (size_t)len * es, err))) return rc;
+    if (!direct && (rc = sim_mem_scratch(rk, (size_t)len * es, recv, &out, err))) return rc;
+    if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, &p, err))) return rc;
-    sim_reduce_range(rk->w->posts, world, dt, op, off, len, direct ? recv : rk->out_buf, rk->tree_buf);
+    rc = sim_mem_reduce(rk, dt, op, off, len, out, err);
     sim_sync(rk); /* every rank has read every input */
-    if (!direct && len > 0) memcpy(recv, rk->out_buf, (size_t)len * es);
-    return done(rk, &p);
+    if (!rc && !direct) rc = sim_mem_copy(rk, recv, out, (size_t)len * es, err);
+    return rc ? rc : done(rk, &p);
 }
 
 /* Copies straight into recv: peers read only the send pieces, and the one
@@ -285,20 +297,21 @@ static int sim_all_gather(ZnComm *c, const void *send, void *recv, const long *c
     if ((rc = check_alias(&p, send, (size_t)len * es, recv, (size_t)total * es, (size_t)off * es, err)))
         return rc;
     if (world == 1) {
-        if (len > 0 && recv != send) memcpy(recv, send, (size_t)len * es);
+        if (recv != send && (rc = sim_mem_copy(rk, recv, send, (size_t)len * es, err))) return rc;
         return done(rk, &p);
     }
+    if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, &p, err))) return rc;
     const SimPost *posts = rk->w->posts;
     long qoff = 0;
-    for (int q = 0; q < world; q++) {
+    for (int q = 0; q < world && !rc; q++) {
         char *dst = (char *)recv + qoff * es;
         size_t n = (size_t)counts[q] * es;
-        if (n > 0 && (const void *)dst != posts[q].send) memcpy(dst, posts[q].send, n);
+        if ((const void *)dst != posts[q].send) rc = sim_mem_copy(rk, dst, posts[q].send, n, err);
         qoff += counts[q];
     }
     sim_sync(rk); /* nobody still reads this rank's send */
-    return done(rk, &p);
+    return rc ? rc : done(rk, &p);
 }
 
 static int sim_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag,
@@ -317,11 +330,12 @@ static int sim_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root,
         return zn_err(err, ZN_E_USAGE, "broadcast '%s': root %d is not a rank of a world of %d",
                       tag_str(tag), root, world);
     if (world == 1) return done(rk, &p);
+    if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, &p, err))) return rc;
-    if (rk->rank != root && count > 0)
-        memcpy(buf, rk->w->posts[root].send, (size_t)count * zn_dtype_size(dt));
+    if (rk->rank != root)
+        rc = sim_mem_copy(rk, buf, rk->w->posts[root].send, (size_t)count * zn_dtype_size(dt), err);
     sim_sync(rk); /* the root's buffer is no longer read */
-    return done(rk, &p);
+    return rc ? rc : done(rk, &p);
 }
 
 static int sim_barrier(ZnComm *c, const char *tag, ZnErr *err) {

@@ -181,17 +181,17 @@ static void combine_f32(ZnDtype dt, ZnRedOp red, float *a, const float *b, long 
     else TILED(add_bf16, a, b, n);
 }
 
-/* acc[0..len) = tree(lo, n) over posts[].send at element off; spare holds
- * one tile per remaining tree level. */
-static void tree_f32(const SimPost *posts, ZnDtype dt, ZnRedOp red, int lo, int n,
+/* acc[0..len) = tree(lo, n) over sends[] at element off; spare holds one
+ * tile per remaining tree level. */
+static void tree_f32(const void *const *sends, ZnDtype dt, ZnRedOp red, int lo, int n,
                      long off, long len, float *acc, float *spare) {
     if (n == 1) {
-        load_f32(dt, posts[lo].send, off, len, acc);
+        load_f32(dt, sends[lo], off, len, acc);
         return;
     }
     int h = tree_split(n);
-    tree_f32(posts, dt, red, lo, h, off, len, acc, spare);
-    tree_f32(posts, dt, red, lo + h, n - h, off, len, spare, spare + ZN_SIM_TILE);
+    tree_f32(sends, dt, red, lo, h, off, len, acc, spare);
+    tree_f32(sends, dt, red, lo + h, n - h, off, len, spare, spare + ZN_SIM_TILE);
     combine_f32(dt, red, acc, spare, len);
 }
 
@@ -202,31 +202,33 @@ static void combine_f64(ZnRedOp red, double *a, const double *b, long n) {
     else TILED(add_f64, a, b, n);
 }
 
-static void tree_f64(const SimPost *posts, ZnRedOp red, int lo, int n, long off, long len,
+static void tree_f64(const void *const *sends, ZnRedOp red, int lo, int n, long off, long len,
                      double *acc, double *spare) {
     if (n == 1) {
-        memcpy(acc, (const double *)posts[lo].send + off, (size_t)len * sizeof(double));
+        memcpy(acc, (const double *)sends[lo] + off, (size_t)len * sizeof(double));
         return;
     }
     int h = tree_split(n);
-    tree_f64(posts, red, lo, h, off, len, acc, spare);
-    tree_f64(posts, red, lo + h, n - h, off, len, spare, spare + ZN_SIM_TILE);
+    tree_f64(sends, red, lo, h, off, len, acc, spare);
+    tree_f64(sends, red, lo + h, n - h, off, len, spare, spare + ZN_SIM_TILE);
     combine_f64(red, acc, spare, len);
 }
 
 /* ------------------------------------------------------------ driver */
 
-void sim_reduce_range(const SimPost *posts, int world, ZnDtype dt, ZnRedOp red,
-                      long off, long len, void *out, void *tiles) {
+size_t zn_sim_reduce_tiles_bytes(int world) { return sim_tree_bytes(world); }
+
+void zn_sim_reduce_host(const void *const *sends, int world, ZnDtype dt, ZnRedOp red, long off, long len,
+                        void *out, void *tiles) {
     for (long t = 0; t < len; t += ZN_SIM_TILE) {
         long n = len - t < ZN_SIM_TILE ? len - t : ZN_SIM_TILE;
         if (dt == ZN_F64) {
             double *acc = tiles;
-            tree_f64(posts, red, 0, world, off + t, n, acc, acc + ZN_SIM_TILE);
+            tree_f64(sends, red, 0, world, off + t, n, acc, acc + ZN_SIM_TILE);
             memcpy((double *)out + t, acc, (size_t)n * sizeof(double));
         } else {
             float *acc = tiles;
-            tree_f32(posts, dt, red, 0, world, off + t, n, acc, acc + ZN_SIM_TILE);
+            tree_f32(sends, dt, red, 0, world, off + t, n, acc, acc + ZN_SIM_TILE);
             store_f32(dt, acc, out, t, n);
         }
     }

@@ -36,6 +36,8 @@ ZnSimWorld *zn_sim_world_new(int world, ZnErr *err) {
     w->ranks = calloc((size_t)world, sizeof *w->ranks);
     w->posts = calloc((size_t)world, sizeof *w->posts);
     if (!w->ranks || !w->posts) goto nomem;
+    for (int r = 0; r < world; r++)
+        if (!(w->ranks[r].sends = calloc((size_t)world, sizeof *w->ranks[r].sends))) goto nomem;
     /* default attributes: a plain mutex; the sim never locks it twice */
     if (pthread_mutex_init(&w->mu, NULL) != 0) goto nomem;
     if (pthread_cond_init(&w->cv, NULL) != 0) {
@@ -47,6 +49,7 @@ ZnSimWorld *zn_sim_world_new(int world, ZnErr *err) {
     return w;
 nomem:
     if (w) {
+        for (int r = 0; w->ranks && r < world; r++) free(w->ranks[r].sends);
         free(w->ranks);
         free(w->posts);
         free(w);
@@ -60,6 +63,7 @@ void zn_sim_world_free(ZnSimWorld *w) {
     for (int r = 0; r < w->world; r++) {
         free(w->ranks[r].tree_buf);
         free(w->ranks[r].out_buf);
+        free(w->ranks[r].sends);
     }
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
@@ -80,6 +84,46 @@ int sim_reserve(void **buf, size_t *cap, size_t need, ZnErr *err) {
     *buf = p;
     *cap = need;
     return 0;
+}
+
+/* --------------------------------------------------------- memory ops */
+
+void zn_sim_world_set_memops(ZnSimWorld *w, const ZnSimMemOps *ops) {
+    if (!w) return;
+    if (ops) w->ops = *ops;
+    else memset(&w->ops, 0, sizeof w->ops);
+}
+
+int sim_mem_ready(SimRank *rk, ZnErr *err) {
+    const ZnSimMemOps *o = &rk->w->ops;
+    return o->ready ? o->ready(o->ctx, rk->rank, err) : 0;
+}
+
+int sim_mem_copy(SimRank *rk, void *dst, const void *src, size_t bytes, ZnErr *err) {
+    const ZnSimMemOps *o = &rk->w->ops;
+    if (bytes == 0) return 0;
+    if (o->copy) return o->copy(o->ctx, rk->rank, dst, src, bytes, err);
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+/* Peers' records are stable between the first and the final sync of a
+ * collective, so the send pointers can be gathered from them here. */
+int sim_mem_reduce(SimRank *rk, ZnDtype dt, ZnRedOp red, long off, long len, void *out, ZnErr *err) {
+    const ZnSimWorld *w = rk->w;
+    if (len <= 0) return 0;
+    for (int q = 0; q < w->world; q++) rk->sends[q] = w->posts[q].send;
+    if (w->ops.reduce) return w->ops.reduce(w->ops.ctx, rk->rank, rk->sends, w->world, dt, red, off, len, out, err);
+    zn_sim_reduce_host(rk->sends, w->world, dt, red, off, len, out, rk->tree_buf);
+    return 0;
+}
+
+int sim_mem_scratch(SimRank *rk, size_t bytes, const void *like, void **out, ZnErr *err) {
+    const ZnSimMemOps *o = &rk->w->ops;
+    if (o->scratch) return o->scratch(o->ctx, rk->rank, bytes, like, out, err);
+    int rc = sim_reserve(&rk->out_buf, &rk->out_cap, bytes, err);
+    *out = rk->out_buf;
+    return rc;
 }
 
 /* ----------------------------------------------------------- rendezvous */

@@ -55,6 +55,7 @@ typedef struct SimRank {
     size_t tree_cap;
     void *out_buf;        /* private result when it may not go straight to recv */
     size_t out_cap;
+    const void **sends;   /* [world]: the posted send buffers of the current reduction */
     /* written by the rank's thread before it sets state under w->mu */
     int rc;
     ZnErr err;            /* the ZnErr its fn receives */
@@ -78,6 +79,7 @@ struct ZnSimWorld {
     ZnErr mismatch_err;
     int exit_seen_rank;   /* first rank told "rank R exited ..." (-1: none) */
     ZnErr exit_seen_err;
+    ZnSimMemOps ops;      /* zeroed: host memcpy and the host tree (set outside runs) */
     ZnRankFn fn;          /* set before threads start, read-only during the run */
     void *arg;
 };
@@ -94,11 +96,18 @@ void sim_set_mismatch(ZnSimWorld *w, const ZnErr *e);
 /* Grows a private buffer to need bytes. */
 int sim_reserve(void **buf, size_t *cap, size_t need, ZnErr *err);
 
-/* Tiles one reduction needs: one per tree level plus the accumulator. */
+/* Tiles one host reduction needs: one per tree level plus the accumulator. */
 size_t sim_tree_bytes(int world);
+
+/* The memory operations of a collective, through w->ops (sim.h): */
+/* before posting: the rank's queued work on its buffers is complete */
+int sim_mem_ready(SimRank *rk, ZnErr *err);
+/* dst <- src (bytes may be 0) */
+int sim_mem_copy(SimRank *rk, void *dst, const void *src, size_t bytes, ZnErr *err);
 /* out[0..len) = the tree reduction (Z-SIM-002/003) of elements
- * [off, off+len) of every rank's posts[q].send, in dtype dt. */
-void sim_reduce_range(const SimPost *posts, int world, ZnDtype dt, ZnRedOp red,
-                      long off, long len, void *out, void *tiles);
+ * [off, off+len) of every rank's posts[q].send, in dtype dt */
+int sim_mem_reduce(SimRank *rk, ZnDtype dt, ZnRedOp red, long off, long len, void *out, ZnErr *err);
+/* the rank's private staging, the same kind of memory as like */
+int sim_mem_scratch(SimRank *rk, size_t bytes, const void *like, void **out, ZnErr *err);
 
 #endif

@@ -46,8 +46,8 @@ struct ZnDevice {
     const ZnKernels *k;
     /* the backend's raw memory: alloc_n bytes, zero-filled, charging
        accounted_n bytes to cat through zn_mem_charge; free gives both back */
-    void *(*alloc)(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
-    void (*free)(ZnDevice *d, void *p);
+    void *(*alloc)(struct ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
+    void (*free)(struct ZnDevice *d, void *p);
     void *impl;
 };
 

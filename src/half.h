@@ -1,8 +1,9 @@
 /* half.h: fp32 <-> fp16 and fp32 <-> bf16 conversions (spec Z-HALF-001..006).
  *
  * Pure integer bit manipulation: no F16C/AVX512 intrinsics, no _Float16, no
- * dependence on the host FPU's rounding mode. The same text can be compiled
- * for the GPU later (exact mode), so host and device round identically.
+ * dependence on the host FPU's rounding mode. The same text is compiled by
+ * nvcc for the GPU (ZN_HD, spec Z-CUDA-003), so host and device round
+ * identically.
  *
  *   fp32 -> 16 bit: round to nearest, ties to even; too large -> inf of the
  *                   same sign; fp16 subnormals rounded correctly; NaN stays
@@ -14,20 +15,14 @@
 #define ZN_HALF_H
 #include <stdint.h>
 #include <string.h>
+#include "zn_hd.h"
 
-/* memcpy is the type pun C11 defines; compilers turn it into a register move. */
-static inline uint32_t zn_f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-static inline float zn_bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* memcpy on the host (the type pun C11 defines), the bit-move intrinsics on
+   the device: both are a register move. */
+static inline ZN_HD uint32_t zn_f32_bits(float f) { return zn_hd_f32_bits(f); }
+static inline ZN_HD float zn_bits_f32(uint32_t u) { return zn_hd_bits_f32(u); }
 
-static inline uint16_t zn_f32_to_f16(float f) {
+static inline ZN_HD uint16_t zn_f32_to_f16(float f) {
     uint32_t x = zn_f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t ax = x & 0x7fffffffu;
@@ -59,7 +54,7 @@ static inline uint16_t zn_f32_to_f16(float f) {
     return (uint16_t)(sign | q);
 }
 
-static inline float zn_f16_to_f32(uint16_t h) {
+static inline ZN_HD float zn_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1fu;
     uint32_t m = h & 0x3ffu;
@@ -79,7 +74,7 @@ static inline float zn_f16_to_f32(uint16_t h) {
     return zn_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-static inline uint16_t zn_f32_to_bf16(float f) {
+static inline ZN_HD uint16_t zn_f32_to_bf16(float f) {
     uint32_t x = zn_f32_bits(f);
     /* NaN: truncating could clear every payload bit and make inf; setting the
        bf16 quiet bit (0x40) keeps it a NaN. */
@@ -90,7 +85,7 @@ static inline uint16_t zn_f32_to_bf16(float f) {
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-static inline float zn_bf16_to_f32(uint16_t b) {
+static inline ZN_HD float zn_bf16_to_f32(uint16_t b) {
     uint32_t x = (uint32_t)b << 16;
     if ((x & 0x7fffffffu) > 0x7f800000u) x |= 0x400000u; /* quiet a signalling NaN */
     return zn_bits_f32(x);
@@ -98,7 +93,7 @@ static inline float zn_bf16_to_f32(uint16_t b) {
 
 /* Round an fp32 value to the nearest 16-bit value and back: what one
    low-precision reduction step keeps (spec Z-SIM-003). */
-static inline float zn_round_f16(float f) { return zn_f16_to_f32(zn_f32_to_f16(f)); }
-static inline float zn_round_bf16(float f) { return zn_bf16_to_f32(zn_f32_to_bf16(f)); }
+static inline ZN_HD float zn_round_f16(float f) { return zn_f16_to_f32(zn_f32_to_f16(f)); }
+static inline ZN_HD float zn_round_bf16(float f) { return zn_bf16_to_f32(zn_f32_to_bf16(f)); }
 
 #endif

@@ -19,6 +19,11 @@ typedef struct {
     int bias_correction;
 } ZnAdamParams;
 
+/* The float constants of step t (bias corrections computed in double, as
+ * DeepSpeed does in Python); the host loop and the CUDA kernel both use them. */
+typedef struct ZnAdamConsts ZnAdamConsts;
+ZnAdamConsts zn_adam_consts(const ZnAdamParams *hp, long t, float grad_mul);
+
 /* One Adam step over n elements; t is the 1-based step count; each gradient
  * is first multiplied by grad_mul (1.0f: untouched). */
 void zn_adam_step(long n, float *restrict p, const float *restrict g, float *restrict m, float *restrict v,

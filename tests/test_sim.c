@@ -599,6 +599,92 @@ static void test_same_bits_every_run(void **state) {
     zn_sim_world_free(w);
 }
 
+/* ------------------------------------------------------ memory ops */
+
+/* A memops that does what the default does (memcpy, the host tree, a
+ * private host buffer) and counts, per rank, how often each hook ran; a
+ * rank listed in fail_rank has its copies fail. */
+typedef struct {
+    long ready[MAXW], copy[MAXW], reduce[MAXW], scratch[MAXW];
+    void *tiles[MAXW], *buf[MAXW];
+    size_t cap[MAXW];
+    int fail_rank;
+} CountOps;
+
+static int co_ready(void *ctx, int rank, ZnErr *err) {
+    (void)err;
+    ((CountOps *)ctx)->ready[rank]++;
+    return 0;
+}
+static int co_copy(void *ctx, int rank, void *dst, const void *src, size_t n, ZnErr *err) {
+    CountOps *o = ctx;
+    o->copy[rank]++;
+    if (rank == o->fail_rank) return zn_err(err, ZN_E_INTERNAL, "copy refused on rank %d", rank);
+    memcpy(dst, src, n);
+    return 0;
+}
+static int co_reduce(void *ctx, int rank, const void *const *sends, int world, ZnDtype dt, ZnRedOp red,
+                     long off, long len, void *out, ZnErr *err) {
+    (void)err;
+    CountOps *o = ctx;
+    o->reduce[rank]++;
+    zn_sim_reduce_host(sends, world, dt, red, off, len, out, o->tiles[rank]);
+    return 0;
+}
+static int co_scratch(void *ctx, int rank, size_t n, const void *like, void **out, ZnErr *err) {
+    CountOps *o = ctx;
+    (void)like;
+    o->scratch[rank]++;
+    if (n > o->cap[rank]) {
+        void *p = realloc(o->buf[rank], n);
+        if (!p) return zn_err(err, ZN_E_NOMEM, "oom");
+        o->buf[rank] = p;
+        o->cap[rank] = n;
+    }
+    *out = o->buf[rank];
+    return 0;
+}
+
+/* spec: Z-CUDA-006 Z-SIM-007 */
+static void test_memops_hooks_same_bits(void **state) {
+    (void)state;
+    const int W = 5;
+    Ctx ref = {.world = W, .arg_i = 0}, hooked = {.world = W, .arg_i = 1};
+    run_ok(W, rank_mixed, &ref);
+    CountOps co = {.fail_rank = -1};
+    for (int r = 0; r < W; r++) assert_non_null(co.tiles[r] = malloc(zn_sim_reduce_tiles_bytes(W)));
+    ZnSimMemOps ops = {co_ready, co_copy, co_reduce, co_scratch, &co};
+    ZnErr err = {0};
+    ZnSimWorld *w = zn_sim_world_new(W, &err);
+    assert_non_null(w);
+    zn_sim_world_set_memops(w, &ops);
+    assert_int_equal(zn_sim_run(w, rank_mixed, &hooked, &err), 0);
+    assert_memory_equal(hooked.digest, ref.digest, sizeof ref.digest);
+    for (int r = 0; r < W; r++) {
+        /* 6 rounds of an all_reduce and an in-place reduce_scatter; ranks
+           with r % 3 == 1 receive no elements of the reduce_scatter */
+        assert_int_equal(co.ready[r], 12);
+        assert_int_equal(co.reduce[r], r % 3 == 1 ? 6 : 12);
+        assert_int_equal(co.scratch[r], r % 3 == 1 ? 6 : 12);
+        assert_true(co.copy[r] >= 6 * W);
+    }
+    /* a failing copy ends the run with that rank's error, no hang */
+    alarm(HANG_LIMIT_S);
+    co.fail_rank = 2;
+    assert_int_not_equal(zn_sim_run(w, rank_mixed, &hooked, &err), 0);
+    assert_str_contains(err.msg, "copy refused on rank 2");
+    alarm(0);
+    /* NULL restores the host default */
+    zn_sim_world_set_memops(w, NULL);
+    assert_int_equal(zn_sim_run(w, rank_mixed, &hooked, &err), 0);
+    assert_memory_equal(hooked.digest, ref.digest, sizeof ref.digest);
+    zn_sim_world_free(w);
+    for (int r = 0; r < W; r++) {
+        free(co.tiles[r]);
+        free(co.buf[r]);
+    }
+}
+
 /* ------------------------------------------------------------- stats */
 
 /* spec: Z-SIM-004 */
@@ -1098,6 +1184,7 @@ int main(void) {
         cmocka_unit_test(test_16bit_special_values_through_reduction),
         cmocka_unit_test(test_max_keeps_nan_and_inf),
         cmocka_unit_test(test_same_bits_every_run),
+        cmocka_unit_test(test_memops_hooks_same_bits),
         cmocka_unit_test(test_ring_bytes_hand_values),
         cmocka_unit_test(test_stats_per_op_and_tag),
         cmocka_unit_test(test_sequence_mismatch_detected),

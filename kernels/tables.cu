@@ -1,0 +1,41 @@
+/* tables.cu: the two kernel tables. Everything but the GEMMs is shared:
+ * those kernels are bit-exact twins of the host (spec Z-CUDA-003) and
+ * gain nothing from a looser mode (memory-bound, or serial by definition).
+ * The fast table swaps in cuBLAS for the GEMMs (spec Z-CUDA-005). */
+#include "cuda_dev.h"
+
+#define SHARED_KERNELS                      \
+    .upload = zn_cuda_upload,               \
+    .download = zn_cuda_download,           \
+    .copy = zn_cuda_copy,                   \
+    .zero = zn_cuda_zero,                   \
+    .round_dt = zn_cuda_round_dt,           \
+    .add = zn_cuda_add,                     \
+    .div = zn_cuda_div,                     \
+    .pack16 = zn_cuda_pack16,               \
+    .unpack16 = zn_cuda_unpack16,           \
+    .absmax = zn_cuda_absmax,               \
+    .sumsq_fixed = zn_cuda_sumsq_fixed,     \
+    .adam = zn_cuda_adam
+
+extern "C" const ZnKernels zn_cuda_kernels_exact = {
+    SHARED_KERNELS,
+    .gemm_nt = zn_cuda_gemm_nt_exact,
+    .gemm_nn = zn_cuda_gemm_nn_exact,
+    .gemm_tn = zn_cuda_gemm_tn_exact,
+    .colsum = zn_cuda_colsum,
+    .relu_fwd = zn_cuda_relu_fwd,
+    .relu_bwd = zn_cuda_relu_bwd,
+    .softmax_xent = zn_cuda_softmax_xent,
+};
+
+extern "C" const ZnKernels zn_cuda_kernels_fast = {
+    SHARED_KERNELS,
+    .gemm_nt = zn_cuda_gemm_nt_fast,
+    .gemm_nn = zn_cuda_gemm_nn_fast,
+    .gemm_tn = zn_cuda_gemm_tn_fast,
+    .colsum = zn_cuda_colsum,
+    .relu_fwd = zn_cuda_relu_fwd,
+    .relu_bwd = zn_cuda_relu_bwd,
+    .softmax_xent = zn_cuda_softmax_xent,
+};
