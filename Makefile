@@ -39,13 +39,14 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CU_SRC  := $(wildcard kernels/*.cu)
 CU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
 CU_HDRS := $(wildcard kernels/*.h) $(HDRS)
-NVFLAGS := -O2 -arch=sm_90 -std=c++20 -fmad=false -prec-div=true -prec-sqrt=true -D_GNU_SOURCE -g \
+NVFLAGS := -O2 -arch=sm_90 -std=c++20 -I$(CUDA_HOME)/include -fmad=false -prec-div=true -prec-sqrt=true -D_GNU_SOURCE -g \
            -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers,-ffp-contract=off
 CFLAGS  += -DZN_HAVE_CUDA=1
 CUDA_A  := $(BUILD)/libzinc_cuda.a
-# static cudart (runs without library paths); cuBLAS from the toolkit, found
-# through the rpath
-CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -Wl,-rpath,$(CUDA_HOME)/lib64 -lrt -ldl -lstdc++
+# static cudart (runs without library paths); cuBLAS and NCCL are loaded at
+# run time (kernels/cublas_dl.cu, kernels/comm_nccl.cu), so zinc starts fast
+# and runs where they are absent; the rpath finds the toolkit's cuBLAS
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -Wl,-rpath,$(CUDA_HOME)/lib64 -lrt -ldl -lstdc++
 endif
 # the two libraries call each other (run.c inits the CUDA device, kernels/
 # uses the shared accounting), hence the group

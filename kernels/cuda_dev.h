@@ -4,6 +4,7 @@
 #define ZN_CUDA_DEV_H
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include "cublas_dl.h"
 #include "zn_cuda.h"
 
 /* One live allocation: the accounting a free must give back. */

@@ -23,7 +23,7 @@ int zn_cuda_fail_blas(ZnDevice *d, const char *what, cublasStatus_t s) {
     ZnCudaDev *c = zn_cuda_dev(d);
     if (!c->failed) {
         c->failed = 1;
-        zn_err(&c->first_err, ZN_E_INTERNAL, "cublas (gpu %d): %s: %s", c->gpu, what, cublasGetStatusString(s));
+        zn_err(&c->first_err, ZN_E_INTERNAL, "cublas (gpu %d): %s: status %d", c->gpu, what, (int)s);
     }
     return 1;
 }
@@ -236,7 +236,7 @@ extern "C" void zn_cuda_zero(ZnDevice *d, void *dst, size_t bytes) {
 /* ------------------------------------------------------- init and free */
 
 static void teardown(ZnCudaDev *c) {
-    if (c->blas) cublasDestroy(c->blas);
+    if (c->blas) zn_cublas(NULL)->Destroy(c->blas);
     if (c->stream) cudaStreamDestroy(c->stream);
     if (c->pinned) cudaFreeHost(c->pinned);
     free(c->tab);
@@ -263,13 +263,18 @@ extern "C" int zn_device_cuda_init(ZnDevice *d, int gpu, int exact, ZnErr *err) 
     if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
     what = "cudaMallocHost";
     if ((e = cudaMallocHost(&c->pinned, ZN_CUDA_PINNED_BYTES)) != cudaSuccess) goto fail;
-    {
-        cublasStatus_t s = cublasCreate(&c->blas);
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(c->blas, c->stream);
+    if (!exact) {   /* only the fast GEMMs need cuBLAS */
+        const ZnCublas *cb = zn_cublas(err);
+        if (!cb) {
+            teardown(c);
+            return err->code;
+        }
+        cublasStatus_t s = cb->Create(&c->blas);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cb->SetStream(c->blas, c->stream);
         /* default math: no TF32 unless asked for (zn_device_cuda_allow_tf32) */
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cb->SetMathMode(c->blas, CUBLAS_DEFAULT_MATH);
         if (s != CUBLAS_STATUS_SUCCESS) {
-            zn_err(err, ZN_E_INTERNAL, "cublas (gpu %d): creating the handle: %s", gpu, cublasGetStatusString(s));
+            zn_err(err, ZN_E_INTERNAL, "cublas (gpu %d): creating the handle: %s", gpu, cb->GetStatusString(s));
             teardown(c);
             return ZN_E_INTERNAL;
         }
@@ -291,8 +296,9 @@ fail: {
 extern "C" void zn_device_cuda_allow_tf32(ZnDevice *d, int on) {
     ZnCudaDev *c = zn_cuda_dev(d);
     c->allow_tf32 = on;
-    zn_cuda_fail_blas(d, "cublasSetMathMode",
-                      cublasSetMathMode(c->blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    if (c->blas)   /* exact devices have no handle: their GEMMs are zinc's */
+        zn_cuda_fail_blas(d, "cublasSetMathMode",
+                          zn_cublas(NULL)->SetMathMode(c->blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 extern "C" void zn_device_cuda_free(ZnDevice *d) {

@@ -113,7 +113,7 @@ static void sgemm(ZnDevice *d, cublasOperation_t opb, cublasOperation_t opa, int
     } else {
         const float one = 1.0f, zero = 0.0f;
         if (zn_cuda_fail_blas(d, "cublasSgemm",
-                              cublasSgemm(c->blas, opb, opa, N, M, K, &one, B, ldb, A, lda, &zero, C, N)))
+                              zn_cublas(NULL)->Sgemm(c->blas, opb, opa, N, M, K, &one, B, ldb, A, lda, &zero, C, N)))
             return;
     }
     if (bias) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_dev.h"
+#include "zn_nccl.h"
 extern "C" {
 #include "../src/half.h"
 }
@@ -330,4 +331,36 @@ extern "C" void zn_cuda_sim_free(ZnCudaSim *s) {
     free(s->dcap);
     free(s->hcap);
     free(s);
+}
+
+/* ---------------------------------------- the tree for other communicators */
+
+extern "C" int zn_cuda_tree_reduce(ZnDevice *d, const void *const *sends, int world, ZnDtype dt, ZnRedOp red,
+                                   long len, void *out, ZnErr *err) {
+    cudaStream_t st = zn_cuda_dev(d)->stream;
+    /* the kernels read the buffer pointers from device memory */
+    void *ds = zn_cuda_scratch(d, (size_t)world * sizeof(void *), "tree reduce pointers");
+    if (!ds) return zn_cuda_check(d, err);
+    cudaError_t e = cudaMemcpyAsync(ds, sends, (size_t)world * sizeof(void *), cudaMemcpyHostToDevice, st);
+    if (e != cudaSuccess) return zn_err(err, ZN_E_COMM, "tree reduce: %s", cudaGetErrorString(e));
+    const void *const *p = (const void *const *)ds;
+    unsigned blocks = zn_cuda_blocks(d, len);
+    int mx = red == ZN_MAX;
+    if (dt == ZN_F64) {
+        if (mx) k_tree64<1><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+        else k_tree64<0><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+    } else if (dt == ZN_F16) {
+        if (mx) k_tree32<ZN_F16, 1><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+        else k_tree32<ZN_F16, 0><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+    } else if (dt == ZN_BF16) {
+        if (mx) k_tree32<ZN_BF16, 1><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+        else k_tree32<ZN_BF16, 0><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+    } else if (dt == ZN_F32) {
+        if (mx) k_tree32<ZN_F32, 1><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+        else k_tree32<ZN_F32, 0><<<blocks, ZN_CUDA_THREADS, 0, st>>>(p, world, 0, len, out);
+    } else {
+        return zn_err(err, ZN_E_INTERNAL, "tree reduce: dtype %s cannot be reduced", zn_dtype_name(dt));
+    }
+    e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : zn_err(err, ZN_E_COMM, "tree reduce: %s", cudaGetErrorString(e));
 }

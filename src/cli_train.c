@@ -54,7 +54,7 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
                                   "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
                                   "--canonical", "--memory-report", "--comm-report", "--trace",
                                   "--checkpoint-dir", "--checkpoint-interval", "--resume", "--checkpoint-tag",
-                                  "--universal-checkpoint", "--backend", "--rendezvous", "--test-repeat-layer", NULL};
+                                  "--universal-checkpoint", "--backend", "--rendezvous", "--test-repeat-layer", "--exact", NULL};
     int k = -1;
     for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
     if (k < 0) return 0;
@@ -64,6 +64,7 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     if (k == 21) { f->comm_report = 1; return 1; }
     if (k == 25) { f->resume = 1; return 1; }
     if (k == 27) { f->universal = 1; return 1; }
+    if (k == 31) { f->args.exact = 1; return 1; }
     if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
     const char *v = argv[++*i];
     long n;
@@ -187,6 +188,7 @@ static uint64_t config_hash(const ZnRunOpts *o) {
              o->steps, (long)c->seed, c->lr, c->canonical, o->ckpt_interval, o->resume, o->universal,
              o->ckpt_tag ? o->ckpt_tag : "");
     uint64_t h = zn_fnv_str(ZN_FNV_INIT, buf);
+    h = zn_fnv_str(h, c->exact ? "exact" : "fast");
     h = zn_fnv_str(h, o->model_spec);
     return zn_fnv_str(h, o->config_text);
 }
@@ -205,29 +207,34 @@ int zn_cmd_train(int argc, char **argv) {
     }
     ZnBackend backend = ZN_BACKEND_SIM;
     if (f.backend && zn_backend_parse(f.backend, &backend, &err)) goto usage_error;
-    if (backend == ZN_BACKEND_SIM && f.rendezvous) {
-        zn_err(&err, ZN_E_USAGE, "--rendezvous applies to --backend tcp (the simulator runs every rank itself)");
+    const int multi = backend == ZN_BACKEND_TCP || backend == ZN_BACKEND_MPI || backend == ZN_BACKEND_NCCL;
+    if (!multi && f.rendezvous) {
+        zn_err(&err, ZN_E_USAGE, "--rendezvous applies to --backend tcp and nccl (the simulator runs every rank itself)");
         goto usage_error;
     }
     ZnProc proc = {0};
-    if (backend != ZN_BACKEND_SIM) {   /* this process is one rank */
+    if (multi) {   /* this process is one rank */
         if (zn_proc_start(backend, f.rendezvous, f.args.world_size, &proc, &err)) goto proc_error;
         f.args.world_size = proc.world;
     }
     ZnRunOpts o;
     if (zn_train_resolve(&f, NULL, &o, &err)) {
-        if (backend != ZN_BACKEND_SIM) zn_proc_end(&proc, 0);
+        if (multi) zn_proc_end(&proc, 0);
         goto usage_error;
     }
     o.out = proc.rank == 0 ? stdout : NULL;
-    o.proc_comm = proc.comm;
-    if (backend != ZN_BACKEND_SIM && zn_proc_check_config(&proc, config_hash(&o), &err)) {
+    o.device_cuda = backend == ZN_BACKEND_CUDA || backend == ZN_BACKEND_NCCL;
+    if (multi && (zn_proc_check_config(&proc, config_hash(&o), &err) ||
+                  (backend == ZN_BACKEND_NCCL && zn_proc_nccl(&proc, o.cfg.exact, &err)))) {
         zn_run_opts_free(&o);
         zn_proc_end(&proc, 0);
         goto proc_error;
     }
+    o.proc_comm = proc.comm;
+    o.proc_dev = proc.dev;
     char how[96];
     if (backend == ZN_BACKEND_SIM) snprintf(how, sizeof how, "simulated");
+    else if (backend == ZN_BACKEND_CUDA) snprintf(how, sizeof how, "simulated on one GPU, %s mode", o.cfg.exact ? "exact" : "fast");
     else snprintf(how, sizeof how, "%d processes, backend %s", proc.world, zn_backend_name(backend));
     if (proc.rank == 0)
         printf("zinc train: %s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
@@ -238,7 +245,7 @@ int zn_cmd_train(int argc, char **argv) {
     ZnRunResult res;
     int rc = zn_run(&o, &res, &err);
     zn_run_opts_free(&o);
-    if (backend != ZN_BACKEND_SIM) zn_proc_end(&proc, rc == 0);
+    if (multi) zn_proc_end(&proc, rc == 0);
     if (rc) {
         fprintf(stderr, "zinc: error: %s\n", err.msg);
         return err.code == ZN_E_USAGE ? 2 : 1;

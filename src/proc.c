@@ -2,18 +2,30 @@
 #include "proc.h"
 #include "comm_proc.h"
 #include <stdlib.h>
+#if ZN_HAVE_CUDA
+#include "../kernels/zn_cuda.h"
+#include "../kernels/zn_nccl.h"
+#endif
 #include <string.h>
 
 int zn_backend_parse(const char *s, ZnBackend *b, ZnErr *err) {
     if (!strcmp(s, "sim")) *b = ZN_BACKEND_SIM;
+    else if (!strcmp(s, "cuda")) *b = ZN_BACKEND_CUDA;
+    else if (!strcmp(s, "nccl")) *b = ZN_BACKEND_NCCL;
     else if (!strcmp(s, "tcp")) *b = ZN_BACKEND_TCP;
     else if (!strcmp(s, "mpi")) *b = ZN_BACKEND_MPI;
-    else return zn_err(err, ZN_E_USAGE, "--backend: expected sim, tcp or mpi, got '%s'", s);
+    else return zn_err(err, ZN_E_USAGE, "--backend: expected sim, cuda, tcp, mpi or nccl, got '%s'", s);
+#if !ZN_HAVE_CUDA
+    if (*b == ZN_BACKEND_CUDA || *b == ZN_BACKEND_NCCL)
+        return zn_err(err, ZN_E_USAGE, "--backend %s: this zinc was built without CUDA (nvcc was not found at build "
+                      "time)", s);
+#endif
     return 0;
 }
 
 const char *zn_backend_name(ZnBackend b) {
-    return b == ZN_BACKEND_TCP ? "tcp" : b == ZN_BACKEND_MPI ? "mpi" : "sim";
+    static const char *n[] = {"sim", "tcp", "mpi", "cuda", "nccl"};
+    return (unsigned)b <= ZN_BACKEND_NCCL ? n[b] : "?";
 }
 
 uint64_t zn_fnv_str(uint64_t h, const char *s) {
@@ -28,10 +40,14 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
     ZnProcEnv pe;
     int rc = zn_proc_env(&pe, err);
     if (rc) return rc;
-    if (b == ZN_BACKEND_MPI) {
+    /* nccl boots over MPI when MPI's launcher started it, else over the store */
+    int over_mpi = b == ZN_BACKEND_MPI ||
+                   (b == ZN_BACKEND_NCCL && zn_mpi_available() && !rendezvous &&
+                    (!strcmp(pe.source, "openmpi") || !strcmp(pe.source, "pmi")));
+    if (over_mpi) {
         if (rendezvous)
             return zn_err(err, ZN_E_USAGE, "--rendezvous: MPI finds its peers itself (mpirun, srun); "
-                          "the flag applies to --backend tcp");
+                          "the flag applies to --backend tcp and nccl");
         if (!(p->comm = zn_comm_mpi_new(err))) return err->code;
         p->rank = p->comm->rank;
         p->world = p->comm->world;
@@ -54,6 +70,10 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
             return err->code;
         }
     }
+    if (b == ZN_BACKEND_NCCL) {   /* the host communicator only boots NCCL */
+        p->boot = p->comm;
+        p->comm = NULL;
+    }
     if (want_world > 0 && want_world != p->world) {
         zn_err(err, ZN_E_USAGE, "--world-size %d, but the launcher started %d ranks (%s)", want_world, p->world,
                p->source);
@@ -63,13 +83,42 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
     return 0;
 }
 
+int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
+#if ZN_HAVE_CUDA
+    unsigned char id[ZN_NCCL_ID_BYTES] = {0}, *all = calloc((size_t)p->world, ZN_NCCL_ID_BYTES);
+    long *counts = calloc((size_t)p->world, sizeof *counts);
+    p->dev = calloc(1, sizeof *p->dev);
+    int rc = 0;
+    if (!all || !counts || !p->dev) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    /* each process binds to GPU LOCAL_RANK */
+    if (!rc && (rc = zn_device_cuda_init(p->dev, p->local_rank, exact, err))) {
+        free(p->dev);
+        p->dev = NULL;
+    }
+    if (!rc && p->rank == 0) rc = zn_nccl_unique_id(id, err);
+    for (int q = 0; q < p->world && !rc; q++) counts[q] = ZN_NCCL_ID_BYTES;
+    /* every rank joins the exchange, even after a local failure, so none waits */
+    ZnErr e2;
+    int rc2 = p->boot->all_gather(p->boot, id, all, counts, ZN_U8, "nccl_id", rc ? &e2 : err);
+    if (!rc) rc = rc2;
+    if (!rc && !(p->comm = zn_comm_nccl_new(p->dev, p->rank, p->world, all, exact, err))) rc = err->code;
+    free(all);
+    free(counts);
+    return rc;
+#else
+    (void)p, (void)exact;
+    return zn_err(err, ZN_E_USAGE, "--backend nccl: this zinc was built without CUDA");
+#endif
+}
+
 int zn_proc_check_config(ZnProc *p, uint64_t hash, ZnErr *err) {
+    ZnComm *c = p->boot ? p->boot : p->comm;
     uint64_t *all = calloc((size_t)p->world, sizeof *all);
     long *counts = calloc((size_t)p->world, sizeof *counts);
     int rc = 0;
     if (!all || !counts) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
     for (int q = 0; q < p->world && !rc; q++) counts[q] = 1;
-    if (!rc) rc = p->comm->all_gather(p->comm, &hash, all, counts, ZN_U64, "config_hash", err);
+    if (!rc) rc = c->all_gather(c, &hash, all, counts, ZN_U64, "config_hash", err);
     for (int q = 1; q < p->world && !rc; q++)
         if (all[q] != all[0])
             rc = zn_err(err, ZN_E_USAGE, "rank %d runs a different configuration than rank 0 (config hash %016llx "
@@ -81,7 +130,15 @@ int zn_proc_check_config(ZnProc *p, uint64_t hash, ZnErr *err) {
 }
 
 void zn_proc_end(ZnProc *p, int ok) {
-    if (p->backend == ZN_BACKEND_MPI) {
+#if ZN_HAVE_CUDA
+    if (p->backend == ZN_BACKEND_NCCL) {
+        zn_comm_nccl_free(p->comm);
+        p->comm = p->boot;
+        if (p->dev) zn_device_cuda_free(p->dev);
+        free(p->dev);
+    }
+#endif
+    if (!p->store) {   /* MPI */
         zn_comm_mpi_free(p->comm);
         if (ok) zn_mpi_finalize();
     } else {

@@ -5,20 +5,25 @@
 #define ZN_PROC_H
 #include <stdint.h>
 #include "comm.h"
+#include "device.h"
 #include "rendezvous.h"
 #include "store.h"
 
-typedef enum { ZN_BACKEND_SIM = 0, ZN_BACKEND_TCP, ZN_BACKEND_MPI } ZnBackend;
+/* sim: N simulated ranks on the host; cuda: N simulated ranks on one GPU;
+ * tcp, mpi: one host rank per process; nccl: one GPU rank per process. */
+typedef enum { ZN_BACKEND_SIM = 0, ZN_BACKEND_TCP, ZN_BACKEND_MPI, ZN_BACKEND_CUDA, ZN_BACKEND_NCCL } ZnBackend;
 
 typedef struct {
     ZnBackend backend;
     int rank, world, local_rank;
     const char *source;      /* where the identity came from ("openmpi", "torchrun", ...) */
-    ZnStore *store;          /* tcp */
-    ZnComm *comm;
+    ZnStore *store;          /* tcp, and nccl outside MPI */
+    ZnComm *comm;            /* the training communicator */
+    ZnComm *boot;            /* nccl: the host communicator that shares the id and checks configs */
+    ZnDevice *dev;           /* nccl: this rank's GPU (LOCAL_RANK) */
 } ZnProc;
 
-/* "sim", "tcp" or "mpi"; anything else is ZN_E_USAGE. */
+/* "sim", "cuda", "tcp", "mpi" or "nccl"; anything else is ZN_E_USAGE. */
 int zn_backend_parse(const char *s, ZnBackend *b, ZnErr *err);
 const char *zn_backend_name(ZnBackend b);
 
@@ -26,6 +31,9 @@ const char *zn_backend_name(ZnBackend b);
  * rendezvous (tcp) and the communicator. want_world > 0 (from --world-size)
  * must equal the launcher's world size. */
 int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p, ZnErr *err);
+/* nccl: makes this rank's CUDA device on GPU LOCAL_RANK and the NCCL
+ * communicator on it (the unique id travels over the boot communicator). */
+int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err);
 /* Collective: every rank's configuration hash must equal rank 0's; a
  * mismatch is ZN_E_USAGE naming the first differing rank, on every rank,
  * before any training. */

@@ -9,6 +9,9 @@
 #include <math.h>
 #include <pthread.h>
 #include "../sim/sim.h"
+#if ZN_HAVE_CUDA
+#include "../kernels/zn_cuda.h"
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +24,7 @@ typedef struct {
     int jsonl;         /* the log is JSON lines (by its .jsonl extension) */
     ZnLrSched sched;   /* built once, copied by every rank */
     ZnTrace *traces;   /* [world] when tracing */
+    void *cuda_sim;    /* ZnCudaSim: the simulator's collectives over GPU memory */
     pthread_mutex_t print_lock;   /* one rank's report lines stay together */
 } RunCtx;
 
@@ -85,12 +89,52 @@ static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const 
            zn_dtype_size(o->cfg.model_dtype));
 }
 
+/* The rank's device: the host, or (Z-CUDA-006) the GPU, whose buffers the
+ * simulator's collectives then reach through the CUDA memops. */
+static int rank_device(RunCtx *ctx, int rank, ZnDevice *d, ZnErr *err) {
+    if (!ctx->o->device_cuda) {
+        zn_device_host_init(d);
+        return 0;
+    }
+#if ZN_HAVE_CUDA
+    int rc = zn_device_cuda_init(d, ctx->o->gpu, ctx->o->cfg.exact, err);
+    if (!rc && ctx->cuda_sim && (rc = zn_cuda_sim_attach(ctx->cuda_sim, rank, d, err))) zn_device_cuda_free(d);
+    return rc;
+#else
+    (void)rank;
+    return zn_err(err, ZN_E_USAGE, "--backend cuda: this zinc was built without CUDA (nvcc was not found at build time)");
+#endif
+}
+
+static void rank_device_free(RunCtx *ctx, int rank, ZnDevice *d) {
+#if ZN_HAVE_CUDA
+    if (ctx->o->device_cuda) {
+        if (ctx->cuda_sim) zn_cuda_sim_attach(ctx->cuda_sim, rank, NULL, NULL);
+        zn_device_cuda_free(d);
+    }
+#else
+    (void)ctx, (void)rank, (void)d;
+#endif
+}
+
+/* Kernels have no status: a CUDA device records its first failure, read
+ * back after every step. */
+static int device_check(ZnDevice *d, ZnErr *err) {
+#if ZN_HAVE_CUDA
+    if (!strcmp(d->name, "cuda")) return zn_cuda_check(d, err);
+#else
+    (void)d, (void)err;
+#endif
+    return 0;
+}
+
 static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     RunCtx *ctx = arg;
     const ZnRunOpts *o = ctx->o;
     ZnRunResult *res = ctx->res;
-    ZnDevice dev;
-    zn_device_host_init(&dev);
+    ZnDevice own, *dev = o->proc_dev ? o->proc_dev : &own;
+    int rc = o->proc_dev ? 0 : rank_device(ctx, rank, &own, err);
+    if (rc) return rc;
     ZnEngine E;
     ZnEngineHooks hooks = {&ctx->sched, o->inject_steps, rank == o->inject_rank ? o->ninject : 0,
                            o->inject_value, o->out == NULL, memory_phase, ctx,
@@ -106,10 +150,14 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         zn_trace_comm_init(&tc, comm, ctx->traces ? &ctx->traces[rank] : NULL, &trace_step);
         comm = &tc.comm;
     }
-    int rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, &dev, &hooks, err);
-    if (rc) return rc;
+    rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, dev, &hooks, err);
+    if (rc) {
+        if (!o->proc_dev) rank_device_free(ctx, rank, &own);
+        return rc;
+    }
     if (o->resume && (rc = zn_ckpt_load(&E, o->ckpt_dir, o->ckpt_tag, o->universal, err))) {
         zn_engine_free(&E);
+        if (!o->proc_dev) rank_device_free(ctx, rank, &own);
         return rc;
     }
     if (rank == 0) res->first_step = E.global_step;
@@ -125,10 +173,10 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     for (long t = E.global_step; t < o->steps; t++) {
         ZnStepResult sr;
         trace_step = t + 1;
-        zn_mem_reset_peak(&dev.mem);
+        zn_mem_reset_peak(&dev->mem);
         ZnCommStats before = comm->stats;
         double t0 = now_s();
-        if ((rc = zn_engine_train_step(&E, &sr, err))) goto out;
+        if ((rc = zn_engine_train_step(&E, &sr, err)) || (rc = device_check(dev, err))) goto out;
         double ms = 1e3 * (now_s() - t0);
         const int report = o->print_every > 0 && (t + 1) % o->print_every == 0;
         if (o->record) {   /* every rank takes part in the gathers */
@@ -160,7 +208,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         if (ctx->csv && !ctx->jsonl) {
             fprintf(ctx->csv, "%ld,%.9g,%.9g,%.9g,%g,%d,%ld,%.3f", t + 1, sr.loss, sr.lr,
                     sr.grad_norm, sr.loss_scale, sr.skipped, sr.samples, ms);
-            for (int c = 0; c < ZN_MEM_NCAT; c++) fprintf(ctx->csv, ",%ld", dev.mem.peak[c]);
+            for (int c = 0; c < ZN_MEM_NCAT; c++) fprintf(ctx->csv, ",%ld", dev->mem.peak[c]);
             fprintf(ctx->csv, "\n");
         } else if (ctx->csv) {
             fprintf(ctx->csv, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
@@ -169,7 +217,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
                     t + 1, isfinite(sr.loss) ? sr.loss : -1.0, sr.lr, sr.grad_norm, sr.loss_scale, sr.skipped,
                     sr.samples, ms);
             for (int c = 0; c < ZN_MEM_NCAT; c++)
-                fprintf(ctx->csv, "%s\"%s\": %ld", c ? ", " : "", zn_mem_cat_name((ZnMemCat)c), dev.mem.peak[c]);
+                fprintf(ctx->csv, "%s\"%s\": %ld", c ? ", " : "", zn_mem_cat_name((ZnMemCat)c), dev->mem.peak[c]);
             fprintf(ctx->csv, "}}\n");
         }
     }
@@ -182,7 +230,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     params = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
     if (!params) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
     if ((rc = zn_engine_gather_params(&E, params, err))) goto out;
-    res->mem_end[rank] = dev.mem;
+    res->mem_end[rank] = dev->mem;
     if (rank == 0) {
         memcpy(res->params, params, (size_t)res->numel * sizeof(float));
         res->digest = zn_digest(params, res->numel);
@@ -197,8 +245,9 @@ out:
         res->cpu_comm_s += tc.cpu_s;
         pthread_mutex_unlock(&ctx->print_lock);
     }
-    if (!rc && dev.mem.nallocs != 0)
-        rc = zn_err(err, ZN_E_INTERNAL, "rank %d leaked %ld device allocations", rank, dev.mem.nallocs);
+    if (!rc && dev->mem.nallocs != 0)
+        rc = zn_err(err, ZN_E_INTERNAL, "rank %d leaked %ld device allocations", rank, dev->mem.nallocs);
+    if (!o->proc_dev) rank_device_free(ctx, rank, &own);
     return rc;
 }
 
@@ -279,6 +328,14 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     }
     ZnSimWorld *w = zn_sim_world_new(o->world, err);
     if (!w) { rc = err->code; goto out; }
+#if ZN_HAVE_CUDA
+    if (o->device_cuda) {   /* N ranks on one GPU: collectives over device memory */
+        if (!(ctx.cuda_sim = zn_cuda_sim_new(o->world, err))) { zn_sim_world_free(w); rc = err->code; goto out; }
+        ZnSimMemOps ops;
+        zn_cuda_sim_memops(ctx.cuda_sim, &ops);
+        zn_sim_world_set_memops(w, &ops);
+    }
+#endif
     if (o->trace_path) {
         ctx.traces = calloc((size_t)o->world, sizeof(ZnTrace));
         if (!ctx.traces) { zn_sim_world_free(w); rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
@@ -287,6 +344,9 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     rc = zn_sim_run(w, rank_main, &ctx, err);
     res->wall_s = now_s() - t0;
     zn_sim_world_free(w);
+#if ZN_HAVE_CUDA
+    zn_cuda_sim_free(ctx.cuda_sim);
+#endif
     if (!rc && ctx.traces) {
         ZnTrace **tp = malloc((size_t)o->world * sizeof *tp);
         if (!tp) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");

@@ -43,6 +43,12 @@ typedef struct {
        on this communicator (world = its world) instead of simulating all;
        NULL: the simulator */
     ZnComm *proc_comm;
+    /* the device: 0 the host (the simulator's), 1 CUDA (Z-CUDA-*): every rank
+       on GPU `gpu` (the simulator's ranks share it), exact per cfg.exact;
+       proc_dev: a device the caller made for this process's one rank (the
+       nccl backend, whose communicator lives on its stream), or NULL */
+    int device_cuda, gpu;
+    ZnDevice *proc_dev;
     /* test hook (Z-SEQ-002): with repeat_on, rank repeat_rank runs layer
        repeat_layer's forward twice in its first micro-step */
     int repeat_on, repeat_rank, repeat_layer;

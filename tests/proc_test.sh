@@ -207,7 +207,7 @@ expect_fail Z-RDV-002-world 2 "--world-size 3, but the launcher started 1 ranks"
 expect_fail Z-RDV-004-form 2 "expected env, tcp://HOST:PORT or file:PATH" -- env RANK=0 WORLD_SIZE=1 "$ZINC" train --backend tcp --rendezvous udp://x
 expect_fail Z-RDV-004-port 2 "PORT in 1..65535" -- env RANK=0 WORLD_SIZE=1 "$ZINC" train --backend tcp --rendezvous tcp://localhost:0
 expect_fail Z-RDV-004-sim 2 "--rendezvous applies to --backend tcp" -- "$ZINC" train --rendezvous env
-expect_fail Z-PROC-001-backend 2 "--backend: expected sim, tcp or mpi" -- "$ZINC" train --backend gloo
+expect_fail Z-PROC-001-backend 2 "--backend: expected sim, cuda, tcp, mpi or nccl" -- "$ZINC" train --backend gloo
 # spec: Z-RDV-006 a rank that never comes is reported at the deadline
 next_port
 expect_fail Z-RDV-006 1 "1 of 2 ranks joined within 1 s (missing: 1" -- env ZINC_RDV_TIMEOUT=1 RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT "$ZINC" train --backend tcp
