@@ -11,6 +11,7 @@
  * and by blocking over k in a way that only pauses a sum and resumes it
  * later: a partial sum parked in C and reloaded is the same float. */
 #include "device.h"
+#include "zn_math.h"
 #include "half.h"
 #include <limits.h>
 #include <math.h>
@@ -458,8 +459,8 @@ static void host_relu_bwd(ZnDevice *d, long n, const float *y, const float *dy, 
     for (long i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-/* Per row: m = max logit; e_c = expf(z_c - m); s = sum of e_c in c order;
- * loss_row = logf(s) - (z_label - m). The mean is the row losses summed in
+/* Per row: m = max logit; e_c = zn_expf(z_c - m); s = sum of e_c in c order;
+ * loss_row = zn_logf(s) - (z_label - m). The mean is the row losses summed in
  * row order, then divided by B. dlogits = (e_c / s - [c == label]) * grad_scale.
  * Subtracting the max keeps expf from overflowing. labels must lie in
  * [0, C): the caller guarantees it (zn_data only makes valid labels). */
@@ -473,15 +474,15 @@ static float host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, c
         float m = z[0];
         for (int c = 1; c < C; c++) if (z[c] > m) m = z[c];
         float s = 0.0f;
-        for (int c = 0; c < C; c++) s += expf(z[c] - m);
+        for (int c = 0; c < C; c++) s += zn_expf(z[c] - m);
         int y = labels[b];
-        total += logf(s) - (z[y] - m);
+        total += zn_logf(s) - (z[y] - m);
         if (dlogits) {
             float *dl = dlogits + b * C;
             /* expf again rather than a stored copy: the same call on the
                same argument gives the same bits, and no scratch is needed */
             for (int c = 0; c < C; c++)
-                dl[c] = (expf(z[c] - m) / s - (c == y ? 1.0f : 0.0f)) * grad_scale;
+                dl[c] = (zn_expf(z[c] - m) / s - (c == y ? 1.0f : 0.0f)) * grad_scale;
         }
     }
     return total / (float)B;
