@@ -129,8 +129,12 @@ sanitize:
 # Benchmarks print ratios measured side by side in one run; never asserted.
 $(BUILD)/bench: tests/bench.c $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
-bench: $(BUILD)/bench
+$(BUILD)/bench_proc: tests/bench_proc.c $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
+bench: $(BUILD)/bench $(BUILD)/bench_proc $(BUILD)/zinc
 	$(BUILD)/bench
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe --bind-to none $(BUILD)/bench_proc mpi
+	$(BUILD)/zinc launch --nproc-per-node 4 --master-port 29517 -- $(BUILD)/bench_proc tcp
 
 # GPU checks (spec Z-CUDA-*): the probe says in one line why there is no GPU;
 # then every kernel against its host twin, the digests of exact runs against
