@@ -39,8 +39,12 @@ for S in 0 1 2 3; do
   done
 done
 
-if "$ZINC" spec run --backend cuda >/tmp/zinc_spec_gpu.$$ 2>&1; then ok; else cat /tmp/zinc_spec_gpu.$$; bad "spec run --backend cuda"; fi
+if "$ZINC" spec run --backend cuda --exact >/tmp/zinc_spec_gpu.$$ 2>&1; then ok; else cat /tmp/zinc_spec_gpu.$$; bad "spec run --backend cuda --exact"; fi
 rm -f /tmp/zinc_spec_gpu.$$
+
+# NCCL: world size 1 in one process, and the launcher with one process per
+# visible GPU (tests/gpu_nccl_test.sh names the clauses)
+if sh tests/gpu_nccl_test.sh "$ZINC"; then ok; else bad "NCCL checks (tests/gpu_nccl_test.sh)"; fi
 
 echo "zinc test-gpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

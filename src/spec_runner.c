@@ -71,6 +71,16 @@ static const char *jstr(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* `zinc spec run --backend cuda [--exact]` runs every case's ranks on the
+ * GPU (Z-CUDA-006); the bitwise expectations then need --exact. */
+static int spec_cuda, spec_exact;
+
+static int case_run(ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
+    o->device_cuda = spec_cuda;
+    if (spec_exact) o->cfg.exact = 1;
+    return zn_run(o, res, err);
+}
+
 typedef struct {
     ZnRunOpts opts;
     ZnRunResult res;
@@ -264,7 +274,7 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     memset(&save, 0, sizeof save);
     int fail = 0;
     resolve_run(cs, cJSON_GetArrayItem(runs, 0), &base);
-    if (!base.rc) base.rc = zn_run(&base.opts, &base.res, &base.err);
+    if (!base.rc) base.rc = case_run(&base.opts, &base.res, &base.err);
     if (base.rc) { snprintf(why, wn, "uninterrupted run: %s", base.err.msg); fail = 1; }
     if (!fail) {
         resolve_run(cs, cJSON_GetObjectItemCaseSensitive(ck, "save"), &save);
@@ -272,7 +282,7 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             save.opts.steps = save_at;
             save.opts.ckpt_dir = dir;
             save.opts.ckpt_interval = save_at;
-            save.rc = zn_run(&save.opts, &save.res, &save.err);
+            save.rc = case_run(&save.opts, &save.res, &save.err);
             if (!save.rc) zn_run_result_free(&save.res);
         }
         if (save.rc) { snprintf(why, wn, "saving run: %s", save.err.msg); fail = 1; }
@@ -308,7 +318,7 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             r.opts.resume = 1;
             r.opts.universal = uni;
             r.opts.ckpt_tag = uni ? utag : tag;
-            r.rc = zn_run(&r.opts, &r.res, &r.err);
+            r.rc = case_run(&r.opts, &r.res, &r.err);
         }
         if (r.rc) {
             snprintf(why, wn, "resume %d: %s", k, r.err.msg);
@@ -362,14 +372,14 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
         const cJSON *run = cJSON_IsArray(runs) ? cJSON_GetArrayItem(runs, i) : NULL;
         resolve_run(cs, run, &cr[i]);
         if (only >= 0) {   /* coverage mode: exercise, do not judge */
-            if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !zn_run(&cr[i].opts, &cr[i].res, &cr[i].err))
+            if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !case_run(&cr[i].opts, &cr[i].res, &cr[i].err))
                 zn_run_result_free(&cr[i].res);
             cr[i].rc = 1;
             continue;
         }
         if (!cr[i].rc) {
             cr[i].opts.out = NULL;
-            cr[i].rc = zn_run(&cr[i].opts, &cr[i].res, &cr[i].err);
+            cr[i].rc = case_run(&cr[i].opts, &cr[i].res, &cr[i].err);
         }
         if (experr) {
             if (!cr[i].rc) { snprintf(why, wn, "run %d succeeded, expected an error containing '%s'", i, experr); fail = 1; }
@@ -648,8 +658,20 @@ static int spec_coverage(void) {
 }
 
 int zn_cmd_spec(int argc, char **argv) {
-    if (argc >= 1 && !strcmp(argv[0], "run")) return spec_run(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "run")) {
+        int k = 1;
+        for (; k < argc; k++) {   /* options first, then case files */
+            if (!strcmp(argv[k], "--exact")) spec_exact = 1;
+            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && !strcmp(argv[k + 1], "cuda")) spec_cuda = 1, k++;
+            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && !strcmp(argv[k + 1], "sim")) k++;
+            else if (!strcmp(argv[k], "--backend")) {
+                fprintf(stderr, "zinc: error: zinc spec run --backend: expected sim or cuda\n");
+                return 2;
+            } else break;
+        }
+        return spec_run(argc - k, argv + k);
+    }
     if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();
-    fprintf(stderr, "usage: zinc spec run [CASE.json...] | zinc spec coverage\n");
+    fprintf(stderr, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n");
     return 2;
 }
