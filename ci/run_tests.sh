@@ -36,32 +36,24 @@ for t in "$B"/tests/test_*; do
   count "$p" "$f"
 done
 
-"$ZINC" spec run >"$log" 2>&1
-rc=$?
-grep -v '^ok ' "$log"
-p=$(sed -n 's/^spec: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
-f=$(sed -n 's/^spec: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
-p=${p:-0}; f=${f:-0}
-[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed spec-run(rc=$rc)"; f=1; }
-count "$p" "$f"
+# part NAME COMMAND...: runs a part that ends with "NAME: N passed, N failed",
+# shows its non-ok lines and adds its counts (a crash without the line counts
+# as one failure)
+part() {
+  name=$1; shift
+  "$@" >"$log" 2>&1
+  rc=$?
+  grep -v '^ok ' "$log"
+  p=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\1/p" "$log")
+  f=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\2/p" "$log")
+  p=${p:-0}; f=${f:-0}
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed $name(rc=$rc)"; f=1; }
+  count "$p" "$f"
+}
 
-sh tests/cli_test.sh >"$log" 2>&1
-rc=$?
-grep -v '^ok ' "$log"
-p=$(sed -n 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
-f=$(sed -n 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
-p=${p:-0}; f=${f:-0}
-[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed cli(rc=$rc)"; f=1; }
-count "$p" "$f"
-
-sh tests/proc_test.sh >"$log" 2>&1
-rc=$?
-grep -v '^ok ' "$log"
-p=$(sed -n 's/^proc: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
-f=$(sed -n 's/^proc: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
-p=${p:-0}; f=${f:-0}
-[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed proc(rc=$rc)"; f=1; }
-count "$p" "$f"
+part spec "$ZINC" spec run
+part cli sh tests/cli_test.sh
+part proc sh tests/proc_test.sh
 
 if "$ZINC" spec coverage >"$log" 2>&1; then
   tail -n 1 "$log"; count 1 0

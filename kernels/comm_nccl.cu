@@ -177,8 +177,7 @@ static int check_sequence(ZnComm *c, ZnCollOp op, ZnDtype dt, ZnRedOp red, int r
     if (rc) return rc;
     e = cudaMemcpy(m->recs_host, m->recs_dev, (size_t)c->world * sizeof mine, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return fail(m, (zn_err(err, ZN_E_COMM, "sequence record: %s", cudaGetErrorString(e)), err));
-    for (int q = 1; q < c->world; q++)
-        if (zn_seq_compare(&m->recs_host[0], 0, &m->recs_host[q], q, err)) return fail(m, err);
+    if (zn_seq_check_all(m->recs_host, c->world, err)) return fail(m, err);
     return 0;
 }
 
@@ -292,11 +291,9 @@ static int nc_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp o
         const int W = c->world;
         long *counts = (long *)malloc((size_t)W * sizeof(long));
         if (!counts) return fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+        zn_comm_even_counts(count, W, counts);
         long off = 0;
-        for (int q = 0; q < W; q++) {
-            counts[q] = count / W + (q < count % W ? 1 : 0);
-            if (q < c->rank) off += counts[q];
-        }
+        for (int q = 0; q < c->rank; q++) off += counts[q];
         size_t es = zn_dtype_size(dt);
         void *tmp = NULL;
         cudaError_t e = cudaMalloc(&tmp, (size_t)counts[c->rank] * es + 16);

@@ -121,3 +121,7 @@ double zn_tree_sum_f64(const double *x, int n) {
     int h = tree_split(n);
     return zn_tree_sum_f64(x, h) + zn_tree_sum_f64(x + h, n - h);
 }
+
+void zn_comm_even_counts(long n, int world, long *counts) {
+    for (int q = 0; q < world; q++) counts[q] = n / world + (q < n % world ? 1 : 0);
+}

@@ -63,6 +63,9 @@ struct ZnComm {
     ZnCommStats stats;
 };
 
+/* The even split of comm.h: counts[r] for n elements over world ranks (the
+ * first n % world pieces one larger). */
+void zn_comm_even_counts(long n, int world, long *counts);
 /* Adds one call's bytes to c->stats (shared by all implementations). */
 void zn_comm_count(ZnComm *c, ZnCollOp op, const char *tag, long bytes_sent, long bytes_recv);
 /* Bytes a rank sends/receives for op under the ring model above. */

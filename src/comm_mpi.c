@@ -96,8 +96,7 @@ static int check_sequence(ZnComm *c, ZnCollOp op, ZnDtype dt, ZnRedOp red, int r
     zn_seq_fill(&mine, ++m->calls, op, dt, red, root, total, counts, c->world, tag);
     int rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, m->recs, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) return fail(m, (mpi_fail(rc, "all-gather of sequence records", err), err));
-    for (int q = 1; q < c->world; q++)
-        if (zn_seq_compare(&m->recs[0], 0, &m->recs[q], q, err)) return fail(m, err);
+    if (zn_seq_check_all(m->recs, c->world, err)) return fail(m, err);
     return 0;
 }
 
@@ -180,11 +179,9 @@ static int mpi_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp 
     const int W = c->world;
     long *counts = malloc((size_t)W * sizeof *counts);
     if (!counts) return fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+    zn_comm_even_counts(count, W, counts);
     long off = 0;
-    for (int q = 0; q < W; q++) {
-        counts[q] = count / W + (q < count % W ? 1 : 0);
-        if (q < c->rank) off += counts[q];
-    }
+    for (int q = 0; q < c->rank; q++) off += counts[q];
     size_t es = zn_dtype_size(dt);
     char *piece = (char *)buf + (size_t)off * es;
     /* the piece is reduced into a private buffer first: buf is still being sent */

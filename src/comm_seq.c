@@ -69,3 +69,11 @@ int zn_seq_compare(const ZnSeqRec *a, int rank_a, const ZnSeqRec *b, int rank_b,
     format(y, sizeof y, rank_b, b, by_counts);
     return zn_err(err, ZN_E_COMM, "collective mismatch at call #%lld: %s vs %s", (long long)a->call, x, y);
 }
+
+int zn_seq_check_all(const ZnSeqRec *recs, int world, ZnErr *err) {
+    for (int q = 1; q < world; q++) {
+        int rc = zn_seq_compare(&recs[0], 0, &recs[q], q, err);
+        if (rc) return rc;
+    }
+    return 0;
+}

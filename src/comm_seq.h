@@ -31,6 +31,9 @@ void zn_seq_fill(ZnSeqRec *r, long call, ZnCollOp op, ZnDtype dt, ZnRedOp red, i
 /* 0 if a and b describe the same collective; else fills err (ZN_E_COMM)
  * with the mismatch naming rank_a's and rank_b's records. */
 int zn_seq_compare(const ZnSeqRec *a, int rank_a, const ZnSeqRec *b, int rank_b, ZnErr *err);
+/* Every rank's record (recs[0..world)) against rank 0's, in rank order:
+ * every rank that holds all records reaches the same verdict. */
+int zn_seq_check_all(const ZnSeqRec *recs, int world, ZnErr *err);
 const char *zn_coll_op_name(ZnCollOp op);
 
 #endif
