@@ -12,12 +12,24 @@ CFLAGS  += $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 LDLIBS  := -lcjson -lm -pthread
 
+# The toolchains are detected by ci/configure.sh AFTER it has installed what
+# is missing (ci/setup.sh), and recorded in $(BUILD)/config.mk: make remakes
+# that file first on every run (and restarts when it changed), and every
+# object depends on it, so a toolchain that appears (OpenMPI installed by
+# the first `make`) or goes rebuilds what it must. `make clean` needs none.
+CONFIG_MK := $(BUILD)/config.mk
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include $(CONFIG_MK)
+endif
+$(CONFIG_MK): FORCE
+	@sh ci/configure.sh $(BUILD)
+FORCE:
+
 # MPI (the mpi backend, Z-PROC-003) when mpicc is found; its headers as
 # system headers so -Werror judges zinc's code, not theirs.
-MPICC := $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
-MPI_CFLAGS := $(patsubst -I%,-isystem %,$(shell $(MPICC) --showme:compile 2>/dev/null)) -DZN_HAVE_MPI
-MPI_LIBS := $(shell $(MPICC) --showme:link 2>/dev/null)
+MPI_CFLAGS := $(patsubst -I%,-isystem %,$(MPI_COMPILE)) -DZN_HAVE_MPI
+MPI_LIBS := $(MPI_LINK)
 LDLIBS += $(MPI_LIBS)
 endif
 
@@ -33,7 +45,7 @@ HDRS    := $(wildcard src/*.h sim/*.h)
 # invocation per file, sm_90 only. The exact-mode flags apply to every
 # kernel: no FMA contraction, IEEE division and square root (the fast table
 # differs only in its GEMMs, which are cuBLAS).
-NVCC ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+NVCC ?= $(NVCC_FOUND)
 ifneq ($(NVCC),)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CU_SRC  := $(wildcard kernels/*.cu)
@@ -52,23 +64,12 @@ endif
 # uses the shared accounting), hence the group
 ZN_LIBS = -Wl,--start-group $(BUILD)/libzinc.a $(CUDA_A) -Wl,--end-group
 
-# Dependencies are installed by ci/setup.sh when a header is missing, so a
-# fresh Debian machine needs nothing by hand.
-DEPS_STAMP := $(BUILD)/.deps-ok
-
-.PHONY: all demo test test-gpu bench-gpu coverage memcheck sanitize bench clean deps
+.PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize bench clean deps
 all: $(BUILD)/zinc
 
-$(DEPS_STAMP):
-	@mkdir -p $(BUILD)
-	@if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] \
-	    || ! command -v gcovr >/dev/null || ! command -v valgrind >/dev/null \
-	    || ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then \
-	  echo "zinc: installing build dependencies (ci/setup.sh)"; sh ci/setup.sh; fi
-	@touch $@
-deps: $(DEPS_STAMP)
+deps: $(CONFIG_MK)
 
-$(BUILD)/%.o: %.c $(HDRS) | $(DEPS_STAMP)
+$(BUILD)/%.o: %.c $(HDRS) $(CONFIG_MK)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
@@ -79,7 +80,7 @@ $(BUILD)/libzinc.a: $(LIB_OBJ)
 	@echo "  AR  $@"
 	@ar rcs $@ $^
 
-$(BUILD)/kernels/%.o: kernels/%.cu $(CU_HDRS)
+$(BUILD)/kernels/%.o: kernels/%.cu $(CU_HDRS) $(CONFIG_MK)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC $<"
 	@$(NVCC) $(NVFLAGS) -c $< -o $@
@@ -92,7 +93,7 @@ $(BUILD)/zinc: $(BUILD)/src/main.o $(BUILD)/libzinc.a $(CUDA_A)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS) | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)
