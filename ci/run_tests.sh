@@ -55,6 +55,7 @@ part spec "$ZINC" spec run
 part cli sh tests/cli_test.sh
 part proc sh tests/proc_test.sh
 part adamref python3 tests/adam_ref.py --check
+part build sh tests/build_test.sh
 
 if "$ZINC" spec coverage >"$log" 2>&1; then
   tail -n 1 "$log"; count 1 0

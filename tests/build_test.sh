@@ -1,0 +1,51 @@
+#!/bin/sh
+# Build configuration checks (spec Z-BUILD): ci/configure.sh records the
+# toolchains it finds after installing, rewrites build/config.mk only when
+# that changes, and says so. Prints "build: N passed, N failed".
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+# spec: Z-BUILD-001 the toolchains found are recorded, after installing
+sh ci/configure.sh "$T/b" 2>"$T/err1"
+mpicc=$(command -v mpicc || true)
+if [ -n "$mpicc" ] && grep -qx "MPICC := $mpicc" "$T/b/config.mk" && grep -q "^MPI_LINK := .*-lmpi" "$T/b/config.mk"; then
+  ok "Z-BUILD-001 config.mk records mpicc ($mpicc) and its link flags"
+else bad Z-BUILD-001 "mpicc '$mpicc', config.mk: $(cat "$T/b/config.mk" 2>/dev/null)"; fi
+
+# spec: Z-BUILD-001 unchanged toolchains leave config.mk untouched (no rebuild)
+touch -d '2000-01-01' "$T/b/config.mk"
+before=$(stat -c %Y "$T/b/config.mk")
+sh ci/configure.sh "$T/b" 2>"$T/err2"
+if [ "$(stat -c %Y "$T/b/config.mk")" = "$before" ] && [ ! -s "$T/err2" ]; then
+  ok "Z-BUILD-001 unchanged toolchains: config.mk keeps its time stamp"
+else bad Z-BUILD-001-same "config.mk rewritten or message: $(cat "$T/err2")"; fi
+
+# spec: Z-BUILD-001 a build configured before MPI was installed is reconfigured
+sed 's/^MPICC := .*/MPICC :=/; /^MPI_/d' "$T/b/config.mk" >"$T/old" && cp "$T/old" "$T/b/config.mk"
+sh ci/configure.sh "$T/b" 2>"$T/err3"
+if grep -qx "MPICC := $mpicc" "$T/b/config.mk" && grep -q "toolchains changed, reconfigured" "$T/err3"; then
+  ok "Z-BUILD-001 a toolchain that appeared reconfigures config.mk"
+else bad Z-BUILD-001-changed "stderr '$(cat "$T/err3")', config.mk: $(cat "$T/b/config.mk")"; fi
+
+# spec: Z-BUILD-001 every object depends on config.mk, so the change rebuilds
+if make -n BUILD="$T/b" NVCC= "$T/b/src/layout.o" 2>/dev/null | grep -q "layout.c"; then
+  ok "Z-BUILD-001 objects are rebuilt after a reconfiguration"
+else bad Z-BUILD-001-rebuild "make -n does not rebuild src/layout.o"; fi
+
+# spec: Z-BUILD-002 CI purges what setup.sh installs, and nothing setup.sh needs to run
+setup=$(sed -n 's/^PKGS="\(.*\)"/\1/p' ci/setup.sh)
+purge=$(sed -n 's/^PKGS="\(.*\)"/\1/p' ci/purge.sh)
+miss=""
+for p in $setup; do
+  case " $purge " in *" $p "*) ;; *) case $p in gcc|make|python3) ;; *) miss="$miss $p" ;; esac ;; esac
+done
+if [ -z "$miss" ] && grep -q "^sh ci/purge.sh" .ci/run && [ "$(grep -n '^sh ci/purge.sh' .ci/run | cut -d: -f1)" -lt "$(grep -n '^make demo' .ci/run | cut -d: -f1)" ]; then
+  ok "Z-BUILD-002 .ci/run purges every package setup.sh installs before make demo"
+else bad Z-BUILD-002 "not purged:$miss"; fi
+
+echo "build: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
