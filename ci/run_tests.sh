@@ -54,6 +54,7 @@ part() {
 part spec "$ZINC" spec run
 part cli sh tests/cli_test.sh
 part proc sh tests/proc_test.sh
+part fault sh tests/fault_test.sh
 part adamref python3 tests/adam_ref.py --check
 part build sh tests/build_test.sh
 

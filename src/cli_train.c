@@ -178,10 +178,22 @@ void zn_run_opts_free(ZnRunOpts *o) {
 }
 
 /* What every rank of a multi-process run must agree on: the config text,
- * the model and every setting the run resolved (Z-PROC-005). */
-static uint64_t config_hash(const ZnRunOpts *o) {
-    char buf[512];
+ * the model and every setting the run resolved (Z-PROC-005). The summary
+ * lists the settings by name, so a mismatch can say which one differs. */
+static ZnConfigId config_id(const ZnRunOpts *o) {
+    ZnConfigId id;
     const ZnConfig *c = &o->cfg;
+    char sum[1024];   /* cut to ZN_CONFIG_SUMMARY below: the hash still covers everything */
+    snprintf(sum, sizeof sum,
+             "stage=%d model=%s dtype=%s world=%d micro_batch=%ld grad_accum=%ld train_batch=%ld steps=%ld "
+             "seed=%ld lr=%.9g canonical=%d exact=%d checkpoint_interval=%ld resume=%d universal=%d tag=%s",
+             c->zero.stage, o->model_spec, zn_dtype_name(c->model_dtype), o->world, c->micro_batch, c->grad_accum,
+             c->train_batch_size, o->steps, (long)c->seed, c->lr, c->canonical, c->exact, o->ckpt_interval,
+             o->resume, o->universal, o->ckpt_tag ? o->ckpt_tag : "");
+    size_t n = strnlen(sum, sizeof id.summary - 1);
+    memcpy(id.summary, sum, n);
+    id.summary[n] = 0;
+    char buf[512];
     snprintf(buf, sizeof buf, "world=%d stage=%d dtype=%d micro=%ld ga=%ld tbs=%ld steps=%ld seed=%ld lr=%.17g "
              "canonical=%d ckpt=%ld resume=%d universal=%d tag=%s",
              o->world, c->zero.stage, (int)c->model_dtype, c->micro_batch, c->grad_accum, c->train_batch_size,
@@ -190,7 +202,8 @@ static uint64_t config_hash(const ZnRunOpts *o) {
     uint64_t h = zn_fnv_str(ZN_FNV_INIT, buf);
     h = zn_fnv_str(h, c->exact ? "exact" : "fast");
     h = zn_fnv_str(h, o->model_spec);
-    return zn_fnv_str(h, o->config_text);
+    id.hash = zn_fnv_str(h, o->config_text);
+    return id;
 }
 
 int zn_cmd_train(int argc, char **argv) {
@@ -224,7 +237,8 @@ int zn_cmd_train(int argc, char **argv) {
     }
     o.out = proc.rank == 0 ? stdout : NULL;
     o.device_cuda = backend == ZN_BACKEND_CUDA || backend == ZN_BACKEND_NCCL;
-    if (multi && (zn_proc_check_config(&proc, config_hash(&o), &err) ||
+    const ZnConfigId cid = multi ? config_id(&o) : (ZnConfigId){0};
+    if (multi && (zn_proc_check_config(&proc, &cid, &err) ||
                   (backend == ZN_BACKEND_NCCL && zn_proc_nccl(&proc, o.cfg.exact, &err)))) {
         zn_run_opts_free(&o);
         zn_proc_end(&proc, 0);

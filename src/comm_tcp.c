@@ -178,7 +178,13 @@ static int collective(ZnComm *c, ZnCollOp op, const void *send, void *recv, long
             rc = zn_store_send(t->store, q, &rp, sizeof rp, err);
             if (!rc && n) rc = zn_store_send(t->store, q, result + off, n, err);
         }
-        if (rc) return fail(t, err);
+        if (rc) {
+            /* rank q is gone: the peers before it read the message as the
+               reply to their next call, those after it as this one's, so
+               every survivor names the rank that failed (Z-FAULT-001) */
+            send_error(t, world, err);
+            return fail(t, err);
+        }
         if (op == ZN_OP_ALL_REDUCE) memcpy(recv, result, total);
         if (op == ZN_OP_REDUCE_SCATTER) memmove(recv, result, (size_t)counts[0] * es);
     }

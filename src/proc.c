@@ -1,6 +1,7 @@
 /* proc.c: joining a multi-process run (spec Z-PROC-001, Z-PROC-005). */
 #include "proc.h"
 #include "comm_proc.h"
+#include <stdio.h>
 #include <stdlib.h>
 #if ZN_HAVE_CUDA
 #include "../kernels/zn_cuda.h"
@@ -111,19 +112,44 @@ int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
 #endif
 }
 
-int zn_proc_check_config(ZnProc *p, uint64_t hash, ZnErr *err) {
+/* The first "key=value" word in which rank q's summary a differs from
+ * rank 0's b, as "stage: rank 1 has 3, rank 0 has 2"; empty when the
+ * summaries agree (then the config texts differ). */
+static void first_difference(int q, const char *a, const char *b, char *out, size_t cap) {
+    out[0] = 0;
+    while (*a || *b) {
+        int la = (int)strcspn(a, " "), lb = (int)strcspn(b, " ");
+        if (la != lb || memcmp(a, b, (size_t)la)) {
+            const char *ea = memchr(a, '=', (size_t)la), *eb = memchr(b, '=', (size_t)lb);
+            int ka = ea ? (int)(ea - a) + 1 : 0, kb = eb ? (int)(eb - b) + 1 : 0;
+            snprintf(out, cap, "%.*s: rank %d has %.*s, rank 0 has %.*s", ka > 0 ? ka - 1 : la, a, q, la - ka,
+                     a + ka, lb - kb, b + kb);
+            return;
+        }
+        a += la + (a[la] == ' ');
+        b += lb + (b[lb] == ' ');
+    }
+}
+
+int zn_proc_check_config(ZnProc *p, const ZnConfigId *id, ZnErr *err) {
     ZnComm *c = p->boot ? p->boot : p->comm;
-    uint64_t *all = calloc((size_t)p->world, sizeof *all);
+    ZnConfigId mine = *id, *all = calloc((size_t)p->world, sizeof *all);
+    mine.summary[ZN_CONFIG_SUMMARY - 1] = 0;
     long *counts = calloc((size_t)p->world, sizeof *counts);
     int rc = 0;
     if (!all || !counts) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
-    for (int q = 0; q < p->world && !rc; q++) counts[q] = 1;
-    if (!rc) rc = c->all_gather(c, &hash, all, counts, ZN_U64, "config_hash", err);
-    for (int q = 1; q < p->world && !rc; q++)
-        if (all[q] != all[0])
-            rc = zn_err(err, ZN_E_USAGE, "rank %d runs a different configuration than rank 0 (config hash %016llx "
-                        "vs %016llx): every rank needs the same config file, model and training flags", q,
-                        (unsigned long long)all[q], (unsigned long long)all[0]);
+    for (int q = 0; q < p->world && !rc; q++) counts[q] = (long)sizeof mine;
+    if (!rc) rc = c->all_gather(c, &mine, all, counts, ZN_U8, "config_hash", err);
+    for (int q = 1; q < p->world && !rc; q++) {
+        if (all[q].hash == all[0].hash) continue;
+        all[q].summary[ZN_CONFIG_SUMMARY - 1] = 0;   /* a peer's bytes are not trusted */
+        char what[200];
+        first_difference(q, all[q].summary, all[0].summary, what, sizeof what);
+        rc = zn_err(err, ZN_E_USAGE, "rank %d runs a different configuration than rank 0 (%s; config hash %016llx "
+                    "vs %016llx): every rank needs the same config file, model and training flags", q,
+                    what[0] ? what : "the config files differ", (unsigned long long)all[q].hash,
+                    (unsigned long long)all[0].hash);
+    }
     free(all);
     free(counts);
     return rc;

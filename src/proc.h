@@ -34,10 +34,19 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
 /* nccl: makes this rank's CUDA device on GPU LOCAL_RANK and the NCCL
  * communicator on it (the unique id travels over the boot communicator). */
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err);
+/* A rank's configuration as the ranks compare it: the hash of everything
+ * that must agree, and a readable summary ("key=value" words) that names
+ * what differs. */
+#define ZN_CONFIG_SUMMARY 248
+typedef struct {
+    uint64_t hash;
+    char summary[ZN_CONFIG_SUMMARY];
+} ZnConfigId;
 /* Collective: every rank's configuration hash must equal rank 0's; a
- * mismatch is ZN_E_USAGE naming the first differing rank, on every rank,
- * before any training. */
-int zn_proc_check_config(ZnProc *p, uint64_t hash, ZnErr *err);
+ * mismatch is ZN_E_USAGE naming the first differing rank and the first
+ * setting that differs ("stage 2 vs 3"), on every rank, before any
+ * training (Z-PROC-005). */
+int zn_proc_check_config(ZnProc *p, const ZnConfigId *id, ZnErr *err);
 /* Leaves the run. ok 0 (this rank failed): MPI is not finalized, since
  * MPI_Finalize would wait for peers that wait for this rank; the process
  * exits non-zero and the launcher stops the rest. */

@@ -161,8 +161,32 @@ int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *e
 int zn_store_rank(const ZnStore *s) { return s->rank; }
 int zn_store_world(const ZnStore *s) { return s->world; }
 
+/* Rank 0 does not close at once: an error it has just sent a peer would be
+ * lost if the peer's next send met a reset connection (a reset discards
+ * what the peer has not read yet). It half-closes every connection and
+ * waits, up to 2 s, for the peers to read what they were sent and close. */
+static void linger_peers(ZnStore *s) {
+    int open_peers = 0;
+    for (int r = 1; r < s->world; r++)
+        if (s->fd[r] >= 0 && shutdown(s->fd[r], SHUT_WR) == 0) open_peers++;
+    double deadline = now_s() + 2.0;
+    char sink[4096];
+    while (open_peers > 0 && now_s() < deadline) {
+        open_peers = 0;
+        for (int r = 1; r < s->world; r++) {
+            if (s->fd[r] < 0) continue;
+            struct pollfd p = {s->fd[r], POLLIN, 0};
+            if (poll(&p, 1, 10) <= 0) { open_peers++; continue; }
+            ssize_t k = recv(s->fd[r], sink, sizeof sink, MSG_DONTWAIT);
+            if (k > 0 || (k < 0 && (errno == EINTR || errno == EAGAIN))) open_peers++;
+            else { close(s->fd[r]); s->fd[r] = -1; }   /* EOF or error: the peer is done */
+        }
+    }
+}
+
 void zn_store_close(ZnStore *s) {
     if (!s) return;
+    if (s->rank == 0 && s->fd) linger_peers(s);
     if (s->listen_fd >= 0) close(s->listen_fd);
     for (int r = 0; r < s->world && s->fd; r++)
         if (s->fd[r] >= 0) close(s->fd[r]);
