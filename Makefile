@@ -98,7 +98,14 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)
 
-tests: $(TEST_BIN) $(BUILD)/zinc
+# the allocation-failure shim (tests/alloc_test.sh): plain flags, never a
+# sanitizer's or gcov's, since it stands in for malloc itself
+$(BUILD)/tests/libfailmalloc.so: tests/failmalloc.c
+	@mkdir -p $(dir $@)
+	@echo "  SO  $@"
+	@$(CC) -shared -fPIC -O1 -g -Wall -Wextra -Werror -o $@ $< -ldl
+
+tests: $(TEST_BIN) $(BUILD)/zinc $(BUILD)/tests/libfailmalloc.so
 
 demo: $(BUILD)/zinc
 	$(BUILD)/zinc train

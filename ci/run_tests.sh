@@ -55,6 +55,7 @@ part spec "$ZINC" spec run
 part cli sh tests/cli_test.sh
 part proc sh tests/proc_test.sh
 part fault sh tests/fault_test.sh
+part alloc sh tests/alloc_test.sh "$B"
 part adamref python3 tests/adam_ref.py --check
 part build sh tests/build_test.sh
 

@@ -1,5 +1,6 @@
 /* checkpoint.c: save, verify, load, reshard, convert (spec Z-CKPT-*). */
 #include "checkpoint.h"
+#include "json_track.h"
 #include "fileio.h"
 #include "safetensors.h"
 #include "half.h"
@@ -8,6 +9,8 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +110,8 @@ typedef struct {
     ZnEngineState st;
     int nfiles;
     struct { char name[128]; uint64_t bytes, hash; } files[4096 + 1];
+    int naliases;               /* tied weights: alias name -> the parameter it shares */
+    struct { char name[ZN_MAX_NAME]; int param; } aliases[2 * ZN_MAX_LAYERS];
     cJSON *config;              /* owned; may be NULL */
 } Manifest;
 
@@ -190,7 +195,12 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
     int rc = zn_read_file(path, MANIFEST_MAX, &text, &n, err);
     if (rc) return rc;
     const char *end = NULL;
+    zn_json_track();
     cJSON *doc = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
+    if (zn_json_failed()) {
+        rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory while reading it", path);
+        goto out;
+    }
     if (!cJSON_IsObject(doc)) {
         rc = zn_err(err, ZN_E_CORRUPT, "%s: not a JSON object (byte %ld)", path, end ? (long)(end - text) : 0L);
         goto out;
@@ -202,6 +212,10 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
         char *compact = cJSON_PrintUnformatted(doc);
         uint64_t got = compact ? fnv64(compact, strlen(compact)) : 0;
         cJSON_free(compact);
+        if (!compact) {
+            rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory while verifying it", path);
+            goto out;
+        }
         if (got != want) {
             rc = zn_err(err, ZN_E_CORRUPT, "%s: checksum %016llx, recorded %016llx (the manifest is corrupt)", path,
                         (unsigned long long)got, (unsigned long long)want);
@@ -312,8 +326,21 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
         m->files[m->nfiles].hash = strtoull(hx, NULL, 16);
         m->nfiles++;
     }
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(doc, "shared_params");
+    cJSON_ArrayForEach(it, sh) {   /* absent in universal manifests: no aliases */
+        const char *target = cJSON_GetStringValue(it);
+        int p = 0;
+        while (target && p < m->nparams && strcmp(m->params[p].name, target)) p++;
+        if (!cJSON_IsObject(sh) || !it->string || strlen(it->string) >= ZN_MAX_NAME || !target || p == m->nparams ||
+            m->naliases == 2 * ZN_MAX_LAYERS) {
+            rc = zn_err(err, ZN_E_CORRUPT, "%s: shared_params: malformed", path);
+            goto out;
+        }
+        snprintf(m->aliases[m->naliases].name, ZN_MAX_NAME, "%s", it->string);
+        m->aliases[m->naliases++].param = p;
+    }
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(doc, "config");
-    if (cfg) m->config = cJSON_Duplicate(cfg, 1);
+    if (cfg && !(m->config = cJSON_Duplicate(cfg, 1))) rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory", path);
 out:
     cJSON_Delete(doc);
     free(text);
@@ -342,14 +369,31 @@ static int verify_file(const Manifest *m, const char *dir, const char *name, ZnE
     return zn_err(err, ZN_E_CORRUPT, "%s: not listed in the manifest %s", path, m->path);
 }
 
-/* reads tensor `name` (F32 of exactly n elements) */
-static int read_f32(ZnStFile *f, const char *name, float *dst, long n, ZnErr *err) {
+/* Tensor `name` of f must exist with dtype dt and exactly the shape
+ * (ndim, shape); returns it, or NULL with err set. */
+static const ZnStTensor *expect_tensor(ZnStFile *f, const char *name, ZnDtype dt, int ndim, const long *shape,
+                                       ZnErr *err) {
     const ZnStTensor *t = zn_st_find(f, name);
-    if (!t) return zn_err(err, ZN_E_CORRUPT, "%s: tensor '%s' is missing", zn_st_path(f), name);
-    if (t->dtype != ZN_F32 || (long)t->numel != n)
-        return zn_err(err, ZN_E_CORRUPT, "%s: tensor '%s' is %s with %llu elements, expected F32 with %ld",
-                      zn_st_path(f), name, zn_st_dtype_name(t->dtype), (unsigned long long)t->numel, n);
-    return zn_st_read(f, t, dst, (size_t)n * 4, err);
+    if (!t) return zn_err(err, ZN_E_CORRUPT, "%s: tensor '%s' is missing", zn_st_path(f), name), NULL;
+    int same = t->dtype == dt && t->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
+    if (!same) {
+        char got[96] = "", want[96] = "";
+        for (int d = 0; d < t->ndim && d < 4; d++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        for (int d = 0; d < ndim; d++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%ld", d ? ", " : "", shape[d]);
+        zn_err(err, ZN_E_CORRUPT, "%s: tensor '%s' is %s [%s%s], the layout says %s [%s]", zn_st_path(f), name,
+               zn_st_dtype_name(t->dtype), got, t->ndim > 4 ? ", ..." : "", zn_st_dtype_name(dt), want);
+        return NULL;
+    }
+    return t;
+}
+
+/* reads tensor `name` (F32 of exactly n elements, one dimension) */
+static int read_f32(ZnStFile *f, const char *name, float *dst, long n, ZnErr *err) {
+    const ZnStTensor *t = expect_tensor(f, name, ZN_F32, 1, &n, err);
+    return t ? zn_st_read(f, t, dst, (size_t)n * 4, err) : err->code;
 }
 
 /* rank r's saved master / exp_avg / exp_avg_sq partitions */
@@ -364,8 +408,57 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
     rc = read_f32(f, "fp32", ms, m->rank_numel, err);
     if (!rc) rc = read_f32(f, "exp_avg", ea, m->rank_numel, err);
     if (!rc) rc = read_f32(f, "exp_avg_sq", es, m->rank_numel, err);
+    /* stage 3 also keeps the 16-bit working partition (not read: it is
+       re-derived from the master), and nothing else */
+    int want = m->stage == 3 ? 4 : 3;
+    if (!rc && m->stage == 3 && !expect_tensor(f, "param_partition", m->dt, 1, &m->rank_numel, err)) rc = err->code;
+    if (!rc && zn_st_count(f) != want)
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, a stage-%d shard holds %d", path, zn_st_count(f), m->stage, want);
     zn_st_close(f);
     return rc;
+}
+
+/* The module weights file: listed with its size and checksum, a valid
+ * safetensors file, and exactly the model's parameters and tied names in
+ * the model dtype with the manifest's shapes. */
+static int verify_model_file(const Manifest *m, const char *dir, ZnErr *err) {
+    char path[PATH_MAX_ZN];
+    join(path, dir, MODEL_FILE);
+    int rc = verify_file(m, dir, MODEL_FILE, err);
+    ZnStFile *f;
+    if (rc || (rc = zn_st_open(&f, path, err))) return rc;
+    for (int k = 0; k < m->nparams + m->naliases && !rc; k++) {
+        const ZnParamSpec *p = &m->params[k < m->nparams ? k : m->aliases[k - m->nparams].param];
+        const char *name = k < m->nparams ? p->name : m->aliases[k - m->nparams].name;
+        if (!expect_tensor(f, name, m->dt, p->ndim, p->shape, err)) rc = err->code;
+    }
+    if (!rc && zn_st_count(f) != m->nparams + m->naliases)
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, the manifest names %d", path, zn_st_count(f),
+                    m->nparams + m->naliases);
+    zn_st_close(f);
+    return rc;
+}
+
+/* The manifest lists exactly the files a checkpoint of its world size has:
+ * one shard per rank and the module weights. */
+static int check_file_list(const Manifest *m, ZnErr *err) {
+    int want = m->world + 1, found = 0;
+    for (int i = 0; i < m->nfiles; i++) {
+        char name[128];
+        int known = !strcmp(m->files[i].name, MODEL_FILE);
+        for (int r = 0; r < m->world && !known; r++) {
+            rank_file_name(name, sizeof name, r);
+            known = !strcmp(m->files[i].name, name);
+        }
+        for (int j = 0; j < i && known; j++) known = strcmp(m->files[i].name, m->files[j].name) != 0;
+        if (!known) return zn_err(err, ZN_E_CORRUPT, "%s: files[%d] '%s' is not a file of a world-size-%d checkpoint "
+                                  "(or listed twice)", m->path, i, m->files[i].name, m->world);
+        found++;
+    }
+    if (found != want)
+        return zn_err(err, ZN_E_CORRUPT, "%s: lists %d files, a world-size-%d checkpoint has %d", m->path, found,
+                      m->world, want);
+    return 0;
 }
 
 /* the saved layout, rebuilt from the manifest and checked against it */
@@ -536,6 +629,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     if (!rc && E->rank == 0) {
         ZnEngineState st;
         zn_engine_get_state(E, &st);
+        zn_json_track();   /* a builder that fails must fail the save, not drop a key */
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "format", ZN_CKPT_FORMAT);
         cJSON_AddNumberToObject(m, "version", ZN_CKPT_VERSION);
@@ -573,7 +667,10 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON_Delete(m);
         char path[PATH_MAX_ZN];
         join(path, tagdir, "manifest.json");
-        rc = text ? zn_write_file_atomic(path, text, strlen(text), err) : zn_err(err, ZN_E_NOMEM, "out of host memory");
+        rc = text && !zn_json_failed()
+                 ? zn_write_file_atomic(path, text, strlen(text), err)
+                 : zn_err(err, ZN_E_NOMEM, "%s: out of host memory while building the manifest; %s/latest still names "
+                          "the previous checkpoint", path, dir);
         cJSON_free(text);
         /* `latest` last: it only ever names a complete checkpoint (Z-CKPT-006) */
         if (!rc) {
@@ -589,6 +686,28 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
 /* ---------------------------------------------------------------------- */
 /* load */
 
+/* A tag names a folder inside the checkpoint dir, nothing else: 1..255
+ * bytes, no path separator, no "..", no control character, and the folder
+ * must exist (Z-CKPT-010). `from` says where the tag came from. */
+static int check_tag(const char *dir, const char *tag, const char *from, int bad, ZnErr *err) {
+    size_t n = strlen(tag);
+    const char *why = NULL;
+    if (n == 0) why = "is empty";
+    else if (n > 255) why = "is longer than 255 bytes";
+    else if (strchr(tag, '/') || strchr(tag, '\\')) why = "holds a path separator";
+    else if (strstr(tag, "..") || !strcmp(tag, ".")) why = "holds '..' or is '.'";
+    for (size_t i = 0; i < n && !why; i++)
+        if ((unsigned char)tag[i] < 0x20 || tag[i] == 0x7f) why = "holds a control character";
+    if (why) return zn_err(err, bad, "%s: the tag '%.60s' %s (a tag is a folder name inside %s)", from, tag, why, dir);
+    char path[PATH_MAX_ZN];
+    join(path, dir, tag);
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return zn_err(err, ZN_E_USAGE, "%s: the tag '%s' names no checkpoint folder (%s: %s)", from, tag, path,
+                      stat(path, &sb) != 0 ? strerror(errno) : "not a folder");
+    return 0;
+}
+
 static int read_tag(const char *dir, const char *name, char *tag, size_t n, ZnErr *err) {
     char path[PATH_MAX_ZN], *text;
     size_t len;
@@ -596,13 +715,12 @@ static int read_tag(const char *dir, const char *name, char *tag, size_t n, ZnEr
     int rc = zn_read_file(path, 4096, &text, &len, err);
     if (rc) return zn_err_prefix(err, "no checkpoint to resume (%s): ", name);
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r')) text[--len] = 0;
-    if (!len || strchr(text, '/') || len >= n) {
-        free(text);
-        return zn_err(err, ZN_E_CORRUPT, "%s: does not hold a tag", path);
-    }
-    memcpy(tag, text, len + 1);
+    if (!len || memchr(text, 0, len)) rc = zn_err(err, ZN_E_CORRUPT, "%s: does not hold a tag (%zu bytes)", path, len);
+    if (!rc) rc = check_tag(dir, text, path, ZN_E_CORRUPT, err);
+    if (!rc && len >= n) rc = zn_err(err, ZN_E_INTERNAL, "%s: tag buffer too small", path);
+    if (!rc) memcpy(tag, text, len + 1);
     free(text);
-    return 0;
+    return rc;
 }
 
 /* this rank's new partition out of full model-order vectors */
@@ -636,8 +754,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     char tag[256], tagdir[PATH_MAX_ZN], mpath[PATH_MAX_ZN];
     int rc = 0;
     if ((rc = too_long(dir, err))) return rc;
-    if (tag_in && (strlen(tag_in) >= sizeof tag || strchr(tag_in, '/')))
-        return zn_err(err, ZN_E_USAGE, "--checkpoint-tag '%.60s': not a tag (a folder name inside the checkpoint dir)", tag_in);
+    if (tag_in && (rc = check_tag(dir, tag_in, "--checkpoint-tag", ZN_E_USAGE, err))) return rc;
     if (tag_in) pathf(tag, "%s", tag_in);
     else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", tag, sizeof tag, err))) return rc;
     join(tagdir, dir, tag);
@@ -656,6 +773,11 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         }
         goto out;
     }
+    /* every file the manifest lists is verified before anything is used:
+       the file list, each shard (size, checksum, header, tensors, dtypes,
+       shapes) as it is read, and rank 0 the module weights (Z-CKPT-009) */
+    if (!universal && (rc = check_file_list(m, err))) goto out;
+    if (!universal && E->rank == 0 && (rc = verify_model_file(m, tagdir, err))) goto out;
     if ((rc = check_model(m, &E->L, err))) goto out;
     if (m->dt != E->dt) {
         rc = zn_err(err, ZN_E_USAGE, "%s: saved with model dtype %s, resuming with %s", m->path, zn_dtype_name(m->dt),
@@ -733,6 +855,7 @@ static int load_full(const char *tagdir, Manifest *m, float **fm, float **fa, fl
     char mpath[PATH_MAX_ZN];
     join(mpath, tagdir, "manifest.json");
     int rc = parse_manifest(m, mpath, ZN_CKPT_FORMAT, err);
+    if (!rc) rc = check_file_list(m, err);
     if (rc) return rc;
     long total = 0;
     for (int p = 0; p < m->nparams; p++) total += m->params[p].numel;
@@ -846,9 +969,11 @@ static int cmd_to_universal(int argc, char **argv) {
         size_t n;
         join(src, in, "manifest.json");
         if (!(rc = zn_read_file(src, MANIFEST_MAX, &text, &n, &err))) {
+            zn_json_track();
             cJSON *doc = cJSON_Parse(text);
             free(text);
-            if (!doc) rc = zn_err(&err, ZN_E_CORRUPT, "%s: unreadable", src);
+            if (!doc) rc = zn_err(&err, zn_json_failed() ? ZN_E_NOMEM : ZN_E_CORRUPT, "%s: %s", src,
+                                  zn_json_failed() ? "out of host memory" : "unreadable");
             else {
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "files", cJSON_CreateArray());
@@ -857,7 +982,8 @@ static int cmd_to_universal(int argc, char **argv) {
                 cJSON_Delete(doc);
                 char dst[PATH_MAX_ZN];
                 pathf(dst, "%s/zero/optimizer_state.json", out);
-                rc = o ? zn_write_file_atomic(dst, o, strlen(o), &err) : zn_err(&err, ZN_E_NOMEM, "out of memory");
+                rc = o && !zn_json_failed() ? zn_write_file_atomic(dst, o, strlen(o), &err)
+                                            : zn_err(&err, ZN_E_NOMEM, "%s: out of host memory", dst);
                 cJSON_free(o);
             }
         }
@@ -956,13 +1082,7 @@ static int cmd_inspect(int argc, char **argv) {
     float *f[3] = {0};
     ZnErr err = {0};
     int rc = m ? load_full(argv[0], m, &f[0], &f[1], &f[2], &err) : zn_err(&err, ZN_E_NOMEM, "out of host memory");
-    if (!rc) {   /* load_full verified every shard; the module weights too */
-        char path[PATH_MAX_ZN];
-        join(path, argv[0], MODEL_FILE);
-        rc = verify_file(m, argv[0], MODEL_FILE, &err);
-        ZnStFile *sf;
-        if (!rc && !(rc = zn_st_open(&sf, path, &err))) zn_st_close(sf);
-    }
+    if (!rc) rc = verify_model_file(m, argv[0], &err);   /* load_full verified every shard */
     if (rc) {
         fprintf(stderr, "zinc: error: %s\n", err.msg);
         printf("checkpoint %s: INVALID\n", argv[0]);

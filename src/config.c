@@ -13,6 +13,7 @@
  *      more than one key.
  * Nothing here keeps state between calls; all memory is freed before return. */
 #include "config.h"
+#include "json_track.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -1297,7 +1298,13 @@ static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
         return rc;
     }
     const char *end = NULL;
+    zn_json_track();   /* out of memory is not a syntax error */
     cJSON *root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
+    if (zn_json_failed()) {
+        cJSON_Delete(root);
+        free(buf);
+        return zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src);
+    }
     if (!root) {
         size_t p = end ? (size_t)(end - buf) : 0;
         int unterminated;

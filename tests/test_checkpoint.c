@@ -223,79 +223,94 @@ static void copy_file(const char *from, const char *to) {
 
 static int resume_error(const char *dir, ZnErr *err) { return train(dir, 2, 2, 3, 0, 1, err); }
 
-/* spec: Z-CKPT-007 flipped bytes and truncation at many offsets of a shard,
- * the manifest and the module file are refused, naming the file */
+/* spec: Z-CKPT-009 every file of a checkpoint -- the manifest, each shard,
+ * the module weights and `latest` -- with a flipped byte at many offsets, a
+ * byte appended, or truncated at many lengths, is refused on resume with a
+ * message naming the file (before issue 12 the module weights file was not
+ * verified on resume); Z-CKPT-007 the same for the shards and manifest */
 static void test_corruption(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-bad-XXXXXX";
     assert_non_null(mkdtemp(dir));
     ZnErr err;
     if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
-    const char *files[] = {"zero_pp_rank_1_optim_states.safetensors", "manifest.json"};
-    for (int fi = 0; fi < 2; fi++) {
+    const char *files[] = {"global_step2/zero_pp_rank_0_optim_states.safetensors",
+                           "global_step2/zero_pp_rank_1_optim_states.safetensors",
+                           "global_step2/mp_rank_00_model_states.safetensors", "global_step2/manifest.json", "latest"};
+    int tried = 0, refused = 0, harmless = 0;
+    for (int fi = 0; fi < 5; fi++) {
         char path[512], keep[600];
-        snprintf(path, sizeof path, "%s/global_step2/%s", dir, files[fi]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[fi]);
         snprintf(keep, sizeof keep, "%s.orig", path);
         copy_file(path, keep);
+        const char *base = strrchr(files[fi], '/') ? strrchr(files[fi], '/') + 1 : files[fi];
         struct stat sb;
         stat(path, &sb);
         long size = (long)sb.st_size;
-        for (long off = 0; off < size; off += size / 23 + 1) {
-            /* a flipped byte */
-            copy_file(keep, path);
-            FILE *f = fopen(path, "r+b");
-            fseek(f, off, SEEK_SET);
-            int ch = fgetc(f);
-            fseek(f, off, SEEK_SET);
-            fputc(ch ^ 0x5a, f);
-            fclose(f);
-            int rc = resume_error(dir, &err);
-            /* a flip inside JSON whitespace of the manifest can leave it valid
-               and equal in meaning: then the resume must simply work */
-            if (rc) assert_str_contains(err.msg, files[fi]);
-            else assert_int_equal(fi, 1);
-            /* truncation */
-            copy_file(keep, path);
-            assert_int_equal(truncate(path, off), 0);
-            assert_int_not_equal(resume_error(dir, &err), 0);
+        for (long off = 0; off <= size; off += size / 23 + 1) {
+            for (int kind = 0; kind < 3; kind++) {   /* flip, truncate, append */
+                copy_file(keep, path);
+                if (kind == 0 && off < size) {
+                    FILE *f = fopen(path, "r+b");
+                    fseek(f, off, SEEK_SET);
+                    int ch = fgetc(f);
+                    fseek(f, off, SEEK_SET);
+                    fputc(ch ^ 0x5a, f);
+                    fclose(f);
+                } else if (kind == 1 && off < size) {
+                    assert_int_equal(truncate(path, off), 0);
+                } else if (kind == 2 && off == 0) {
+                    FILE *f = fopen(path, "ab");
+                    fputc('x', f);
+                    fclose(f);
+                } else continue;
+                tried++;
+                int rc = resume_error(dir, &err);
+                if (rc) {
+                    refused++;
+                    if (!strstr(err.msg, base)) fail_msg("%s mutated (kind %d at %ld): '%s' does not name it", base, kind, off, err.msg);
+                } else {
+                    /* a flip inside the manifest's JSON whitespace leaves it
+                       valid and equal in meaning: then resume must work */
+                    harmless++;
+                    if (!(fi == 3 && kind == 0)) fail_msg("%s mutated (kind %d at %ld) was accepted", base, kind, off);
+                }
+            }
         }
         copy_file(keep, path);
         remove(keep);
     }
+    print_message("checkpoint mutations: tried %d, refused naming the file %d, harmless whitespace flips %d\n", tried,
+                  refused, harmless);
+    assert_true(tried > 200);
     assert_int_equal(resume_error(dir, &err), 0);   /* restored: it works again */
     rm_rf(dir);
 }
 
-/* spec: Z-CKPT-007 a shard whose safetensors header holds the wrong shape
- * (with a manifest checksum that matches it) is refused by the shape check */
-static void test_lying_header(void **st) {
-    (void)st;
-    char dir[] = "/tmp/zinc-lie-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    ZnErr err;
-    if (train(dir, 2, 1, 2, 2, 0, &err)) fail_msg("%s", err.msg);
-    char shard[512], man[512];
-    snprintf(shard, sizeof shard, "%s/global_step2/zero_pp_rank_0_optim_states.safetensors", dir);
-    snprintf(man, sizeof man, "%s/global_step2/manifest.json", dir);
-    float data[7] = {0};
-    ZnStEntry e[3] = {{"fp32", ZN_F32, 1, {7}, data}, {"exp_avg", ZN_F32, 1, {7}, data}, {"exp_avg_sq", ZN_F32, 1, {7}, data}};
-    assert_int_equal(zn_st_write(shard, e, 3, NULL, &err), 0);
-    /* make the manifest agree with the new file, so only the shape check is left */
-    char *buf, *text;
+/* Records file `name` of dir/global_step2 in its manifest with its current
+ * size and checksum, and the manifest's own checksum: then only the checks
+ * behind the checksums are left to catch a lie. */
+static void vouch_for(const char *dir, const char *name) {
+    char path[512], man[512], *buf, *text;
     size_t n, tn;
-    assert_int_equal(zn_read_file(shard, 1 << 20, &buf, &n, &err), 0);
+    ZnErr err;
+    snprintf(path, sizeof path, "%s/global_step2/%s", dir, name);
+    snprintf(man, sizeof man, "%s/global_step2/manifest.json", dir);
+    assert_int_equal(zn_read_file(path, 1 << 24, &buf, &n, &err), 0);
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) { h ^= (unsigned char)buf[i]; h *= 0x100000001b3ull; }
     free(buf);
     assert_int_equal(zn_read_file(man, 1 << 24, &text, &tn, &err), 0);
     cJSON *doc = cJSON_Parse(text);
     free(text);
-    cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "files"), 0);
+    cJSON *f0 = NULL, *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "files"))
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name")), name)) f0 = it;
+    assert_non_null(f0);
     char hex[32];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
     cJSON_ReplaceItemInObjectCaseSensitive(f0, "bytes", cJSON_CreateNumber((double)n));
     cJSON_ReplaceItemInObjectCaseSensitive(f0, "fnv1a64", cJSON_CreateString(hex));
-    /* and its own checksum: only the shape check is left to catch it */
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
     char *compact = cJSON_PrintUnformatted(doc);
     h = 0xcbf29ce484222325ull;
@@ -307,8 +322,121 @@ static void test_lying_header(void **st) {
     cJSON_Delete(doc);
     assert_int_equal(zn_write_file_atomic(man, out, strlen(out), &err), 0);
     cJSON_free(out);
-    assert_int_not_equal(resume_error(dir, &err), 0);
-    assert_str_contains(err.msg, "zero_pp_rank_0_optim_states.safetensors: tensor 'fp32' is F32 with 7 elements");
+}
+
+/* spec: Z-CKPT-007 a shard whose safetensors header holds the wrong shape
+ * (with a manifest checksum that matches it) is refused by the shape check;
+ * Z-CKPT-009 so are a shard with a wrong dtype or an extra tensor, and a
+ * module weights file with a wrong dtype, a wrong shape, a missing or an
+ * extra tensor */
+static void test_lying_header(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-lie-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    ZnErr err;
+    if (train(dir, 2, 1, 2, 2, 0, &err)) fail_msg("%s", err.msg);
+    char shard[512], model[512], keep_s[600], keep_m[600];
+    snprintf(shard, sizeof shard, "%s/global_step2/zero_pp_rank_0_optim_states.safetensors", dir);
+    snprintf(model, sizeof model, "%s/global_step2/mp_rank_00_model_states.safetensors", dir);
+    snprintf(keep_s, sizeof keep_s, "%s.orig", shard);
+    snprintf(keep_m, sizeof keep_m, "%s.orig", model);
+    char man[512], keep_man[600];
+    snprintf(man, sizeof man, "%s/global_step2/manifest.json", dir);
+    snprintf(keep_man, sizeof keep_man, "%s.orig", man);
+    copy_file(shard, keep_s);
+    copy_file(model, keep_m);
+    copy_file(man, keep_man);
+    static float data[4096];
+    const long rn = 122;   /* stage 1, world 2: each rank's partition of mlp:10,14,6 */
+    struct { ZnStEntry e[4]; int n; const char *want; } shards[] = {
+        {{{"fp32", ZN_F32, 1, {7}, data}, {"exp_avg", ZN_F32, 1, {7}, data}, {"exp_avg_sq", ZN_F32, 1, {7}, data}}, 3,
+         "zero_pp_rank_0_optim_states.safetensors: tensor 'fp32' is F32 [7], the layout says F32 [122]"},
+        {{{"fp32", ZN_F16, 1, {rn}, data}, {"exp_avg", ZN_F32, 1, {rn}, data}, {"exp_avg_sq", ZN_F32, 1, {rn}, data}}, 3,
+         "tensor 'fp32' is F16 [122], the layout says F32 [122]"},
+        {{{"fp32", ZN_F32, 2, {61, 2}, data}, {"exp_avg", ZN_F32, 1, {rn}, data}, {"exp_avg_sq", ZN_F32, 1, {rn}, data}}, 3,
+         "tensor 'fp32' is F32 [61, 2], the layout says F32 [122]"},
+        {{{"fp32", ZN_F32, 1, {rn}, data}, {"exp_avg", ZN_F32, 1, {rn}, data}, {"exp_avg_sq", ZN_F32, 1, {rn}, data},
+          {"extra", ZN_F32, 1, {1}, data}}, 4, "4 tensors, a stage-1 shard holds 3"},
+    };
+    for (size_t k = 0; k < sizeof shards / sizeof shards[0]; k++) {
+        copy_file(keep_man, man);
+        assert_int_equal(zn_st_write(shard, shards[k].e, shards[k].n, NULL, &err), 0);
+        vouch_for(dir, "zero_pp_rank_0_optim_states.safetensors");
+        assert_int_not_equal(resume_error(dir, &err), 0);
+        assert_str_contains(err.msg, shards[k].want);
+    }
+    copy_file(keep_s, shard);
+    /* the module weights: layers.0.weight [14, 10], layers.0.bias [14],
+       layers.1.weight [6, 14], layers.1.bias [6], fp32 */
+    struct { ZnStEntry e[5]; int n; const char *want; } models[] = {
+        {{{"layers.0.weight", ZN_BF16, 2, {14, 10}, data}, {"layers.0.bias", ZN_F32, 1, {14}, data},
+          {"layers.1.weight", ZN_F32, 2, {6, 14}, data}, {"layers.1.bias", ZN_F32, 1, {6}, data}}, 4,
+         "mp_rank_00_model_states.safetensors: tensor 'layers.0.weight' is BF16 [14, 10], the layout says F32 [14, 10]"},
+        {{{"layers.0.weight", ZN_F32, 2, {10, 14}, data}, {"layers.0.bias", ZN_F32, 1, {14}, data},
+          {"layers.1.weight", ZN_F32, 2, {6, 14}, data}, {"layers.1.bias", ZN_F32, 1, {6}, data}}, 4,
+         "tensor 'layers.0.weight' is F32 [10, 14], the layout says F32 [14, 10]"},
+        {{{"layers.0.weight", ZN_F32, 2, {14, 10}, data}, {"layers.0.bias", ZN_F32, 1, {14}, data},
+          {"layers.1.weight", ZN_F32, 2, {6, 14}, data}}, 3, "tensor 'layers.1.bias' is missing"},
+        {{{"layers.0.weight", ZN_F32, 2, {14, 10}, data}, {"layers.0.bias", ZN_F32, 1, {14}, data},
+          {"layers.1.weight", ZN_F32, 2, {6, 14}, data}, {"layers.1.bias", ZN_F32, 1, {6}, data},
+          {"layers.2.weight", ZN_F32, 1, {1}, data}}, 5, "5 tensors, the manifest names 4"},
+    };
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        copy_file(keep_man, man);
+        assert_int_equal(zn_st_write(model, models[k].e, models[k].n, NULL, &err), 0);
+        vouch_for(dir, "mp_rank_00_model_states.safetensors");
+        assert_int_not_equal(resume_error(dir, &err), 0);
+        assert_str_contains(err.msg, models[k].want);
+    }
+    copy_file(keep_m, model);
+    copy_file(keep_man, man);
+    assert_int_equal(resume_error(dir, &err), 0);
+    rm_rf(dir);
+}
+
+/* spec: Z-CKPT-010 a tag in `latest` or --checkpoint-tag is a folder name
+ * inside the checkpoint dir: separators, "..", control characters, empty
+ * and over-long tags, and tags naming no folder are refused */
+static void test_bad_tags(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-tag-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    ZnErr err;
+    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
+    char latest[512], longtag[300];
+    snprintf(latest, sizeof latest, "%s/latest", dir);
+    memset(longtag, 'a', 290);
+    longtag[290] = 0;
+    struct { const char *tag; const char *want; } bad[] = {
+        {"../global_step2", "holds a path separator"}, {"..", "holds '..' or is '.'"}, {".", "holds '..' or is '.'"},
+        {"global_step2/..", "holds a path separator"}, {"/etc", "holds a path separator"},
+        {"glo\x01" "bal", "holds a control character"}, {"global_step2\tx", "holds a control character"},
+        {longtag, "longer than 255 bytes"}, {"global_step9", "names no checkpoint folder"},
+        {"latest", "names no checkpoint folder"}, {"", "does not hold a tag"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_int_equal(zn_write_file_atomic(latest, bad[k].tag, strlen(bad[k].tag), &err), 0);
+        assert_int_not_equal(resume_error(dir, &err), 0);
+        assert_str_contains(err.msg, bad[k].want);
+        assert_str_contains(err.msg, "latest");
+    }
+    /* the same rules for --checkpoint-tag, as a usage error */
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = MODEL;
+    f.steps = 3;
+    f.args.world_size = 2;
+    f.args.stage = 2;
+    f.args.train_batch_size = 12;
+    f.ckpt_dir = dir;
+    f.resume = 1;
+    f.ckpt_tag = "../x";
+    ZnRunOpts o;
+    assert_int_equal(zn_train_resolve(&f, CFG, &o, &err), 0);
+    ZnRunResult res;
+    assert_int_equal(zn_run(&o, &res, &err), ZN_E_USAGE);
+    zn_run_opts_free(&o);
+    assert_str_contains(err.msg, "--checkpoint-tag: the tag '../x' holds a path separator");
     rm_rf(dir);
 }
 
@@ -368,6 +496,7 @@ int main(void) {
         cmocka_unit_test(test_corruption),
         cmocka_unit_test(test_lying_header),
         cmocka_unit_test(test_missing_and_foreign),
+        cmocka_unit_test(test_bad_tags),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, NULL, NULL);
 }

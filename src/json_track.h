@@ -1,0 +1,17 @@
+/* json_track.h: did any cJSON allocation fail while a document was built?
+ *
+ * cJSON's builders (cJSON_CreateX, cJSON_AddXToObject, cJSON_Print...)
+ * report an allocation failure only by a NULL the caller may drop, and a
+ * dropped one silently leaves a member out (a manifest without its
+ * "format" key, issue 12). Rather than checking each of dozens of calls,
+ * zinc routes cJSON's allocations through a hook that records a failure in
+ * a thread-local flag: a writer calls zn_json_track() before building and
+ * zn_json_failed() before using the result. Every failure of a builder is
+ * an allocation failure, so the flag catches them all (Z-CKPT-011). */
+#ifndef ZN_JSON_TRACK_H
+#define ZN_JSON_TRACK_H
+
+void zn_json_track(void);   /* installs the hook (once) and clears this thread's flag */
+int zn_json_failed(void);   /* 1 if a cJSON allocation failed on this thread since */
+
+#endif
