@@ -14,6 +14,7 @@
  * Nothing here keeps state between calls; all memory is freed before return. */
 #include "config.h"
 #include "json_track.h"
+#include "hjson.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -243,6 +244,7 @@ typedef struct {
     int tb_auto;                /* train_batch_size was "auto" */
     int cpu_offload, cpu_offload_param;  /* deprecated bools: -1 absent, 0, 1 */
     int offload_optimizer_given, offload_param_given;
+    char unimpl[512];           /* F_UNIMPL sections present, ", "-separated */
 } Ctx;
 
 static int fail(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -314,6 +316,7 @@ typedef enum {
 enum {
     F_NULL = 1,     /* JSON null means DeepSpeed's None: store .none */
     F_GT = 2,       /* lower bound exclusive */
+    F_UNIMPL = 4,   /* K_ANY: a DeepSpeed feature section zinc does not implement (named in one warning) */
     F_LT = 4,       /* upper bound exclusive */
     F_DISCARD = 8,  /* validated, then dropped (zinc has no use for it) */
 };
@@ -449,7 +452,12 @@ static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *f
 
 static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     char got[64];
-    if (k->type == K_ANY) return ZN_OK;
+    if (k->type == K_ANY) {
+        size_t n = strlen(x->unimpl);
+        if ((k->flags & F_UNIMPL) && n + strlen(k->name) + 3 < sizeof x->unimpl)
+            snprintf(x->unimpl + n, sizeof x->unimpl - n, "%s%s", n ? ", " : "", k->name);
+        return ZN_OK;
+    }
     if (is_auto(v) && k->fill == FILL_NONE) return fail(x, "%s: \"auto\" is not supported for this key", path);
     if (k->type == K_FN) return k->fn(x, k, v, path, base);
     if (is_auto(v)) {
@@ -1133,17 +1141,20 @@ static const Key TOP_KEYS[] = {
     {"torch_autocast", .type = K_FN, .fn = read_ignored_feature},
     {"elasticity", .type = K_FN, .fn = read_ignored_feature},
     {"progressive_layer_drop", .type = K_FN, .fn = read_ignored_feature},
-    /* DeepSpeed keys with no effect on what zinc computes */
-    {"autotuning", .type = K_ANY}, {"flops_profiler", .type = K_ANY},
-    {"activation_checkpointing", .type = K_ANY}, {"sparse_attention", .type = K_ANY},
-    {"data_efficiency", .type = K_ANY}, {"curriculum_learning", .type = K_ANY},
-    {"compression_training", .type = K_ANY}, {"tensorboard", .type = K_ANY},
-    {"wandb", .type = K_ANY}, {"csv_monitor", .type = K_ANY}, {"comet", .type = K_ANY},
-    {"comms_logger", .type = K_ANY}, {"data_types", .type = K_ANY}, {"aio", .type = K_ANY},
-    {"nebula", .type = K_ANY}, {"pipeline", .type = K_ANY}, {"eigenvalue", .type = K_ANY},
-    {"quantize_training", .type = K_ANY}, {"hybrid_engine", .type = K_ANY},
-    {"weight_quantization", .type = K_ANY}, {"compile", .type = K_ANY}, {"timers", .type = K_ANY},
-    {"tensor_parallel", .type = K_ANY}, {"sparse_gradients", .type = K_ANY},
+    /* DeepSpeed feature sections zinc does not implement: accepted, and
+       named together in one warning (Z-CFG-006) */
+#define UNIMPL .type = K_ANY, .flags = F_UNIMPL
+    {"autotuning", UNIMPL}, {"flops_profiler", UNIMPL},
+    {"activation_checkpointing", UNIMPL}, {"sparse_attention", UNIMPL},
+    {"data_efficiency", UNIMPL}, {"curriculum_learning", UNIMPL},
+    {"compression_training", UNIMPL}, {"tensorboard", UNIMPL},
+    {"wandb", UNIMPL}, {"csv_monitor", UNIMPL}, {"comet", UNIMPL},
+    {"comms_logger", UNIMPL}, {"aio", UNIMPL}, {"nebula", UNIMPL}, {"pipeline", UNIMPL},
+    {"eigenvalue", UNIMPL}, {"quantize_training", UNIMPL}, {"hybrid_engine", UNIMPL},
+    {"weight_quantization", UNIMPL}, {"compile", UNIMPL}, {"tensor_parallel", UNIMPL},
+#undef UNIMPL
+    /* DeepSpeed settings with no effect on what zinc computes: silent */
+    {"data_types", .type = K_ANY}, {"timers", .type = K_ANY}, {"sparse_gradients", .type = K_ANY},
     {"disable_allgather", .type = K_ANY}, {"dump_state", .type = K_ANY},
     {"graph_harvesting", .type = K_ANY}, {"dataloader_drop_last", .type = K_ANY},
     {"log_level", .type = K_ANY}, {"use_data_before_expert_parallelism", .type = K_ANY},
@@ -1208,7 +1219,7 @@ static int syntax_error(Ctx *x, const char *buf, size_t len, size_t pos, const c
     for (size_t i = 0; i < pos && i < len; i++)
         if (buf[i] == '\n') { line++; bol = i + 1; }
     long col = (long)(pos - bol) + 1;
-    char near[96] = ""; /* " near '" + 16 bytes as \xNN at most + "'" fits */
+    char near[256] = ""; /* a reason, or " near '" + 16 bytes as \xNN at most + "'" */
     if (why) {
         snprintf(near, sizeof near, ": %s", why);
     } else if (pos >= len) {
@@ -1286,34 +1297,35 @@ static int check_duplicates(Ctx *x, const cJSON *node, char *path, size_t plen) 
 static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
     *out = NULL;
     if (len > (size_t)MAX_CONFIG_BYTES) return fail(x, "config is larger than 16 MiB");
-    /* cJSON wants a NUL-terminated buffer to check for trailing garbage */
-    char *buf = malloc(len + 1);
-    if (!buf) return zn_err(x->err, ZN_E_NOMEM, "%s: out of memory", x->src);
-    memcpy(buf, text, len);
-    buf[len] = 0;
-    const char *nul = memchr(buf, 0, len);
-    if (nul) {
-        int rc = syntax_error(x, buf, len, (size_t)(nul - buf), "NUL byte in input");
-        free(buf);
+    const char *nul = memchr(text, 0, len);
+    if (nul) return syntax_error(x, text, len, (size_t)(nul - text), "NUL byte in input");
+    /* DeepSpeed reads configs with hjson: rewrite to strict JSON (strict
+       JSON passes unchanged), keeping where each byte came from (Z-CFG-014) */
+    ZnHjson h;
+    int hrc = zn_hjson_to_json(text, len, &h);
+    if (hrc) {
+        int rc = hrc == -2 ? zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src)
+                           : syntax_error(x, text, len, h.err_at, h.why);
+        zn_hjson_free(&h);
         return rc;
     }
     const char *end = NULL;
     zn_json_track();   /* out of memory is not a syntax error */
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(h.json, h.len + 1, &end, 1);
     if (zn_json_failed()) {
         cJSON_Delete(root);
-        free(buf);
+        zn_hjson_free(&h);
         return zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src);
     }
     if (!root) {
-        size_t p = end ? (size_t)(end - buf) : 0;
+        size_t p = end ? (size_t)(end - h.json) : 0;
         int unterminated;
-        size_t at = error_offset(buf, len, p, &unterminated);
-        int rc = syntax_error(x, buf, len, at, unterminated ? "unterminated string" : NULL);
-        free(buf);
+        size_t at = error_offset(h.json, h.len, p, &unterminated);
+        int rc = syntax_error(x, text, len, h.from[at < h.len ? at : h.len], unterminated ? "unterminated string" : NULL);
+        zn_hjson_free(&h);
         return rc;
     }
-    free(buf);
+    zn_hjson_free(&h);
     if (!cJSON_IsObject(root)) {
         char got[64];
         render(root, got, sizeof got);
@@ -1481,6 +1493,7 @@ int zn_config_parse(const char *text, size_t len, const char *source, const ZnCo
     if (!rc && root) {
         x.root = root;
         rc = read_object(&x, root, "", TOP_KEYS, sizeof TOP_KEYS / sizeof *TOP_KEYS, &c, UNKNOWN_WARN);
+        if (!rc && x.unimpl[0]) warn(&x, "sections zinc does not implement, ignored: %s", x.unimpl);
     }
     cJSON_Delete(root);
     if (!rc) rc = apply_args(&x);

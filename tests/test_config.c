@@ -293,6 +293,7 @@ static void test_out_untouched_on_error(void **state) {
 /* ---- JSON syntax ---------------------------------------------------------- */
 
 /* spec: Z-CFG-001 */
+#define SWALLOW "this value is not JSON, so hjson reads it as a string to the end of the line, closing bracket included (quote it, or fix it)"
 static void test_syntax_errors_one_line(void **state) {
     (void)state;
     static const struct { const char *json, *msg; } cases[] = {
@@ -300,28 +301,24 @@ static void test_syntax_errors_one_line(void **state) {
         {"   ", "ds.json:1:4: JSON syntax error: unexpected end of input"},
         {"{", "ds.json:1:2: JSON syntax error: unexpected end of input"},
         {"{\"a\": }", "ds.json:1:7: JSON syntax error near '}'"},
-        {"{\"a\": 1,}", "ds.json:1:9: JSON syntax error near '}'"},
         {"{\"a\" 1}", "ds.json:1:6: JSON syntax error near '1}'"},
         {"{\"a\"\"b\"}", "ds.json:1:5: JSON syntax error near '\"b\"}'"},
         {"{} x", "ds.json:1:4: JSON syntax error near 'x'"},
-        {"{\"a\": tru}", "ds.json:1:7: JSON syntax error near 'tru}'"},
-        {"{'a': 1}", "ds.json:1:2: JSON syntax error near ''a': 1}'"},
+        {"{\"a\": tru}", "ds.json:1:7: JSON syntax error: " SWALLOW},
         {"{,}", "ds.json:1:2: JSON syntax error near ',}'"},
-        {"{\"a\":1,x}", "ds.json:1:8: JSON syntax error near 'x}'"},
+        {"{\"a\":1,x}", "ds.json:1:9: JSON syntax error near '}'"},   /* x is a quoteless key */
         {"{\"a\":{}x}", "ds.json:1:8: JSON syntax error near 'x}'"},
-        {"{\"a\":[1,2x]}", "ds.json:1:10: JSON syntax error near 'x]}'"},
+        {"{\"a\":[1,2x]}", "ds.json:1:9: JSON syntax error: " SWALLOW},
         {"{\"a\": \"abc", "ds.json:1:7: JSON syntax error: unterminated string"},
         {"{\"a\": \"\\q\"}", "ds.json:1:8: JSON syntax error near '\\q\"}'"},
         {"{\"a\":1,", "ds.json:1:8: JSON syntax error: unexpected end of input"},
         {"{\"a\": [1, 2", "ds.json:1:12: JSON syntax error: unexpected end of input"},
-        {"{\"a\": 1} // comment", "ds.json:1:10: JSON syntax error near '// comment'"},
-        {"{\"a\": 0123456789abcdefghij}", "ds.json:1:17: JSON syntax error near 'abcdefghij}'"},
-        {"{\"a\": \xff}", "ds.json:1:7: JSON syntax error near '\\xff}'"},
-        {"{\"a\": \x80\x81\x82\x83\x84\x85\x86\x87\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x91}",
-         "ds.json:1:7: JSON syntax error near '\\x80\\x81\\x82\\x83\\x84\\x85\\x86\\x87\\x88\\x89\\x8a\\x8b\\x8c"
-         "\\x8d\\x8e\\x8f'"},
-        /* cJSON takes control bytes for whitespace */
-        {"{\"a\":\x01 ]}", "ds.json:1:8: JSON syntax error near ']}'"},
+        {"{\"a\": 0123456789abcdefghij}", "ds.json:1:7: JSON syntax error: " SWALLOW},
+        {"{\"a\": \xff}", "ds.json:1:7: JSON syntax error: " SWALLOW},
+        /* a quoteless value (hjson) runs to the end of the line: bytes
+           that are not JSON are a string there, not an error at once */
+        {"{\"a\": \x80\x81\x82}", "ds.json:1:7: JSON syntax error: " SWALLOW},
+        {"{\"a\":\x01 ]}", "ds.json:1:6: JSON syntax error: " SWALLOW},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
 }
@@ -329,22 +326,13 @@ static void test_syntax_errors_one_line(void **state) {
 /* spec: Z-CFG-001 */
 static void test_syntax_errors_multi_line(void **state) {
     (void)state;
-    err_is("{\n"
-           "  \"train_batch_size\": 8,\n"
-           "  \"zero_optimization\": {\n"
-           "    \"stage\": 2,\n"
-           "  }\n"
-           "}\n",
-           NULL, "ds.json:5:3: JSON syntax error near '}'");
     err_is("{\n  \"a\": [1,\n         2,,3]\n}", NULL, "ds.json:3:12: JSON syntax error near ',3]'");
-    err_is("{\n  \"fp16\": {\n    \"enabled\": true # on\n  }\n}", NULL,
-           "ds.json:3:21: JSON syntax error near '# on'");
     err_is("{\n  \"a\": 1\n", NULL, "ds.json:3:1: JSON syntax error: unexpected end of input");
     err_is("{\n\n  \"name\": \"abc\n}\n", NULL, "ds.json:3:11: JSON syntax error: unterminated string");
     /* CRLF line ends: the column counts bytes after the '\n' */
     err_is("{\r\n  \"a\": ]\r\n}", NULL, "ds.json:2:8: JSON syntax error near ']'");
     /* columns count bytes, not characters: "é" is two */
-    err_is("{\"\xc3\xa9\": x}", NULL, "ds.json:1:8: JSON syntax error near 'x}'");
+    err_is("{\"\xc3\xa9\": ,}", NULL, "ds.json:1:8: JSON syntax error near ',}'");
 }
 
 /* spec: Z-CFG-001 */
@@ -545,6 +533,13 @@ static void test_known_ignored_keys_silent(void **state) {
                          " \"wall_clock_breakdown\": true, \"sparse_gradients\": false, \"vocabulary_size\": 50257,"
                          " \"checkpoint\": {\"tag_validation\": \"Warn\", \"use_node_local_storage\": false}}",
                          NULL, w, sizeof w);
+    assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
+                           "flops_profiler, activation_checkpointing, sparse_attention, data_efficiency, "
+                           "compression_training, tensorboard, wandb, csv_monitor, comms_logger, aio\n");
+    /* settings with no effect on what zinc computes stay silent */
+    ok_warn("{" MB ", \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"dump_state\": false,"
+            " \"sparse_gradients\": false, \"vocabulary_size\": 50257, \"elasticity\": {\"enabled\": false}}",
+            NULL, w, sizeof w);
     assert_string_equal(w, "");
     assert_int_equal(c.zero_allow_untested_optimizer, 1);
     assert_int_equal(c.zero_force_ds_cpu_optimizer, 0);
@@ -1120,7 +1115,10 @@ static void test_users_hf_config(void **state) {
     a.hidden_size = 4096;
     char w[256];
     ZnConfig c = ok_warn(j, &a, w, sizeof w);
-    assert_string_equal(w, "");
+    /* spec: Z-CFG-006 the sections zinc does not implement, in one line */
+    assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
+                           "flops_profiler, activation_checkpointing, sparse_attention, data_efficiency, "
+                           "compression_training\n");
     assert_true(c.train_batch_size == 64 && c.micro_batch == 4 && c.grad_accum == 2);
     assert_true(c.gradient_clipping == 1.0 && c.steps_per_print == 100);
     assert_true(c.optimizer_present && c.opt_type == ZN_OPT_ADAM && c.adamw == 1 && c.lr == 5e-5);
@@ -1858,10 +1856,10 @@ static void test_load_file(void **state) {
     char want[256];
     snprintf(want, sizeof want, "%s: zero_optimization.stage: expected an integer 0..3, got 9", path);
     assert_string_equal(e.msg, want);
-    const char *syn = "{\n  \"a\": 1,\n}\n";
+    const char *syn = "{\n  \"a\": 1,,\n}\n";
     write_file(path, syn, strlen(syn));
     assert_int_equal(zn_config_load(path, &a, &c, &e), ZN_E_USAGE);
-    snprintf(want, sizeof want, "%s:3:1: JSON syntax error near '}'", path);
+    snprintf(want, sizeof want, "%s:2:10: JSON syntax error near ','", path);
     assert_string_equal(e.msg, want);
     unlink(path);
 }
