@@ -187,11 +187,11 @@ else bad Z-FAULT-004-file "rc=$rc $(cat "$T/nf")"; fi
 # checkpoint every step: `latest`, when present, names a checkpoint that
 # verifies, and resuming from it ends with the uninterrupted run's digest
 digest() { sed -n 's/^\(\[rank0\]: \)\{0,1\}digest=\([0-9a-f]*\)$/\2/p' "$1" | tail -n 1; }
-C="--world-size 4 --model mlp:8,16,4 --steps 20 --steps-per-print 0"
+C="--world-size 4 --model mlp:8,16,4 --steps 60 --steps-per-print 0"
 "$ZINC" train $C >"$T/full" 2>&1
 want=$(digest "$T/full")
 tried=0; equal=0; nockpt=0; finished=0; refused=0; crash=0; hang=0; wrong=0
-for d in $(moments 14 50 0.45); do
+for d in $(moments 14 50 0.9); do
   tried=$((tried + 1))
   rm -rf "$T/ck"
   env $run_tag "$ZINC" train $C --checkpoint-dir "$T/ck" --checkpoint-interval 1 >"$T/run" 2>&1 &
