@@ -4,6 +4,7 @@
  * on bad input; only main() turns an error into an exit status. */
 #ifndef ZN_ERR_H
 #define ZN_ERR_H
+#include <stddef.h>
 
 enum {
     ZN_OK = 0,
@@ -26,5 +27,11 @@ typedef struct ZnErr {
 int zn_err(ZnErr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Rewrites every control character of s (bytes below 0x20 and 0x7f) as
+ * \xNN, in place, keeping s within cap bytes (dropping what no longer fits
+ * at the end). zn_err and zn_err_prefix apply it to every message, so a
+ * message quoting hostile input (a key "a\nb", a terminal escape sequence)
+ * stays one printable line (spec Z-FUZZ-006). */
+void zn_msg_escape(char *s, size_t cap);
 
 #endif
