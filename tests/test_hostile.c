@@ -8,8 +8,9 @@
 #include "../src/config.h"
 #include "../src/model.h"
 
-/* spec: Z-FUZZ-006 -- control characters in a message become \xNN, so the
- * message stays one printable line; what no longer fits is cut at the end */
+/* spec: Z-FUZZ-006 -- control characters and bytes that are not UTF-8 in a
+ * message become \xNN, so the message stays one line of printable UTF-8;
+ * what no longer fits is cut at the end, never inside a character */
 static void test_msg_escape(void **state) {
     (void)state;
     ZnErr e;
@@ -26,6 +27,13 @@ static void test_msg_escape(void **state) {
     char u[16] = "plain";
     zn_msg_escape(u, sizeof u);
     assert_string_equal(u, "plain");
+    /* UTF-8 is kept; a stray byte, an overlong form, a surrogate and a cut
+     * sequence are not UTF-8 */
+    zn_err(&e, ZN_E_USAGE, "%s", "\xc3\xa9 \xff \xc0\x80 \xed\xa0\x80 \xe2\x82");
+    assert_string_equal(e.msg, "\xc3\xa9 \\xff \\xc0\\x80 \\xed\\xa0\\x80 \\xe2\\x82");
+    char v[8] = "ab\xe2\x82\xac";   /* "ab€" and the NUL: 6 bytes */
+    zn_msg_escape(v, 5);            /* room for 4: "ab" and not half the euro sign */
+    assert_string_equal(v, "ab");
 }
 
 /* spec: Z-FUZZ-006 -- the readers' messages quote input bytes escaped

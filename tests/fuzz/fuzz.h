@@ -6,7 +6,7 @@
  * target's corpus tests/fuzz/TARGET/. A harness treats its bytes as hostile
  * input to one reader, frees everything it was given, and turns a broken
  * promise of err.h (an error without its code or message, a message that is
- * not one printable line) into an abort, which both drivers report. */
+ * not one printable line of UTF-8) into an abort, which both drivers report. */
 #ifndef ZN_FUZZ_H
 #define ZN_FUZZ_H
 #include <stddef.h>
@@ -30,7 +30,7 @@ static inline void fuzz_quiet(void) {
 }
 
 /* rc is what a reader returned with err: 0, or a ZN_E_* code that err holds
- * too, with a message that is one line of printable text (what main()
+ * too, with a message that is one line of printable UTF-8 text (what main()
  * prints after "zinc: error: "). */
 static inline void fuzz_check_err(int rc, const ZnErr *err, const char *what) {
     if (rc == 0) return;
@@ -38,8 +38,12 @@ static inline void fuzz_check_err(int rc, const ZnErr *err, const char *what) {
     if (rc != err->code) bad = "returned code differs from err->code";
     else if (rc < ZN_E_USAGE || rc > ZN_E_INTERNAL) bad = "not a ZN_E_* code";
     else if (!err->msg[0]) bad = "empty message";
-    for (const unsigned char *p = (const unsigned char *)err->msg; !bad && *p; p++)
-        if (*p < 0x20 || *p == 0x7f) bad = "control character in the message";
+    const unsigned char *m = (const unsigned char *)err->msg;
+    for (size_t i = 0, n = strlen(err->msg), k; !bad && i < n; i += k) {
+        k = zn_utf8_len(m + i, n - i);
+        if (m[i] < 0x20 || m[i] == 0x7f) bad = "control character in the message";
+        else if (!k) bad = "the message is not UTF-8";
+    }
     if (!bad) return;
     dprintf(2, "fuzz: %s: %s (rc %d, code %d): %s\n", what, bad, rc, err->code, err->msg);
     abort();

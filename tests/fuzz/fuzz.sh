@@ -19,13 +19,13 @@ for t in "$@"; do
   nice "$B/fuzz/fuzz_$t" -max_total_time="$S" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -print_final_stats=1 -artifact_prefix="$art/" "$work" "tests/fuzz/$t" >"$log" 2>&1
   rc=$?
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  last=$(grep -aE '^#[0-9]+' "$log" | tail -n 1)
   echo "fuzz $t: ${S}s, $execs runs; $last"
   new=$(ls "$art" | wc -l)
   if [ "$rc" -ne 0 ] || [ "$new" -ne "$before" ]; then
     fail=$((fail + 1))
-    grep -E 'ERROR|SUMMARY|==[0-9]+==|fuzz:|Test unit written' "$log" | head -n 20
+    grep -aE 'ERROR|SUMMARY|==[0-9]+==|fuzz:|Test unit written' "$log" | head -n 20
     echo "fuzz $t: FAILED (exit $rc); log $log; inputs in $art/"
   else
     pass=$((pass + 1))
