@@ -182,10 +182,10 @@ static int get_long(const Manifest *m, const cJSON *o, const char *key, const ch
     return rc;
 }
 
-/* text: n bytes followed by a NUL (cJSON's recipe); path names it in messages */
+/* m: zeroed; text: n bytes followed by a NUL (cJSON's recipe); path names
+ * it in messages */
 static int manifest_from_text(Manifest *m, const char *path, const char *text, size_t n, const char *want_format,
                               ZnErr *err) {
-    memset(m, 0, sizeof *m);
     snprintf(m->path, sizeof m->path, "%s", path);
     int rc = 0;
     const char *end = NULL;
