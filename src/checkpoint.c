@@ -264,6 +264,12 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
                 rc = zn_err(err, ZN_E_CORRUPT, "%s: %sshape: bad dimension", path, where);
                 goto out;
             }
+            /* the product stays within 2^53 (the numel field's own limit), so
+               the long multiplication below cannot overflow */
+            if ((double)p->numel * d->valuedouble > 9007199254740992.0) {
+                rc = zn_err(err, ZN_E_CORRUPT, "%s: %sshape: more than 2^53 elements", path, where);
+                goto out;
+            }
             p->shape[p->ndim++] = (long)d->valuedouble;
             p->numel *= (long)d->valuedouble;
         }
