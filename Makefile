@@ -120,23 +120,24 @@ memcheck:
 	$(MAKE) BUILD=build-vg OPT=-O1 tests
 	sh ci/memcheck.sh build-vg
 
-# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite, then
-# every fuzz corpus replayed (make fuzz-replay).
+# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite (the
+# fuzz corpora replayed included).
 SAN_CFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 sanitize:
 	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="$(SAN_CFLAGS)" EXTRA_LDFLAGS="-fsanitize=address,undefined" tests
 	$(SAN_ENV) sh ci/run_tests.sh build-asan
-	$(MAKE) fuzz-replay
 
 # Fuzzing (spec Z-FUZZ-*): tests/fuzz/fuzz_T.c is a libFuzzer harness for
 # one reader of hostile input, tests/fuzz/T/ its corpus (seeds and every
 # crash input ever found). `make fuzz` builds them with clang (build-fuzz,
-# no CUDA) and runs each FUZZ_SECONDS on a copy of its corpus; `make
-# fuzz-replay` feeds every corpus file to each harness through a plain main
-# (tests/fuzz/replay_main.c) built with gcc under ASan/UBSan (build-asan).
+# no CUDA) and runs each FUZZ_SECONDS on a copy of its corpus. Every build
+# also links each harness with a plain main (tests/fuzz/replay_main.c) that
+# replays the corpus: run_tests.sh does it in make test, and under
+# ASan/UBSan in make sanitize; `make fuzz-replay` does only that.
 FUZZ_TARGETS := config model cli safetensors manifest
 FUZZ_SECONDS ?= 60
+tests: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_DEPS := tests/fuzz/fuzz.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
 $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)

@@ -1,10 +1,12 @@
 #!/bin/sh
-# replay.sh BUILD TARGET...: replays every committed corpus (tests/fuzz/TARGET/,
+# replay.sh BUILD [TARGET...]: replays every committed corpus (tests/fuzz/TARGET/,
 # crash inputs included) through BUILD/fuzz/replay_TARGET (replay_main.c),
 # shows each target's line and the files that failed, then one total:
 #   fuzz: N passed, N failed
-# Run by `make fuzz-replay` and `make sanitize` (spec Z-FUZZ-006).
+# Run by ci/run_tests.sh (make test; make sanitize under ASan/UBSan) and
+# make fuzz-replay (spec Z-FUZZ-008).
 B=$1; shift
+[ $# -eq 0 ] && set -- $(cd tests/fuzz && for d in */; do echo "${d%/}"; done)   # every target
 pass=0; fail=0
 for t in "$@"; do
   out=$("$B/fuzz/replay_$t" "tests/fuzz/$t" 2>&1)

@@ -1,13 +1,14 @@
 /* replay_main.c: a main() for a fuzz harness without libFuzzer (spec
- * Z-FUZZ-006). `replay_TARGET PATH...` feeds every regular file of the
+ * Z-FUZZ-008). `replay_TARGET PATH...` feeds every regular file of the
  * given directories (and every file given by name) to the harness's
  * LLVMFuzzerTestOneInput, each in a child process of its own, so a crash, a
  * sanitizer report, a leak (LeakSanitizer checks at the child's exit) or a
  * hang (FUZZ_TIMEOUT seconds, default 10) fails that file alone and the
  * rest still run. Prints a line for each file that fails, then
  *   fuzz TARGET: N passed, N failed
- * and exits 1 if any failed. Built by `make fuzz-replay` with gcc and
- * -fsanitize=address,undefined. */
+ * and exits 1 if any failed. Built with gcc by `make tests` (BUILD/fuzz/)
+ * and, with -fsanitize=address,undefined, by `make sanitize` and `make
+ * fuzz-replay` (build-asan/fuzz/). */
 #include "fuzz.h"
 #include <dirent.h>
 #include <errno.h>
