@@ -97,12 +97,34 @@ static void test_manifest_shape_overflow(void **state) {
     assert_str_contains(err.msg, "m.json: layout.params[0].shape: more than 2^53 elements");
 }
 
+/* spec: Z-FUZZ-002 -- tie:L=M reads L and M as plain digits: sscanf's %d
+ * wrapped 4294967297 to 1 (and is undefined behaviour past INT_MAX) and
+ * took a sign and spaces, so these specs trained a model tied 1=0 */
+static void test_model_tie_numbers(void **state) {
+    (void)state;
+    const char *bad[] = {"mlp:4,4,4,tie:4294967297=0", "mlp:4,4,4,tie: +1=0", "mlp:4,4,4,tie:1=-0",
+                         "mlp:4,4,4,tie:1=0x", "mlp:4,4,4,tie:1=", "mlp:4,4,4,tie:=0", "mlp:4,4,4,tie:1=0=0"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        ZnModel m;
+        ZnErr err = {0};
+        assert_int_equal(zn_model_parse(bad[k], &m, &err), ZN_E_USAGE);
+        assert_str_contains(err.msg, bad[k] + 10);   /* names the tie part */
+    }
+    ZnModel m;
+    ZnErr err = {0};
+    assert_int_equal(zn_model_parse("mlp:4,4,4,tie:1=0", &m, &err), 0);
+    assert_int_equal(m.naliases, 1);
+    assert_string_equal(m.aliases[0].name, "layers.1.weight");
+    assert_int_equal(m.aliases[0].param, m.layer_param[0][0]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_msg_escape),
         cmocka_unit_test(test_reader_messages_one_line),
         cmocka_unit_test(test_repeat_layer_flag),
         cmocka_unit_test(test_manifest_shape_overflow),
+        cmocka_unit_test(test_model_tie_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* fuzz_model.c: bytes -> zn_model_parse, the reader of --model specs
  * (spec Z-FUZZ-002). A spec that parses must describe a model the engine
  * can build: at least one layer, every size in 1..2^20, each parameter's
- * numel the product of its shape. */
+ * numel the product of its shape; and each "tie:L=M" part it accepted must
+ * be two plain numbers naming the tie the model holds. */
 #include "fuzz.h"
 #include "../../src/model.h"
 
@@ -30,6 +31,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (!ok) {
             dprintf(2, "fuzz: model spec '%.200s' parsed into an impossible model\n", spec);
+            abort();
+        }
+        /* every tie part as written: digits '=' digits, and that tie in m */
+        for (const char *p = strstr(spec, "tie:"); ok && p; p = strstr(p + 4, "tie:")) {
+            size_t nl = strspn(p + 4, "0123456789"), nm = p[4 + nl] == '=' ? strspn(p + 5 + nl, "0123456789") : 0;
+            const char *after = p + 5 + nl + nm;
+            ok = nl && nm && nl < 6 && nm < 6 && (*after == ',' || *after == 0);
+            if (!ok) break;
+            int l = atoi(p + 4), mm = atoi(p + 5 + nl), found = 0;
+            char name[32];
+            snprintf(name, sizeof name, "layers.%d.weight", l);
+            for (int k = 0; k < m.naliases; k++)
+                found |= !strcmp(m.aliases[k].name, name) && m.aliases[k].param == m.layer_param[mm][0];
+            ok = found;
+        }
+        if (!ok) {
+            dprintf(2, "fuzz: model spec '%.200s': a tie part was not read as written\n", spec);
             abort();
         }
         (void)zn_model_numel(&m);
