@@ -153,6 +153,7 @@ fuzz-replay:
 	@$(SAN_ENV) sh tests/fuzz/replay.sh build-asan $(FUZZ_TARGETS)
 # clang warns about launch.c's skip-the-flag's-value loop, which is deliberate
 fuzz:
+	@command -v clang >/dev/null || { echo "zinc: make fuzz needs clang with libFuzzer (Debian: clang libclang-rt-14-dev)" >&2; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang NVCC= OPT=-O1 \
 	        EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	                      -Wno-for-loop-analysis" \
