@@ -28,7 +28,7 @@ static void run_one(const char *path, unsigned timeout) {
     uint8_t *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
         n += got;
-        if (n == cap) buf = realloc(buf, cap *= 2);
+        if (n == cap) buf = realloc(buf, cap *= 2);   /* NULL ends the loop; exit(3) below */
     }
     int bad = !buf || ferror(f);
     fclose(f);
@@ -80,8 +80,10 @@ int main(int argc, char **argv) {
             char p[4096];
             snprintf(p, sizeof p, "%s/%s", argv[a], e->d_name);
             if (e->d_name[0] == '.' || stat(p, &sb) || !S_ISREG(sb.st_mode)) continue;
-            files = realloc(files, (nf + 1) * sizeof *files);
-            files[nf++] = strdup(p);
+            char **more = realloc(files, (nf + 1) * sizeof *files);
+            if (!more || !(more[nf] = strdup(p))) { dprintf(2, "fuzz: out of memory\n"); exit(3); }
+            files = more;
+            nf++;
         }
         closedir(d);
         if (nf) qsort(files, nf, sizeof *files, cmp_str);
