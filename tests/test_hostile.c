@@ -1,8 +1,9 @@
-/* test_hostile.c: every defect the fuzzers (tests/fuzz/, spec Z-FUZZ-*)
- * found in zinc's readers, reproduced directly: one test per fix, each with
- * the input the fuzzer found (shrunk) or the smallest input of its kind.
- * The fuzzers' own crash inputs are in the corpora (tests/fuzz/T/crash-*),
- * which `make fuzz-replay` replays under ASan/UBSan. */
+/* test_hostile.c: every defect found in zinc's readers of hostile input by
+ * the fuzzers (tests/fuzz/, spec Z-FUZZ-*) or while writing them,
+ * reproduced directly: one test per fix, each with the input that showed
+ * it (shrunk) or the smallest input of its kind. The crash inputs are also
+ * in the corpora (tests/fuzz/T/crash-*), which make test replays, and make
+ * sanitize under ASan/UBSan. */
 #include "testutil.h"
 #include "../src/checkpoint.h"
 #include "../src/cli.h"
