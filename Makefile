@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-gpu bench-gpu coverage memcheck sanitize bench clean
+# Targets: all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -64,7 +64,7 @@ endif
 # uses the shared accounting), hence the group
 ZN_LIBS = -Wl,--start-group $(BUILD)/libzinc.a $(CUDA_A) -Wl,--end-group
 
-.PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize bench clean deps
+.PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -127,12 +127,45 @@ memcheck:
 	$(MAKE) BUILD=build-vg OPT=-O1 tests
 	sh ci/memcheck.sh build-vg
 
-# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite.
+# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite (the
+# fuzz corpora replayed included).
+SAN_CFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 sanitize:
-	$(MAKE) BUILD=build-asan OPT=-O1 \
-	        EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	        EXTRA_LDFLAGS="-fsanitize=address,undefined" tests
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh ci/run_tests.sh build-asan
+	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="$(SAN_CFLAGS)" EXTRA_LDFLAGS="-fsanitize=address,undefined" tests
+	$(SAN_ENV) sh ci/run_tests.sh build-asan
+
+# Fuzzing (spec Z-FUZZ-*): tests/fuzz/fuzz_T.c is a libFuzzer harness for
+# one reader of hostile input, tests/fuzz/T/ its corpus (seeds and every
+# crash input ever found). `make fuzz` builds them with clang (build-fuzz,
+# no CUDA) and runs each FUZZ_SECONDS on a copy of its corpus. Every build
+# also links each harness with a plain main (tests/fuzz/replay_main.c) that
+# replays the corpus: run_tests.sh does it in make test, and under
+# ASan/UBSan in make sanitize; `make fuzz-replay` does only that.
+FUZZ_TARGETS := config model cli safetensors manifest
+FUZZ_SECONDS ?= 60
+tests: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
+FUZZ_DEPS := tests/fuzz/fuzz.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay_main.c $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS)
+fuzz-replay:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="$(SAN_CFLAGS)" \
+	        EXTRA_LDFLAGS="-fsanitize=address,undefined" $(FUZZ_TARGETS:%=build-asan/fuzz/replay_%)
+	@$(SAN_ENV) sh tests/fuzz/replay.sh build-asan $(FUZZ_TARGETS)
+# clang warns about launch.c's skip-the-flag's-value loop, which is deliberate
+fuzz:
+	@command -v clang >/dev/null || { echo "zinc: make fuzz needs clang with libFuzzer (Debian: clang libclang-rt-14-dev)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang NVCC= OPT=-O1 \
+	        EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	                      -Wno-for-loop-analysis" \
+	        EXTRA_LDFLAGS="-fsanitize=address,undefined" $(FUZZ_TARGETS:%=build-fuzz/fuzz/fuzz_%)
+	@sh tests/fuzz/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Benchmarks print ratios measured side by side in one run; never asserted.
 $(BUILD)/bench: tests/bench.c $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)

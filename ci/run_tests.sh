@@ -1,6 +1,8 @@
 #!/bin/sh
 # Runs the whole suite against the build in $1 (default build): every unit-test
 # binary (cmocka), the conformance cases (zinc spec run), the CLI checks,
+# 300 hostile config mutants (tests/mutants_test.sh), the fuzz corpora
+# replayed (tests/fuzz/replay.sh),
 # the multi-process checks (tests/proc_test.sh) and the spec-coverage check.
 # Prints each part's own lines, then one total:
 #   zinc: N passed, N failed
@@ -53,6 +55,8 @@ part() {
 
 part spec "$ZINC" spec run
 part cli sh tests/cli_test.sh
+part mutants sh tests/mutants_test.sh
+part fuzz sh tests/fuzz/replay.sh "$B"
 part proc sh tests/proc_test.sh
 part fault sh tests/fault_test.sh
 part alloc sh tests/alloc_test.sh "$B"

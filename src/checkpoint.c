@@ -187,13 +187,12 @@ static int get_long(const Manifest *m, const cJSON *o, const char *key, const ch
     return rc;
 }
 
-static int parse_manifest(Manifest *m, const char *path, const char *want_format, ZnErr *err) {
-    memset(m, 0, sizeof *m);
+/* m: zeroed; text: n bytes followed by a NUL (cJSON's recipe); path names
+ * it in messages */
+static int manifest_from_text(Manifest *m, const char *path, const char *text, size_t n, const char *want_format,
+                              ZnErr *err) {
     snprintf(m->path, sizeof m->path, "%s", path);
-    char *text;
-    size_t n;
-    int rc = zn_read_file(path, MANIFEST_MAX, &text, &n, err);
-    if (rc) return rc;
+    int rc = 0;
     const char *end = NULL;
     zn_json_track();
     cJSON *doc = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
@@ -279,6 +278,12 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
                 rc = zn_err(err, ZN_E_CORRUPT, "%s: %sshape: bad dimension", path, where);
                 goto out;
             }
+            /* the product stays within 2^53 (the numel field's own limit), so
+               the long multiplication below cannot overflow */
+            if ((double)p->numel * d->valuedouble > 9007199254740992.0) {
+                rc = zn_err(err, ZN_E_CORRUPT, "%s: %sshape: more than 2^53 elements", path, where);
+                goto out;
+            }
             p->shape[p->ndim++] = (long)d->valuedouble;
             p->numel *= (long)d->valuedouble;
         }
@@ -343,6 +348,15 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
     if (cfg && !(m->config = cJSON_Duplicate(cfg, 1))) rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory", path);
 out:
     cJSON_Delete(doc);
+    return rc;
+}
+
+static int parse_manifest(Manifest *m, const char *path, const char *want_format, ZnErr *err) {
+    char *text = NULL;
+    size_t n = 0;
+    memset(m, 0, sizeof *m);
+    int rc = zn_read_file(path, MANIFEST_MAX, &text, &n, err);
+    if (!rc) rc = manifest_from_text(m, path, text, n, want_format, err);
     free(text);
     return rc;
 }
@@ -477,6 +491,24 @@ static int saved_layout(const Manifest *m, ZnLayout *L, ZnErr *err) {
                       "%d, stage %d", m->path, m->world, m->stage);
     }
     return 0;
+}
+
+int zn_ckpt_manifest_check(const char *text, size_t len, const char *name, int universal, ZnErr *err) {
+    if (len > MANIFEST_MAX) return zn_err(err, ZN_E_CORRUPT, "%s: more than the %u-byte limit", name, MANIFEST_MAX);
+    Manifest *m = calloc(1, sizeof *m);
+    char *copy = malloc(len + 1);   /* NUL-terminated, as zn_read_file gives it */
+    int rc = m && copy ? 0 : zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!rc) {
+        memcpy(copy, text, len);
+        copy[len] = 0;
+        rc = manifest_from_text(m, name, copy, len, universal ? ZN_UNIV_FORMAT : ZN_CKPT_FORMAT, err);
+    }
+    ZnLayout L;
+    if (!rc && !universal && !(rc = saved_layout(m, &L, err))) zn_layout_free(&L);
+    if (m) cJSON_Delete(m->config);
+    free(m);
+    free(copy);
+    return rc;
 }
 
 /* Full model-order fp32 master / exp_avg / exp_avg_sq from every shard:

@@ -41,6 +41,14 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag, int universal, Z
  * and exp_avg_sq in model order (numel elements each, padding stripped). */
 int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err);
 
+/* Checks manifest text (len bytes, need not be NUL-terminated) as a load
+ * does before it opens a shard: the JSON, the self checksum, every field's
+ * type and range, and the recorded layout against the partitioning rules.
+ * universal: the text is a universal checkpoint's zero/optimizer_state.json
+ * (no layout). name labels messages. Errors are ZN_E_CORRUPT; any text is
+ * safe to pass (the fuzzer tests/fuzz/fuzz_manifest.c does, spec Z-FUZZ). */
+int zn_ckpt_manifest_check(const char *text, size_t len, const char *name, int universal, ZnErr *err);
+
 /* zinc ckpt {to-universal, consolidate, inspect} */
 int zn_cmd_ckpt(int argc, char **argv);
 

@@ -94,10 +94,17 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     case 26: f->ckpt_tag = v; break;
     case 28: f->backend = v; break;
     case 29: f->rendezvous = v; break;
-    case 30:   /* R:L -- the divergent-control-flow test hook */
-        if (sscanf(v, "%d:%d", &f->repeat_rank, &f->repeat_layer) != 2 || f->repeat_rank < 0 || f->repeat_layer < 0)
-            rc = zn_err(err, ZN_E_USAGE, "--test-repeat-layer: expected RANK:LAYER, got '%s'", v);
+    case 30: {   /* R:L -- the divergent-control-flow test hook; strtol, as sscanf's %d overflows into UB */
+        char *end, *end2 = NULL;
+        errno = 0;
+        long r = strtol(v, &end, 10), l = -1;
+        if (end != v && *end == ':') l = strtol(end + 1, &end2, 10);
+        if (errno || l < 0 || end2 == end + 1 || *end2 || r < 0 || r >= 4096 || l >= ZN_MAX_LAYERS)
+            rc = zn_err(err, ZN_E_USAGE, "--test-repeat-layer: expected RANK:LAYER (0..4095:0..%d), got '%s'",
+                        ZN_MAX_LAYERS - 1, v);
+        else f->repeat_rank = (int)r, f->repeat_layer = (int)l;
         break;
+    }
     case 18:
         if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
         else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;

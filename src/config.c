@@ -266,6 +266,7 @@ static void warn(Ctx *x, const char *fmt, ...) {
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     va_end(ap);
+    zn_msg_escape(msg, sizeof msg);   /* a key from the file may hold any byte */
     fprintf(stderr, "%s\n", msg);
 }
 

@@ -4,6 +4,7 @@
  * on bad input; only main() turns an error into an exit status. */
 #ifndef ZN_ERR_H
 #define ZN_ERR_H
+#include <stddef.h>
 
 enum {
     ZN_OK = 0,
@@ -26,5 +27,17 @@ typedef struct ZnErr {
 int zn_err(ZnErr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Rewrites, in place, every control character of s (bytes below 0x20 and
+ * 0x7f) and every byte that is not part of a valid UTF-8 sequence as \xNN,
+ * keeping s within cap bytes (at most sizeof ZnErr.msg; what no longer fits
+ * is dropped at the end). zn_err and zn_err_prefix apply it to every
+ * message, so a message quoting hostile input (a key "a\nb", a terminal
+ * escape sequence, a stray 0xff) stays one line of printable UTF-8 text
+ * (spec Z-FUZZ-006). */
+void zn_msg_escape(char *s, size_t cap);
+/* Length of the valid UTF-8 sequence at p (n > 0 bytes available), or 0.
+ * Rejects overlong forms, surrogates and code points above U+10FFFF, as
+ * Rust's str::from_utf8 does. */
+size_t zn_utf8_len(const unsigned char *p, size_t n);
 
 #endif

@@ -39,6 +39,20 @@ static int parse_dim(const char *spec, const char *s, size_t len, int *out, ZnEr
     return 0;
 }
 
+/* A layer number of a tie part: all decimal digits (sscanf's %d accepted
+ * a sign and spaces, and wrapped "4294967297" to 1); -1 if it is not one.
+ * Counting stops past ZN_MAX_LAYERS, so a long number cannot overflow and
+ * reads as too large. */
+static long parse_index(const char *s, size_t len) {
+    if (len == 0) return -1;
+    long v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        if (v <= ZN_MAX_LAYERS) v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
 int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
     if (!spec) return zn_err(err, ZN_E_USAGE, "model spec missing (expected mlp:D0,D1,...)");
     memset(m, 0, sizeof *m);
@@ -62,13 +76,16 @@ int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len > 4 && !strncmp(p, "tie:", 4)) {   /* "tie:L=M" */
-            int a, b, used;
-            char tail;
-            if (sscanf(p + 4, "%d=%d%n%c", &a, &b, &used, &tail) < 2 || (size_t)used + 4 != len)
-                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': '%.*s' is not tie:L=M", spec, (int)len, p);
-            if (a < 0 || a >= ZN_MAX_LAYERS || b < 0 || b >= a)
-                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': tie:%d=%d needs 0 <= M < L", spec, a, b);
-            tie[a] = b;
+            const char *eq = memchr(p + 4, '=', len - 4);
+            long a = eq ? parse_index(p + 4, (size_t)(eq - p) - 4) : -1;
+            long b = eq ? parse_index(eq + 1, len - (size_t)(eq - p) - 1) : -1;
+            if (a < 0 || b < 0)
+                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': '%.*s' is not tie:L=M (L and M layer numbers)",
+                              spec, (int)len, p);
+            if (a >= ZN_MAX_LAYERS || b >= a)
+                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': '%.*s' needs 0 <= M < L <= %d", spec, (int)len, p,
+                              ZN_MAX_LAYERS - 1);
+            tie[a] = (int)b;
             if (!end) break;
             p = end + 1;
             continue;

@@ -50,36 +50,11 @@ const char *zn_st_dtype_name(ZnDtype t) {
 /* ------------------------------------------------------------------------ */
 /* shared helpers                                                           */
 
-/* Length of the valid UTF-8 sequence at p (n bytes available), or 0. Rejects
- * overlong forms, surrogates and code points above U+10FFFF, as Rust's
- * str::from_utf8 does. */
-static size_t utf8_len(const unsigned char *p, size_t n) {
-    unsigned c = p[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF;   /* allowed range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;         /* overlong */
-        if (c == 0xED) hi = 0x9F;         /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;         /* overlong */
-        if (c == 0xF4) hi = 0x8F;         /* above U+10FFFF */
-    } else return 0;
-    if (n < len) return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-    return len;
-}
-
 static int valid_utf8(const char *s) {
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_len(p + i, n - i);
+        size_t k = zn_utf8_len(p + i, n - i);
         if (!k) return 0;
         i += k;
     }
@@ -416,7 +391,7 @@ static int scan_string(Scan *s, size_t *i) {
         } else if (c < 0x20) {
             return scan_fail(s, j, "control character 0x%02x in a string", c);
         } else if (c >= 0x80) {
-            size_t k = utf8_len(s->h + j, s->n - j);
+            size_t k = zn_utf8_len(s->h + j, s->n - j);
             if (!k) return scan_fail(s, j, "invalid UTF-8 (byte 0x%02x)", c);
             j += k;
         } else {

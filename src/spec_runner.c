@@ -619,8 +619,8 @@ static int spec_coverage(void) {
     int nd = collect_ids(spec, defs, 2048, 1);
     free(spec);
     int nu = 0;
-    const char *dirs[] = {"spec/cases", "tests"};
-    for (int d = 0; d < 2; d++) {
+    const char *dirs[] = {"spec/cases", "tests", "tests/fuzz"};
+    for (int d = 0; d < 3; d++) {
         DIR *dh = opendir(dirs[d]);
         if (!dh) continue;
         struct dirent *de;

@@ -223,5 +223,77 @@ assert "%016x" % h == sys.argv[2], ("%016x" % h, sys.argv[2])
 PY
 then ok Z-CKPT-008-tied; else bad Z-CKPT-008-tied "tied consolidation"; fi
 
+# ---- bad command lines (spec Z-FUZZ-010) ---------------------------------
+# With the Z-CLI-003..006 checks above, every kind of bad command line a user
+# (or a script) can type: bad numbers, overflow, missing values, unknown
+# flags, conflicting flags, bad paths. Each must end in exit 2 (usage) or 1
+# (an I/O failure once the run began) with exactly one "zinc: error:" line,
+# and no crash: run_tests.sh runs this file under ASan/UBSan in make sanitize.
+# expect_error ID STATUS SUBSTRING -- zinc args...: like expect_fail, but a
+# usage text may follow the one error line (zinc ckpt prints one)
+expect_error() {
+  id=$1; want=$2; sub=$3; shift 4
+  "$ZINC" "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  n=$(grep -c '^zinc: error: ' "$T/err")
+  if [ "$rc" -ne "$want" ] || [ "$n" -ne 1 ] || ! grep '^zinc: error: ' "$T/err" | grep -qF -- "$sub"; then
+    bad "$id" "exit $rc (expected $want), $n error lines, stderr: $(head -c 400 "$T/err")"; return
+  fi
+  ok "$id"
+}
+# bad numbers
+expect_fail Z-FUZZ-010-num-word 2 "--world-size: expected an integer in 1..4096, got 'abc'" -- train --world-size abc
+expect_fail Z-FUZZ-010-num-suffix 2 "got '2x'" -- train --world-size 2x
+expect_fail Z-FUZZ-010-num-negative 2 "--steps: expected an integer in 0..100000000, got '-5'" -- train --steps -5
+expect_fail Z-FUZZ-010-num-nan 2 "--lr: expected a number >= 0, got 'nan'" -- train --lr nan
+expect_fail Z-FUZZ-010-num-inf 2 "got 'inf'" -- train --lr inf
+expect_fail Z-FUZZ-010-num-empty 2 "--lr: expected a number >= 0, got ''" -- train --lr ""
+expect_fail Z-FUZZ-010-num-beta 2 "--beta1: expected a number >= 0, got 'abc'" -- train --beta1 abc
+expect_fail Z-FUZZ-010-num-eps 2 "--eps: expected a number >= 0, got '-1'" -- train --eps -1
+expect_fail Z-FUZZ-010-num-warmup 2 "--warmup-steps: expected an integer in 1..1073741824, got '0'" -- train --warmup-steps 0
+expect_fail Z-FUZZ-010-num-dtype 2 "--dtype: expected fp32, fp16 or bf16, got 'fp8'" -- train --dtype fp8
+expect_fail Z-FUZZ-010-num-params 2 "--params: expected a parameter count" -- estimate --params abc
+expect_fail Z-FUZZ-010-num-repeat 2 "--test-repeat-layer: expected RANK:LAYER" -- train --test-repeat-layer x
+# overflow
+expect_fail Z-FUZZ-010-ovf-world 2 "got '99999999999999999999'" -- train --world-size 99999999999999999999
+expect_fail Z-FUZZ-010-ovf-seed 2 "--seed: expected an integer in 0..2147483647, got '2147483648'" -- train --seed 2147483648
+expect_fail Z-FUZZ-010-ovf-micro 2 "--micro-batch: expected an integer in 1..1073741824" -- train --micro-batch 1073741825
+expect_fail Z-FUZZ-010-ovf-double 2 "--weight-decay: expected a number >= 0, got '1e400'" -- train --weight-decay 1e400
+expect_fail Z-FUZZ-010-ovf-interval 2 "--checkpoint-interval: expected an integer" -- train --checkpoint-interval 99999999999999999999
+expect_fail Z-FUZZ-010-ovf-repeat 2 "--test-repeat-layer: expected RANK:LAYER" -- train --test-repeat-layer 99999999999:1
+expect_fail Z-FUZZ-010-ovf-model 2 "is too large (at most 1048576)" -- train --model mlp:99999999999999999999,2
+expect_fail Z-FUZZ-010-ovf-port 2 "--master-port: expected an integer in 1..65535, got '70000'" -- launch --master-port 70000 -- true
+# missing values
+expect_fail Z-FUZZ-010-miss-lr 2 "--lr needs a value" -- train --lr
+expect_fail Z-FUZZ-010-miss-config 2 "--config needs a value" -- train --config
+expect_fail Z-FUZZ-010-miss-model 2 "--model needs a value" -- train --model
+expect_fail Z-FUZZ-010-miss-backend 2 "--backend needs a value" -- train --backend
+expect_fail Z-FUZZ-010-miss-dir 2 "--checkpoint-dir needs a value" -- train --checkpoint-dir
+expect_fail Z-FUZZ-010-miss-stepper 2 "needs --base A.json and --test B.json" -- stepper --base "$T/A.json"
+# unknown flags
+expect_fail Z-FUZZ-010-unk-short 2 "unknown flag '-x' for 'zinc train'" -- train -x
+expect_fail Z-FUZZ-010-unk-word 2 "unknown flag 'stage' for 'zinc train'" -- train stage 1
+expect_fail Z-FUZZ-010-unk-case 2 "unknown flag '--Stage' for 'zinc train'" -- train --Stage 1
+expect_fail Z-FUZZ-010-unk-estimate 2 "unknown flag '--frob' for 'zinc estimate'" -- estimate --frob
+expect_fail Z-FUZZ-010-unk-compare 2 "unknown flag '--frob' for 'zinc compare'" -- compare --frob
+expect_fail Z-FUZZ-010-unk-plot 2 "unknown flag '--out' for 'zinc plot'" -- plot --out x.svg
+expect_error Z-FUZZ-010-unk-ckpt 2 "unknown 'zinc ckpt' command" -- ckpt frob
+# conflicting flags
+expect_fail Z-FUZZ-010-conf-resume 2 "--resume and --checkpoint-interval need --checkpoint-dir" -- train --resume
+expect_fail Z-FUZZ-010-conf-interval 2 "need --checkpoint-dir" -- train --checkpoint-interval 5
+expect_fail Z-FUZZ-010-conf-universal 2 "--universal-checkpoint only applies with --resume" -- train --universal-checkpoint --checkpoint-dir "$T"
+expect_fail Z-FUZZ-010-conf-rendezvous 2 "--rendezvous applies to --backend tcp and nccl" -- train --rendezvous file:"$T/rdv"
+expect_fail Z-FUZZ-010-conf-backend 2 "--backend: expected sim, cuda, tcp, mpi or nccl, got 'gloo'" -- train --backend gloo
+expect_fail Z-FUZZ-010-conf-tie 2 "tie:1=0 names a layer the model does not have" -- train --model mlp:4,3,tie:1=0
+# bad paths
+expect_fail Z-FUZZ-010-path-dir 2 "cannot read '/'" -- train --config /
+expect_fail Z-FUZZ-010-path-empty 2 "/dev/null:1:1: JSON syntax error: unexpected end of input" -- train --config /dev/null
+expect_fail Z-FUZZ-010-path-log 1 "cannot open log file '$T/no/such/dir/x.csv'" -- train --steps 1 --log "$T/no/such/dir/x.csv"
+expect_fail Z-FUZZ-010-path-trace 1 "cannot write trace file '$T/no/t.json'" -- train --steps 1 --trace "$T/no/t.json"
+expect_fail Z-FUZZ-010-path-resume 1 "no checkpoint to resume (latest)" -- train --steps 1 --resume --checkpoint-dir "$T/none"
+expect_fail Z-FUZZ-010-path-tag 2 "--checkpoint-tag 'a/b': not a tag" -- train --steps 1 --resume --checkpoint-dir "$T" --checkpoint-tag a/b
+expect_fail Z-FUZZ-010-path-inspect 1 "$T/none/manifest.json: open failed" -- ckpt inspect "$T/none"
+expect_fail Z-FUZZ-010-path-consolidate 1 "$T/none/manifest.json: open failed" -- ckpt consolidate --input "$T/none" --output "$T/x.safetensors"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
