@@ -27,6 +27,7 @@
 #include <ftw.h>
 #include <unistd.h>
 #include "checkpoint.h"
+#include "fileio.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,16 +35,14 @@
 
 #define MAX_RUNS 32
 
+/* a whole regular file (fileio's reader: a folder or a device is refused,
+   not measured with ftell), or NULL */
 static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-    fclose(f);
-    if (buf) { buf[n] = 0; if (len) *len = (size_t)n; }
+    char *buf;
+    size_t n;
+    ZnErr err;
+    if (zn_read_file(path, (size_t)64 << 20, &buf, &n, &err)) return NULL;
+    if (len) *len = n;
     return buf;
 }
 
