@@ -2,12 +2,7 @@
 # Build configuration checks (spec Z-BUILD): ci/configure.sh records the
 # toolchains it finds after installing, rewrites build/config.mk only when
 # that changes, and says so. Prints "build: N passed, N failed".
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+. tests/lib.sh
 
 # spec: Z-BUILD-001 the toolchains found are recorded, after installing
 sh ci/configure.sh "$T/b" 2>"$T/err1"
@@ -47,5 +42,4 @@ if [ -z "$miss" ] && grep -q "^sh ci/purge.sh" .ci/run && [ "$(grep -n '^sh ci/p
   ok "Z-BUILD-002 .ci/run purges every package setup.sh installs before make demo"
 else bad Z-BUILD-002 "not purged:$miss"; fi
 
-echo "build: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish build

@@ -7,11 +7,7 @@
 # prints one line of counts; the file ends "fault: N passed, N failed".
 ZINC=${ZINC:-build/zinc}
 case "$ZINC" in /*) ;; *) ZINC="$(pwd)/$ZINC" ;; esac
-T=$(mktemp -d)
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+. tests/lib.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ZINC_RDV_TIMEOUT=3
@@ -247,5 +243,4 @@ echo "fault campaign tcp-save-kill: tried $tried, resumed with the uninterrupted
 sleep 0.2
 left=$(ours | wc -l)
 [ "$left" = 0 ] && ok "Z-FAULT-001 no process outlives the campaigns" || bad Z-FAULT-001-left "$left processes left"
-echo "fault: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish fault

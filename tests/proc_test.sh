@@ -5,12 +5,7 @@
 # Each check names its spec clause. Prints "proc: N passed, N failed".
 ZINC=${ZINC:-build/zinc}
 case "$ZINC" in /*) ;; *) ZINC="$(pwd)/$ZINC" ;; esac
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+. tests/lib.sh
 # every wait is bounded: a hang fails the check instead of the suite
 TO="timeout 120"
 export ZINC_RDV_TIMEOUT=30
@@ -217,5 +212,4 @@ expect_fail Z-LAUNCH-001-n 2 "--nproc-per-node: expected an integer" -- "$ZINC" 
 expect_fail Z-LAUNCH-001-node 2 "--node-rank 2 outside 0..1" -- "$ZINC" launch --nnodes 2 --node-rank 2 -- zinc train
 expect_fail Z-LAUNCH-001-exec 1 "cannot run 'no-such-program-zinc'" -- "$ZINC" launch --nproc-per-node 1 -- no-such-program-zinc
 
-echo "proc: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish proc
