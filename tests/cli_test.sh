@@ -291,7 +291,7 @@ expect_fail Z-FUZZ-010-path-empty 2 "/dev/null:1:1: JSON syntax error: unexpecte
 expect_fail Z-FUZZ-010-path-log 1 "cannot open log file '$T/no/such/dir/x.csv'" -- train --steps 1 --log "$T/no/such/dir/x.csv"
 expect_fail Z-FUZZ-010-path-trace 1 "cannot write trace file '$T/no/t.json'" -- train --steps 1 --trace "$T/no/t.json"
 expect_fail Z-FUZZ-010-path-resume 1 "no checkpoint to resume (latest)" -- train --steps 1 --resume --checkpoint-dir "$T/none"
-expect_fail Z-FUZZ-010-path-tag 2 "--checkpoint-tag 'a/b': not a tag" -- train --steps 1 --resume --checkpoint-dir "$T" --checkpoint-tag a/b
+expect_fail Z-FUZZ-010-path-tag 2 "--checkpoint-tag: the tag 'a/b' holds a path separator" -- train --steps 1 --resume --checkpoint-dir "$T" --checkpoint-tag a/b
 expect_fail Z-FUZZ-010-path-inspect 1 "$T/none/manifest.json: open failed" -- ckpt inspect "$T/none"
 expect_fail Z-FUZZ-010-path-consolidate 1 "$T/none/manifest.json: open failed" -- ckpt consolidate --input "$T/none" --output "$T/x.safetensors"
 
