@@ -85,6 +85,9 @@ int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
             if (a >= ZN_MAX_LAYERS || b >= a)
                 return zn_err(err, ZN_E_USAGE, "model spec '%.200s': '%.*s' needs 0 <= M < L <= %d", spec, (int)len, p,
                               ZN_MAX_LAYERS - 1);
+            if (tie[a] >= 0)   /* a second tie would silently replace the first */
+                return zn_err(err, ZN_E_USAGE, "model spec '%.200s': '%.*s': layer %ld is already tied (tie:%ld=%d)",
+                              spec, (int)len, p, a, a, tie[a]);
             tie[a] = (int)b;
             if (!end) break;
             p = end + 1;

@@ -119,6 +119,19 @@ static void test_model_tie_numbers(void **state) {
     assert_int_equal(m.aliases[0].param, m.layer_param[0][0]);
 }
 
+/* spec: Z-FUZZ-002 -- a layer tied twice is an error: the second tie used
+ * to replace the first without a word (found by fuzz_model's tie check) */
+static void test_model_tied_twice(void **state) {
+    (void)state;
+    ZnModel m;
+    ZnErr err = {0};
+    assert_int_equal(zn_model_parse("mlp:6,6,6,6,6,tie:2=1,tie:2=0", &m, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "'tie:2=0': layer 2 is already tied (tie:2=1)");
+    assert_int_equal(zn_model_parse("mlp:6,6,6,6,tie:2=1,tie:2=1", &m, &err), ZN_E_USAGE);
+    assert_int_equal(zn_model_parse("mlp:6,6,6,6,6,tie:2=1,tie:3=0", &m, &err), 0);
+    assert_int_equal(m.naliases, 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_msg_escape),
@@ -126,6 +139,7 @@ int main(void) {
         cmocka_unit_test(test_repeat_layer_flag),
         cmocka_unit_test(test_manifest_shape_overflow),
         cmocka_unit_test(test_model_tie_numbers),
+        cmocka_unit_test(test_model_tied_twice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

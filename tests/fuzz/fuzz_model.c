@@ -12,6 +12,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* the value of n decimal digits, leading zeros allowed; 1000 for anything
+ * larger (no layer has that number) */
+static int digits(const char *s, size_t n) {
+    int v = 0;
+    for (size_t i = 0; i < n; i++) v = v > 100 ? 1000 : v * 10 + (s[i] - '0');
+    return v;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *spec = malloc(size + 1);   /* a command-line argument is a C string */
     if (!spec) return 0;
@@ -37,9 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (const char *p = strstr(spec, "tie:"); ok && p; p = strstr(p + 4, "tie:")) {
             size_t nl = strspn(p + 4, "0123456789"), nm = p[4 + nl] == '=' ? strspn(p + 5 + nl, "0123456789") : 0;
             const char *after = p + 5 + nl + nm;
-            ok = nl && nm && nl < 6 && nm < 6 && (*after == ',' || *after == 0);
+            ok = nl && nm && (*after == ',' || *after == 0);
             if (!ok) break;
-            int l = atoi(p + 4), mm = atoi(p + 5 + nl), found = 0;
+            int l = digits(p + 4, nl), mm = digits(p + 5 + nl, nm), found = 0;
+            ok = l < ZN_MAX_LAYERS && mm < l;
+            if (!ok) break;
             char name[32];
             snprintf(name, sizeof name, "layers.%d.weight", l);
             for (int k = 0; k < m.naliases; k++)
