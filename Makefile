@@ -6,7 +6,7 @@ OPT     ?= -O2
 # -ffp-contract=off: no FMA contraction, so the host math is the exact twin of
 # the CUDA kernels in exact mode (spec Z-OPT-003). -fno-math-errno lets sqrtf
 # vectorize; it changes no value, only that errno is never set.
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -Wshadow \
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Isrc -g -Wall -Wextra -Werror -Wshadow \
                -Wno-missing-field-initializers -ffp-contract=off -fno-math-errno -pthread
 CFLAGS  += $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
@@ -33,12 +33,23 @@ MPI_LIBS := $(MPI_LINK)
 LDLIBS += $(MPI_LIBS)
 endif
 
-LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard sim/*.c)
+# The object lists follow the folders (DESIGN.md's map). The libraries are
+# layered, each depending only on those after it on the link line:
+#   libzinc_app  src/app: the CLI, the run driver, process setup
+#   libzinc_sim  sim/: the in-process world (implements src/comm/world.h)
+#   libzinc_cuda kernels/: the CUDA device and NCCL (src/device/cuda.h, src/comm/nccl.h)
+#   libzinc      src/core, device, engine, comm, io: includes nothing of sim/ or kernels/
+LAYERS  := core device engine comm io
+LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+APP_SRC := $(filter-out src/app/main.c,$(wildcard src/app/*.c))
+APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
+SIM_SRC := $(wildcard sim/*.c)
+SIM_OBJ := $(SIM_SRC:%.c=$(BUILD)/%.o)
 # tests/*_gpu.c need a GPU: built and run by make test-gpu only
 TEST_SRC := $(filter-out %_gpu.c,$(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-HDRS    := $(wildcard src/*.h sim/*.h)
+HDRS    := $(wildcard src/*/*.h sim/*.h)
 
 # --- CUDA engine (kernels/, spec Z-CUDA-*): built whenever nvcc is found, so
 # every CI run compiles it; nothing here needs a GPU to build. One nvcc
@@ -51,7 +62,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CU_SRC  := $(wildcard kernels/*.cu)
 CU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
 CU_HDRS := $(wildcard kernels/*.h) $(HDRS)
-NVFLAGS := -O2 -arch=sm_90 -std=c++20 -I$(CUDA_HOME)/include -fmad=false -prec-div=true -prec-sqrt=true -D_GNU_SOURCE -g \
+NVFLAGS := -O2 -arch=sm_90 -std=c++20 -Isrc -I$(CUDA_HOME)/include -fmad=false -prec-div=true -prec-sqrt=true -D_GNU_SOURCE -g \
            -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers,-ffp-contract=off
 CFLAGS  += -DZN_HAVE_CUDA=1
 CUDA_A  := $(BUILD)/libzinc_cuda.a
@@ -60,9 +71,8 @@ CUDA_A  := $(BUILD)/libzinc_cuda.a
 # and runs where they are absent; the rpath finds the toolkit's cuBLAS
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -Wl,-rpath,$(CUDA_HOME)/lib64 -lrt -ldl -lstdc++
 endif
-# the two libraries call each other (run.c inits the CUDA device, kernels/
-# uses the shared accounting), hence the group
-ZN_LIBS = -Wl,--start-group $(BUILD)/libzinc.a $(CUDA_A) -Wl,--end-group
+ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
+ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
 .PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench clean deps
 all: $(BUILD)/zinc
@@ -74,11 +84,17 @@ $(BUILD)/%.o: %.c $(HDRS) $(CONFIG_MK)
 	@echo "  CC  $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/src/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/src/comm/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 
 $(BUILD)/libzinc.a: $(LIB_OBJ)
 	@echo "  AR  $@"
-	@ar rcs $@ $^
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/libzinc_app.a: $(APP_OBJ)
+	@echo "  AR  $@"
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/libzinc_sim.a: $(SIM_OBJ)
+	@echo "  AR  $@"
+	@rm -f $@; ar rcs $@ $^
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(CU_HDRS) $(CONFIG_MK)
 	@mkdir -p $(dir $@)
@@ -87,13 +103,13 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(CU_HDRS) $(CONFIG_MK)
 
 $(BUILD)/libzinc_cuda.a: $(CU_OBJ)
 	@echo "  AR  $@"
-	@ar rcs $@ $^
+	@rm -f $@; ar rcs $@ $^
 
-$(BUILD)/zinc: $(BUILD)/src/main.o $(BUILD)/libzinc.a $(CUDA_A)
+$(BUILD)/zinc: $(BUILD)/src/app/main.o $(ZN_DEPS)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(ZN_DEPS) $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)
@@ -145,7 +161,7 @@ sanitize:
 FUZZ_TARGETS := config model cli safetensors manifest
 FUZZ_SECONDS ?= 60
 tests: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
-FUZZ_DEPS := tests/fuzz/fuzz.h $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+FUZZ_DEPS := tests/fuzz/fuzz.h $(ZN_DEPS) $(HDRS)
 $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
@@ -168,9 +184,9 @@ fuzz:
 	@sh tests/fuzz/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Benchmarks print ratios measured side by side in one run; never asserted.
-$(BUILD)/bench: tests/bench.c $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+$(BUILD)/bench: tests/bench.c $(ZN_DEPS) $(HDRS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
-$(BUILD)/bench_proc: tests/bench_proc.c $(BUILD)/libzinc.a $(CUDA_A) $(HDRS)
+$(BUILD)/bench_proc: tests/bench_proc.c $(ZN_DEPS) $(HDRS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 bench: $(BUILD)/bench $(BUILD)/bench_proc $(BUILD)/zinc
 	$(BUILD)/bench

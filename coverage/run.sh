@@ -23,7 +23,7 @@ for s in 0 1 2 3; do
   find "$B" -name '*.gcda' -delete
   ZINC_SPEC_STAGE=$s "$B/zinc" spec run >/dev/null 2>&1
   $G --json "coverage/stage$s.json"
-  python3 coverage/stage_table.py "$s" "coverage/stage$s.json" src/engine.c >>coverage/stages.tsv
+  python3 coverage/stage_table.py "$s" "coverage/stage$s.json" src/engine/engine.c >>coverage/stages.tsv
 done
 python3 coverage/stage_table.py --print coverage/stages.tsv | tee coverage/stages.txt
 exit $status

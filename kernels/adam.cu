@@ -11,8 +11,8 @@
  * enough blocks to fill every SM. */
 #include "cuda_dev.h"
 extern "C" {
-#include "../src/optim_elem.h"
-#include "../src/half.h"
+#include "engine/optim_elem.h"
+#include "core/half.h"
 }
 
 template <int DT> __device__ __forceinline__ float round_work(float x) {

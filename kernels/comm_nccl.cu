@@ -24,9 +24,9 @@
 #include <string.h>
 #include <time.h>
 #include "cuda_dev.h"
-#include "zn_nccl.h"
+#include "comm/nccl.h"
 extern "C" {
-#include "../src/comm_seq.h"
+#include "comm/comm_seq.h"
 }
 
 /* The NCCL entry points zinc uses, resolved once. */

@@ -6,7 +6,7 @@
 #define ZN_CUBLAS_DL_H
 #include <cublas_v2.h>
 extern "C" {
-#include "../src/err.h"
+#include "core/err.h"
 }
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 #include "cublas_dl.h"
-#include "zn_cuda.h"
+#include "device/cuda.h"
 
 /* One live allocation: the accounting a free must give back. */
 typedef struct {

@@ -4,7 +4,7 @@
  * there is no multiply-add to contract and no order to keep. */
 #include "cuda_dev.h"
 extern "C" {
-#include "../src/half.h"
+#include "core/half.h"
 }
 
 /* the grid-stride loop every kernel here uses */

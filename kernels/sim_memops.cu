@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_dev.h"
-#include "zn_nccl.h"
+#include "comm/nccl.h"
 extern "C" {
-#include "../src/half.h"
+#include "core/half.h"
 }
 
 struct ZnCudaSim {
@@ -41,7 +41,7 @@ template <int DT> __device__ __forceinline__ float load_leaf(const void *p, long
     if (DT == ZN_BF16) return zn_bf16_to_f32(((const uint16_t *)p)[i]);
     return ((const float *)p)[i];
 }
-/* sim_reduce.c's combine: add rounded to the dtype after every add, or the
+/* comm/sumtree.c's combine: add rounded to the dtype after every add, or the
  * NaN-keeping max */
 template <int DT, int MAX> __device__ __forceinline__ float comb(float a, float b) {
     if (MAX) {
@@ -201,7 +201,7 @@ static int ops_reduce(void *ctx, int rank, const void *const *sends, int world, 
     int ndev = on_device(out);
     for (int q = 0; q < world; q++) ndev += on_device(sends[q]);
     if (ndev == 0) {   /* all host memory: the simulator's own tree */
-        zn_sim_reduce_host(sends, world, dt, red, off, len, out, s->tiles[rank]);
+        zn_tree_reduce_host(sends, world, dt, red, off, len, out, s->tiles[rank]);
         return 0;
     }
     if (ndev != world + 1)
@@ -275,7 +275,7 @@ extern "C" ZnCudaSim *zn_cuda_sim_new(int world, ZnErr *err) {
         s->hcap = (size_t *)calloc(w, sizeof(size_t));
     }
     int ok = s && s->dev && s->dscratch && s->hscratch && s->tiles && s->dsends && s->dcap && s->hcap;
-    for (int r = 0; ok && r < world; r++) ok = (s->tiles[r] = malloc(zn_sim_reduce_tiles_bytes(world))) != NULL;
+    for (int r = 0; ok && r < world; r++) ok = (s->tiles[r] = malloc(zn_tree_tiles_bytes(world))) != NULL;
     if (!ok) {
         zn_cuda_sim_free(s);
         zn_err(err, ZN_E_NOMEM, "cuda sim: out of host memory");

@@ -3,7 +3,7 @@
  * zn_expf(z - max) in column order, loss_row = zn_logf(s) - (z[y] - max);
  * the mean is the row losses summed in row order, divided by B; dlogits =
  * (zn_expf(z - max) / s - onehot) * grad_scale. exp and log are the shared
- * src/zn_math.h, so host and GPU compute the same bits.
+ * src/core/zn_math.h, so host and GPU compute the same bits.
  *
  * The sums are serial by definition, so: one thread per row for the row
  * statistics (B threads), one thread per element for dlogits, one thread
@@ -11,7 +11,7 @@
 #include <math.h>
 #include "cuda_dev.h"
 extern "C" {
-#include "../src/zn_math.h"
+#include "core/zn_math.h"
 }
 
 /* stats: [0, B) row max, [B, 2B) row sum, [2B, 3B) row loss, [3B]: the mean */

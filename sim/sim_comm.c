@@ -151,7 +151,7 @@ static int sequence_check(const ZnSimWorld *w, ZnErr *e) {
 
 /* ------------------------------------------------------- common frame */
 
-/* Memory operations run through the world's memops (sim.h): host memcpy and
+/* Memory operations run through the world's memops (comm/world.h): host memcpy and
  * the host tree by default, device copies and kernels for ranks on a GPU.
  * Once a collective is past its first sync every rank must reach the final
  * sync, so a failing memory operation is remembered, the syncs are still
@@ -218,7 +218,7 @@ static int sim_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp 
     long off, len;
     even_split(count, world, rk->rank, &off, &len);
     void *out = NULL;
-    if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, sim_tree_bytes(world), err))) return rc;
+    if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, zn_tree_tiles_bytes(world), err))) return rc;
     if ((rc = sim_mem_scratch(rk, (size_t)len * es, buf, &out, err))) return rc;
     if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, &p, err))) return rc;
@@ -265,7 +265,7 @@ static int sim_reduce_scatter(ZnComm *c, const void *send, void *recv, const lon
     /* in place, recv is part of what peers read: stage the result privately */
     int direct = !overlaps(recv, (size_t)len * es, send, (size_t)total * es);
     void *out = recv;
-    if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, sim_tree_bytes(world), err))) return rc;
+    if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, zn_tree_tiles_bytes(world), err))) return rc;
     if (!direct && (rc = sim_mem_scratch(rk, (size_t)len * es, recv, &out, err))) return rc;
     if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, &p, err))) return rc;

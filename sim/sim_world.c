@@ -114,7 +114,7 @@ int sim_mem_reduce(SimRank *rk, ZnDtype dt, ZnRedOp red, long off, long len, voi
     if (len <= 0) return 0;
     for (int q = 0; q < w->world; q++) rk->sends[q] = w->posts[q].send;
     if (w->ops.reduce) return w->ops.reduce(w->ops.ctx, rk->rank, rk->sends, w->world, dt, red, off, len, out, err);
-    zn_sim_reduce_host(rk->sends, w->world, dt, red, off, len, out, rk->tree_buf);
+    zn_tree_reduce_host(rk->sends, w->world, dt, red, off, len, out, rk->tree_buf);
     return 0;
 }
 

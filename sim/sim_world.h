@@ -1,7 +1,7 @@
 /* sim_world.h: inside the simulator (private to the sim sources). The world holds
  * one SimRank per rank and one posted record per rank; sim_world.c runs the
  * rank threads and the rendezvous, sim_comm.c implements the collectives on
- * top of it, sim_reduce.c holds the reduction kernels.
+ * top of it; the reduction kernels are src/comm/sumtree.c.
  *
  * Protocol of one collective (spec Z-SIM-006..009):
  *   1. the rank checks its own arguments, then writes its record into
@@ -16,11 +16,9 @@
 #ifndef ZN_SIM_WORLD_H
 #define ZN_SIM_WORLD_H
 #include <pthread.h>
-#include "sim.h"
+#include "comm/world.h"
 
 #define ZN_SIM_MAX_WORLD 4096
-/* Elements reduced at a time: a tile per tree level stays in L1/L2. */
-#define ZN_SIM_TILE 2048
 
 typedef enum {
     SIM_IDLE = 0,     /* outside zn_sim_run */
@@ -97,9 +95,8 @@ void sim_set_mismatch(ZnSimWorld *w, const ZnErr *e);
 int sim_reserve(void **buf, size_t *cap, size_t need, ZnErr *err);
 
 /* Tiles one host reduction needs: one per tree level plus the accumulator. */
-size_t sim_tree_bytes(int world);
 
-/* The memory operations of a collective, through w->ops (sim.h): */
+/* The memory operations of a collective, through w->ops (comm/world.h): */
 /* before posting: the rank's queued work on its buffers is complete */
 int sim_mem_ready(SimRank *rk, ZnErr *err);
 /* dst <- src (bytes may be 0) */

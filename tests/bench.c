@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "../src/optim.h"
-#include "../src/run.h"
-#include "../src/cli.h"
-#include "../sim/sim.h"
+#include "engine/optim.h"
+#include "app/run.h"
+#include "app/cli.h"
+#include "comm/world.h"
 
 static double now(void) {
     struct timespec ts;

@@ -7,7 +7,7 @@
  * stream's end (zn_cuda_check synchronises); best of 5 after a warm-up. */
 #include <stdio.h>
 #include <time.h>
-#include "../kernels/zn_cuda.h"
+#include "device/cuda.h"
 
 static double now_s(void) {
     struct timespec t;

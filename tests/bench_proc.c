@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../src/proc.h"
+#include "app/proc.h"
 
 static double now(void) {
     struct timespec ts;

@@ -27,9 +27,9 @@ if grep -qx "MPICC := $mpicc" "$T/b/config.mk" && grep -q "toolchains changed, r
 else bad Z-BUILD-001-changed "stderr '$(cat "$T/err3")', config.mk: $(cat "$T/b/config.mk")"; fi
 
 # spec: Z-BUILD-001 every object depends on config.mk, so the change rebuilds
-if make -n BUILD="$T/b" NVCC= "$T/b/src/layout.o" 2>/dev/null | grep -q "layout.c"; then
+if make -n BUILD="$T/b" NVCC= "$T/b/src/core/layout.o" 2>/dev/null | grep -q "layout.c"; then
   ok "Z-BUILD-001 objects are rebuilt after a reconfiguration"
-else bad Z-BUILD-001-rebuild "make -n does not rebuild src/layout.o"; fi
+else bad Z-BUILD-001-rebuild "make -n does not rebuild src/core/layout.o"; fi
 
 # spec: Z-BUILD-002 CI purges what setup.sh installs, and nothing setup.sh needs to run
 setup=$(sed -n 's/^PKGS="\(.*\)"/\1/p' ci/setup.sh)

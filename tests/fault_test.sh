@@ -151,11 +151,14 @@ else bad Z-FAULT-003-world "rc $rc0/$rc1: $(cat "$T/w0" "$T/w1")"; fi
 # spec: Z-FAULT-004 a port in use and a rendezvous that never answers are
 # clear errors within ZINC_RDV_TIMEOUT, not hangs
 next_port
+# the holder says when it listens: on a loaded machine python can take
+# longer to start than any fixed sleep (a CI run failed on that race)
 python3 -c "
 import socket, sys, time
-s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); time.sleep(5)" $PORT &
+s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()
+open(sys.argv[2], 'w').close(); time.sleep(5)" $PORT "$T/held" &
 holder=$!
-sleep 0.3
+i=0; while [ ! -f "$T/held" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 t0=$(now)
 RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT timeout 30 "$ZINC" train --backend tcp --steps 1 >"$T/pu" 2>&1
 rc=$?

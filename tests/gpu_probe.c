@@ -2,7 +2,7 @@
  * spec Z-CUDA-008). Prints the count, or one line saying why there is none
  * and exits 1. */
 #include <stdio.h>
-#include "../kernels/zn_cuda.h"
+#include "device/cuda.h"
 
 int main(void) {
     ZnErr err = {0};

@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "../src/run.h"
-#include "../src/cli.h"
-#include "../src/checkpoint.h"
-#include "../src/fileio.h"
-#include "../src/safetensors.h"
-#include "../src/engine.h"
-#include "../sim/sim.h"
+#include "app/run.h"
+#include "app/cli.h"
+#include "io/checkpoint.h"
+#include "core/fileio.h"
+#include "io/safetensors.h"
+#include "engine/engine.h"
+#include "comm/world.h"
 
 static const char *MODEL = "mlp:10,14,6";
 static const char *CFG = "{\"train_micro_batch_size_per_gpu\": 2, \"optimizer\": {\"type\": \"AdamW\","

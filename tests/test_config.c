@@ -1,6 +1,6 @@
 /* test_config.c: the DeepSpeed JSON config as zinc reads it (spec Z-CFG-*). */
 #include "testutil.h"
-#include "../src/config.h"
+#include "core/config.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -4,11 +4,11 @@
  * engine on a "far" device whose buffer addresses are not host addresses,
  * which must train to the host device's bits. */
 #include "testutil.h"
-#include "../src/device.h"
-#include "../src/half.h"
-#include "../src/engine.h"
-#include "../src/checkpoint.h"
-#include "../sim/sim.h"
+#include "device/device.h"
+#include "core/half.h"
+#include "engine/engine.h"
+#include "io/checkpoint.h"
+#include "comm/world.h"
 #include <float.h>
 #include <stdatomic.h>
 #include <unistd.h>

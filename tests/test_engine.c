@@ -1,11 +1,11 @@
 /* test_engine.c: the engine against independent double-precision
  * computations: the reported gradient norm and a clipped update. */
 #include "testutil.h"
-#include "../src/run.h"
-#include "../src/cli.h"
-#include "../src/data.h"
-#include "../src/engine.h"
-#include "../sim/sim.h"
+#include "app/run.h"
+#include "app/cli.h"
+#include "engine/data.h"
+#include "engine/engine.h"
+#include "comm/world.h"
 #include <unistd.h>
 
 enum { MAXD = 16 };

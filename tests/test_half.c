@@ -1,16 +1,16 @@
-/* test_half.c: fp32 <-> fp16 / bf16 conversions of src/half.h.
+/* test_half.c: fp32 <-> fp16 / bf16 conversions of src/core/half.h.
  * References here use a different method from half.h: values are decoded
  * with ldexp in double, and rounding is a search for the nearest
  * representable neighbour, compared in exact double arithmetic. */
 #include "testutil.h"
 #include <fenv.h>
 #include <float.h>
-#include "../src/half.h"
+#include "core/half.h"
 
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-/* xorshift64*: the test's own generator (independent of src/rng.h) */
+/* xorshift64*: the test's own generator (independent of src/core/rng.h) */
 static uint64_t rnd_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) {
     rnd_state ^= rnd_state >> 12;

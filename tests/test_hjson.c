@@ -4,8 +4,8 @@
  * column, and no input crashes or recurses without bound. */
 #include "testutil.h"
 #include <cjson/cJSON.h>
-#include "../src/hjson.h"
-#include "../src/config.h"
+#include "core/hjson.h"
+#include "core/config.h"
 
 /* the tree hjson text h gives must equal strict JSON j's */
 static void same_tree(const char *h, const char *j) {

@@ -5,10 +5,10 @@
  * in the corpora (tests/fuzz/T/crash-*), which make test replays, and make
  * sanitize under ASan/UBSan. */
 #include "testutil.h"
-#include "../src/checkpoint.h"
-#include "../src/cli.h"
-#include "../src/config.h"
-#include "../src/model.h"
+#include "io/checkpoint.h"
+#include "app/cli.h"
+#include "core/config.h"
+#include "engine/model.h"
 
 /* spec: Z-FUZZ-006 -- control characters and bytes that are not UTF-8 in a
  * message become \xNN, so the message stays one line of printable UTF-8;

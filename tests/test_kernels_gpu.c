@@ -4,8 +4,8 @@
  * bounds of spec Z-CUDA-005. Also the accounting (Z-CUDA-002) and the
  * simulator's collectives over GPU memory (Z-CUDA-006). */
 #include "testutil.h"
-#include "../kernels/zn_cuda.h"
-#include "../src/half.h"
+#include "device/cuda.h"
+#include "core/half.h"
 
 static ZnDevice host, gpu, gpuf;   /* host twin, exact CUDA, fast CUDA */
 

@@ -5,7 +5,7 @@
  * recomputed here independently, element by element where that is cheap.
  * Hand examples pin the DeepSpeed numbers. */
 #include "testutil.h"
-#include "../src/layout.h"
+#include "core/layout.h"
 
 /* ------------------------------------------------------------ helpers */
 

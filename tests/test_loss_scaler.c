@@ -4,7 +4,7 @@
  * an independent transcription of DeepSpeed 0.19.6's Python. */
 #include "testutil.h"
 #include <float.h>
-#include "../src/loss_scaler.h"
+#include "engine/loss_scaler.h"
 
 /* DeepSpeed 0.19.6's fp16 defaults (precision_config.py DeepSpeedFP16Config),
  * written out here because this test does not link config.c */
@@ -525,7 +525,7 @@ static void test_prev_and_new_scale(void **st) {
 
 /* ---- property test: an independent transcription of DeepSpeed 0.19.6 ----
  * Written from loss_scaler.py DynamicLossScaler line by line, with Python's
- * names, instead of sharing any helper with src/loss_scaler.c. */
+ * names, instead of sharing any helper with src/engine/loss_scaler.c. */
 typedef struct {
     double cur_scale;
     long long cur_iter, last_overflow_iter;

@@ -8,7 +8,7 @@
  *  - the facts DeepSpeed's tests/unit/runtime/test_lr_schedulers.py asserts;
  *  - golden values from DeepSpeed itself (see golden_cases below). */
 #include "testutil.h"
-#include "../src/lr_schedule.h"
+#include "engine/lr_schedule.h"
 
 #include <unistd.h>
 

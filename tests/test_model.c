@@ -2,11 +2,11 @@
  * by finite differences), the synthetic data, the host kernels' accumulation
  * orders (bitwise against naive loops) and the device memory accounting. */
 #include "testutil.h"
-#include "../src/zn_math.h"
-#include "../src/model.h"
-#include "../src/data.h"
-#include "../src/device.h"
-#include "../src/rng.h"
+#include "core/zn_math.h"
+#include "engine/model.h"
+#include "engine/data.h"
+#include "device/device.h"
+#include "core/rng.h"
 
 static const ZnKernels *K = &zn_host_kernels;
 /* the host device every kernel call below runs on (set up in main) */

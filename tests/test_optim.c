@@ -1,8 +1,8 @@
 /* test_optim.c: Adam/AdamW against hand-worked values and the
  * partition-independent gradient norm. */
 #include "testutil.h"
-#include "../src/optim.h"
-#include "../src/rng.h"
+#include "engine/optim.h"
+#include "core/rng.h"
 
 /* spec: Z-OPT-001 step 1 of Adam moves each weight by lr * g/(|g|+eps) */
 static void test_adam_first_step_hand(void **st) {

@@ -6,7 +6,7 @@
  * checker (balanced tags, quoted attributes, valid entities, valid UTF-8, one
  * root), and by Python's xml.dom.minidom when python3 is installed. */
 #include "testutil.h"
-#include "../src/plot.h"
+#include "io/plot.h"
 
 #include <ctype.h>
 #include <fcntl.h>

@@ -6,12 +6,12 @@
 #include "testutil.h"
 #include <pthread.h>
 #include <unistd.h>
-#include "../src/rendezvous.h"
-#include "../src/store.h"
-#include "../src/comm_proc.h"
-#include "../src/comm_seq.h"
-#include "../src/half.h"
-#include "../sim/sim.h"
+#include "comm/rendezvous.h"
+#include "comm/store.h"
+#include "comm/comm_proc.h"
+#include "comm/comm_seq.h"
+#include "core/half.h"
+#include "comm/world.h"
 
 static const char *all_vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",

@@ -2,8 +2,8 @@
  * communication report print the numbers the accounting holds. */
 #include "testutil.h"
 #include <unistd.h>
-#include "../src/run.h"
-#include "../src/cli.h"
+#include "app/run.h"
+#include "app/cli.h"
 
 /* runs with stdout redirected to a temp file; returns its contents */
 static char *run_captured(ZnRunOpts *o, ZnRunResult *res) {

@@ -8,8 +8,8 @@
  *    every offset, byte flips over the whole header, and a random fuzz loop,
  *    none of which may crash (run under ASan and valgrind). */
 #include "testutil.h"
-#include "../src/fileio.h"
-#include "../src/safetensors.h"
+#include "core/fileio.h"
+#include "io/safetensors.h"
 
 #include <dirent.h>
 #include <errno.h>

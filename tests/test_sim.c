@@ -1,5 +1,5 @@
 /* test_sim.c: the simulator's collectives (sim/), the ring byte model and
- * the reduction tree (src/comm.c).
+ * the reduction tree (src/comm/comm.c).
  *
  * Rank functions run on their own threads, where cmocka's assertions (a
  * longjmp) must not be used: they return an error with a message instead,
@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
-#include "../sim/sim.h"
-#include "../src/half.h"
+#include "comm/world.h"
+#include "core/half.h"
 
 #define MAXW 16
 /* generous: helgrind and DRD run these 50-100x slower */
@@ -628,7 +628,7 @@ static int co_reduce(void *ctx, int rank, const void *const *sends, int world, Z
     (void)err;
     CountOps *o = ctx;
     o->reduce[rank]++;
-    zn_sim_reduce_host(sends, world, dt, red, off, len, out, o->tiles[rank]);
+    zn_tree_reduce_host(sends, world, dt, red, off, len, out, o->tiles[rank]);
     return 0;
 }
 static int co_scratch(void *ctx, int rank, size_t n, const void *like, void **out, ZnErr *err) {
@@ -652,7 +652,7 @@ static void test_memops_hooks_same_bits(void **state) {
     Ctx ref = {.world = W, .arg_i = 0}, hooked = {.world = W, .arg_i = 1};
     run_ok(W, rank_mixed, &ref);
     CountOps co = {.fail_rank = -1};
-    for (int r = 0; r < W; r++) assert_non_null(co.tiles[r] = malloc(zn_sim_reduce_tiles_bytes(W)));
+    for (int r = 0; r < W; r++) assert_non_null(co.tiles[r] = malloc(zn_tree_tiles_bytes(W)));
     ZnSimMemOps ops = {co_ready, co_copy, co_reduce, co_scratch, &co};
     ZnErr err = {0};
     ZnSimWorld *w = zn_sim_world_new(W, &err);

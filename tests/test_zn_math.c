@@ -1,11 +1,11 @@
-/* test_zn_math.c: the shared exp/log of src/zn_math.h (spec Z-CUDA-004).
+/* test_zn_math.c: the shared exp/log of src/core/zn_math.h (spec Z-CUDA-004).
  *
  * Accuracy is measured against the double-precision libm value (exp, log;
  * their error, under one double ulp, is invisible at float precision), in
  * units of the float ulp at that value, over a sweep of every 97th float of
  * the range. The special cases are exact. */
 #include "testutil.h"
-#include "../src/zn_math.h"
+#include "core/zn_math.h"
 
 static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 

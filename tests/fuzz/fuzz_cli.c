@@ -6,9 +6,9 @@
  * no file is read: a --config names a file the harness does not open; the
  * text below stands in for it. */
 #include "fuzz.h"
-#include "../../src/cli.h"
-#include "../../src/proc.h"
-#include "../../src/store.h"
+#include "app/cli.h"
+#include "app/proc.h"
+#include "comm/store.h"
 
 #define MAX_ARGS 256
 

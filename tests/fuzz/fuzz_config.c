@@ -3,7 +3,7 @@
  * with no command-line args, and with every arg set, so that "auto" values
  * are filled and overrides applied too. */
 #include "fuzz.h"
-#include "../../src/config.h"
+#include "core/config.h"
 
 /* The one call into the config reader (the integrator of another syntax
  * changes only this line). */

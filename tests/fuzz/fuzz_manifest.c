@@ -8,7 +8,7 @@
  * zn_ckpt_save writes it (over the compact text without the field), so the
  * fuzzer reaches every field behind the checksum. */
 #include "fuzz.h"
-#include "../../src/checkpoint.h"
+#include "io/checkpoint.h"
 #include <cjson/cJSON.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -4,7 +4,7 @@
  * numel the product of its shape; and each "tie:L=M" part it accepted must
  * be two plain numbers naming the tie the model holds. */
 #include "fuzz.h"
-#include "../../src/model.h"
+#include "engine/model.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;

@@ -5,7 +5,7 @@
  * successful open every promise of Z-ST-020 is checked: each tensor found
  * by name, its bytes read in full, the metadata listed. */
 #include "fuzz.h"
-#include "../../src/safetensors.h"
+#include "io/safetensors.h"
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -1,0 +1,45 @@
+/* cli.h: the zinc command line. Each subcommand is a function taking
+ * (argc, argv) after the subcommand name and returning the exit status:
+ * 0 success, 1 a check failed or training failed at run time, 2 bad usage,
+ * bad config or bad model spec (one clear message on stderr). */
+#ifndef ZN_CLI_H
+#define ZN_CLI_H
+#include "core/config.h"
+#include "engine/model.h"
+#include "app/run.h"
+
+int zn_cmd_train(int argc, char **argv);
+int zn_cmd_spec(int argc, char **argv);
+int zn_cmd_compare(int argc, char **argv);
+int zn_cmd_stepper(int argc, char **argv);
+int zn_cmd_launch(int argc, char **argv);
+/* frees what zn_train_resolve allocated in o (the recorded config text) */
+void zn_run_opts_free(ZnRunOpts *o);
+
+/* The flags shared by train, compare and the spec runner: parsed into a
+ * ready-to-run ZnRunOpts (config resolved for the world size). */
+typedef struct {
+    const char *config_path;
+    const char *model_spec;
+    const char *log_path;
+    long steps;               /* -1 unset */
+    long print_every;         /* -1 unset */
+    int memory_report, comm_report;
+    const char *ckpt_dir, *ckpt_tag;
+    long ckpt_interval;
+    int resume, universal;
+    const char *trace_path;
+    const char *backend;      /* --backend: sim (default), tcp, mpi */
+    const char *rendezvous;   /* --rendezvous: env, tcp://HOST:PORT, file:PATH */
+    int repeat_rank, repeat_layer;   /* --test-repeat-layer R:L (test hook; rank -1: off) */
+    ZnConfigArgs args;
+} ZnTrainFlags;
+
+void zn_train_flags_init(ZnTrainFlags *f);
+/* Consumes the flag at argv[*i] (and its value) if it is a train flag;
+ * returns 1 if consumed, 0 if not a train flag, -1 on a bad value (err set). */
+int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err);
+/* Resolves flags into run options (reads the config file). */
+int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err);
+
+#endif

@@ -1,0 +1,384 @@
+/* run.c: drive a simulated run. Rank 0 prints; every rank trains. */
+#include "app/run.h"
+#include "engine/engine.h"
+#include "engine/data.h"
+#include "engine/lr_schedule.h"
+#include "io/trace.h"
+#include "io/checkpoint.h"
+#include "core/layout.h"
+#include <math.h>
+#include <pthread.h>
+#include "comm/world.h"
+#if ZN_HAVE_CUDA
+#include "device/cuda.h"
+#endif
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const ZnRunOpts *o;
+    ZnRunResult *res;
+    ZnData data;
+    FILE *csv;
+    int jsonl;         /* the log is JSON lines (by its .jsonl extension) */
+    ZnLrSched sched;   /* built once, copied by every rank */
+    ZnTrace *traces;   /* [world] when tracing */
+    void *cuda_sim;    /* ZnCudaSim: the simulator's collectives over GPU memory */
+    pthread_mutex_t print_lock;   /* one rank's report lines stay together */
+} RunCtx;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* DeepSpeed's see_memory_usage lines (Z-REP-002), rank 0, then the
+ * per-category split zinc adds; the peak window restarts after each report
+ * as DeepSpeed resets the CUDA peak. */
+static void memory_phase(void *arg, ZnEngine *E, const char *what) {
+    RunCtx *ctx = arg;
+    if (E->rank != 0 || !ctx->o->memory_report) return;
+    ZnMemStats *m = &E->dev->mem;
+    const double GB = 1024.0 * 1024.0 * 1024.0;
+    printf("[zinc] [rank 0] see_memory_usage: Engine %s\n", what);
+    printf("[zinc] [rank 0] MA %.2f GB         Max_MA %.2f GB         CA %.2f GB         Max_CA %.0f GB\n",
+           m->cur_total / GB, m->win_peak_total / GB, m->cur_total / GB, m->win_peak_total / GB);
+    printf("[zinc] [rank 0] bytes by category:");
+    for (int c = 0; c < ZN_MEM_NCAT; c++) printf(" %s=%ld", zn_mem_cat_name((ZnMemCat)c), m->cur[c]);
+    printf(" | MA=%ld Max_MA=%ld\n", m->cur_total, m->win_peak_total);
+    zn_mem_reset_window(m);
+}
+
+static void time_line(RunCtx *ctx, const ZnEngine *E) {
+    const double ga = (double)E->cfg->grad_accum;
+    pthread_mutex_lock(&ctx->print_lock);
+    printf("[Rank %d] time (ms) | fwd_microstep: %.2f | bwd_microstep: %.2f | bwd_inner_microstep: %.2f | "
+           "bwd_allreduce_microstep: %.2f | step_microstep: %.2f\n",
+           E->rank, E->t_fwd / ga, E->t_bwd / ga, (E->t_bwd - E->t_reduce) / ga, E->t_reduce / ga, E->t_step);
+    fflush(stdout);
+    pthread_mutex_unlock(&ctx->print_lock);
+}
+
+/* Gradient and parameter bytes per step against the ZeRO paper (Z-REP-005). */
+double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
+    ZnLayout L;
+    ZnErr e;
+    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) return -1;
+    const int N = o->world, stage = o->cfg.zero.stage;
+    *psi = stage == 0 ? L.total_numel : stage <= 2 ? L.aligned_numel : L.s3_rank_numel * N;
+    if (nbuckets) *nbuckets = L.nbuckets;
+    zn_layout_free(&L);
+    return (stage == 3 ? 3.0 : 2.0) * (double)*psi * (N - 1) / N;
+}
+
+static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const ZnCommStats *b, long steps,
+                      const char *what) {
+    long c, g0, g1, p0, p1, r;
+    zn_comm_tag_totals(a, "grad_reduce", &c, &g0, &r);
+    zn_comm_tag_totals(b, "grad_reduce", &c, &g1, &r);
+    zn_comm_tag_totals(a, "param_gather", &c, &p0, &r);
+    zn_comm_tag_totals(b, "param_gather", &c, &p1, &r);
+    long psi = 0;
+    double vol = zn_run_zero_volume(o, &psi, NULL);
+    printf("[zinc] comm %s rank %d: grad_reduce %.0f B/step, param_gather %.0f B/step, total %.0f B/step; "
+           "ZeRO paper %s(N-1)/N = %.0f B/step (psi=%ld with padding, %zu B/element)\n",
+           what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, (double)(g1 - g0 + p1 - p0) / steps,
+           o->cfg.zero.stage == 3 ? "3psi" : "2psi", vol * (double)zn_dtype_size(o->cfg.model_dtype), psi,
+           zn_dtype_size(o->cfg.model_dtype));
+}
+
+/* The rank's device: the host, or (Z-CUDA-006) the GPU, whose buffers the
+ * simulator's collectives then reach through the CUDA memops. */
+static int rank_device(RunCtx *ctx, int rank, ZnDevice *d, ZnErr *err) {
+    if (!ctx->o->device_cuda) {
+        zn_device_host_init(d);
+        return 0;
+    }
+#if ZN_HAVE_CUDA
+    int rc = zn_device_cuda_init(d, ctx->o->gpu, ctx->o->cfg.exact, err);
+    if (!rc && ctx->cuda_sim && (rc = zn_cuda_sim_attach(ctx->cuda_sim, rank, d, err))) zn_device_cuda_free(d);
+    return rc;
+#else
+    (void)rank;
+    return zn_err(err, ZN_E_USAGE, "--backend cuda: this zinc was built without CUDA (nvcc was not found at build time)");
+#endif
+}
+
+static void rank_device_free(RunCtx *ctx, int rank, ZnDevice *d) {
+#if ZN_HAVE_CUDA
+    if (ctx->o->device_cuda) {
+        if (ctx->cuda_sim) zn_cuda_sim_attach(ctx->cuda_sim, rank, NULL, NULL);
+        zn_device_cuda_free(d);
+    }
+#else
+    (void)ctx, (void)rank, (void)d;
+#endif
+}
+
+/* Kernels have no status: a CUDA device records its first failure, read
+ * back after every step. */
+static int device_check(ZnDevice *d, ZnErr *err) {
+#if ZN_HAVE_CUDA
+    if (!strcmp(d->name, "cuda")) return zn_cuda_check(d, err);
+#else
+    (void)d, (void)err;
+#endif
+    return 0;
+}
+
+static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+    RunCtx *ctx = arg;
+    const ZnRunOpts *o = ctx->o;
+    ZnRunResult *res = ctx->res;
+    ZnDevice own, *dev = o->proc_dev ? o->proc_dev : &own;
+    int rc = o->proc_dev ? 0 : rank_device(ctx, rank, &own, err);
+    if (rc) return rc;
+    ZnEngine E;
+    ZnEngineHooks hooks = {&ctx->sched, o->inject_steps, rank == o->inject_rank ? o->ninject : 0,
+                           o->inject_value, o->out == NULL, memory_phase, ctx,
+                           ctx->traces ? &ctx->traces[rank] : NULL,
+                           rank == o->fault_rank ? o->fault_step : 0, o->fault_index, o->fault_delta};
+    hooks.repeat_on = o->repeat_on && rank == o->repeat_rank;
+    hooks.repeat_layer = o->repeat_layer;
+    /* with a trace, every collective goes through the tracing communicator */
+    ZnTraceComm tc;
+    long trace_step = 0;
+    double cpu0 = 0.0;
+    if (ctx->traces || o->measure_cpu) {
+        zn_trace_comm_init(&tc, comm, ctx->traces ? &ctx->traces[rank] : NULL, &trace_step);
+        comm = &tc.comm;
+    }
+    rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, dev, &hooks, err);
+    if (rc) {
+        if (!o->proc_dev) rank_device_free(ctx, rank, &own);
+        return rc;
+    }
+    if (o->resume && (rc = zn_ckpt_load(&E, o->ckpt_dir, o->ckpt_tag, o->universal, err))) {
+        zn_engine_free(&E);
+        if (!o->proc_dev) rank_device_free(ctx, rank, &own);
+        return rc;
+    }
+    if (rank == 0) res->first_step = E.global_step;
+    float *gbuf = NULL;
+    res->comm_init[rank] = comm->stats;
+    float *params = NULL;
+    if (o->record && !(gbuf = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float)))) {
+        rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+        goto out;
+    }
+    cpu0 = zn_thread_cpu_s();   /* the steps alone, not the set-up */
+    if (ctx->traces || o->measure_cpu) tc.cpu_s = 0.0;
+    for (long t = E.global_step; t < o->steps; t++) {
+        ZnStepResult sr;
+        trace_step = t + 1;
+        zn_mem_reset_peak(&dev->mem);
+        ZnCommStats before = comm->stats;
+        double t0 = now_s();
+        if ((rc = zn_engine_train_step(&E, &sr, err)) || (rc = device_check(dev, err))) goto out;
+        double ms = 1e3 * (now_s() - t0);
+        const int report = o->print_every > 0 && (t + 1) % o->print_every == 0;
+        if (o->record) {   /* every rank takes part in the gathers */
+            if ((rc = zn_engine_gather_params(&E, gbuf, err))) goto out;
+            if (rank == 0) memcpy(res->rec_params + t * res->numel, gbuf, (size_t)res->numel * sizeof(float));
+            if ((rc = zn_engine_gather_grads(&E, gbuf, err))) goto out;
+            if (rank == 0)
+                for (long j = 0; j < res->numel; j++)
+                    res->rec_grads[t * res->numel + j] = (float)(gbuf[j] / sr.loss_scale);
+        }
+        if (o->ckpt_dir && o->ckpt_interval > 0 && E.global_step % o->ckpt_interval == 0 &&
+            (rc = zn_ckpt_save(&E, o->ckpt_dir, o->model_spec, o->config_text, err)))
+            goto out;
+        if (o->time_breakdown && report) time_line(ctx, &E);
+        if (rank != 0) continue;
+        if (o->comm_report && report) comm_line(o, rank, &before, &comm->stats, 1, "step");
+        res->loss[t] = sr.loss;
+        res->grad_norm[t] = sr.grad_norm;
+        res->lr[t] = sr.lr;
+        res->scale[t] = sr.loss_scale;
+        res->skipped[t] = sr.skipped;
+        res->scale_after[t] = E.scaler.cur_scale;
+        if (o->out && o->print_every > 0 && (t + 1) % o->print_every == 0) {
+            char scale[48] = "";
+            if (o->cfg.model_dtype == ZN_F16) snprintf(scale, sizeof scale, " scale=%g", sr.loss_scale);
+            fprintf(o->out, "step=%ld loss=%.6f lr=%g grad_norm=%.6f%s skipped=%ld samples=%ld time_ms=%.2f\n",
+                    t + 1, sr.loss, sr.lr, sr.grad_norm, scale, E.skipped_steps, sr.samples, ms);
+        }
+        if (ctx->csv && !ctx->jsonl) {
+            fprintf(ctx->csv, "%ld,%.9g,%.9g,%.9g,%g,%d,%ld,%.3f", t + 1, sr.loss, sr.lr,
+                    sr.grad_norm, sr.loss_scale, sr.skipped, sr.samples, ms);
+            for (int c = 0; c < ZN_MEM_NCAT; c++) fprintf(ctx->csv, ",%ld", dev->mem.peak[c]);
+            fprintf(ctx->csv, "\n");
+        } else if (ctx->csv) {
+            fprintf(ctx->csv, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                              "\"loss_scale\": %g, \"skipped\": %d, \"samples\": %ld, \"step_time_ms\": %.3f, "
+                              "\"peak_memory\": {",
+                    t + 1, isfinite(sr.loss) ? sr.loss : -1.0, sr.lr, sr.grad_norm, sr.loss_scale, sr.skipped,
+                    sr.samples, ms);
+            for (int c = 0; c < ZN_MEM_NCAT; c++)
+                fprintf(ctx->csv, "%s\"%s\": %ld", c ? ", " : "", zn_mem_cat_name((ZnMemCat)c), dev->mem.peak[c]);
+            fprintf(ctx->csv, "}}\n");
+        }
+    }
+    res->comm_end[rank] = comm->stats;
+    if (o->comm_report && o->steps > 0) {
+        pthread_mutex_lock(&ctx->print_lock);
+        comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run");
+        pthread_mutex_unlock(&ctx->print_lock);
+    }
+    params = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
+    if (!params) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
+    if ((rc = zn_engine_gather_params(&E, params, err))) goto out;
+    res->mem_end[rank] = dev->mem;
+    if (rank == 0) {
+        memcpy(res->params, params, (size_t)res->numel * sizeof(float));
+        res->digest = zn_digest(params, res->numel);
+    }
+out:
+    free(params);
+    free(gbuf);
+    zn_engine_free(&E);
+    if (o->measure_cpu) {
+        pthread_mutex_lock(&ctx->print_lock);
+        res->cpu_total_s += zn_thread_cpu_s() - cpu0;
+        res->cpu_comm_s += tc.cpu_s;
+        pthread_mutex_unlock(&ctx->print_lock);
+    }
+    if (!rc && dev->mem.nallocs != 0)
+        rc = zn_err(err, ZN_E_INTERNAL, "rank %d leaked %ld device allocations", rank, dev->mem.nallocs);
+    if (!o->proc_dev) rank_device_free(ctx, rank, &own);
+    return rc;
+}
+
+int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
+    memset(res, 0, sizeof *res);
+    RunCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.o = o;
+    ctx.res = res;
+    pthread_mutex_init(&ctx.print_lock, NULL);
+    int rc = 0;
+    res->steps = o->steps;
+    res->world = o->world;
+    res->numel = zn_model_numel(&o->model);
+    res->loss = calloc((size_t)o->steps + 1, sizeof(double));
+    res->grad_norm = calloc((size_t)o->steps + 1, sizeof(double));
+    res->lr = calloc((size_t)o->steps + 1, sizeof(double));
+    res->scale = calloc((size_t)o->steps + 1, sizeof(double));
+    res->scale_after = calloc((size_t)o->steps + 1, sizeof(double));
+    res->skipped = calloc((size_t)o->steps + 1, sizeof(int));
+    res->params = calloc((size_t)res->numel + 1, sizeof(float));
+    if (o->record) {
+        res->rec_params = calloc((size_t)(o->steps * res->numel) + 1, sizeof(float));
+        res->rec_grads = calloc((size_t)(o->steps * res->numel) + 1, sizeof(float));
+        if (!res->rec_params || !res->rec_grads) {
+            zn_run_result_free(res);
+            return zn_err(err, ZN_E_NOMEM, "out of host memory for %ld recorded steps", o->steps);
+        }
+    }
+    res->comm_init = calloc((size_t)o->world, sizeof(ZnCommStats));
+    res->comm_end = calloc((size_t)o->world, sizeof(ZnCommStats));
+    res->mem_end = calloc((size_t)o->world, sizeof(ZnMemStats));
+    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
+        !res->comm_end || !res->mem_end) {
+        zn_run_result_free(res);
+        return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    }
+    if (zn_sched_init(&ctx.sched, &o->cfg.sched, o->cfg.lr, o->cfg.beta1, o->cfg.beta2, err)) {
+        zn_run_result_free(res);
+        return err->code;
+    }
+    if (zn_data_init(&ctx.data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed)) {
+        zn_run_result_free(res);
+        return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    }
+    const int my_rank = o->proc_comm ? o->proc_comm->rank : 0;
+    if (o->proc_comm && o->proc_comm->world != o->world) {
+        rc = zn_err(err, ZN_E_INTERNAL, "run options say world size %d, the communicator %d", o->world,
+                    o->proc_comm->world);
+        goto out;
+    }
+    if (o->proc_comm && o->trace_path) {
+        rc = zn_err(err, ZN_E_USAGE, "--trace records the simulator's ranks; with ranks in separate processes "
+                    "it is not available");
+        goto out;
+    }
+    if (o->log_path && my_rank == 0) {   /* rank 0 writes the log */
+        ctx.csv = fopen(o->log_path, "w");
+        if (!ctx.csv) {
+            rc = zn_err(err, ZN_E_IO, "cannot open log file '%s'", o->log_path);
+            goto out;
+        }
+        size_t pl = strlen(o->log_path);
+        ctx.jsonl = pl > 6 && !strcmp(o->log_path + pl - 6, ".jsonl");
+        if (!ctx.jsonl) {
+            fprintf(ctx.csv, "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms");
+            for (int c = 0; c < ZN_MEM_NCAT; c++) fprintf(ctx.csv, ",peak_%s", zn_mem_cat_name((ZnMemCat)c));
+            fprintf(ctx.csv, "\n");
+        }
+    }
+    double t0 = now_s();
+    if (o->proc_comm) {   /* one rank of a multi-process run */
+        rc = rank_main(my_rank, o->proc_comm, &ctx, err);
+        if (rc) zn_err_prefix(err, "rank %d: ", my_rank);
+        res->wall_s = now_s() - t0;
+        if (!rc && o->out && my_rank == 0) fprintf(o->out, "digest=%016llx\n", (unsigned long long)res->digest);
+        goto out;
+    }
+    ZnSimWorld *w = zn_sim_world_new(o->world, err);
+    if (!w) { rc = err->code; goto out; }
+#if ZN_HAVE_CUDA
+    if (o->device_cuda) {   /* N ranks on one GPU: collectives over device memory */
+        if (!(ctx.cuda_sim = zn_cuda_sim_new(o->world, err))) { zn_sim_world_free(w); rc = err->code; goto out; }
+        ZnSimMemOps ops;
+        zn_cuda_sim_memops(ctx.cuda_sim, &ops);
+        zn_sim_world_set_memops(w, &ops);
+    }
+#endif
+    if (o->trace_path) {
+        ctx.traces = calloc((size_t)o->world, sizeof(ZnTrace));
+        if (!ctx.traces) { zn_sim_world_free(w); rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
+        for (int r = 0; r < o->world; r++) { ctx.traces[r].rank = r; ctx.traces[r].t0 = t0; }
+    }
+    rc = zn_sim_run(w, rank_main, &ctx, err);
+    res->wall_s = now_s() - t0;
+    zn_sim_world_free(w);
+#if ZN_HAVE_CUDA
+    zn_cuda_sim_free(ctx.cuda_sim);
+#endif
+    if (!rc && ctx.traces) {
+        ZnTrace **tp = malloc((size_t)o->world * sizeof *tp);
+        if (!tp) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+        for (int r = 0; r < o->world && tp; r++) tp[r] = &ctx.traces[r];
+        if (tp) rc = zn_trace_write(o->trace_path, tp, o->world, err);
+        free(tp);
+    }
+    if (!rc && o->out) fprintf(o->out, "digest=%016llx\n", (unsigned long long)res->digest);
+out:
+    if (ctx.csv && fclose(ctx.csv) && !rc) rc = zn_err(err, ZN_E_IO, "writing log file '%s' failed", o->log_path);
+    zn_data_free(&ctx.data);
+    if (ctx.traces) {
+        for (int r = 0; r < o->world; r++) zn_trace_free(&ctx.traces[r]);
+        free(ctx.traces);
+    }
+    pthread_mutex_destroy(&ctx.print_lock);
+    if (rc) zn_run_result_free(res);
+    return rc;
+}
+
+void zn_run_result_free(ZnRunResult *res) {
+    free(res->loss);
+    free(res->grad_norm);
+    free(res->lr);
+    free(res->scale);
+    free(res->scale_after);
+    free(res->skipped);
+    free(res->params);
+    free(res->rec_params);
+    free(res->rec_grads);
+    free(res->comm_init);
+    free(res->comm_end);
+    free(res->mem_end);
+    memset(res, 0, sizeof *res);
+}

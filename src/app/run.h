@@ -1,0 +1,89 @@
+/* run.h: a whole simulated training run -- N rank threads, one engine each --
+ * with the step lines, the CSV log and everything the tests and the spec
+ * runner check afterwards (losses, final parameters, digest, counters). */
+#ifndef ZN_RUN_H
+#define ZN_RUN_H
+#include <stdio.h>
+#include <stdint.h>
+#include "core/config.h"
+#include "engine/model.h"
+#include "comm/comm.h"
+#include "device/device.h"
+
+typedef struct {
+    ZnConfig cfg;          /* resolved for `world` */
+    ZnModel model;
+    int world;
+    long steps;
+    FILE *out;             /* step lines and the digest line; NULL = silent */
+    long print_every;      /* 0: no step lines */
+    const char *log_path;  /* per-step CSV, or NULL */
+    /* test hook: rank inject_rank plants inject_value in its gradient at the
+       optimizer steps inject_steps (1-based) */
+    int inject_rank;
+    int ninject;
+    long inject_steps[16];
+    float inject_value;
+    /* reports (Z-REP-*) */
+    int record;            /* keep every step's full parameters and gradients */
+    int memory_report;     /* DeepSpeed's see_memory_usage lines, rank 0 */
+    int time_breakdown;    /* DeepSpeed's "time (ms) | fwd_microstep ..." line, every rank */
+    int comm_report;       /* per-step and per-run collective bytes against the ZeRO volumes */
+    const char *trace_path;/* Chrome trace-event JSON */
+    int measure_cpu;       /* split each rank's CPU time into collectives and the rest (bench) */
+    /* checkpoints (Z-CKPT-*) */
+    const char *ckpt_dir;  /* save every ckpt_interval optimizer steps into it */
+    long ckpt_interval;
+    int resume;            /* start from ckpt_dir/ckpt_tag (NULL tag: latest) */
+    const char *ckpt_tag;
+    int universal;         /* the tag is a universal checkpoint */
+    char model_spec[256];  /* recorded in the manifest */
+    char *config_text;     /* recorded in the manifest (owned by the caller) */
+    /* ranks in separate processes (Z-PROC-004): this process runs one rank
+       on this communicator (world = its world) instead of simulating all;
+       NULL: the simulator */
+    ZnComm *proc_comm;
+    /* the device: 0 the host (the simulator's), 1 CUDA (Z-CUDA-*): every rank
+       on GPU `gpu` (the simulator's ranks share it), exact per cfg.exact;
+       proc_dev: a device the caller made for this process's one rank (the
+       nccl backend, whose communicator lives on its stream), or NULL */
+    int device_cuda, gpu;
+    ZnDevice *proc_dev;
+    /* test hook (Z-SEQ-002): with repeat_on, rank repeat_rank runs layer
+       repeat_layer's forward twice in its first micro-step */
+    int repeat_on, repeat_rank, repeat_layer;
+    /* test hook of zinc compare (Z-REP-001): perturb one master element */
+    long fault_step, fault_index;
+    int fault_rank;
+    float fault_delta;
+} ZnRunOpts;
+
+typedef struct {
+    long steps;
+    long first_step;                 /* 0, or the global step a resumed run started from */
+    double *loss, *grad_norm, *lr, *scale;   /* [steps]; scale: the loss scale the step used */
+    double *scale_after;             /* [steps]: the loss scale after the step's update */
+    int *skipped;                    /* [steps] */
+    long numel;
+    float *params;                   /* final fp32 parameters, model order */
+    uint64_t digest;
+    int world;
+    ZnCommStats *comm_init, *comm_end; /* [world]: after init, after the last step */
+    ZnMemStats *mem_end;             /* [world]: device memory after the last step */
+    double wall_s;
+    double cpu_total_s, cpu_comm_s;  /* with measure_cpu: thread CPU time of all ranks, and the part
+                                        spent inside the simulator's collectives */
+    float *rec_params, *rec_grads;   /* [steps * numel] when o->record: after each step;
+                                        grads unscaled (divided by the step's loss scale) */
+} ZnRunResult;
+
+int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
+
+/* The ZeRO paper's elements a rank sends per optimizer step for gradients
+ * and parameters, 2Ψ(N-1)/N (stages 0-2) or 3Ψ(N-1)/N (stage 3), with Ψ
+ * counted with the layout's padding (*psi); *nbuckets: the layout's gradient
+ * buckets. Negative if the layout cannot be built. */
+double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets);
+void zn_run_result_free(ZnRunResult *res);
+
+#endif

@@ -1,0 +1,676 @@
+/* spec_runner.c: `zinc spec run [CASE...]` runs the data-driven conformance
+ * cases of spec/cases/ (every .json file) on the simulator; `zinc spec coverage` lists the
+ * clauses of spec/SPEC.md that no case or test names.
+ *
+ * A case:
+ *   {"id": "...", "clauses": ["Z-ENG-001", ...], "description": "...",
+ *    "model": "mlp:8,16,5", "steps": 20, "world": 3,
+ *    "config": {DeepSpeed config} | "config_text": "raw text",
+ *    "runs": [{"stage": 0}, {"stage": 1, "config": {patch}}, ...],
+ *    "expect": {"bitwise": true, "close": {"loss_rtol": r, "param_atol": a},
+ *               "loss_falls": {"first_near_lnC": t, "ratio": q},
+ *               "comm_volume": true, "memory": true, "error": "substring", "exit": 1|2,
+ *               "scale_after": [per-step loss scale after the update],
+ *               "skipped": [1-based steps skipped], "lr_follows_schedule": true,
+ *               "finite": false}}
+ * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
+ * non-finite gradient element on rank r at those steps (Z-PREC-006).
+ * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
+ * steps, config (deep-merged into the case's config). */
+#include "app/cli.h"
+#include "core/layout.h"
+#include "engine/lr_schedule.h"
+#include "engine/engine.h"
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <unistd.h>
+#include "io/checkpoint.h"
+#include "core/fileio.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUNS 32
+
+/* a whole regular file (fileio's reader: a folder or a device is refused,
+   not measured with ftell), or NULL */
+static char *read_file(const char *path, size_t *len) {
+    char *buf;
+    size_t n;
+    ZnErr err;
+    if (zn_read_file(path, (size_t)64 << 20, &buf, &n, &err)) return NULL;
+    if (len) *len = n;
+    return buf;
+}
+
+/* patch's keys replace base's, recursively for objects */
+static void merge(cJSON *base, const cJSON *patch) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, patch) {
+        cJSON *old = cJSON_GetObjectItemCaseSensitive(base, it->string);
+        if (old && cJSON_IsObject(old) && cJSON_IsObject(it)) { merge(old, it); continue; }
+        if (old) cJSON_DeleteItemFromObjectCaseSensitive(base, it->string);
+        cJSON_AddItemToObject(base, it->string, cJSON_Duplicate(it, 1));
+    }
+}
+
+static long jint(const cJSON *o, const char *k, long dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
+}
+static double jnum(const cJSON *o, const char *k, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+static const char *jstr(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* `zinc spec run --backend cuda [--exact]` runs every case's ranks on the
+ * GPU (Z-CUDA-006); the bitwise expectations then need --exact. */
+static int spec_cuda, spec_exact;
+
+static int case_run(ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
+    o->device_cuda = spec_cuda;
+    if (spec_exact) o->cfg.exact = 1;
+    return zn_run(o, res, err);
+}
+
+typedef struct {
+    ZnRunOpts opts;
+    ZnRunResult res;
+    int rc;
+    ZnErr err;
+} CaseRun;
+
+/* Expected bytes a rank sends per optimizer step for gradient reduction and
+ * parameter gathering: the ZeRO paper's 2Ψ(N-1)/N (stages 0-2) and
+ * 3Ψ(N-1)/N (stage 3), Ψ counted with the layout's padding (spec Z-COMM-001). */
+static int check_comm(const CaseRun *r, char *why, size_t wn) {
+    const ZnRunOpts *o = &r->opts;
+    const int N = o->world, stage = o->cfg.zero.stage;
+    long psi, nb;
+    double per_step = zn_run_zero_volume(o, &psi, &nb);
+    if (per_step < 0) {
+        snprintf(why, wn, "layout: cannot be built");
+        return 1;
+    }
+    double factor = stage == 3 ? 3.0 : 2.0;
+    double expect = per_step * 4.0 * (double)o->steps;
+    double total = 0;
+    for (int k = 0; k < N; k++) {
+        long c0, s0, r0, c1, s1, r1, g0, gs0, gr0, g1, gs1, gr1;
+        zn_comm_tag_totals(&r->res.comm_init[k], "grad_reduce", &c0, &s0, &r0);
+        zn_comm_tag_totals(&r->res.comm_end[k], "grad_reduce", &c1, &s1, &r1);
+        zn_comm_tag_totals(&r->res.comm_init[k], "param_gather", &g0, &gs0, &gr0);
+        zn_comm_tag_totals(&r->res.comm_end[k], "param_gather", &g1, &gs1, &gr1);
+        double sent = (double)(s1 - s0 + gs1 - gs0);
+        total += sent;
+        /* stage 0 all-reduces unpadded buckets: a rank's share may differ
+           from the mean by the rounding of one chunk per bucket */
+        double slack = stage == 0 ? 2.0 * 4.0 * (double)nb * (double)o->steps : 0.0;
+        if (fabs(sent - expect) > slack) {
+            snprintf(why, wn, "rank %d sent %.0f bytes for gradients and parameters in %ld steps, "
+                     "expected %.0f (%.0fΨ(N-1)/N, Ψ=%ld, N=%d)", k, sent, o->steps, expect, factor, psi, N);
+            return 1;
+        }
+    }
+    if (fabs(total - expect * N) > 0.5) {
+        snprintf(why, wn, "ranks sent %.0f bytes together, expected %.0f", total, expect * N);
+        return 1;
+    }
+    return 0;
+}
+
+/* Model-state bytes per rank and category after training (spec Z-MEM-010). */
+static int check_memory(const CaseRun *r, char *why, size_t wn) {
+    const ZnRunOpts *o = &r->opts;
+    ZnLayout L;
+    ZnErr e;
+    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) {
+        snprintf(why, wn, "layout: %s", e.msg);
+        return 1;
+    }
+    const int N = o->world, stage = o->cfg.zero.stage;
+    long want[ZN_MEM_NCAT] = {0};
+    if (stage == 0) {
+        long P = L.total_numel * 4;
+        want[ZN_MEM_PARAMS16] = P; want[ZN_MEM_GRADS] = P;
+        want[ZN_MEM_EXP_AVG] = P; want[ZN_MEM_EXP_AVG_SQ] = P;
+    } else if (stage <= 2) {
+        long P = L.aligned_numel * 4, Pn = P / N;
+        want[ZN_MEM_PARAMS16] = P;
+        want[ZN_MEM_GRADS] = stage == 1 ? P : Pn;
+        want[ZN_MEM_MASTER32] = Pn; want[ZN_MEM_EXP_AVG] = Pn; want[ZN_MEM_EXP_AVG_SQ] = Pn;
+    } else {
+        long Pn = L.s3_rank_numel * 4;
+        want[ZN_MEM_PARAMS16] = Pn; want[ZN_MEM_GRADS] = Pn;
+        want[ZN_MEM_MASTER32] = Pn; want[ZN_MEM_EXP_AVG] = Pn; want[ZN_MEM_EXP_AVG_SQ] = Pn;
+        /* persistent params stay gathered */
+        long persisted = 0;
+        for (int p = 0; p < L.nparams; p++) {
+            long n = L.params[p].numel;
+            if (n <= o->cfg.zero.param_persistence_threshold &&
+                persisted + n <= o->cfg.zero.model_persistence_threshold) {
+                persisted += n;
+                want[ZN_MEM_PARAMS16] += L.s3_pn[p] * N * 4;
+            }
+        }
+    }
+    zn_layout_free(&L);
+    static const ZnMemCat cats[] = {ZN_MEM_PARAMS16, ZN_MEM_MASTER32, ZN_MEM_GRADS, ZN_MEM_EXP_AVG, ZN_MEM_EXP_AVG_SQ};
+    for (int k = 0; k < N; k++)
+        for (size_t c = 0; c < sizeof cats / sizeof cats[0]; c++)
+            if (r->res.mem_end[k].cur[cats[c]] != want[cats[c]]) {
+                snprintf(why, wn, "rank %d holds %ld bytes of %s, the stage-%d formula says %ld", k,
+                         r->res.mem_end[k].cur[cats[c]], zn_mem_cat_name(cats[c]), stage, want[cats[c]]);
+                return 1;
+            }
+    return 0;
+}
+
+static int same_bits_d(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* Canonical mode's cost against the default run of the same shape
+ * (Z-CANON-004): extra gradient buffers and extra gradient bytes. */
+static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *why, size_t wn) {
+    const ZnRunOpts *o = &can->opts;
+    const int N = o->world, stage = o->cfg.zero.stage;
+    const long g = o->cfg.grad_accum;
+    ZnLayout L;
+    ZnErr e;
+    if (zn_config_layout(&o->cfg, &o->model, N, &L, &e)) {
+        snprintf(why, wn, "layout: %s", e.msg);
+        return 1;
+    }
+    long part = stage == 0 ? L.aligned_numel : L.part_numel;
+    zn_layout_free(&L);
+    int levels = 0;
+    if (g > 1) while ((1L << levels) <= g) levels++;
+    long want_mem = levels * part * (long)zn_dtype_size(o->cfg.model_dtype);
+    for (int k = 0; k < N; k++) {
+        long extra = can->res.mem_end[k].cur[ZN_MEM_GRADS] - def->res.mem_end[k].cur[ZN_MEM_GRADS];
+        if (extra != want_mem) {
+            snprintf(why, wn, "rank %d: canonical mode holds %ld extra gradient bytes, expected %d levels x %ld = %ld",
+                     k, extra, levels, part, want_mem);
+            return 1;
+        }
+        long c0, s0, r0, c1, s1, r1;
+        zn_comm_tag_totals(&def->res.comm_end[k], "grad_reduce", &c0, &s0, &r0);
+        zn_comm_tag_totals(&can->res.comm_end[k], "grad_reduce", &c1, &s1, &r1);
+        long want = stage <= 1 ? g * s0 : s0;
+        if (s1 != want) {
+            snprintf(why, wn, "rank %d: canonical mode sent %ld gradient bytes, default %ld, expected %ld", k, s1, s0, want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Resolves one run of a case: the case's settings, the run's overrides. */
+static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = jstr(run, "model") ? jstr(run, "model") : jstr(cs, "model");
+    f.steps = jint(run, "steps", jint(cs, "steps", 10));
+    f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
+    f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
+    f.args.grad_accum = jint(run, "grad_accum", jint(cs, "grad_accum", -1));
+    f.args.micro_batch = jint(run, "micro_batch", jint(cs, "micro_batch", -1));
+    f.args.train_batch_size = jint(run, "train_batch_size", jint(cs, "train_batch_size", -1));
+    char *text = NULL;
+    const char *raw = jstr(cs, "config_text");
+    if (raw) {
+        text = strdup(raw);
+    } else {
+        cJSON *base = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cs, "config"), 1);
+        if (!base) base = cJSON_CreateObject();
+        const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
+        if (patch) merge(base, patch);
+        text = cJSON_PrintUnformatted(base);
+        cJSON_Delete(base);
+    }
+    f.config_path = "case-config";
+    c->rc = zn_train_resolve(&f, text, &c->opts, &c->err);
+    free(text);
+    const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
+    if (!c->rc && inj) {
+        const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
+        const char *v = jstr(inj, "value");
+        c->opts.inject_rank = (int)jint(inj, "rank", 0);
+        c->opts.inject_value = v && !strcmp(v, "nan") ? NAN : v && !strcmp(v, "-inf") ? -INFINITY : INFINITY;
+        const cJSON *st;
+        cJSON_ArrayForEach(st, steps)
+            if (c->opts.ninject < 16) c->opts.inject_steps[c->opts.ninject++] = (long)st->valuedouble;
+    }
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+/* A checkpoint case (Z-CKPT-*):
+ *   "checkpoint": {"save_at": K, "save": {run keys}, "universal": true|false,
+ *                  "resume": [{run keys, "universal": bool}, ...]}
+ * Run 0 ("runs"[0] or the case itself) trains without interruption; the save
+ * run trains the first K steps with a checkpoint at K; each resume run
+ * starts from it (or from its universal conversion) and must reproduce run
+ * 0's losses after step K and its final parameters bit for bit. */
+static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cs, "checkpoint");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
+    const cJSON *resume = cJSON_GetObjectItemCaseSensitive(ck, "resume");
+    const long save_at = jint(ck, "save_at", 1);
+    char dir[] = "/tmp/zinc-ckpt-XXXXXX";
+    if (!mkdtemp(dir)) { snprintf(why, wn, "cannot make a temporary folder"); return 1; }
+    CaseRun base, save;
+    memset(&base, 0, sizeof base);
+    memset(&save, 0, sizeof save);
+    int fail = 0;
+    resolve_run(cs, cJSON_GetArrayItem(runs, 0), &base);
+    if (!base.rc) base.rc = case_run(&base.opts, &base.res, &base.err);
+    if (base.rc) { snprintf(why, wn, "uninterrupted run: %s", base.err.msg); fail = 1; }
+    if (!fail) {
+        resolve_run(cs, cJSON_GetObjectItemCaseSensitive(ck, "save"), &save);
+        if (!save.rc) {
+            save.opts.steps = save_at;
+            save.opts.ckpt_dir = dir;
+            save.opts.ckpt_interval = save_at;
+            save.rc = case_run(&save.opts, &save.res, &save.err);
+            if (!save.rc) zn_run_result_free(&save.res);
+        }
+        if (save.rc) { snprintf(why, wn, "saving run: %s", save.err.msg); fail = 1; }
+    }
+    char tag[64], utag[80];
+    snprintf(tag, sizeof tag, "global_step%ld", save_at);
+    snprintf(utag, sizeof utag, "global_step%ld_universal", save_at);
+    if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "universal"))) {
+        char in[128], out[128];
+        snprintf(in, sizeof in, "%s/%s", dir, tag);
+        snprintf(out, sizeof out, "%s/%s", dir, utag);
+        char *argv[] = {"to-universal", "--input-folder", in, "--output-folder", out, "--num-workers", "2", NULL};
+        fflush(stdout);
+        int saved = dup(1), devnull = open("/dev/null", 1);
+        dup2(devnull, 1);
+        int rc = zn_cmd_ckpt(7, argv);
+        fflush(stdout);
+        dup2(saved, 1);
+        close(saved);
+        close(devnull);
+        if (rc) { snprintf(why, wn, "zinc ckpt to-universal failed (%d)", rc); fail = 1; }
+    }
+    const cJSON *item;
+    int k = 0;
+    cJSON_ArrayForEach(item, resume) {
+        if (fail) break;
+        CaseRun r;
+        memset(&r, 0, sizeof r);
+        resolve_run(cs, item, &r);
+        int uni = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "universal"));
+        if (!r.rc) {
+            r.opts.ckpt_dir = dir;
+            r.opts.resume = 1;
+            r.opts.universal = uni;
+            r.opts.ckpt_tag = uni ? utag : tag;
+            r.rc = case_run(&r.opts, &r.res, &r.err);
+        }
+        if (r.rc) {
+            snprintf(why, wn, "resume %d: %s", k, r.err.msg);
+            fail = 1;
+        } else {
+            for (long t = save_at; t < base.res.steps && !fail; t++)
+                if (!same_bits_d(base.res.loss[t], r.res.loss[t])) {
+                    snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s) step %ld: loss %.17g, uninterrupted %.17g",
+                             k, r.opts.world, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                             t + 1, r.res.loss[t], base.res.loss[t]);
+                    fail = 1;
+                }
+            if (!fail && (r.res.digest != base.res.digest || r.res.first_step != save_at)) {
+                snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s): digest %016llx, uninterrupted %016llx", k,
+                         r.opts.world, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                         (unsigned long long)r.res.digest, (unsigned long long)base.res.digest);
+                fail = 1;
+            }
+            zn_run_result_free(&r.res);
+        }
+        zn_run_opts_free(&r.opts);
+        k++;
+    }
+    if (!base.rc) zn_run_result_free(&base.res);
+    zn_run_opts_free(&base.opts);
+    zn_run_opts_free(&save.opts);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return fail;
+}
+
+/* ZINC_SPEC_STAGE=k (used by `make coverage` for the per-stage table) runs
+ * only the runs of stage k and checks no expectations. */
+static int stage_filter(void) {
+    const char *s = getenv("ZINC_SPEC_STAGE");
+    return s && *s ? atoi(s) : -1;
+}
+
+/* Runs one case; returns 0 pass, 1 fail (why filled). */
+static int run_case(const cJSON *cs, char *why, size_t wn) {
+    const int only = stage_filter();
+    if (cJSON_GetObjectItemCaseSensitive(cs, "checkpoint")) return only >= 0 ? 0 : run_ckpt_case(cs, why, wn);
+    const cJSON *expect = cJSON_GetObjectItemCaseSensitive(cs, "expect");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
+    const char *experr = jstr(expect, "error");
+    int nruns = cJSON_IsArray(runs) ? cJSON_GetArraySize(runs) : 1;
+    if (nruns < 1 || nruns > MAX_RUNS) { snprintf(why, wn, "bad 'runs'"); return 1; }
+    CaseRun *cr = calloc((size_t)nruns, sizeof *cr);
+    if (!cr) { snprintf(why, wn, "out of memory"); return 1; }
+    int fail = 0;
+    for (int i = 0; i < nruns && !fail; i++) {
+        const cJSON *run = cJSON_IsArray(runs) ? cJSON_GetArrayItem(runs, i) : NULL;
+        resolve_run(cs, run, &cr[i]);
+        if (only >= 0) {   /* coverage mode: exercise, do not judge */
+            if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !case_run(&cr[i].opts, &cr[i].res, &cr[i].err))
+                zn_run_result_free(&cr[i].res);
+            cr[i].rc = 1;
+            continue;
+        }
+        if (!cr[i].rc) {
+            cr[i].opts.out = NULL;
+            cr[i].rc = case_run(&cr[i].opts, &cr[i].res, &cr[i].err);
+        }
+        if (experr) {
+            if (!cr[i].rc) { snprintf(why, wn, "run %d succeeded, expected an error containing '%s'", i, experr); fail = 1; }
+            else if (!strstr(cr[i].err.msg, experr)) {
+                snprintf(why, wn, "run %d: error '%s' does not contain '%s'", i, cr[i].err.msg, experr); fail = 1;
+            } else if ((jint(expect, "exit", 2) == 2) != (cr[i].err.code == ZN_E_USAGE)) {
+                snprintf(why, wn, "run %d: error '%s' has the wrong exit status (expected %ld)", i,
+                         cr[i].err.msg, jint(expect, "exit", 2));
+                fail = 1;
+            }
+        } else if (cr[i].rc) {
+            snprintf(why, wn, "run %d failed: %s", i, cr[i].err.msg);
+            fail = 1;
+        }
+    }
+    if (!fail && !experr && only < 0) {
+        const CaseRun *a = &cr[0];
+        const cJSON *close = cJSON_GetObjectItemCaseSensitive(expect, "close");
+        const cJSON *falls = cJSON_GetObjectItemCaseSensitive(expect, "loss_falls");
+        for (int i = 1; i < nruns && !fail; i++) {
+            const CaseRun *b = &cr[i];
+            if (b->res.steps != a->res.steps || b->res.numel != a->res.numel) {
+                snprintf(why, wn, "run %d has a different shape than run 0", i);
+                fail = 1;
+                break;
+            }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "bitwise"))) {
+                for (long t = 0; t < a->res.steps && !fail; t++)
+                    if (!same_bits_d(a->res.loss[t], b->res.loss[t])) {
+                        snprintf(why, wn, "run %d step %ld: loss %.17g != run 0's %.17g", i, t + 1,
+                                 b->res.loss[t], a->res.loss[t]);
+                        fail = 1;
+                    }
+                for (long j = 0; j < a->res.numel && !fail; j++)
+                    if (memcmp(&a->res.params[j], &b->res.params[j], 4)) {
+                        snprintf(why, wn, "run %d: parameter element %ld is %.9g, run 0 has %.9g", i, j,
+                                 b->res.params[j], a->res.params[j]);
+                        fail = 1;
+                    }
+                if (!fail && a->res.digest != b->res.digest) {
+                    snprintf(why, wn, "run %d: digest differs", i);
+                    fail = 1;
+                }
+            }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "differs_from_first")) && !fail &&
+                !memcmp(a->res.params, b->res.params, (size_t)a->res.numel * sizeof(float))) {
+                snprintf(why, wn, "run %d has exactly run 0's parameters; expected a difference", i);
+                fail = 1;
+            }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "canonical_cost")) && !fail && (i % 2) == 1)
+                fail = check_canonical_cost(&cr[i - 1], b, why, wn);
+            if (close && !fail) {
+                double lr = jnum(close, "loss_rtol", 0), pa = jnum(close, "param_atol", 0);
+                for (long t = 0; t < a->res.steps && !fail; t++)
+                    if (fabs(a->res.loss[t] - b->res.loss[t]) > lr * fabs(a->res.loss[t])) {
+                        snprintf(why, wn, "run %d step %ld: loss %.9g vs %.9g beyond rtol %g", i, t + 1,
+                                 b->res.loss[t], a->res.loss[t], lr);
+                        fail = 1;
+                    }
+                for (long j = 0; j < a->res.numel && !fail; j++)
+                    if (fabs((double)a->res.params[j] - b->res.params[j]) > pa) {
+                        snprintf(why, wn, "run %d: parameter element %ld: %.9g vs %.9g beyond atol %g", i, j,
+                                 b->res.params[j], a->res.params[j], pa);
+                        fail = 1;
+                    }
+            }
+        }
+        for (int i = 0; i < nruns && !fail; i++) {
+            const CaseRun *r = &cr[i];
+            if (falls) {
+                int C = r->opts.model.dims[r->opts.model.nlayers];
+                double first = r->res.loss[0], last = r->res.loss[r->res.steps - 1];
+                double tol = jnum(falls, "first_near_lnC", 0.5), q = jnum(falls, "ratio", 0.9);
+                if (fabs(first - log((double)C)) > tol || !(last < q * first)) {
+                    snprintf(why, wn, "run %d: loss went %.6f -> %.6f (ln C = %.4f): expected to start near "
+                             "ln C and fall below %.2f of the first", i, first, last, log((double)C), q);
+                    fail = 1;
+                }
+            }
+            const cJSON *sa = cJSON_GetObjectItemCaseSensitive(expect, "scale_after");
+            if (!fail && sa) {
+                int k = 0;
+                const cJSON *v;
+                cJSON_ArrayForEach(v, sa) {
+                    if (k >= r->res.steps || r->res.scale_after[k] != v->valuedouble) {
+                        snprintf(why, wn, "run %d step %d: loss scale after the step is %g, expected %g", i, k + 1,
+                                 k < r->res.steps ? r->res.scale_after[k] : -1.0, v->valuedouble);
+                        fail = 1;
+                        break;
+                    }
+                    k++;
+                }
+            }
+            const cJSON *sk = cJSON_GetObjectItemCaseSensitive(expect, "skipped");
+            if (!fail && sk) {
+                for (long t = 0; t < r->res.steps && !fail; t++) {
+                    int want = 0;
+                    const cJSON *v;
+                    cJSON_ArrayForEach(v, sk) if ((long)v->valuedouble == t + 1) want = 1;
+                    if (want != r->res.skipped[t]) {
+                        snprintf(why, wn, "run %d step %ld: skipped=%d, expected %d", i, t + 1, r->res.skipped[t], want);
+                        fail = 1;
+                    }
+                }
+            }
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "lr_follows_schedule"))) {
+                /* step k uses lr(t) with t = (applied steps before k) - 1 (Z-SCHED-001, Z-SCHED-002) */
+                ZnLrSched ls;
+                ZnErr e2;
+                if (zn_sched_init(&ls, &r->opts.cfg.sched, r->opts.cfg.lr, r->opts.cfg.beta1, r->opts.cfg.beta2, &e2)) {
+                    snprintf(why, wn, "scheduler: %s", e2.msg);
+                    fail = 1;
+                }
+                long applied = 0;
+                for (long t = 0; t < r->res.steps && !fail; t++) {
+                    double want = zn_sched_lr_at(&ls, applied - 1);
+                    if (!same_bits_d(r->res.lr[t], want)) {
+                        snprintf(why, wn, "run %d step %ld: lr %.17g, the schedule says %.17g", i, t + 1, r->res.lr[t], want);
+                        fail = 1;
+                    }
+                    applied += !r->res.skipped[t];
+                }
+            }
+            const cJSON *fin = cJSON_GetObjectItemCaseSensitive(expect, "finite");
+            if (!fail && fin) {
+                int allfinite = 1;
+                for (long j = 0; j < r->res.numel; j++) if (!isfinite(r->res.params[j])) allfinite = 0;
+                if (allfinite != cJSON_IsTrue(fin)) {
+                    snprintf(why, wn, "run %d: parameters %s finite", i, allfinite ? "are" : "are not");
+                    fail = 1;
+                }
+            }
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "comm_volume")))
+                fail = check_comm(r, why, wn);
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "memory")))
+                fail = check_memory(r, why, wn);
+        }
+    }
+    for (int i = 0; i < nruns; i++) {
+        if (!cr[i].rc) zn_run_result_free(&cr[i].res);
+        zn_run_opts_free(&cr[i].opts);
+    }
+    free(cr);
+    return fail;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* the .json files of spec/cases, sorted */
+static int list_cases(const char *dir, char ***out) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0, cap = 64;
+    char **v = malloc((size_t)cap * sizeof *v);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json")) continue;
+        if (n == cap) { cap *= 2; char **nv = realloc(v, (size_t)cap * sizeof *v); if (!nv) break; v = nv; }
+        char *p = malloc(strlen(dir) + l + 2);
+        if (!p) break;
+        sprintf(p, "%s/%s", dir, de->d_name);
+        v[n++] = p;
+    }
+    closedir(d);
+    if (v) qsort(v, (size_t)n, sizeof *v, cmp_str);
+    *out = v;
+    return n;
+}
+
+static int spec_run(int argc, char **argv) {
+    char **files = NULL;
+    int n = 0, own = 0;
+    if (argc > 0) { files = argv; n = argc; }
+    else {
+        n = list_cases("spec/cases", &files);
+        own = 1;
+        if (n < 0) { fprintf(stderr, "zinc: error: cannot open spec/cases (run from the repository root)\n"); return 2; }
+    }
+    int passed = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        char *text = read_file(files[i], &len);
+        if (!text) { printf("FAIL %s: cannot read\n", files[i]); failed++; continue; }
+        const char *end = NULL;
+        cJSON *doc = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+        if (!cJSON_IsArray(doc) && !cJSON_IsObject(doc)) {
+            printf("FAIL %s: not JSON (byte %ld)\n", files[i], end ? (long)(end - text) : -1L);
+            failed++;
+        } else {
+            /* a file holds one case or an array of cases */
+            int m = cJSON_IsArray(doc) ? cJSON_GetArraySize(doc) : 1;
+            for (int k = 0; k < m; k++) {
+                const cJSON *cs = cJSON_IsArray(doc) ? cJSON_GetArrayItem(doc, k) : doc;
+                const char *id = jstr(cs, "id");
+                char why[1400] = "";
+                int f = run_case(cs, why, sizeof why);
+                if (f) { printf("FAIL %s [%s]: %s\n", id ? id : "?", files[i], why); failed++; }
+                else { printf("ok   %s\n", id ? id : "?"); passed++; }
+                fflush(stdout);
+            }
+        }
+        cJSON_Delete(doc);
+        free(text);
+    }
+    if (own) { for (int i = 0; i < n; i++) free(files[i]); free(files); }
+    printf("spec: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* Clause ids defined in SPEC.md ("**Z-ABC-123**") and mentioned elsewhere. */
+static int collect_ids(const char *text, char ids[][24], int cap, int defs_only) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, "Z-")); p++) {
+        if (defs_only && (p < text + 2 || strncmp(p - 2, "**", 2))) continue;
+        const char *q = p + 2;
+        while ((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
+        if (*q != '-') continue;
+        q++;
+        const char *dstart = q;
+        while (*q >= '0' && *q <= '9') q++;
+        if (q - dstart != 3 || q - p >= 24) continue;
+        char id[24];
+        memcpy(id, p, (size_t)(q - p));
+        id[q - p] = 0;
+        int seen = 0;
+        for (int i = 0; i < n; i++) if (!strcmp(ids[i], id)) seen = 1;
+        if (!seen && n < cap) strcpy(ids[n++], id);
+    }
+    return n;
+}
+
+static int spec_coverage(void) {
+    static char defs[2048][24], used[4096][24];
+    char *spec = read_file("spec/SPEC.md", NULL);
+    if (!spec) { fprintf(stderr, "zinc: error: cannot read spec/SPEC.md (run from the repository root)\n"); return 2; }
+    int nd = collect_ids(spec, defs, 2048, 1);
+    free(spec);
+    int nu = 0;
+    const char *dirs[] = {"spec/cases", "tests", "tests/fuzz"};
+    for (int d = 0; d < 3; d++) {
+        DIR *dh = opendir(dirs[d]);
+        if (!dh) continue;
+        struct dirent *de;
+        while ((de = readdir(dh))) {
+            if (de->d_name[0] == '.') continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
+            char *t = read_file(path, NULL);
+            if (!t) continue;
+            static char tmp[4096][24];
+            int k = collect_ids(t, tmp, 4096, 0);
+            for (int i = 0; i < k; i++) {
+                int seen = 0;
+                for (int j = 0; j < nu; j++) if (!strcmp(used[j], tmp[i])) seen = 1;
+                if (!seen && nu < 4096) strcpy(used[nu++], tmp[i]);
+            }
+            free(t);
+        }
+        closedir(dh);
+    }
+    int uncovered = 0, unknown = 0;
+    for (int i = 0; i < nd; i++) {
+        int seen = 0;
+        for (int j = 0; j < nu; j++) if (!strcmp(defs[i], used[j])) seen = 1;
+        if (!seen) { printf("uncovered %s\n", defs[i]); uncovered++; }
+    }
+    for (int j = 0; j < nu; j++) {
+        int seen = 0;
+        for (int i = 0; i < nd; i++) if (!strcmp(defs[i], used[j])) seen = 1;
+        if (!seen) { printf("unknown   %s (named by a test or case, not defined in SPEC.md)\n", used[j]); unknown++; }
+    }
+    printf("spec coverage: %d clauses, %d covered, %d uncovered, %d unknown ids\n", nd, nd - uncovered,
+           uncovered, unknown);
+    return uncovered || unknown ? 1 : 0;
+}
+
+int zn_cmd_spec(int argc, char **argv) {
+    if (argc >= 1 && !strcmp(argv[0], "run")) {
+        int k = 1;
+        for (; k < argc; k++) {   /* options first, then case files */
+            if (!strcmp(argv[k], "--exact")) spec_exact = 1;
+            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && !strcmp(argv[k + 1], "cuda")) spec_cuda = 1, k++;
+            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && !strcmp(argv[k + 1], "sim")) k++;
+            else if (!strcmp(argv[k], "--backend")) {
+                fprintf(stderr, "zinc: error: zinc spec run --backend: expected sim or cuda\n");
+                return 2;
+            } else break;
+        }
+        return spec_run(argc - k, argv + k);
+    }
+    if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();
+    fprintf(stderr, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n");
+    return 2;
+}

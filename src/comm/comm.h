@@ -1,0 +1,82 @@
+/* comm.h: the communicator seam. One ZnComm per rank; the engine calls it and
+ * never asks which backend it runs on. Implementations: sim (threads in one
+ * process, sim/sim_comm.c); later nccl and mpi.
+ *
+ * Summation order (spec Z-SIM-002): a reduction over ranks is one fixed
+ * binary tree over rank index: tree(lo, n) = x[lo] if n == 1, else
+ * tree(lo, h) + tree(lo + h, n - h) with h the largest power of two < n.
+ * For 16-bit dtypes every partial sum is rounded to the dtype (add in fp32,
+ * round to nearest even). Results never depend on thread timing.
+ *
+ * Byte counters model a ring algorithm (spec Z-SIM-004): for a reduction or
+ * gather whose per-rank pieces are c[0..N-1] (an all_reduce of n elements is
+ * split evenly, the first n%N pieces one larger), rank r
+ *   all_reduce:     sends and receives 2 * (sum c - c[r]) elements
+ *   reduce_scatter: sends and receives (sum c - c[r])
+ *   all_gather:     sends and receives (sum c - c[r])
+ *   broadcast n:    receives n unless root; sends n unless it is the rank
+ *                   just before the root (the end of the chain)
+ *   barrier:        nothing.
+ * times the dtype size. Summed over a stage's optimizer step these give the
+ * ZeRO paper's volumes (2Ψ(N-1)/N for stages 0-2, 3Ψ(N-1)/N for stage 3). */
+#ifndef ZN_COMM_H
+#define ZN_COMM_H
+#include "core/err.h"
+#include "core/dtype.h"
+
+typedef enum { ZN_SUM = 0, ZN_MAX } ZnRedOp;
+typedef enum { ZN_OP_ALL_REDUCE = 0, ZN_OP_REDUCE_SCATTER, ZN_OP_ALL_GATHER,
+               ZN_OP_BROADCAST, ZN_OP_BARRIER, ZN_OP_N } ZnCollOp;
+
+#define ZN_COMM_MAX_TAGS 24
+#define ZN_COMM_TAG_LEN 24
+
+typedef struct {
+    long calls[ZN_OP_N];
+    long bytes_sent[ZN_OP_N];
+    long bytes_recv[ZN_OP_N];
+    /* the same, per tag (the call site names its purpose: "grad_reduce",
+       "param_gather", "norm", "loss", "digest", ...) */
+    int ntags;
+    struct { char tag[ZN_COMM_TAG_LEN]; long calls, bytes_sent, bytes_recv; } tags[ZN_COMM_MAX_TAGS];
+} ZnCommStats;
+
+typedef struct ZnComm ZnComm;
+struct ZnComm {
+    int rank, world;
+    void *impl;
+    /* in place on buf (count elements) */
+    int (*all_reduce)(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op,
+                      const char *tag, ZnErr *err);
+    /* send holds sum(counts) elements in rank order; rank r receives the
+       reduced counts[r] elements that start at sum(counts[0..r-1]). recv may
+       alias send (NCCL's in-place form). counts must agree on all ranks. */
+    int (*reduce_scatter)(ZnComm *c, const void *send, void *recv, const long *counts,
+                          ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err);
+    /* rank r contributes counts[r] elements from send; recv receives
+       sum(counts) elements in rank order. send may alias recv + offset_r. */
+    int (*all_gather)(ZnComm *c, const void *send, void *recv, const long *counts,
+                      ZnDtype dt, const char *tag, ZnErr *err);
+    int (*broadcast)(ZnComm *c, void *buf, long count, ZnDtype dt, int root,
+                     const char *tag, ZnErr *err);
+    int (*barrier)(ZnComm *c, const char *tag, ZnErr *err);
+    ZnCommStats stats;
+};
+
+/* The even split of comm.h: counts[r] for n elements over world ranks (the
+ * first n % world pieces one larger). */
+void zn_comm_even_counts(long n, int world, long *counts);
+/* Adds one call's bytes to c->stats (shared by all implementations). */
+void zn_comm_count(ZnComm *c, ZnCollOp op, const char *tag, long bytes_sent, long bytes_recv);
+/* Bytes a rank sends/receives for op under the ring model above. */
+void zn_comm_ring_bytes(ZnCollOp op, int rank, int world, const long *counts, long count,
+                        int root, ZnDtype dt, long *sent, long *recv);
+/* Looks up a tag's totals; zero if the tag never occurred. */
+void zn_comm_tag_totals(const ZnCommStats *s, const char *tag, long *calls, long *sent, long *recv);
+void zn_comm_stats_reset(ZnCommStats *s);
+
+/* The fixed reduction tree of Z-SIM-002 over n values, fp32. */
+float zn_tree_sum_f32(const float *x, int n);
+double zn_tree_sum_f64(const double *x, int n);
+
+#endif

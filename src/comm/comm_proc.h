@@ -1,0 +1,30 @@
+/* comm_proc.h: communicators for ranks in separate processes (spec Z-PROC-*).
+ *
+ *   tcp  every collective goes through rank 0 over the rendezvous store's
+ *        connections (comm_tcp.c): no dependency beyond sockets, for laptops,
+ *        tests and `zinc launch` without MPI.
+ *   mpi  OpenMPI/MPICH collectives (comm_mpi.c), built when mpicc is found;
+ *        for mpirun and srun.
+ * Both give bitwise the simulator's results: reductions are summed by the
+ * receiving rank in the simulator's fixed tree over rank index (with the
+ * same per-add rounding for 16-bit types), never in the transport's order.
+ * Both count bytes under the simulator's ring model (comm.h), and both check
+ * the collective sequence before every call (comm_seq.h). */
+#ifndef ZN_COMM_PROC_H
+#define ZN_COMM_PROC_H
+#include "comm/comm.h"
+#include "comm/store.h"
+#include "comm/sumtree.h"
+
+ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err);
+void zn_comm_tcp_free(ZnComm *c);
+
+/* MPI: 1 if this build has it. zn_mpi_init calls MPI_Init (once) and fills
+ * rank/world; zn_comm_mpi_new wraps MPI_COMM_WORLD. */
+int zn_mpi_available(void);
+int zn_mpi_init(int *rank, int *world, ZnErr *err);
+void zn_mpi_finalize(void);
+ZnComm *zn_comm_mpi_new(ZnErr *err);
+void zn_comm_mpi_free(ZnComm *c);
+
+#endif

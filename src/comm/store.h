@@ -1,0 +1,47 @@
+/* store.h: the rendezvous store (spec Z-RDV-004..008). Rank 0 listens; every
+ * other rank connects to it, says who it is, and keeps the connection: the
+ * store exchanges small blobs at start (the config hash, a NCCL unique id)
+ * and carries the TCP communicator's traffic (comm_tcp.c).
+ *
+ * Where rank 0 listens:
+ *   tcp://HOST:PORT   that address (what MASTER_ADDR/MASTER_PORT give);
+ *   file:PATH         a free port; rank 0 writes "zinc-rendezvous v1 ADDR PORT"
+ *                     to PATH (atomically), the others poll PATH until it
+ *                     names a listening rank 0 (a shared file system serves
+ *                     several nodes).
+ * Every wait is bounded: joining by ZINC_RDV_TIMEOUT seconds (default 120),
+ * a message by ZINC_COMM_TIMEOUT seconds (default 600); a closed connection
+ * is reported at once, naming the peer. */
+#ifndef ZN_STORE_H
+#define ZN_STORE_H
+#include <stddef.h>
+#include "core/err.h"
+#include "comm/rendezvous.h"
+
+typedef struct {
+    int file;                  /* 1: file:PATH, 0: tcp */
+    char host[256];
+    int port;
+    char path[1024];
+} ZnRdvSpec;
+
+/* Parses --rendezvous: NULL or "env" (MASTER_ADDR:MASTER_PORT, defaults
+ * 127.0.0.1:29500), "tcp://HOST:PORT" or "file:PATH". */
+int zn_rdv_parse(const char *s, const ZnProcEnv *pe, ZnRdvSpec *out, ZnErr *err);
+
+typedef struct ZnStore ZnStore;
+
+ZnStore *zn_store_open(const ZnRdvSpec *spec, int rank, int world, ZnErr *err);
+void zn_store_close(ZnStore *s);
+int zn_store_rank(const ZnStore *s);
+int zn_store_world(const ZnStore *s);
+
+/* Point to point between rank 0 and a peer (rank 0 names the peer, any
+ * other rank names 0). Exactly n bytes; bounded by ZINC_COMM_TIMEOUT. */
+int zn_store_send(ZnStore *s, int peer, const void *buf, size_t n, ZnErr *err);
+int zn_store_recv(ZnStore *s, int peer, void *buf, size_t n, ZnErr *err);
+
+/* Every rank's n-byte blob, in rank order, on every rank (out: world * n). */
+int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *err);
+
+#endif

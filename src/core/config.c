@@ -1,0 +1,1525 @@
+/* config.c: DeepSpeed's JSON config as zinc reads it (spec clauses Z-CFG-*).
+ *
+ * zn_config_parse does its work in this order:
+ *   1. DeepSpeed's defaults (zn_config_defaults).
+ *   2. JSON syntax (cJSON), with line:column of the first error, duplicate
+ *      keys anywhere, a top-level object.
+ *   3. Every section is read through a table of key descriptors (type, range,
+ *      where the value goes, which "auto" rule fills it). "auto" is filled from
+ *      the command-line args while reading, the way Hugging Face's Trainer does.
+ *   4. Args that are set override what the file says.
+ *   5. Resolution: the batch triad (DeepSpeed's inference), overlap_comm's
+ *      stage-dependent default, the model dtype, and the checks that involve
+ *      more than one key.
+ * Nothing here keeps state between calls; all memory is freed before return. */
+#include "core/config.h"
+#include "core/json_track.h"
+#include "core/hjson.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_CONFIG_BYTES (16L << 20) /* a DeepSpeed config is a few KiB; this is a sanity cap */
+#define PATH_LEN 256
+#define MAX_KEYS 64                  /* most keys in one table (checked at compile time) */
+#define INF HUGE_VAL
+#define TWO63 9223372036854775808.0  /* 2^63: LONG_MAX rounds to this as a double */
+
+/* ------------------------------------------------------------------------ */
+/* defaults                                                                  */
+
+void zn_config_args_init(ZnConfigArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->world_size = 1;
+    a->train_batch_size = a->micro_batch = a->grad_accum = -1;
+    a->stage = -1;
+    a->seed = -1;
+    a->lr = a->weight_decay = a->beta1 = a->beta2 = a->eps = NAN;
+    a->max_grad_norm = NAN;
+    a->warmup_steps = a->total_steps = -1;
+    a->dtype = -1;
+    a->hidden_size = -1;
+    a->canonical = a->exact = -1;
+}
+
+static void offload_defaults(ZnOffloadConfig *o, long buffer_count) {
+    memset(o, 0, sizeof *o);
+    o->device = ZN_OFFLOAD_NONE;
+    o->pin_memory = 1;       /* True since DeepSpeed PR #8207 */
+    o->buffer_count = buffer_count;
+    o->buffer_size = 1e8;
+    o->max_in_cpu = 1e9;
+    o->fast_init = 0;
+    o->ratio = 1.0;
+}
+
+void zn_config_defaults(ZnConfig *c) {
+    memset(c, 0, sizeof *c);
+    c->train_batch_size = c->micro_batch = c->grad_accum = -1;
+
+    c->optimizer_present = 0;
+    c->opt_type = ZN_OPT_ADAM;
+    c->adamw = 1;            /* adam_w_mode defaults to True */
+    c->torch_adam = 0;
+    c->bias_correction = 1;
+    c->lr = 1e-3;            /* FusedAdam's constructor defaults */
+    c->beta1 = 0.9;
+    c->beta2 = 0.999;
+    c->eps = 1e-8;
+    c->weight_decay = 0.0;
+
+    ZnZeroConfig *z = &c->zero;
+    z->stage = 0;
+    z->contiguous_gradients = 1;
+    z->reduce_scatter = 1;
+    z->reduce_bucket_size = 500000000L;
+    z->use_multi_rank_bucket_allreduce = 1;
+    z->allgather_partitions = 1;
+    z->allgather_bucket_size = 500000000L;
+    z->overlap_comm = -1;    /* None: resolved from the stage */
+    z->load_from_fp32_weights = 1;
+    z->elastic_checkpoint = 0;
+    offload_defaults(&z->offload_param, 5);
+    offload_defaults(&z->offload_optimizer, 4);
+    z->sub_group_size = 1000000000L;
+    z->prefetch_bucket_size = 50000000L;
+    z->param_persistence_threshold = 100000L;
+    z->model_persistence_threshold = LONG_MAX; /* sys.maxsize */
+    z->max_live_parameters = 1000000000L;
+    z->max_reuse_distance = 1000000000L;
+    z->gather_16bit_weights_on_model_save = 0;
+    z->module_granularity_threshold = 0;
+    z->use_all_reduce_for_fetch_params = 0;
+    z->allgather_sequential = 0;
+    z->ignore_unused_parameters = 1;
+    z->round_robin_gradients = 0;
+    z->zero_hpz_partition_size = 1;
+    z->zero_quantized_weights = z->zero_quantized_gradients = 0;
+    z->zero_quantized_nontrainable_weights = 0;
+    z->mics_shard_size = -1;
+    z->mics_hierarchical_params_gather = 0;
+    z->memory_efficient_linear = 1;
+    z->pipeline_loading_checkpoint = 0;
+    z->override_module_apply = 1;
+    z->log_trace_cache_warnings = 0;
+
+    ZnFp16Config *h = &c->fp16;
+    h->enabled = 0;
+    h->auto_cast = 0;
+    h->loss_scale = 0.0;
+    h->initial_scale_power = 16;
+    h->loss_scale_window = 1000;
+    h->hysteresis = 2;
+    h->consecutive_hysteresis = 0;
+    h->min_loss_scale = 1.0;
+    h->fp16_master_weights_and_grads = 0;
+
+    ZnBf16Config *b = &c->bf16;
+    b->enabled = 0;
+    b->immediate_grad_update = 0;
+    b->check_grad_overflow = 1;
+    b->bf16_master_weights_and_grads = 0;
+    b->bf16_optimizer_states = 0;
+
+    /* constructor defaults of runtime/lr_schedules.py; NaN where DeepSpeed
+       has None or no default */
+    ZnSchedConfig *s = &c->sched;
+    s->type = ZN_SCHED_NONE;
+    s->warmup_min_lr = 0.0;
+    s->warmup_max_lr = NAN;          /* WarmupLR: None -> the optimizer's lr */
+    s->warmup_num_steps = 1000;
+    s->warmup_type_linear = 0;
+    s->total_num_steps = -1;         /* required where used */
+    s->warmup_min_ratio = 0.0;
+    s->cos_min_ratio = 1e-4;
+    s->cycle_min_lr = s->cycle_max_lr = NAN; /* OneCycle: required */
+    s->decay_lr_rate = 0.0;
+    s->cycle_first_step_size = 2000;
+    s->cycle_second_step_size = -1;
+    s->cycle_first_stair_count = 0;
+    s->cycle_second_stair_count = -1;
+    s->decay_step_size = 0;
+    s->cycle_momentum = 1;
+    s->cycle_min_mom = 0.8;
+    s->cycle_max_mom = 0.9;
+    s->decay_mom_rate = 0.0;
+    s->lr_range_test_min_lr = 1e-3;
+    s->lr_range_test_step_rate = 1.0;
+    s->lr_range_test_step_size = 2000;
+    s->lr_range_test_staircase = 0;
+
+    c->gradient_clipping = 1.0;      /* DeepSpeed >= 0.19.3 */
+    c->prescale_gradients = 0;
+    c->gradient_predivide_factor = 1.0;
+    c->allreduce_sum = 0;
+    c->communication_data_type = -1;
+    c->steps_per_print = 0;
+    c->wall_clock_breakdown = 0;
+    c->memory_breakdown = 0;
+    c->seed = 1234;
+    c->managed_gradient_accumulation = 1;
+    c->zero_allow_untested_optimizer = 0;
+    c->zero_force_ds_cpu_optimizer = 1;
+    c->load_universal = 0;
+    c->canonical = 0;
+    c->deepspeed_quirks = 0;
+    c->exact = 0;
+    c->model_dtype = ZN_F32;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the batch triad: DeepSpeedConfig._set_batch_related_parameters and
+   _batch_assertion, with integer floor division */
+
+int zn_config_resolve_batch(long *tb, long *mb, long *ga, int world, ZnErr *err) {
+    if (world < 1) return zn_err(err, ZN_E_USAGE, "world size must be >= 1, got %d", world);
+    long t = *tb, m = *mb, g = *ga, w = world;
+    int gt = t != -1, gm = m != -1, gg = g != -1;
+    char how[160] = ""; /* how an inferred value came about, for the message */
+
+    if (gt && gm && gg) {
+        /* all three given: nothing inferred */
+    } else if (gt && gm) {
+        if (m == 0) return zn_err(err, ZN_E_USAGE, "train_micro_batch_size_per_gpu 0 has to be greater than 0");
+        g = t / m / w;
+        snprintf(how, sizeof how, " (inferred: train_batch_size %ld // train_micro_batch_size_per_gpu %ld"
+                 " // world size %ld)", t, m, w);
+    } else if (gt && gg) {
+        if (g == 0) return zn_err(err, ZN_E_USAGE, "gradient_accumulation_steps 0 has to be greater than 0");
+        m = t / w / g;
+        snprintf(how, sizeof how, " (inferred: train_batch_size %ld // world size %ld"
+                 " // gradient_accumulation_steps %ld)", t, w, g);
+    } else if (gm && gg) {
+        if (__builtin_mul_overflow(m, g, &t) || __builtin_mul_overflow(t, w, &t))
+            return zn_err(err, ZN_E_USAGE, "train_micro_batch_size_per_gpu %ld * gradient_accumulation_steps %ld"
+                          " * world size %ld overflows", m, g, w);
+    } else if (gt) {
+        g = 1;
+        m = t / w;
+        snprintf(how, sizeof how, " (inferred: train_batch_size %ld // world size %ld)", t, w);
+    } else if (gm) {
+        if (__builtin_mul_overflow(m, w, &t))
+            return zn_err(err, ZN_E_USAGE, "train_micro_batch_size_per_gpu %ld * world size %ld overflows", m, w);
+        g = 1;
+    } else {
+        return zn_err(err, ZN_E_USAGE,
+                      "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+    }
+
+    if (t <= 0) return zn_err(err, ZN_E_USAGE, "train_batch_size %ld has to be greater than 0", t);
+    if (m <= 0) return zn_err(err, ZN_E_USAGE, "train_micro_batch_size_per_gpu %ld has to be greater than 0%s", m, how);
+    if (g <= 0) return zn_err(err, ZN_E_USAGE, "gradient_accumulation_steps %ld has to be greater than 0%s", g, how);
+    long prod;
+    if (__builtin_mul_overflow(m, g, &prod) || __builtin_mul_overflow(prod, w, &prod) || t != prod) {
+        char eq[48] = " (overflows)";
+        if (!__builtin_mul_overflow(m, g, &prod) && !__builtin_mul_overflow(prod, w, &prod))
+            snprintf(eq, sizeof eq, " (= %ld)", prod);
+        return zn_err(err, ZN_E_USAGE, "train_batch_size %ld != train_micro_batch_size_per_gpu %ld"
+                      " * gradient_accumulation_steps %ld * world size %ld%s%s", t, m, g, w, eq, how);
+    }
+    *tb = t;
+    *mb = m;
+    *ga = g;
+    return ZN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* parse context and messages                                                */
+
+typedef struct {
+    const char *src;            /* file name used in messages */
+    const ZnConfigArgs *args;
+    ZnErr *err;
+    ZnConfig *c;
+    const cJSON *root;
+    /* things read now and settled after the args are applied */
+    int tb_auto;                /* train_batch_size was "auto" */
+    int cpu_offload, cpu_offload_param;  /* deprecated bools: -1 absent, 0, 1 */
+    int offload_optimizer_given, offload_param_given;
+    char unimpl[512];           /* F_UNIMPL sections present, ", "-separated */
+} Ctx;
+
+static int fail(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(Ctx *x, const char *fmt, ...) {
+    char msg[sizeof x->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return zn_err(x->err, ZN_E_USAGE, "%s: %s", x->src, msg);
+}
+
+static void warn(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(Ctx *x, const char *fmt, ...) {
+    /* built whole and written with one call so lines from threads do not mix */
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "zinc: warning: %s: ", x->src);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    zn_msg_escape(msg, sizeof msg);   /* a key from the file may hold any byte */
+    fprintf(stderr, "%s\n", msg);
+}
+
+/* Shortest "%g" that reads back as the same double. */
+static void fmt_num(double d, char *buf, size_t n) {
+    snprintf(buf, n, "%.15g", d);
+    if (strtod(buf, NULL) != d) snprintf(buf, n, "%.17g", d);
+}
+
+/* A JSON value as it would appear in a message: 7, 2.5, "abc", true, null. */
+static void render(const cJSON *v, char *buf, size_t n) {
+    if (cJSON_IsNumber(v)) fmt_num(v->valuedouble, buf, n);
+    else if (cJSON_IsString(v)) {
+        const char *s = v->valuestring;
+        size_t len = strlen(s);
+        if (len > 40) snprintf(buf, n, "\"%.40s...\"", s);
+        else snprintf(buf, n, "\"%s\"", s);
+    } else if (cJSON_IsTrue(v)) snprintf(buf, n, "true");
+    else if (cJSON_IsFalse(v)) snprintf(buf, n, "false");
+    else if (cJSON_IsNull(v)) snprintf(buf, n, "null");
+    else if (cJSON_IsArray(v)) snprintf(buf, n, "an array");
+    else if (cJSON_IsObject(v)) snprintf(buf, n, "an object");
+    else snprintf(buf, n, "?");
+}
+
+static void join(char *out, const char *path, const char *key) {
+    if (path[0]) snprintf(out, PATH_LEN, "%s.%s", path, key);
+    else snprintf(out, PATH_LEN, "%s", key);
+}
+
+static int is_auto(const cJSON *v) {
+    return cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* key descriptors                                                           */
+
+typedef enum {
+    K_BOOL,    /* JSON true/false into an int */
+    K_INT,     /* integral number into an int */
+    K_LONG,    /* integral number into a long */
+    K_NUM,     /* finite number into a double */
+    K_INTNUM,  /* integral number into a double (DeepSpeed int fields zinc keeps as double) */
+    K_ANY,     /* known to DeepSpeed, not used by zinc: any value accepted */
+    K_FN,      /* read by the key's own function */
+} KType;
+
+enum {
+    F_NULL = 1,     /* JSON null means DeepSpeed's None: store .none */
+    F_GT = 2,       /* lower bound exclusive */
+    F_UNIMPL = 4,   /* K_ANY: a DeepSpeed feature section zinc does not implement (named in one warning) */
+    F_LT = 4,       /* upper bound exclusive */
+    F_DISCARD = 8,  /* validated, then dropped (zinc has no use for it) */
+};
+
+/* Hugging Face Trainer's "auto" fill rules (transformers integrations/deepspeed.py
+   HfTrainerDeepSpeedConfig.trainer_config_process / trainer_config_finalize) */
+typedef enum {
+    FILL_NONE = 0, FILL_TB, FILL_MB, FILL_GA, FILL_LR, FILL_WD, FILL_EPS, FILL_BETAS, FILL_CLIP,
+    FILL_MAX_LR, FILL_MIN_LR, FILL_WARMUP, FILL_TOTAL, FILL_REDUCE_BUCKET, FILL_PREFETCH,
+    FILL_PERSIST, FILL_FP16, FILL_BF16,
+} Fill;
+
+typedef struct Key Key;
+typedef int (*KeyFn)(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base);
+struct Key {
+    const char *name, *alias, *alias2; /* accepted spellings of one setting */
+    KType type;
+    size_t off;                        /* field offset in the section's struct */
+    double lo, hi;                     /* accepted range */
+    unsigned flags;
+    double none;                       /* stored for null when F_NULL */
+    Fill fill;
+    KeyFn fn;                          /* K_FN */
+    unsigned sched;                    /* scheduler.params: schedules taking the key */
+};
+
+#define RANGE(LO_, HI_) .lo = (LO_), .hi = (HI_)
+
+typedef enum { UNKNOWN_WARN, UNKNOWN_FORBID, UNKNOWN_ZINC } Unknown;
+
+/* "an integer 0..3", "a positive number", ... for "expected ..." messages */
+static void describe(const Key *k, char *buf, size_t n) {
+    char lo[32], hi[32];
+    fmt_num(k->lo, lo, sizeof lo);
+    fmt_num(k->hi, hi, sizeof hi);
+    const char *null = (k->flags & F_NULL) ? " or null" : "";
+    if (k->type == K_BOOL) {
+        snprintf(buf, n, "true or false%s", null);
+        return;
+    }
+    int integer = k->type != K_NUM;
+    const char *what = integer ? "an integer" : "a number";
+    if (k->lo == -INF && k->hi == INF) {
+        snprintf(buf, n, "%s%s", integer ? "an integer" : "a finite number", null);
+    } else if (k->hi == INF || (k->type == K_INT && k->hi >= INT_MAX)) {
+        if ((k->lo == 0 && (k->flags & F_GT)) || (integer && k->lo == 1 && !(k->flags & F_GT)))
+            snprintf(buf, n, "a positive %s%s", integer ? "integer" : "number", null);
+        else
+            snprintf(buf, n, "%s %s %s%s", what, (k->flags & F_GT) ? ">" : ">=", lo, null);
+    } else if (integer) {
+        snprintf(buf, n, "an integer %s..%s%s", lo, hi, null);
+    } else {
+        snprintf(buf, n, "a number in %s%s, %s%s%s", (k->flags & F_GT) ? "(" : "[", lo, hi,
+                 (k->flags & F_LT) ? ")" : "]", null);
+    }
+}
+
+static int bad_value(Ctx *x, const Key *k, const char *path, const char *got, const char *from) {
+    char want[96];
+    describe(k, want, sizeof want);
+    return fail(x, "%s: expected %s, got %s%s", path, want, got, from);
+}
+
+static int in_range(const Key *k, double d) {
+    if ((k->flags & F_GT) ? !(d > k->lo) : !(d >= k->lo)) return 0;
+    if ((k->flags & F_LT) ? !(d < k->hi) : !(d <= k->hi)) return 0;
+    return 1;
+}
+
+static void store(const Key *k, void *base, double d) {
+    if (k->flags & F_DISCARD) return;
+    char *p = (char *)base + k->off;
+    switch (k->type) {
+    case K_BOOL: case K_INT: *(int *)p = (int)d; break;
+    /* 2^63 is what sys.maxsize (LONG_MAX) becomes in a double: read it as LONG_MAX */
+    case K_LONG: *(long *)p = d >= TWO63 ? LONG_MAX : (long)d; break;
+    case K_NUM: case K_INTNUM: *(double *)p = d; break;
+    default: break;
+    }
+}
+
+/* Checks a number against the key's type and range, then stores it. */
+static int put_number(Ctx *x, const Key *k, double d, const char *path, void *base, const char *from) {
+    if (k->type == K_BOOL) { /* only from "auto" */
+        store(k, base, d != 0);
+        return ZN_OK;
+    }
+    int ok = isfinite(d);
+    if (ok && k->type != K_NUM) ok = d == floor(d) && d >= -TWO63 && d <= TWO63;
+    if (ok && k->type == K_INT) ok = d >= INT_MIN && d <= INT_MAX;
+    if (ok) ok = in_range(k, d);
+    if (!ok) {
+        char got[48];
+        fmt_num(d, got, sizeof got);
+        return bad_value(x, k, path, got, from);
+    }
+    store(k, base, d);
+    return ZN_OK;
+}
+
+/* Value of an "auto" from the args. Returns 1 with *v set, 0 when the key
+   stays "not given" (batch triad with its flag unset), or an error. */
+static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *from, size_t nfrom) {
+    const ZnConfigArgs *a = x->args;
+    const char *flag = NULL;
+    double h = (double)a->hidden_size;
+    int have = 1;
+    switch (k->fill) {
+    case FILL_TB: x->tb_auto = 1; return 0; /* settled once micro batch and accumulation are known */
+    case FILL_MB: flag = "--micro-batch"; if (a->micro_batch == -1) return 0; *v = (double)a->micro_batch; break;
+    case FILL_GA: flag = "--grad-accum"; if (a->grad_accum == -1) return 0; *v = (double)a->grad_accum; break;
+    case FILL_LR: case FILL_MAX_LR: flag = "--lr"; have = !isnan(a->lr); *v = a->lr; break;
+    case FILL_WD: flag = "--weight-decay"; have = !isnan(a->weight_decay); *v = a->weight_decay; break;
+    case FILL_EPS: flag = "--eps"; have = !isnan(a->eps); *v = a->eps; break;
+    case FILL_CLIP: flag = "--max-grad-norm"; have = !isnan(a->max_grad_norm); *v = a->max_grad_norm; break;
+    case FILL_MIN_LR: flag = "Hugging Face's 0"; *v = 0.0; break;
+    case FILL_WARMUP: flag = "--warmup-steps"; have = a->warmup_steps != -1; *v = (double)a->warmup_steps; break;
+    case FILL_TOTAL: flag = "--total-steps"; have = a->total_steps != -1; *v = (double)a->total_steps; break;
+    case FILL_FP16: flag = "--dtype"; *v = a->dtype == ZN_F16; break;   /* unset dtype: false */
+    case FILL_BF16: flag = "--dtype"; *v = a->dtype == ZN_BF16; break;
+    case FILL_REDUCE_BUCKET: case FILL_PREFETCH: case FILL_PERSIST:
+        if (a->hidden_size <= 0) return fail(x, "%s is \"auto\" but the model's hidden size is not known", path);
+        flag = "the model's hidden size";
+        /* Python's int(0.9 * h * h): left to right in double, truncated */
+        *v = k->fill == FILL_REDUCE_BUCKET ? h * h : k->fill == FILL_PREFETCH ? floor(0.9 * h * h) : 10 * h;
+        break;
+    default: return fail(x, "%s: \"auto\" is not supported for this key", path);
+    }
+    if (!have) return fail(x, "%s is \"auto\" but no %s was given", path, flag);
+    snprintf(from, nfrom, " (\"auto\" from %s)", flag);
+    return 1;
+}
+
+static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    char got[64];
+    if (k->type == K_ANY) {
+        size_t n = strlen(x->unimpl);
+        if ((k->flags & F_UNIMPL) && n + strlen(k->name) + 3 < sizeof x->unimpl)
+            snprintf(x->unimpl + n, sizeof x->unimpl - n, "%s%s", n ? ", " : "", k->name);
+        return ZN_OK;
+    }
+    if (is_auto(v) && k->fill == FILL_NONE) return fail(x, "%s: \"auto\" is not supported for this key", path);
+    if (k->type == K_FN) return k->fn(x, k, v, path, base);
+    if (is_auto(v)) {
+        char from[64];
+        double d = 0;
+        int r = auto_value(x, k, path, &d, from, sizeof from);
+        if (r != 1) return r;
+        return put_number(x, k, d, path, base, from);
+    }
+    if (cJSON_IsNull(v) && (k->flags & F_NULL)) {
+        store(k, base, k->none);
+        return ZN_OK;
+    }
+    if (k->type == K_BOOL) {
+        /* DeepSpeed's pydantic would take 0/1 too; zinc wants JSON booleans */
+        if (!cJSON_IsBool(v)) { render(v, got, sizeof got); return bad_value(x, k, path, got, ""); }
+        store(k, base, cJSON_IsTrue(v));
+        return ZN_OK;
+    }
+    if (!cJSON_IsNumber(v)) { render(v, got, sizeof got); return bad_value(x, k, path, got, ""); }
+    return put_number(x, k, v->valuedouble, path, base, "");
+}
+
+static const Key *find_key(const Key *keys, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++) {
+        const Key *k = &keys[i];
+        if (strcmp(k->name, name) == 0 || (k->alias && strcmp(k->alias, name) == 0) ||
+            (k->alias2 && strcmp(k->alias2, name) == 0))
+            return k;
+    }
+    return NULL;
+}
+
+/* Reads every member of obj through the table. A setting given twice under
+   two spellings (an alias, a deprecated name) is an error, as DeepSpeed's
+   deprecated-field check asserts. */
+static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *keys, size_t n,
+                       void *base, Unknown unknown) {
+    const char *seen[MAX_KEYS] = {0};
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        char sub[PATH_LEN];
+        join(sub, path, it->string);
+        const Key *k = find_key(keys, n, it->string);
+        if (!k) {
+            if (unknown == UNKNOWN_FORBID)
+                return fail(x, "%s: unknown key (DeepSpeed forbids unknown keys in %s)", sub, path);
+            if (unknown == UNKNOWN_ZINC)
+                return fail(x, "%s: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks)", sub);
+            warn(x, "%s: unknown key, ignored", sub);
+            continue;
+        }
+        size_t i = (size_t)(k - keys);
+        if (seen[i]) return fail(x, "%s: given twice (as \"%s\" and \"%s\")", sub, seen[i], it->string);
+        seen[i] = it->string;
+        int rc = read_key(x, k, it, sub, base);
+        if (rc) return rc;
+    }
+    return ZN_OK;
+}
+
+/* A section that must be an object; null counts as absent (*present = 0). */
+static int section(Ctx *x, const cJSON *v, const char *path, int *present) {
+    *present = cJSON_IsObject(v);
+    if (cJSON_IsNull(v) || cJSON_IsObject(v)) return ZN_OK;
+    char got[64];
+    render(v, got, sizeof got);
+    return fail(x, "%s: expected an object, got %s", path, got);
+}
+
+static int want_string(Ctx *x, const cJSON *v, const char *path, const char *want) {
+    if (cJSON_IsString(v) && !is_auto(v)) return ZN_OK;
+    char got[64];
+    render(v, got, sizeof got);
+    if (is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
+    return fail(x, "%s: expected %s, got %s", path, want, got);
+}
+
+/* ------------------------------------------------------------------------ */
+/* zero_optimization (runtime/zero/config.py DeepSpeedZeroConfig,
+   runtime/zero/offload_config.py)                                           */
+
+static int read_stage(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnZeroConfig *z = base;
+    if (cJSON_IsBool(v)) {           /* deprecated form: true is stage 1 */
+        z->stage = cJSON_IsTrue(v);
+        return ZN_OK;
+    }
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (isfinite(d) && d == floor(d) && d >= 0 && d <= 3) {
+            z->stage = (int)d;
+            return ZN_OK;
+        }
+    }
+    char got[64];
+    render(v, got, sizeof got);
+    if (is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
+    return fail(x, "%s: expected an integer 0..3, got %s", path, got);
+}
+
+static int read_bool_to(Ctx *x, const cJSON *v, const char *path, int null_ok, int *out) {
+    if (cJSON_IsBool(v)) { *out = cJSON_IsTrue(v); return ZN_OK; }
+    if (null_ok && cJSON_IsNull(v)) { *out = 0; return ZN_OK; }
+    char got[64];
+    render(v, got, sizeof got);
+    if (is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
+    return fail(x, "%s: expected true or false%s, got %s", path, null_ok ? " or null" : "", got);
+}
+
+static int read_legacy_stage1(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k; (void)base;
+    int on = 0;
+    int rc = read_bool_to(x, v, path, 0, &on);
+    if (rc) return rc;
+    if (on) return fail(x, "%s: the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9; not supported", path);
+    return ZN_OK;
+}
+
+static int read_cpu_offload(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)base;
+    int on = 0;
+    int rc = read_bool_to(x, v, path, 1, &on);
+    if (rc) return rc;
+    if (strcmp(k->name, "cpu_offload") == 0) x->cpu_offload = on;
+    else x->cpu_offload_param = on;
+    return ZN_OK;
+}
+
+static int read_unsupported_object(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)base;
+    if (cJSON_IsNull(v)) return ZN_OK;
+    return fail(x, "%s: %s is not supported by zinc", path, k->name);
+}
+
+static int read_true_unsupported(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)base;
+    int on = 0;
+    int rc = read_bool_to(x, v, path, 0, &on);
+    if (rc) return rc;
+    if (on) return fail(x, "%s: %s is not supported by zinc", path, k->name);
+    return ZN_OK;
+}
+
+static int read_device(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnOffloadConfig *o = base;
+    if (cJSON_IsString(v)) {
+        const char *s = v->valuestring;
+        if (strcmp(s, "none") == 0) { o->device = ZN_OFFLOAD_NONE; return ZN_OK; }
+        if (strcmp(s, "cpu") == 0) { o->device = ZN_OFFLOAD_CPU; return ZN_OK; }
+        if (strcmp(s, "nvme") == 0) { o->device = ZN_OFFLOAD_NVME; return ZN_OK; }
+    }
+    char got[64];
+    render(v, got, sizeof got);
+    return fail(x, "%s: expected \"none\", \"cpu\" or \"nvme\", got %s", path, got);
+}
+
+static int read_nvme_path(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnOffloadConfig *o = base;
+    if (cJSON_IsNull(v)) { o->nvme_path[0] = 0; return ZN_OK; }
+    int rc = want_string(x, v, path, "a path or null");
+    if (rc) return rc;
+    if (strlen(v->valuestring) >= sizeof o->nvme_path)
+        return fail(x, "%s: longer than %zu bytes", path, sizeof o->nvme_path - 1);
+    snprintf(o->nvme_path, sizeof o->nvme_path, "%s", v->valuestring);
+    return ZN_OK;
+}
+
+#define O(f) offsetof(ZnOffloadConfig, f)
+static const Key OFFLOAD_PARAM_KEYS[] = {
+    {"device", .type = K_FN, .fn = read_device},
+    {"nvme_path", .type = K_FN, .fn = read_nvme_path},
+    {"buffer_count", .type = K_LONG, .off = O(buffer_count), RANGE(0, INF)},
+    {"buffer_size", .type = K_INTNUM, .off = O(buffer_size), RANGE(0, INF)},
+    {"max_in_cpu", .type = K_INTNUM, .off = O(max_in_cpu), RANGE(0, INF)},
+    {"pin_memory", .type = K_BOOL, .off = O(pin_memory)},
+};
+static const Key OFFLOAD_OPTIMIZER_KEYS[] = {
+    {"device", .type = K_FN, .fn = read_device},
+    {"nvme_path", .type = K_FN, .fn = read_nvme_path},
+    {"buffer_count", .type = K_LONG, .off = O(buffer_count), RANGE(0, INF)},
+    {"pin_memory", .type = K_BOOL, .off = O(pin_memory)},
+    {"pipeline_read", .type = K_BOOL, .flags = F_DISCARD},
+    {"pipeline_write", .type = K_BOOL, .flags = F_DISCARD},
+    {"fast_init", .type = K_BOOL, .off = O(fast_init)},
+    /* DeepSpeed allows 0; zinc wants a section that offloads something */
+    {"ratio", .type = K_NUM, .off = O(ratio), RANGE(0, 1), .flags = F_GT},
+    {"super_offload", .type = K_FN, .fn = read_true_unsupported},
+    {"cpuadam_cores_perc", .type = K_NUM, RANGE(0, 1), .flags = F_DISCARD},
+};
+#undef O
+
+static int read_offload(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    ZnZeroConfig *z = base;
+    int is_param = strcmp(k->name, "offload_param") == 0;
+    ZnOffloadConfig *o = is_param ? &z->offload_param : &z->offload_optimizer;
+    if (is_param) x->offload_param_given = 1;
+    else x->offload_optimizer_given = 1;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc; /* null: no offload */
+    o->present = 1;
+    if (is_param)
+        return read_object(x, v, path, OFFLOAD_PARAM_KEYS,
+                           sizeof OFFLOAD_PARAM_KEYS / sizeof *OFFLOAD_PARAM_KEYS, o, UNKNOWN_FORBID);
+    return read_object(x, v, path, OFFLOAD_OPTIMIZER_KEYS,
+                       sizeof OFFLOAD_OPTIMIZER_KEYS / sizeof *OFFLOAD_OPTIMIZER_KEYS, o, UNKNOWN_FORBID);
+}
+
+#define Z(f) offsetof(ZnZeroConfig, f)
+static const Key ZERO_KEYS[] = {
+    {"stage", .type = K_FN, .fn = read_stage},
+    {"contiguous_gradients", .type = K_BOOL, .off = Z(contiguous_gradients)},
+    {"reduce_scatter", .type = K_BOOL, .off = Z(reduce_scatter)},
+    {"reduce_bucket_size", .type = K_LONG, .off = Z(reduce_bucket_size), RANGE(0, INF), .flags = F_GT,
+     .fill = FILL_REDUCE_BUCKET},
+    {"use_multi_rank_bucket_allreduce", .type = K_BOOL, .off = Z(use_multi_rank_bucket_allreduce)},
+    {"allgather_partitions", .type = K_BOOL, .off = Z(allgather_partitions)},
+    {"allgather_bucket_size", .type = K_LONG, .off = Z(allgather_bucket_size), RANGE(0, INF), .flags = F_GT},
+    {"overlap_comm", .type = K_BOOL, .off = Z(overlap_comm), .flags = F_NULL, .none = -1},
+    {"load_from_fp32_weights", .type = K_BOOL, .off = Z(load_from_fp32_weights)},
+    {"elastic_checkpoint", .type = K_BOOL, .off = Z(elastic_checkpoint)},
+    {"offload_param", .type = K_FN, .fn = read_offload},
+    {"offload_optimizer", .type = K_FN, .fn = read_offload},
+    {"zenflow", .type = K_FN, .fn = read_unsupported_object},
+    {"sub_group_size", .type = K_LONG, .off = Z(sub_group_size), RANGE(0, INF), .flags = F_GT},
+    {"cpu_offload_param", .type = K_FN, .fn = read_cpu_offload},
+    {"cpu_offload_use_pin_memory", .type = K_BOOL, .flags = F_NULL | F_DISCARD},
+    {"cpu_offload", .type = K_FN, .fn = read_cpu_offload},
+    {"prefetch_bucket_size", "stage3_prefetch_bucket_size", .type = K_LONG, .off = Z(prefetch_bucket_size),
+     RANGE(0, INF), .fill = FILL_PREFETCH},
+    {"param_persistence_threshold", "stage3_param_persistence_threshold", .type = K_LONG,
+     .off = Z(param_persistence_threshold), RANGE(0, INF), .fill = FILL_PERSIST},
+    {"model_persistence_threshold", "stage3_model_persistence_threshold", .type = K_LONG,
+     .off = Z(model_persistence_threshold), RANGE(0, INF)},
+    {"max_live_parameters", "stage3_max_live_parameters", .type = K_LONG, .off = Z(max_live_parameters),
+     RANGE(0, INF)},
+    {"max_reuse_distance", "stage3_max_reuse_distance", .type = K_LONG, .off = Z(max_reuse_distance),
+     RANGE(0, INF)},
+    {"gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
+     "stage3_gather_fp16_weights_on_model_save", .type = K_BOOL, .off = Z(gather_16bit_weights_on_model_save)},
+    {"module_granularity_threshold", "stage3_module_granularity_threshold", .type = K_LONG,
+     .off = Z(module_granularity_threshold), RANGE(-INF, INF)},
+    {"use_all_reduce_for_fetch_params", "stage3_use_all_reduce_for_fetch_params", .type = K_BOOL,
+     .off = Z(use_all_reduce_for_fetch_params)},
+    {"allgather_sequential", "stage3_allgather_sequential", .type = K_BOOL, .off = Z(allgather_sequential)},
+    {"partition_stream_chunk_size", "stage3_partition_stream_chunk_size", .type = K_LONG, RANGE(0, INF),
+     .flags = F_DISCARD},
+    {"ignore_unused_parameters", .type = K_BOOL, .off = Z(ignore_unused_parameters)},
+    {"legacy_stage1", .type = K_FN, .fn = read_legacy_stage1},
+    {"round_robin_gradients", .type = K_BOOL, .off = Z(round_robin_gradients)},
+    {"zero_hpz_partition_size", .type = K_LONG, .off = Z(zero_hpz_partition_size), RANGE(0, INF)},
+    {"zero_quantized_weights", .type = K_BOOL, .off = Z(zero_quantized_weights)},
+    {"zero_quantized_nontrainable_weights", .type = K_BOOL, .off = Z(zero_quantized_nontrainable_weights)},
+    {"zero_quantized_gradients", .type = K_BOOL, .off = Z(zero_quantized_gradients)},
+    {"zeropp_loco_param", .type = K_ANY},
+    {"mics_shard_size", .type = K_LONG, .off = Z(mics_shard_size), RANGE(-INF, INF)},
+    {"mics_hierarchical_params_gather", .type = K_BOOL, .off = Z(mics_hierarchical_params_gather)},
+    {"memory_efficient_linear", .type = K_BOOL, .off = Z(memory_efficient_linear)},
+    {"pipeline_loading_checkpoint", .type = K_BOOL, .off = Z(pipeline_loading_checkpoint)},
+    {"override_module_apply", .type = K_BOOL, .off = Z(override_module_apply)},
+    {"log_trace_cache_warnings", .type = K_BOOL, .off = Z(log_trace_cache_warnings)},
+    {"enable_sanity_checks", .type = K_BOOL, .flags = F_DISCARD},
+    {"save_muon_momentum_buffer_in_memory", .type = K_BOOL, .flags = F_DISCARD},
+    {"leaf_module", .type = K_ANY},
+};
+#undef Z
+
+/* Applies the deprecated cpu_offload / cpu_offload_param bools the way
+   DeepSpeedConfigModel._process_deprecated_field does. */
+static int apply_cpu_offload(Ctx *x, int flag, int given_new, ZnOffloadConfig *o, const char *old_name,
+                             const char *new_name) {
+    if (flag == -1) return ZN_OK;
+    if (given_new)
+        return fail(x, "zero_optimization.%s: cannot give the deprecated %s together with %s", old_name,
+                    old_name, new_name);
+    if (flag) {
+        o->present = 1;
+        o->device = ZN_OFFLOAD_CPU;
+    }
+    return ZN_OK;
+}
+
+static int read_zero(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    if (cJSON_IsBool(v)) {
+        /* the deprecated "zero_optimization": true form (read_zero_config_deprecated) */
+        c->zero.stage = cJSON_IsTrue(v);
+        const cJSON *ag = cJSON_GetObjectItemCaseSensitive(x->root, "allgather_size");
+        if (c->zero.stage > 0 && ag) {
+            static const Key agk = {"allgather_size", .type = K_LONG, .off = offsetof(ZnZeroConfig,
+                                    allgather_bucket_size), RANGE(0, INF), .flags = F_GT};
+            return read_key(x, &agk, ag, "allgather_size", &c->zero);
+        }
+        return ZN_OK;
+    }
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    rc = read_object(x, v, path, ZERO_KEYS, sizeof ZERO_KEYS / sizeof *ZERO_KEYS, &c->zero, UNKNOWN_FORBID);
+    if (rc) return rc;
+    rc = apply_cpu_offload(x, x->cpu_offload, x->offload_optimizer_given, &c->zero.offload_optimizer,
+                           "cpu_offload", "offload_optimizer");
+    if (rc) return rc;
+    return apply_cpu_offload(x, x->cpu_offload_param, x->offload_param_given, &c->zero.offload_param,
+                             "cpu_offload_param", "offload_param");
+}
+
+/* ------------------------------------------------------------------------ */
+/* fp16 / bf16 (runtime/precision_config.py)                                 */
+
+#define H(f) offsetof(ZnFp16Config, f)
+static const Key FP16_KEYS[] = {
+    {"enabled", .type = K_BOOL, .off = H(enabled), .fill = FILL_FP16},
+    {"auto_cast", .type = K_BOOL, .off = H(auto_cast)},
+    {"loss_scale", .type = K_NUM, .off = H(loss_scale), RANGE(0, INF)},
+    /* zinc keeps 2^power a finite fp32 >= 1 */
+    {"initial_scale_power", .type = K_INT, .off = H(initial_scale_power), RANGE(0, 127)},
+    {"loss_scale_window", .type = K_LONG, .off = H(loss_scale_window), RANGE(-INF, INF)},
+    {"hysteresis", .type = K_INT, .off = H(hysteresis), RANGE(1, INT_MAX)},
+    {"consecutive_hysteresis", .type = K_BOOL, .off = H(consecutive_hysteresis)},
+    {"min_loss_scale", .type = K_INTNUM, .off = H(min_loss_scale), RANGE(-INF, INF)},
+    {"fp16_master_weights_and_grads", .type = K_BOOL, .off = H(fp16_master_weights_and_grads)},
+};
+#undef H
+
+#define B(f) offsetof(ZnBf16Config, f)
+static const Key BF16_KEYS[] = {
+    {"enabled", .type = K_BOOL, .off = B(enabled), .fill = FILL_BF16},
+    {"immediate_grad_update", .type = K_BOOL, .off = B(immediate_grad_update)},
+    {"check_grad_overflow", .type = K_BOOL, .off = B(check_grad_overflow)},
+    {"bf16_master_weights_and_grads", .type = K_BOOL, .off = B(bf16_master_weights_and_grads)},
+    {"bf16_optimizer_states", .type = K_BOOL, .off = B(bf16_optimizer_states)},
+};
+#undef B
+
+static int read_fp16(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    return read_object(x, v, path, FP16_KEYS, sizeof FP16_KEYS / sizeof *FP16_KEYS, &c->fp16, UNKNOWN_WARN);
+}
+
+static int read_bf16(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    return read_object(x, v, path, BF16_KEYS, sizeof BF16_KEYS / sizeof *BF16_KEYS, &c->bf16, UNKNOWN_WARN);
+}
+
+/* ------------------------------------------------------------------------ */
+/* optimizer (runtime/config.py, engine._configure_basic_optimizer)          */
+
+static int read_betas(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    static const Key beta = {"beta", .type = K_NUM, RANGE(0, 1), .flags = F_LT | F_DISCARD};
+    double b[2] = {0, 0};
+    if (is_auto(v)) {
+        const ZnConfigArgs *a = x->args;
+        if (isnan(a->beta1) || isnan(a->beta2))
+            return fail(x, "%s is \"auto\" but no --beta1 and --beta2 were given", path);
+        b[0] = a->beta1;
+        b[1] = a->beta2;
+        for (int i = 0; i < 2; i++) {
+            char sub[PATH_LEN];
+            snprintf(sub, sizeof sub, "%s[%d]", path, i);
+            int rc = put_number(x, &beta, b[i], sub, NULL, i ? " (\"auto\" from --beta2)" : " (\"auto\" from --beta1)");
+            if (rc) return rc;
+        }
+    } else {
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) {
+            char got[64];
+            render(v, got, sizeof got);
+            return fail(x, "%s: expected [beta1, beta2], two numbers in [0, 1), got %s", path, got);
+        }
+        int i = 0;
+        for (const cJSON *e = v->child; e; e = e->next, i++) {
+            char sub[PATH_LEN];
+            snprintf(sub, sizeof sub, "%s[%d]", path, i);
+            int rc = read_key(x, &beta, e, sub, NULL);
+            if (rc) return rc;
+            b[i] = e->valuedouble;
+        }
+    }
+    c->beta1 = b[0];
+    c->beta2 = b[1];
+    return ZN_OK;
+}
+
+static int read_max_grad_norm(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k; (void)v; (void)base;
+    return fail(x, "%s: not supported as an optimizer parameter (DeepSpeed raises); use the top-level"
+                " \"gradient_clipping\"", path);
+}
+
+#define C(f) offsetof(ZnConfig, f)
+static const Key OPT_PARAM_KEYS[] = {
+    {"lr", .type = K_NUM, .off = C(lr), RANGE(0, INF), .fill = FILL_LR},
+    {"betas", .type = K_FN, .fn = read_betas, .fill = FILL_BETAS},
+    {"eps", .type = K_NUM, .off = C(eps), RANGE(0, INF), .flags = F_GT, .fill = FILL_EPS},
+    {"weight_decay", .type = K_NUM, .off = C(weight_decay), RANGE(0, INF), .fill = FILL_WD},
+    {"adam_w_mode", .type = K_BOOL, .off = C(adamw)}, /* combined with the type after reading */
+    {"bias_correction", .type = K_BOOL, .off = C(bias_correction)},
+    {"torch_adam", .type = K_BOOL, .off = C(torch_adam)},
+    {"amsgrad", .type = K_FN, .fn = read_true_unsupported},
+    {"max_grad_norm", .type = K_FN, .fn = read_max_grad_norm},
+    {"set_grad_none", .type = K_BOOL, .flags = F_DISCARD},
+    {"fp32_optimizer_states", .type = K_BOOL, .flags = F_DISCARD},
+};
+
+static int read_opt_params(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    return read_object(x, v, path, OPT_PARAM_KEYS, sizeof OPT_PARAM_KEYS / sizeof *OPT_PARAM_KEYS, base,
+                       UNKNOWN_WARN);
+}
+
+static const Key OPT_KEYS[] = {
+    {"type", .type = K_ANY},  /* read first, by read_optimizer */
+    {"params", .type = K_FN, .fn = read_opt_params},
+    {"legacy_fusion", .type = K_ANY},
+};
+
+static int read_optimizer(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
+    if (!t) return fail(x, "optimizer.type: missing (zinc supports Adam, AdamW)");
+    rc = want_string(x, t, "optimizer.type", "a string");
+    if (rc) return rc;
+    /* DeepSpeed lower-cases the names it knows */
+    char name[64];
+    snprintf(name, sizeof name, "%s", t->valuestring);
+    for (char *p = name; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    if (strcmp(name, "adam") == 0) c->opt_type = ZN_OPT_ADAM;
+    else if (strcmp(name, "adamw") == 0) c->opt_type = ZN_OPT_ADAMW;
+    else return fail(x, "optimizer.type: '%s' is not supported by zinc (Adam, AdamW)", name);
+    c->optimizer_present = 1;
+    c->adamw = 1;
+    rc = read_object(x, v, path, OPT_KEYS, sizeof OPT_KEYS / sizeof *OPT_KEYS, c, UNKNOWN_WARN);
+    if (rc) return rc;
+    /* "Adam" means AdamW unless adam_w_mode is false */
+    c->adamw = c->opt_type == ZN_OPT_ADAMW || c->adamw;
+    return ZN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* scheduler (runtime/lr_schedules.py)                                       */
+
+enum {
+    SK_WARMUP = 1u << ZN_SCHED_WARMUP_LR,
+    SK_DECAY = 1u << ZN_SCHED_WARMUP_DECAY_LR,
+    SK_COSINE = 1u << ZN_SCHED_WARMUP_COSINE_LR,
+    SK_CYCLE = 1u << ZN_SCHED_ONE_CYCLE,
+    SK_RANGE = 1u << ZN_SCHED_LR_RANGE_TEST,
+    SK_ALL = SK_WARMUP | SK_DECAY | SK_COSINE | SK_CYCLE | SK_RANGE,
+};
+
+static const char *const SCHED_NAMES[] = {
+    NULL, "WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle", "LRRangeTest",
+};
+
+static int read_warmup_type(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnSchedConfig *s = base;
+    int rc = want_string(x, v, path, "\"log\" or \"linear\"");
+    if (rc) return rc;
+    if (strcmp(v->valuestring, "linear") == 0) s->warmup_type_linear = 1;
+    else if (strcmp(v->valuestring, "log") == 0) s->warmup_type_linear = 0;
+    else {
+        /* DeepSpeed warns and falls back to log */
+        warn(x, "%s: unknown warmup_type '%s', using 'log'", path, v->valuestring);
+        s->warmup_type_linear = 0;
+    }
+    return ZN_OK;
+}
+
+#define S(f) offsetof(ZnSchedConfig, f)
+static const Key SCHED_PARAM_KEYS[] = {
+    {"warmup_min_lr", .type = K_NUM, .off = S(warmup_min_lr), RANGE(0, INF), .fill = FILL_MIN_LR,
+     .sched = SK_WARMUP | SK_DECAY},
+    {"warmup_max_lr", .type = K_NUM, .off = S(warmup_max_lr), RANGE(0, INF), .flags = F_NULL, .none = NAN,
+     .fill = FILL_MAX_LR, .sched = SK_WARMUP | SK_DECAY},
+    {"warmup_num_steps", .type = K_LONG, .off = S(warmup_num_steps), RANGE(1, INF), .fill = FILL_WARMUP,
+     .sched = SK_WARMUP | SK_DECAY | SK_COSINE},
+    {"warmup_type", .type = K_FN, .fn = read_warmup_type, .sched = SK_WARMUP | SK_DECAY | SK_COSINE},
+    {"total_num_steps", .type = K_LONG, .off = S(total_num_steps), RANGE(1, INF), .fill = FILL_TOTAL,
+     .sched = SK_DECAY | SK_COSINE},
+    {"warmup_min_ratio", .type = K_NUM, .off = S(warmup_min_ratio), RANGE(0, INF), .sched = SK_COSINE},
+    {"cos_min_ratio", .type = K_NUM, .off = S(cos_min_ratio), RANGE(0, INF), .sched = SK_COSINE},
+    {"cycle_min_lr", .type = K_NUM, .off = S(cycle_min_lr), RANGE(0, INF), .sched = SK_CYCLE},
+    {"cycle_max_lr", .type = K_NUM, .off = S(cycle_max_lr), RANGE(0, INF), .sched = SK_CYCLE},
+    {"decay_lr_rate", .type = K_NUM, .off = S(decay_lr_rate), RANGE(0, INF), .sched = SK_CYCLE},
+    {"cycle_first_step_size", .type = K_LONG, .off = S(cycle_first_step_size), RANGE(1, INF), .sched = SK_CYCLE},
+    {"cycle_second_step_size", .type = K_LONG, .off = S(cycle_second_step_size), RANGE(0, INF),
+     .flags = F_NULL, .none = -1, .sched = SK_CYCLE},
+    {"cycle_first_stair_count", .type = K_LONG, .off = S(cycle_first_stair_count), RANGE(0, INF),
+     .sched = SK_CYCLE},
+    {"cycle_second_stair_count", .type = K_LONG, .off = S(cycle_second_stair_count), RANGE(0, INF),
+     .flags = F_NULL, .none = -1, .sched = SK_CYCLE},
+    {"decay_step_size", .type = K_LONG, .off = S(decay_step_size), RANGE(0, INF), .sched = SK_CYCLE},
+    {"cycle_momentum", .type = K_BOOL, .off = S(cycle_momentum), .sched = SK_CYCLE},
+    {"cycle_min_mom", .type = K_NUM, .off = S(cycle_min_mom), RANGE(0, 1), .flags = F_LT, .sched = SK_CYCLE},
+    {"cycle_max_mom", .type = K_NUM, .off = S(cycle_max_mom), RANGE(0, 1), .flags = F_LT, .sched = SK_CYCLE},
+    {"decay_mom_rate", .type = K_NUM, .off = S(decay_mom_rate), RANGE(0, INF), .sched = SK_CYCLE},
+    {"lr_range_test_min_lr", .type = K_NUM, .off = S(lr_range_test_min_lr), RANGE(0, INF), .sched = SK_RANGE},
+    {"lr_range_test_step_size", .type = K_LONG, .off = S(lr_range_test_step_size), RANGE(1, INF),
+     .sched = SK_RANGE},
+    {"lr_range_test_step_rate", .type = K_NUM, .off = S(lr_range_test_step_rate), RANGE(0, INF),
+     .sched = SK_RANGE},
+    {"lr_range_test_staircase", .type = K_BOOL, .off = S(lr_range_test_staircase), .sched = SK_RANGE},
+    /* every constructor takes it; zinc resumes schedules from checkpoints instead */
+    {"last_batch_iteration", .type = K_LONG, RANGE(-1, INF), .flags = F_DISCARD, .sched = SK_ALL},
+};
+#undef S
+
+static int read_sched_params(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    size_t n = sizeof SCHED_PARAM_KEYS / sizeof *SCHED_PARAM_KEYS;
+    unsigned mine = 1u << c->sched.type;
+    /* The constructor is called with **params: a parameter of another
+       schedule is a TypeError in DeepSpeed, so it is an error here too. */
+    for (const cJSON *it = v->child; it; it = it->next) {
+        const Key *sk = find_key(SCHED_PARAM_KEYS, n, it->string);
+        if (sk && !(sk->sched & mine))
+            return fail(x, "%s.%s: not a parameter of %s", path, it->string, SCHED_NAMES[c->sched.type]);
+    }
+    return read_object(x, v, path, SCHED_PARAM_KEYS, n, &c->sched, UNKNOWN_WARN);
+}
+
+static const Key SCHED_KEYS[] = {
+    {"type", .type = K_ANY},  /* read first, by read_scheduler */
+    {"params", .type = K_FN, .fn = read_sched_params},
+};
+
+static int read_scheduler(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
+    if (!t) return fail(x, "scheduler.type: missing (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)");
+    rc = want_string(x, t, "scheduler.type", "a string");
+    if (rc) return rc;
+    c->sched.type = ZN_SCHED_NONE;
+    for (int i = ZN_SCHED_WARMUP_LR; i <= ZN_SCHED_LR_RANGE_TEST; i++)
+        if (strcmp(t->valuestring, SCHED_NAMES[i]) == 0) c->sched.type = (ZnSchedType)i;
+    if (c->sched.type == ZN_SCHED_NONE)
+        return fail(x, "scheduler.type: unknown schedule '%s' (WarmupLR, WarmupDecayLR, WarmupCosineLR,"
+                    " OneCycle, LRRangeTest)", t->valuestring);
+    /* WarmupDecayLR's warmup_max_lr defaults to 0.001; WarmupLR's to None */
+    if (c->sched.type == ZN_SCHED_WARMUP_DECAY_LR) c->sched.warmup_max_lr = 0.001;
+    return read_object(x, v, path, SCHED_KEYS, sizeof SCHED_KEYS / sizeof *SCHED_KEYS, c, UNKNOWN_WARN);
+}
+
+/* ------------------------------------------------------------------------ */
+/* top level                                                                 */
+
+static int read_allreduce_op(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    if (cJSON_IsString(v) && strcasecmp(v->valuestring, "mean") == 0) { c->allreduce_sum = 0; return ZN_OK; }
+    if (cJSON_IsString(v) && strcasecmp(v->valuestring, "sum") == 0) { c->allreduce_sum = 1; return ZN_OK; }
+    char got[64];
+    render(v, got, sizeof got);
+    return fail(x, "%s: expected \"mean\" or \"sum\", got %s", path, got);
+}
+
+static int read_comm_dtype(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    if (cJSON_IsNull(v)) { c->communication_data_type = -1; return ZN_OK; }
+    if (cJSON_IsString(v)) {   /* DeepSpeed lower-cases it */
+        if (strcasecmp(v->valuestring, "fp32") == 0) { c->communication_data_type = ZN_F32; return ZN_OK; }
+        if (strcasecmp(v->valuestring, "fp16") == 0) { c->communication_data_type = ZN_F16; return ZN_OK; }
+        if (strcasecmp(v->valuestring, "bf16") == 0) { c->communication_data_type = ZN_BF16; return ZN_OK; }
+    }
+    char got[64];
+    render(v, got, sizeof got);
+    return fail(x, "%s: expected \"fp32\", \"fp16\", \"bf16\" or null, got %s", path, got);
+}
+
+static int read_tag_validation(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k; (void)base;
+    if (cJSON_IsString(v) && (strcasecmp(v->valuestring, "ignore") == 0 ||
+                              strcasecmp(v->valuestring, "warn") == 0 || strcasecmp(v->valuestring, "fail") == 0))
+        return ZN_OK;
+    char got[64];
+    render(v, got, sizeof got);
+    return fail(x, "%s: expected \"Ignore\", \"Warn\" or \"Fail\", got %s", path, got);
+}
+
+static const Key CHECKPOINT_KEYS[] = {
+    {"load_universal", .type = K_BOOL, .off = C(load_universal)},
+    {"tag_validation", .type = K_FN, .fn = read_tag_validation},
+    {"use_node_local_storage", .type = K_BOOL, .flags = F_DISCARD},
+    {"parallel_write", .type = K_ANY},
+    {"writer", .type = K_ANY},
+};
+
+static const Key ZINC_KEYS[] = {
+    {"canonical", .type = K_BOOL, .off = C(canonical)},
+    {"exact", .type = K_BOOL, .off = C(exact)},
+    {"deepspeed_quirks", .type = K_BOOL, .off = C(deepspeed_quirks)},
+};
+
+static int read_checkpoint(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    return read_object(x, v, path, CHECKPOINT_KEYS, sizeof CHECKPOINT_KEYS / sizeof *CHECKPOINT_KEYS, base,
+                       UNKNOWN_WARN);
+}
+
+static int read_zinc(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    return read_object(x, v, path, ZINC_KEYS, sizeof ZINC_KEYS / sizeof *ZINC_KEYS, base, UNKNOWN_ZINC);
+}
+
+/* Sections zinc accepts and ignores; when one of them is switched on it
+   would change what DeepSpeed computes, so say that it is ignored. */
+static int read_ignored_feature(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k; (void)base;
+    const cJSON *en = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "enabled") : NULL;
+    if (cJSON_IsTrue(en)) warn(x, "%s.enabled: zinc does not implement %s; ignored", path, path);
+    return ZN_OK;
+}
+
+static const Key TOP_KEYS[] = {
+    {"train_batch_size", .type = K_LONG, .off = C(train_batch_size), RANGE(1, INF), .flags = F_NULL,
+     .none = -1, .fill = FILL_TB},
+    {"train_micro_batch_size_per_gpu", .type = K_LONG, .off = C(micro_batch), RANGE(1, INF), .flags = F_NULL,
+     .none = -1, .fill = FILL_MB},
+    {"gradient_accumulation_steps", .type = K_LONG, .off = C(grad_accum), RANGE(1, INF), .flags = F_NULL,
+     .none = -1, .fill = FILL_GA},
+    {"optimizer", .type = K_FN, .fn = read_optimizer},
+    {"scheduler", .type = K_FN, .fn = read_scheduler},
+    {"fp16", .type = K_FN, .fn = read_fp16},
+    {"bf16", "bfloat16", .type = K_FN, .fn = read_bf16},
+    {"zero_optimization", .type = K_FN, .fn = read_zero},
+    {"allgather_size", .type = K_ANY},   /* read with a boolean zero_optimization */
+    {"gradient_clipping", .type = K_NUM, .off = C(gradient_clipping), RANGE(0, INF), .fill = FILL_CLIP},
+    {"prescale_gradients", .type = K_BOOL, .off = C(prescale_gradients)},
+    {"gradient_predivide_factor", .type = K_NUM, .off = C(gradient_predivide_factor), RANGE(0, INF),
+     .flags = F_GT},
+    {"gradient_allreduce_op", .type = K_FN, .fn = read_allreduce_op},
+    {"communication_data_type", .type = K_FN, .fn = read_comm_dtype},
+    {"steps_per_print", .type = K_LONG, .off = C(steps_per_print), RANGE(0, INF), .flags = F_NULL, .none = 0},
+    {"wall_clock_breakdown", .type = K_BOOL, .off = C(wall_clock_breakdown)},
+    {"memory_breakdown", .type = K_BOOL, .off = C(memory_breakdown)},
+    {"seed", .type = K_LONG, .off = C(seed), RANGE(0, INF)},
+    {"managed_gradient_accumulation", .type = K_BOOL, .off = C(managed_gradient_accumulation)},
+    {"zero_allow_untested_optimizer", .type = K_BOOL, .off = C(zero_allow_untested_optimizer)},
+    {"zero_force_ds_cpu_optimizer", .type = K_BOOL, .off = C(zero_force_ds_cpu_optimizer)},
+    {"checkpoint", .type = K_FN, .fn = read_checkpoint},
+    {"zinc", .type = K_FN, .fn = read_zinc},
+    /* DeepSpeed features zinc does not implement */
+    {"amp", .type = K_FN, .fn = read_ignored_feature},
+    {"torch_autocast", .type = K_FN, .fn = read_ignored_feature},
+    {"elasticity", .type = K_FN, .fn = read_ignored_feature},
+    {"progressive_layer_drop", .type = K_FN, .fn = read_ignored_feature},
+    /* DeepSpeed feature sections zinc does not implement: accepted, and
+       named together in one warning (Z-CFG-006) */
+#define UNIMPL .type = K_ANY, .flags = F_UNIMPL
+    {"autotuning", UNIMPL}, {"flops_profiler", UNIMPL},
+    {"activation_checkpointing", UNIMPL}, {"sparse_attention", UNIMPL},
+    {"data_efficiency", UNIMPL}, {"curriculum_learning", UNIMPL},
+    {"compression_training", UNIMPL}, {"tensorboard", UNIMPL},
+    {"wandb", UNIMPL}, {"csv_monitor", UNIMPL}, {"comet", UNIMPL},
+    {"comms_logger", UNIMPL}, {"aio", UNIMPL}, {"nebula", UNIMPL}, {"pipeline", UNIMPL},
+    {"eigenvalue", UNIMPL}, {"quantize_training", UNIMPL}, {"hybrid_engine", UNIMPL},
+    {"weight_quantization", UNIMPL}, {"compile", UNIMPL}, {"tensor_parallel", UNIMPL},
+#undef UNIMPL
+    /* DeepSpeed settings with no effect on what zinc computes: silent */
+    {"data_types", .type = K_ANY}, {"timers", .type = K_ANY}, {"sparse_gradients", .type = K_ANY},
+    {"disable_allgather", .type = K_ANY}, {"dump_state", .type = K_ANY},
+    {"graph_harvesting", .type = K_ANY}, {"dataloader_drop_last", .type = K_ANY},
+    {"log_level", .type = K_ANY}, {"use_data_before_expert_parallelism", .type = K_ANY},
+    {"seq_parallel_communication_data_type", .type = K_ANY}, {"vocabulary_size", .type = K_ANY},
+    {"sequence_parallel_size", .type = K_ANY},
+};
+#undef C
+
+_Static_assert(sizeof TOP_KEYS / sizeof *TOP_KEYS <= MAX_KEYS, "raise MAX_KEYS");
+_Static_assert(sizeof ZERO_KEYS / sizeof *ZERO_KEYS <= MAX_KEYS, "raise MAX_KEYS");
+
+/* ------------------------------------------------------------------------ */
+/* JSON syntax                                                               */
+
+/* (cJSON takes every byte <= 32 as whitespace; so does this scan.)
+   cJSON's return_parse_end is one byte late in two cases: a key that does not
+   start with '"' and a string that never ends (it points just past where the
+   string began). The text before the failure parsed, so a scan of it
+   (strings and brackets only) tells which case it is. */
+static size_t error_offset(const char *s, size_t len, size_t p, int *unterminated) {
+    *unterminated = 0;
+    if (p == 0 || p > len) return p > len ? len : p;
+    char stack[64];   /* innermost containers; deeper ones do not matter */
+    size_t depth = 0, str_start = 0;
+    int in_str = 0, esc = 0;
+    for (size_t i = 0; i < p - 1; i++) {
+        char ch = s[i];
+        if (in_str) {
+            if (esc) esc = 0;
+            else if (ch == '\\') esc = 1;
+            else if (ch == '"') in_str = 0;
+        } else if (ch == '"') { in_str = 1; str_start = i; }
+        else if (ch == '{' || ch == '[') { if (depth < sizeof stack) stack[depth] = ch; depth++; }
+        else if ((ch == '}' || ch == ']') && depth > 0) depth--;
+    }
+    char c = s[p - 1];
+    if (!in_str && c == '"') { in_str = 1; str_start = p - 1; esc = 0; }
+    else if (in_str) {
+        /* p - 1 is inside a string: its end is searched for after it */
+    } else {
+        /* a key was expected at p - 1: inside an object, after '{' or ',' */
+        size_t j = p - 1;
+        while (j > 0 && (unsigned char)s[j - 1] <= 32) j--;
+        int in_object = depth > 0 && depth <= sizeof stack && stack[depth - 1] == '{';
+        /* '}' right after '{' is an empty object, not a failed key */
+        int key_expected = j > 0 && (s[j - 1] == ',' || (s[j - 1] == '{' && c != '}'));
+        if (in_object && key_expected && (unsigned char)c > 32) return p - 1;
+        return p;
+    }
+    /* in a string: unterminated if no closing quote follows */
+    for (size_t i = str_start + 1; i < len; i++) {
+        if (s[i] == '\\') { i++; continue; }
+        if (s[i] == '"') return p; /* it ends: the error is what cJSON says (a bad escape) */
+    }
+    *unterminated = 1;
+    return str_start;
+}
+
+static int syntax_error(Ctx *x, const char *buf, size_t len, size_t pos, const char *why) {
+    long line = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < pos && i < len; i++)
+        if (buf[i] == '\n') { line++; bol = i + 1; }
+    long col = (long)(pos - bol) + 1;
+    char near[256] = ""; /* a reason, or " near '" + 16 bytes as \xNN at most + "'" */
+    if (why) {
+        snprintf(near, sizeof near, ": %s", why);
+    } else if (pos >= len) {
+        snprintf(near, sizeof near, ": unexpected end of input");
+    } else {
+        /* up to 16 bytes of what is there, on this line, non-printables as \xNN */
+        size_t n = 0;
+        n += (size_t)snprintf(near + n, sizeof near - n, " near '");
+        for (size_t i = pos; i < len && i < pos + 16 && buf[i] != '\n' && buf[i] != '\r'; i++) {
+            unsigned char ch = (unsigned char)buf[i];
+            if (ch >= 32 && ch < 127) near[n++] = (char)ch;
+            else n += (size_t)snprintf(near + n, sizeof near - n, "\\x%02x", ch);
+        }
+        snprintf(near + n, sizeof near - n, "'");
+    }
+    return zn_err(x->err, ZN_E_USAGE, "%s:%ld:%ld: JSON syntax error%s", x->src, line, col, near);
+}
+
+typedef struct { const char *key; size_t index; } KeyRef;
+
+static int cmp_keyref(const void *a, const void *b) {
+    const KeyRef *p = a, *q = b;
+    int r = strcmp(p->key, q->key);
+    if (r) return r;
+    return p->index < q->index ? -1 : p->index > q->index;
+}
+
+/* Python's json with DeepSpeed's dict_raise_error_on_duplicate_keys rejects a
+   key given twice in one object; cJSON keeps both, so look for them. Sorting
+   keeps this O(n log n) for big objects; the duplicate reported is the one
+   whose second occurrence comes first in the file. */
+static int check_duplicates(Ctx *x, const cJSON *node, char *path, size_t plen) {
+    if (cJSON_IsObject(node)) {
+        size_t n = 0;
+        for (const cJSON *it = node->child; it; it = it->next) n++;
+        if (n > 1) {
+            KeyRef *refs = malloc(n * sizeof *refs);
+            if (!refs) return zn_err(x->err, ZN_E_NOMEM, "%s: out of memory", x->src);
+            size_t i = 0;
+            for (const cJSON *it = node->child; it; it = it->next, i++) refs[i] = (KeyRef){it->string, i};
+            qsort(refs, n, sizeof *refs, cmp_keyref);
+            const char *dup = NULL;
+            size_t dup_at = n;
+            for (i = 1; i < n; i++)
+                if (strcmp(refs[i].key, refs[i - 1].key) == 0 && refs[i].index < dup_at &&
+                    (i < 2 || strcmp(refs[i].key, refs[i - 2].key) != 0)) {
+                    dup = refs[i].key;
+                    dup_at = refs[i].index;
+                }
+            int rc = ZN_OK;
+            if (dup) {
+                char full[PATH_LEN];
+                join(full, path, dup);
+                rc = fail(x, "%s: duplicate key", full);
+            }
+            free(refs);
+            if (rc) return rc;
+        }
+    }
+    int idx = 0;
+    for (const cJSON *it = node->child; it; it = it->next, idx++) {
+        if (!cJSON_IsObject(it) && !cJSON_IsArray(it)) continue;
+        if (cJSON_IsObject(node))
+            snprintf(path + plen, PATH_LEN - plen, "%s%s", plen ? "." : "", it->string);
+        else
+            snprintf(path + plen, PATH_LEN - plen, "[%d]", idx);
+        size_t sub = strlen(path);
+        int rc = check_duplicates(x, it, path, sub);
+        path[plen] = 0;
+        if (rc) return rc;
+    }
+    return ZN_OK;
+}
+
+static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
+    *out = NULL;
+    if (len > (size_t)MAX_CONFIG_BYTES) return fail(x, "config is larger than 16 MiB");
+    const char *nul = memchr(text, 0, len);
+    if (nul) return syntax_error(x, text, len, (size_t)(nul - text), "NUL byte in input");
+    /* DeepSpeed reads configs with hjson: rewrite to strict JSON (strict
+       JSON passes unchanged), keeping where each byte came from (Z-CFG-014) */
+    ZnHjson h;
+    int hrc = zn_hjson_to_json(text, len, &h);
+    if (hrc) {
+        int rc = hrc == -2 ? zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src)
+                           : syntax_error(x, text, len, h.err_at, h.why);
+        zn_hjson_free(&h);
+        return rc;
+    }
+    const char *end = NULL;
+    zn_json_track();   /* out of memory is not a syntax error */
+    cJSON *root = cJSON_ParseWithLengthOpts(h.json, h.len + 1, &end, 1);
+    if (zn_json_failed()) {
+        cJSON_Delete(root);
+        zn_hjson_free(&h);
+        return zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src);
+    }
+    if (!root) {
+        size_t p = end ? (size_t)(end - h.json) : 0;
+        int unterminated;
+        size_t at = error_offset(h.json, h.len, p, &unterminated);
+        int rc = syntax_error(x, text, len, h.from[at < h.len ? at : h.len], unterminated ? "unterminated string" : NULL);
+        zn_hjson_free(&h);
+        return rc;
+    }
+    zn_hjson_free(&h);
+    if (!cJSON_IsObject(root)) {
+        char got[64];
+        render(root, got, sizeof got);
+        cJSON_Delete(root);
+        return fail(x, "the top level must be a JSON object, got %s", got);
+    }
+    char path[PATH_LEN] = "";
+    int rc = check_duplicates(x, root, path, 0);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    *out = root;
+    return ZN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* args, then resolution                                                     */
+
+static int apply_args(Ctx *x) {
+    const ZnConfigArgs *a = x->args;
+    ZnConfig *c = x->c;
+    if (a->world_size < 1) return fail(x, "world size must be >= 1, got %d", a->world_size);
+    if (a->train_batch_size != -1) { c->train_batch_size = a->train_batch_size; x->tb_auto = 0; }
+    if (a->micro_batch != -1) c->micro_batch = a->micro_batch;
+    if (a->grad_accum != -1) c->grad_accum = a->grad_accum;
+    if (a->stage != -1) {
+        if (a->stage < 0 || a->stage > 3) return fail(x, "--stage: expected an integer 0..3, got %d", a->stage);
+        c->zero.stage = a->stage;
+    }
+    if (a->seed != -1) {
+        if (a->seed < 0) return fail(x, "--seed: expected an integer >= 0, got %ld", a->seed);
+        c->seed = a->seed;
+    }
+    struct { double v; double *dst; const char *flag; double lo, hi; int gt, lt; } nums[] = {
+        {a->lr, &c->lr, "--lr", 0, INF, 0, 0},
+        {a->weight_decay, &c->weight_decay, "--weight-decay", 0, INF, 0, 0},
+        {a->beta1, &c->beta1, "--beta1", 0, 1, 0, 1},
+        {a->beta2, &c->beta2, "--beta2", 0, 1, 0, 1},
+        {a->eps, &c->eps, "--eps", 0, INF, 1, 0},
+        {a->max_grad_norm, &c->gradient_clipping, "--max-grad-norm", 0, INF, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+        if (isnan(nums[i].v)) continue;
+        Key k = {nums[i].flag, .type = K_NUM, RANGE(nums[i].lo, nums[i].hi),
+                 .flags = F_DISCARD | (nums[i].gt ? F_GT : 0) | (nums[i].lt ? F_LT : 0)};
+        int rc = put_number(x, &k, nums[i].v, nums[i].flag, NULL, "");
+        if (rc) return rc;
+        *nums[i].dst = nums[i].v;
+    }
+    if (a->warmup_steps != -1) {
+        if (a->warmup_steps < 1) return fail(x, "--warmup-steps: expected a positive integer, got %ld", a->warmup_steps);
+        c->sched.warmup_num_steps = a->warmup_steps;
+    }
+    if (a->dtype != -1) {
+        if (a->dtype != ZN_F32 && a->dtype != ZN_F16 && a->dtype != ZN_BF16)
+            return fail(x, "--dtype: expected fp32, fp16 or bf16, got %s", zn_dtype_name((ZnDtype)a->dtype));
+        c->fp16.enabled = a->dtype == ZN_F16;
+        c->bf16.enabled = a->dtype == ZN_BF16;
+    }
+    if (a->canonical != -1) c->canonical = a->canonical != 0;
+    if (a->exact != -1) c->exact = a->exact != 0;
+    /* Hugging Face: train_batch_size = world size * micro batch * accumulation */
+    if (x->tb_auto && c->micro_batch > 0 && c->grad_accum > 0) {
+        long t;
+        if (__builtin_mul_overflow(c->micro_batch, c->grad_accum, &t) ||
+            __builtin_mul_overflow(t, (long)a->world_size, &t))
+            return fail(x, "train_batch_size: \"auto\" overflows");
+        c->train_batch_size = t;
+    }
+    return ZN_OK;
+}
+
+static const char *offload_name(int is_param) { return is_param ? "offload_param" : "offload_optimizer"; }
+
+static int check_offload(Ctx *x, const ZnOffloadConfig *o, int is_param) {
+    const ZnConfig *c = x->c;
+    const char *name = offload_name(is_param);
+    if (o->device != ZN_OFFLOAD_NONE) {
+        if (c->zero.stage == 0)
+            return fail(x, "zero_optimization.%s: offload requires ZeRO stage 1, 2 or 3 (stage is 0)", name);
+        if (o->device == ZN_OFFLOAD_NVME && !o->nvme_path[0])
+            return fail(x, "zero_optimization.%s.nvme_path: required when device is \"nvme\"", name);
+        if (is_param && c->zero.stage != 3)
+            warn(x, "zero_optimization.offload_param: only ZeRO stage 3 offloads parameters; ignored at stage %d",
+                 c->zero.stage);
+    }
+    /* DeepSpeedZeroConfig.offload_ratio_check: looks at the ratio whatever the device */
+    if (!is_param && o->present && o->ratio < 1.0 && c->zero.stage != 3)
+        return fail(x, "zero_optimization.offload_optimizer.ratio: partial offload (ratio < 1) needs ZeRO stage 3");
+    return ZN_OK;
+}
+
+static int resolve(Ctx *x) {
+    ZnConfig *c = x->c;
+    ZnZeroConfig *z = &c->zero;
+    int rc = zn_config_resolve_batch(&c->train_batch_size, &c->micro_batch, &c->grad_accum, x->args->world_size,
+                                     x->err);
+    if (rc) return zn_err_prefix(x->err, "%s: ", x->src);
+
+    if (z->overlap_comm == -1) z->overlap_comm = z->stage == 3;
+    /* the engine sets prefetch_bucket_size to 1 when it builds the stage 3 optimizer */
+    if (z->allgather_sequential && z->stage == 3) z->prefetch_bucket_size = 1;
+    /* stage 1/2 assert 4-byte (2 fp16 elements) alignment of the all-gather bucket */
+    if ((z->stage == 1 || z->stage == 2) && z->allgather_bucket_size % 2 != 0)
+        return fail(x, "zero_optimization.allgather_bucket_size: must be even (a multiple of 2) at ZeRO stage %d,"
+                    " got %ld", z->stage, z->allgather_bucket_size);
+    if ((rc = check_offload(x, &z->offload_optimizer, 0))) return rc;
+    if ((rc = check_offload(x, &z->offload_param, 1))) return rc;
+
+    if (c->fp16.enabled && c->bf16.enabled)
+        return fail(x, "fp16.enabled and bf16.enabled are both true; bf16 and fp16 modes cannot be enabled together");
+    if (c->fp16.enabled && c->fp16.loss_scale == 0) {
+        if (c->fp16.loss_scale_window <= 0)
+            return fail(x, "fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled"
+                        " (loss_scale 0), got %ld", c->fp16.loss_scale_window);
+        if (c->fp16.min_loss_scale <= 0)
+            return fail(x, "fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled"
+                        " (loss_scale 0), got %.17g", c->fp16.min_loss_scale);
+    }
+    if (c->fp16.fp16_master_weights_and_grads && z->stage == 0)
+        return fail(x, "fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
+    if (c->bf16.bf16_master_weights_and_grads && z->stage == 0)
+        return fail(x, "bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
+    if (c->bf16.bf16_optimizer_states && z->stage == 0)
+        return fail(x, "bf16.bf16_optimizer_states: only supported with ZeRO stage 1, 2 or 3");
+    if (c->bf16.bf16_optimizer_states && !c->bf16.bf16_master_weights_and_grads)
+        return fail(x, "bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads");
+    if (c->allreduce_sum && z->stage == 3)
+        return fail(x, "gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3");
+
+    ZnSchedConfig *s = &c->sched;
+    const char *sname = SCHED_NAMES[s->type];
+    if ((s->type == ZN_SCHED_WARMUP_DECAY_LR || s->type == ZN_SCHED_WARMUP_COSINE_LR)) {
+        if (s->total_num_steps == -1) return fail(x, "scheduler.params.total_num_steps: required by %s", sname);
+        /* total_num_steps < warmup_num_steps is warned about by the scheduler
+           itself (Z-SCHED-008), built once per run */
+    }
+    if (s->type == ZN_SCHED_ONE_CYCLE) {
+        if (isnan(s->cycle_min_lr)) return fail(x, "scheduler.params.cycle_min_lr: required by OneCycle");
+        if (isnan(s->cycle_max_lr)) return fail(x, "scheduler.params.cycle_max_lr: required by OneCycle");
+    }
+
+    c->model_dtype = c->fp16.enabled ? ZN_F16 : c->bf16.enabled ? ZN_BF16 : ZN_F32;
+    return ZN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* entry points                                                              */
+
+int zn_config_parse(const char *text, size_t len, const char *source, const ZnConfigArgs *args, ZnConfig *out,
+                    ZnErr *err) {
+    ZnConfigArgs none;
+    if (!args) {
+        zn_config_args_init(&none);
+        args = &none;
+    }
+    ZnConfig c;
+    zn_config_defaults(&c);
+    Ctx x = {.src = source ? source : "config", .args = args, .err = err, .c = &c,
+             .cpu_offload = -1, .cpu_offload_param = -1};
+    cJSON *root = NULL;
+    int rc = ZN_OK;
+    if (text) rc = parse_json(&x, text, len, &root);
+    if (!rc && root) {
+        x.root = root;
+        rc = read_object(&x, root, "", TOP_KEYS, sizeof TOP_KEYS / sizeof *TOP_KEYS, &c, UNKNOWN_WARN);
+        if (!rc && x.unimpl[0]) warn(&x, "sections zinc does not implement, ignored: %s", x.unimpl);
+    }
+    cJSON_Delete(root);
+    if (!rc) rc = apply_args(&x);
+    if (!rc) rc = resolve(&x);
+    if (!rc) *out = c;  /* out is written only on success */
+    return rc;
+}
+
+int zn_config_load(const char *path, const ZnConfigArgs *args, ZnConfig *out, ZnErr *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return zn_err(err, ZN_E_USAGE, "cannot open '%s': %s", path, strerror(errno));
+    /* read one byte past the cap to tell "exactly 16 MiB" from "more" */
+    char *buf = malloc((size_t)MAX_CONFIG_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
+    }
+    errno = 0;
+    size_t n = fread(buf, 1, (size_t)MAX_CONFIG_BYTES + 1, f);
+    int bad = ferror(f), e = errno;
+    fclose(f);
+    int rc;
+    if (bad) rc = zn_err(err, ZN_E_IO, "cannot read '%s': %s", path, strerror(e ? e : EIO));
+    else if (n > (size_t)MAX_CONFIG_BYTES) rc = zn_err(err, ZN_E_USAGE, "%s: config is larger than 16 MiB", path);
+    else rc = zn_config_parse(buf, n, path, args, out, err);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,28 @@
+/* json_track.c: cJSON allocations that remember their failures (see
+ * json_track.h). */
+#include "core/json_track.h"
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+static _Thread_local int failed;   /* C11 thread storage: rank threads build their own documents */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void *tracked_malloc(size_t n) {
+    void *p = malloc(n);
+    if (!p) failed = 1;
+    return p;
+}
+
+/* cJSON frees what its own hook allocated, so plain free pairs with it */
+static void install(void) {
+    cJSON_Hooks h = {tracked_malloc, free};
+    cJSON_InitHooks(&h);
+}
+
+void zn_json_track(void) {
+    pthread_once(&once, install);
+    failed = 0;
+}
+
+int zn_json_failed(void) { return failed; }

@@ -1,0 +1,143 @@
+/* device.h: the device seam. Memory with a category tag, accounted per rank
+ * (current and peak per category), and the math kernels the engine and the
+ * model need. Implementations: host (src/device_host.c, the reference twins)
+ * and, with the CUDA work, kernels/. In meta mode allocations are counted but
+ * no memory is touched (dry runs of the memory report). */
+#ifndef ZN_DEVICE_H
+#define ZN_DEVICE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/err.h"
+#include "core/dtype.h"
+#include "engine/optim.h"
+
+typedef enum {
+    ZN_MEM_PARAMS16 = 0,  /* working (model-dtype) weights; 16-bit in mixed precision */
+    ZN_MEM_MASTER32,      /* fp32 master partition */
+    ZN_MEM_GRADS,         /* gradient buffers / partitions */
+    ZN_MEM_EXP_AVG,
+    ZN_MEM_EXP_AVG_SQ,
+    ZN_MEM_BUCKETS,       /* reduce buckets, gather staging */
+    ZN_MEM_ACTIVATIONS,
+    ZN_MEM_WORKSPACE,     /* per-layer gradient scratch, temporaries */
+    ZN_MEM_NCAT
+} ZnMemCat;
+
+const char *zn_mem_cat_name(ZnMemCat c);
+
+typedef struct {
+    long cur[ZN_MEM_NCAT], peak[ZN_MEM_NCAT];
+    long cur_total, peak_total;
+    /* a second peak for reports that reset their own window (DeepSpeed's
+       see_memory_usage resets the peak after printing) */
+    long win_peak[ZN_MEM_NCAT], win_peak_total;
+    long nallocs;              /* live allocations */
+} ZnMemStats;
+
+typedef struct ZnKernels ZnKernels;
+/* declared ahead: the backend hooks inside the struct take the device */
+typedef struct ZnDevice ZnDevice;
+
+struct ZnDevice {
+    const char *name;          /* "host", "cuda" */
+    long capacity;             /* bytes; 0 = unlimited. Exceeding it fails the alloc */
+    int meta;                  /* 1: account only, return a non-dereferenceable token */
+    ZnMemStats mem;
+    const ZnKernels *k;
+    /* the backend's raw memory: alloc_n bytes, zero-filled, charging
+       accounted_n bytes to cat through zn_mem_charge; free gives both back */
+    void *(*alloc)(struct ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
+    void (*free)(struct ZnDevice *d, void *p);
+    void *impl;
+};
+
+/* Accounting shared by every backend (spec Z-MEM-*): charges n bytes to cat,
+ * updating current and peak counters; fails with ZN_E_NOMEM and a message
+ * naming the category when the device's capacity would be exceeded. */
+int zn_mem_charge(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err);
+void zn_mem_uncharge(ZnDevice *d, size_t n, ZnMemCat cat);
+
+void zn_device_host_init(ZnDevice *d);
+/* Zero-filled allocation of n bytes in category cat; NULL + err on failure. */
+void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err);
+/* Allocates alloc_n bytes but charges accounted_n to the category: the
+ * simulator keeps 16-bit tensors as fp32 values rounded to the 16-bit grid
+ * (bit-identical values) and charges the device their 16-bit size. */
+void *zn_dev_alloc_as(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
+void zn_dev_free(ZnDevice *d, void *p);
+void zn_mem_reset_peak(ZnMemStats *m);
+void zn_mem_reset_window(ZnMemStats *m);
+
+/* The math and data movement the engine, the model and the optimizer need,
+ * on buffers that live in the device's memory. The engine never dereferences
+ * a device buffer: it moves data with upload/download/copy and computes with
+ * these kernels, so the same engine code runs on the host device (these
+ * reference twins, src/device_host.c) and on CUDA (kernels/).
+ *
+ * Every kernel takes the rank's device first (the CUDA backend finds its
+ * stream and cuBLAS handle there). All loops accumulate in a fixed,
+ * documented order and the host build uses -ffp-contract=off, so the CUDA
+ * twins in exact mode can match bit for bit. "Round to dt" means: for
+ * ZN_F16/ZN_BF16 replace the fp32 value by the nearest value of that grid
+ * (round to nearest even, zn_round_f16/zn_round_bf16); for ZN_F32 nothing.
+ * 16-bit model tensors are fp32 buffers holding grid values (Z-PREC-001). */
+struct ZnKernels {
+    /* --- data movement (synchronous: the data is in place on return) --- */
+    void (*upload)(ZnDevice *d, void *dst, const void *src_host, size_t bytes);
+    void (*download)(ZnDevice *d, void *dst_host, const void *src, size_t bytes);
+    void (*copy)(ZnDevice *d, void *dst, const void *src, size_t bytes);   /* device to device; no overlap */
+    void (*zero)(ZnDevice *d, void *dst, size_t bytes);
+
+    /* --- elementwise on fp32 buffers --- */
+    /* x[i] = round_dt(x[i]) */
+    void (*round_dt)(ZnDevice *d, ZnDtype dt, float *x, long n);
+    /* dst[i] = round_dt(dst[i] + src[i]) */
+    void (*add)(ZnDevice *d, ZnDtype dt, float *dst, const float *src, long n);
+    /* x[i] = round_dt(x[i] / div) (a true division, not a multiply by 1/div) */
+    void (*div)(ZnDevice *d, ZnDtype dt, float *x, long n, float div);
+    /* dst16[i] = bits of src[i] rounded to dt (ZN_F16 or ZN_BF16) */
+    void (*pack16)(ZnDevice *d, ZnDtype dt, uint16_t *dst16, const float *src, long n);
+    /* dst[i] = value of the dt bit pattern src16[i] */
+    void (*unpack16)(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *src16, long n);
+
+    /* --- reductions (results returned to the host) --- */
+    /* max |x[i]| over the finite values and whether any value is inf/NaN */
+    ZnAbsMax (*absmax)(ZnDevice *d, const float *x, long n);
+    /* the exact 128-bit sum of floor(x[i]^2 * 2^shift), added into the
+       (*hi, *lo) given, as zn_sumsq_fixed does (the engine passes zeros) */
+    void (*sumsq_fixed)(ZnDevice *d, const float *x, long n, int shift, uint64_t *hi, uint64_t *lo);
+
+    /* --- the optimizer --- */
+    /* One Adam/AdamW step over n elements exactly as zn_adam_step (gradient
+       first multiplied by grad_mul: unscale and clip in the same pass). If
+       work != NULL it also writes work[i] = round_dt(p[i]) after the update
+       (the working copy; DeepSpeed needs a separate pass). */
+    void (*adam)(ZnDevice *d, long n, float *p, const float *g, float *m, float *v,
+                 const ZnAdamParams *hp, long t, float grad_mul, float *work, ZnDtype dt);
+
+    /* --- the model --- */
+    /* C[M,N] = A[M,K] . B[N,K]^T, each C[i][j] summed over k = 0..K-1 in
+       order from 0.0f; then + bias[j] if bias != NULL. */
+    void (*gemm_nt)(ZnDevice *d, int M, int N, int K, const float *A, const float *B,
+                    const float *bias, float *C);
+    /* C[M,N] = A[M,K] . B[K,N], k in order. */
+    void (*gemm_nn)(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);
+    /* C[M,N] = A[K,M]^T . B[K,N], k in order. */
+    void (*gemm_tn)(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);
+    /* out[j] = sum_{i=0..M-1} A[i][j] in order of i. */
+    void (*colsum)(ZnDevice *d, int M, int N, const float *A, float *out);
+    void (*relu_fwd)(ZnDevice *d, long n, const float *x, float *y);
+    /* dx = dy where y > 0 else 0 (y: the ReLU output) */
+    void (*relu_bwd)(ZnDevice *d, long n, const float *y, const float *dy, float *dx);
+    /* Softmax cross-entropy over B rows of C logits (labels: B ints in device
+       memory); returns the mean loss to the host (sum of per-row losses in
+       row order, divided by B). dlogits (if not NULL) = (softmax - onehot) *
+       grad_scale. exp and log come from src/zn_math.h (one definition that
+       gcc and nvcc both compile). */
+    float (*softmax_xent)(ZnDevice *d, int B, int C, const float *logits, const int *labels,
+                          float grad_scale, float *dlogits);
+};
+
+extern const ZnKernels zn_host_kernels;
+
+#endif

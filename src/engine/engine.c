@@ -1,0 +1,1003 @@
+/* engine.c: ZeRO stages 0-3 as one SPMD engine (spec Z-ENG-*).
+ *
+ * What each stage keeps on a rank (Ψ = parameter count, aligned/padded as the
+ * layout says, N = world size):
+ *   stage 0  full params, full grads, full Adam state; grads all-reduced at the
+ *            accumulation boundary; every rank steps everything.
+ *   stage 1  full params, full grads; optimizer state and master for its
+ *            partition; grads reduce-scattered at the boundary; params
+ *            all-gathered after the step.
+ *   stage 2  full params; gradient, master and state partitions; grads
+ *            reduce-scattered bucket by bucket every micro-step.
+ *   stage 3  everything partitioned; params gathered before each layer's
+ *            forward and backward and released after; grads reduce-scattered
+ *            every micro-step.
+ * Averaging: every stage divides the local gradient by N before the sum
+ * (DeepSpeed's reduce-scatter path; Z-ENG-010), so that in fp32 without
+ * accumulation all stages produce the same bits. */
+#include "engine/engine.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+/* ---------------------------------------------------------------------- */
+/* small helpers */
+
+static float *falloc(ZnEngine *E, long n, ZnMemCat cat, ZnErr *err) {
+    return (float *)zn_dev_alloc(E->dev, (size_t)(n > 0 ? n : 1) * sizeof(float), cat, err);
+}
+
+/* A tensor of the model dtype. The simulator keeps 16-bit tensors as fp32
+ * values rounded to the 16-bit grid -- the same values a 16-bit buffer holds
+ * -- and charges the device their 16-bit size (Z-PREC-001). */
+static float *talloc(ZnEngine *E, long n, ZnMemCat cat, ZnErr *err) {
+    size_t m = (size_t)(n > 0 ? n : 1);
+    return (float *)zn_dev_alloc_as(E->dev, m * sizeof(float), m * zn_dtype_size(E->dt), cat, err);
+}
+
+/* Every buffer below is device memory: the engine moves and computes on it
+ * only through the device's kernels (Z-DEV-001). These wrappers name the
+ * few operations the engine repeats. */
+
+/* Rounds to the grid of the model dtype (round to nearest even); fp32:
+ * nothing. Every value stored in a model-dtype tensor goes through here or
+ * through a kernel that rounds the same way (Z-PREC-001). */
+static void round_dt(ZnEngine *E, float *x, long n) {
+    E->k->round_dt(E->dev, E->dt, x, n);
+}
+
+static void dcopy(ZnEngine *E, float *dst, const float *src, long n) {
+    E->k->copy(E->dev, dst, src, (size_t)n * sizeof(float));
+}
+
+/* dst = src, or dst = round_dt(dst + src): the fp32 sum rounded once */
+static void copy_or_add(ZnEngine *E, float *dst, const float *src, long n, int add) {
+    if (add) E->k->add(E->dev, E->dt, dst, src, n);
+    else dcopy(E, dst, src, n);
+}
+
+/* dst = round_dt(src), or dst = round_dt(dst + src): a received gradient
+ * entering a partition held in the model dtype */
+static void put_grad(ZnEngine *E, float *dst, const float *src, long n, int add) {
+    copy_or_add(E, dst, src, n, add);
+    if (!add) round_dt(E, dst, n);
+}
+
+/* DeepSpeed's averaging on the reduce-scatter path: divide, then sum. In
+ * canonical mode the average is one final scale instead (Z-CANON-003). */
+static void predivide(ZnEngine *E, float *x, long n) {
+    if (E->cfg->allreduce_sum || E->world == 1 || E->canonical) return;
+    E->k->div(E->dev, E->dt, x, n, (float)E->world);
+}
+
+/* ---------------------------------------------------------------------- */
+/* collectives in the communication dtype: 16-bit collectives go through a
+ * staging buffer of real 16-bit values, so the simulator's reduction rounds
+ * every partial sum to 16 bits and the counters count 2-byte elements */
+
+static int stage16(ZnEngine *E, long n, ZnErr *err) {
+    if (n <= E->comm16_cap) return 0;
+    zn_dev_free(E->dev, E->comm16);
+    E->comm16 = (uint16_t *)zn_dev_alloc(E->dev, (size_t)n * 2, ZN_MEM_BUCKETS, err);
+    E->comm16_cap = E->comm16 ? n : 0;
+    return E->comm16 ? 0 : err->code;
+}
+
+static long prefix_count(const long *counts, int r);
+static double ms_since(double t0) { return 1e3 * (zn_now_s() - t0); }
+
+static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->cdt == ZN_F32)
+        return c->reduce_scatter(c, buf, recv, counts, ZN_F32, ZN_SUM, "grad_reduce", err);
+    long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
+    int rc = stage16(E, n, err);
+    if (rc) return rc;
+    E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
+    rc = c->reduce_scatter(c, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
+    if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, counts[E->rank]);
+    return rc;
+}
+
+static int ar_dt(ZnEngine *E, float *buf, long n, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->cdt == ZN_F32) return c->all_reduce(c, buf, n, ZN_F32, ZN_SUM, "grad_reduce", err);
+    int rc = stage16(E, n, err);
+    if (rc) return rc;
+    E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
+    rc = c->all_reduce(c, E->comm16, n, E->cdt, ZN_SUM, "grad_reduce", err);
+    if (!rc) E->k->unpack16(E->dev, E->cdt, buf, E->comm16, n);
+    return rc;
+}
+
+/* all-gather of model-dtype values (parameters): 2 bytes each in 16-bit */
+static int ag_dt(ZnEngine *E, const float *send, float *recv, const long *counts, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->dt == ZN_F32) return c->all_gather(c, send, recv, counts, ZN_F32, "param_gather", err);
+    long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
+    int rc = stage16(E, n, err);
+    if (rc) return rc;
+    E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->rank]);
+    rc = c->all_gather(c, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
+    if (!rc) E->k->unpack16(E->dev, E->dt, recv, E->comm16, n);
+    return rc;
+}
+
+static long prefix_count(const long *counts, int r) {
+    long s = 0;
+    for (int i = 0; i < r; i++) s += counts[i];
+    return s;
+}
+
+/* Collectives on host values: the communicator takes device buffers (a
+ * NCCL communicator would get these very pointers), so the values go up to
+ * the engine's small device scratch, through the collective, and back. */
+static int all_reduce_host_f32(ZnEngine *E, float *x, ZnRedOp op, const char *tag, ZnErr *err) {
+    E->k->upload(E->dev, E->scratch, x, sizeof *x);
+    int rc = E->comm->all_reduce(E->comm, E->scratch, 1, ZN_F32, op, tag, err);
+    if (!rc) E->k->download(E->dev, x, E->scratch, sizeof *x);
+    return rc;
+}
+
+int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long count, ZnDtype dt,
+                              const char *tag, ZnErr *err) {
+    const size_t es = zn_dtype_size(dt), mine = (size_t)count * es;
+    if (count < 0 || mine * (size_t)E->world > E->scratch_bytes)
+        return zn_err(err, ZN_E_INTERNAL, "%s: %ld elements per rank do not fit the %zu-byte collective scratch",
+                      tag, count, E->scratch_bytes);
+    long *counts = malloc((size_t)E->world * sizeof(long));
+    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    for (int r = 0; r < E->world; r++) counts[r] = count;
+    /* this rank's piece in its slot: the in-place form of all_gather */
+    char *slot = (char *)E->scratch + (size_t)E->rank * mine;
+    E->k->upload(E->dev, slot, send, mine);
+    int rc = E->comm->all_gather(E->comm, slot, E->scratch, counts, dt, tag, err);
+    if (!rc) E->k->download(E->dev, recv, E->scratch, mine * (size_t)E->world);
+    free(counts);
+    return rc;
+}
+
+/* offset of param p in model order (concatenated, unpadded) */
+static long model_offset(const ZnLayout *L, int p) {
+    long off = 0;
+    for (int i = 0; i < p; i++) off += L->params[i].numel;
+    return off;
+}
+
+/* ---------------------------------------------------------------------- */
+/* stage 3: gather and release */
+
+static int stage3_gather(ZnEngine *E, int p, ZnErr *err) {
+    if (E->full[p]) return 0;
+    const ZnLayout *L = &E->L;
+    long pn = L->s3_pn[p];
+    E->full[p] = talloc(E, pn * E->world, ZN_MEM_PARAMS16, err);
+    if (!E->full[p]) return err->code;
+    long *counts = malloc((size_t)E->world * sizeof(long));
+    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    for (int r = 0; r < E->world; r++) counts[r] = pn;
+    int rc = ag_dt(E, E->param_part + L->s3_off[p], E->full[p], counts, err);
+    free(counts);
+    return rc;
+}
+
+static void stage3_release(ZnEngine *E, int p) {
+    if (E->persistent[p] || !E->full[p]) return;
+    zn_dev_free(E->dev, E->full[p]);
+    E->full[p] = NULL;
+}
+
+/* DeepSpeed's persistence rule (parameter_offload.mark_persistent_parameters):
+ * small params stay gathered; the model-wide budget is walked in model order.
+ * The reuse rule (coordinator release): after a layer's forward, its params
+ * are kept if their next use (the same layer's backward) comes within
+ * max_reuse_distance elements of other layers' params. zinc knows the MLP's
+ * schedule up front, so it applies the rule from the first step (DeepSpeed
+ * applies it once its trace is recorded). */
+static void stage3_plan_residency(ZnEngine *E) {
+    const ZnZeroConfig *z = &E->cfg->zero;
+    long persisted = 0;
+    for (int p = 0; p < E->L.nparams; p++) {
+        long n = E->L.params[p].numel;
+        E->persistent[p] = 0;
+        if (n <= z->param_persistence_threshold && persisted + n <= z->model_persistence_threshold) {
+            E->persistent[p] = 1;
+            persisted += n;
+        }
+    }
+    const ZnModel *m = E->model;
+    for (int l = 0; l < m->nlayers; l++) {
+        long between = 0;   /* params of the layers used between fwd(l) and bwd(l) */
+        for (int j = l + 1; j < m->nlayers; j++)
+            between += 2 * (E->L.params[m->layer_param[j][0]].numel + E->L.params[m->layer_param[j][1]].numel);
+        E->keep_after_fwd[l] = between < z->max_reuse_distance;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* gradient reduction */
+
+/* Stage 1/2 bucket in the bucket buffer (flat order): average, reduce-scatter
+ * to the owners, and put this rank's slice into its gradient partition. */
+static int stage12_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, int add, ZnErr *err) {
+    const ZnBucket *bk = &E->L.buckets[b];
+    predivide(E, buf, bk->numel);
+    long off = prefix_count(bk->counts, E->rank);
+    int rc = rs_dt(E, buf, buf + off, bk->counts, err);
+    if (rc) return rc;
+    int np = zn_layout_recv_pieces(&E->L, b, E->rank, NULL, 0);
+    ZnRecvPiece *pc = malloc((size_t)(np > 0 ? np : 1) * sizeof *pc);
+    if (!pc) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    zn_layout_recv_pieces(&E->L, b, E->rank, pc, np);
+    for (int i = 0; i < np; i++)   /* rounded to the gradient accumulation dtype */
+        put_grad(E, part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
+    free(pc);
+    return 0;
+}
+
+/* Stage 3 bucket (rank-major chunks): average, reduce-scatter, accumulate. */
+static int stage3_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
+    const ZnBucket *bk = &E->L.buckets[b];
+    float *buf = E->bucket_buf;
+    predivide(E, buf, bk->numel);
+    float *mine = buf + (long)E->rank * bk->block;
+    int rc = rs_dt(E, buf, mine, bk->counts, err);
+    if (rc) return rc;
+    for (int i = 0; i < bk->nentries; i++) {
+        int p = bk->e[i].param;
+        put_grad(E, E->grad_part + E->L.s3_off[p], mine + bk->e[i].buf_off, E->L.s3_pn[p], add);
+    }
+    return 0;
+}
+
+/* The gradient hook: called with each param's gradient of this micro-step,
+ * in backward order (the order the layout's bucket plan was built in). */
+static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    long n = L->params[p].numel;
+    if (n == 0) return 0;
+    const int add = E->micro > 0 && !E->canonical;
+    if (E->stage <= 1) {   /* accumulate locally; reduce at the boundary */
+        copy_or_add(E, E->flat_grads + L->flat_offset[p], g, n, add);
+        return 0;
+    }
+    if (E->next_bucket >= L->nbuckets)
+        return zn_err(err, ZN_E_INTERNAL, "gradient of '%s' arrived after the last bucket", L->params[p].name);
+    const ZnBucket *bk = &L->buckets[E->next_bucket];
+    const ZnBucketEntry *e = &bk->e[E->next_entry];
+    if (e->param != p)
+        return zn_err(err, ZN_E_INTERNAL, "gradient of '%s' arrived where the bucket plan expects '%s'",
+                      L->params[p].name, L->params[e->param].name);
+    if (E->stage == 2) {
+        dcopy(E, E->bucket_buf + e->buf_off, g, n);
+        if (e->numel > n)   /* the flat padding rides with the last flat param */
+            E->k->zero(E->dev, E->bucket_buf + e->buf_off + n, (size_t)(e->numel - n) * sizeof(float));
+    } else {
+        long pn = L->s3_pn[p];
+        for (int r = 0; r < E->world; r++) {
+            long lo = (long)r * pn, cnt = n - lo;
+            if (cnt < 0) cnt = 0;
+            if (cnt > pn) cnt = pn;
+            float *dst = E->bucket_buf + (long)r * bk->block + e->buf_off;
+            if (cnt) dcopy(E, dst, g + lo, cnt);
+            if (pn > cnt) E->k->zero(E->dev, dst + cnt, (size_t)(pn - cnt) * sizeof(float));
+        }
+    }
+    if (++E->next_entry == bk->nentries) {
+        int b = E->next_bucket++;
+        E->next_entry = 0;
+        double t0 = zn_now_s();
+        int rc = E->stage == 2 ? stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, add, err)
+                               : stage3_reduce_bucket(E, b, add, err);
+        E->t_reduce += ms_since(t0);
+        return rc;
+    }
+    return 0;
+}
+
+/* Stage 0: all-reduce a bucket of the accumulated flat gradient in place. */
+static int stage0_reduce_bucket(ZnEngine *E, const ZnBucket *bk, ZnErr *err) {
+    float *region = E->flat_grads + bk->flat_lo;
+    long n = bk->flat_hi - bk->flat_lo;
+    predivide(E, region, n);
+    int rc = ar_dt(E, region, n, err);
+    round_dt(E, region, n);
+    return rc;
+}
+
+/* Stage 1: reduce-scatter a bucket of the accumulated flat gradient to its
+ * owners, in place when its params are adjacent; with round robin they are
+ * not, and the bucket goes through the bucket buffer like stage 2's. */
+static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    const ZnBucket *bk = &L->buckets[b];
+    if (bk->flat_lo < 0) {
+        for (int i = 0; i < bk->nentries; i++) {
+            const ZnBucketEntry *e = &bk->e[i];
+            dcopy(E, E->bucket_buf + e->buf_off, E->flat_grads + L->flat_offset[e->param], e->numel);
+        }
+        return stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, 0, err);
+    }
+    float *region = E->flat_grads + bk->flat_lo;
+    predivide(E, region, bk->flat_hi - bk->flat_lo);
+    long off = prefix_count(bk->counts, E->rank);
+    int rc = rs_dt(E, region, region + off, bk->counts, err);
+    round_dt(E, region + off, bk->counts[E->rank]);
+    return rc;
+}
+
+/* Stages 0/1 at the accumulation boundary (canonical mode: every micro-step):
+ * reduce the flat gradient bucket by bucket, the same bucket plan as the
+ * other stages. */
+static int reduce_at_boundary(ZnEngine *E, ZnErr *err) {
+    double t0 = zn_now_s();
+    int rc = 0;
+    for (int b = 0; b < E->L.nbuckets && !rc; b++)
+        rc = E->stage == 0 ? stage0_reduce_bucket(E, &E->L.buckets[b], err) : stage1_reduce_bucket(E, b, err);
+    /* DeepSpeed counts the boundary all-reduce in the backward */
+    E->t_reduce += ms_since(t0);
+    E->t_bwd += ms_since(t0);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* forward and backward of one micro-batch */
+
+static float *param_ptr(ZnEngine *E, int p) {
+    return E->stage == 3 ? E->full[p] : E->flat_params + E->L.flat_offset[p];
+}
+
+/* Test hook (Z-PREC-006): is this optimizer step one where this rank plants
+ * a non-finite gradient? */
+static int inject_now(const ZnEngine *E) {
+    for (int i = 0; i < E->hooks.ninject; i++)
+        if (E->hooks.inject_steps[i] == E->global_step + 1) return 1;
+    return 0;
+}
+
+/* A weight's gradient from layer l's backward. A weight several layers
+ * share adds up the contributions of the later layers (in backward order:
+ * the highest layer first) and reaches its bucket once, with the sum, at
+ * its first layer (Z-ENG-016). */
+static int weight_grad(ZnEngine *E, int l, int p, const float *g, ZnErr *err) {
+    if (!E->tied_acc || !E->tied_acc[p]) return grad_hook(E, p, g, err);
+    long n = E->L.params[p].numel;
+    float *acc = E->tied_acc[p];
+    copy_or_add(E, acc, g, n, E->tied_cnt[p] > 0);
+    E->tied_cnt[p]++;
+    if (l > E->first_use[p]) return 0;
+    E->tied_cnt[p] = 0;
+    return grad_hook(E, p, acc, err);
+}
+
+static void phase(ZnEngine *E, const char *what) {
+    if (E->hooks.phase) E->hooks.phase(E->hooks.phase_ctx, E, what);
+}
+
+static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *loss, ZnErr *err) {
+    const ZnModel *m = E->model;
+    const int B = (int)E->cfg->micro_batch, nl = m->nlayers, C = m->dims[nl];
+    int rc = 0;
+    /* acts[0] = input, acts[l+1] = output of layer l (ReLU output, logits last) */
+    float *acts[ZN_MAX_LAYERS + 1] = {0};
+    float *dbuf[2] = {0}, *yscratch = NULL;
+    int *labels = (int *)zn_dev_alloc(E->dev, (size_t)B * sizeof(int), ZN_MEM_ACTIVATIONS, err);
+    long maxw = 0;
+    for (int l = 0; l <= nl; l++) if (m->dims[l] > maxw) maxw = m->dims[l];
+    if (!labels) return err->code;
+    for (int l = 0; l <= nl; l++)
+        if (!(acts[l] = talloc(E, (long)B * m->dims[l], ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
+    for (int i = 0; i < 2; i++)
+        if (!(dbuf[i] = talloc(E, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
+    if (!(yscratch = falloc(E, (long)B * maxw, ZN_MEM_WORKSPACE, err))) { rc = err->code; goto done; }
+
+    phase(E, "before forward");
+    double t_f = zn_now_s();
+    /* the data is made on the host, then uploaded */
+    zn_data_batch(E->data, first_sample, B, E->host_x, E->host_labels);
+    E->k->upload(E->dev, acts[0], E->host_x, (size_t)B * m->dims[0] * sizeof(float));
+    E->k->upload(E->dev, labels, E->host_labels, (size_t)B * sizeof(int));
+    round_dt(E, acts[0], (long)B * m->dims[0]);   /* inputs arrive in the model dtype */
+
+    for (int l = 0; l < nl; l++) {
+        int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
+        if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
+        int last = l == nl - 1;
+        /* products accumulate in fp32; outputs are stored in the model dtype */
+        zn_layer_forward(E->dev, m, l, B, param_ptr(E, pw), param_ptr(E, pb), acts[l],
+                         last ? acts[l + 1] : yscratch, last ? NULL : acts[l + 1]);
+        round_dt(E, acts[l + 1], (long)B * m->dims[l + 1]);
+        if (E->stage == 3 && !E->keep_after_fwd[l]) { stage3_release(E, pw); stage3_release(E, pb); }
+        if (E->hooks.repeat_on && l == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
+            E->hooks.repeat_on = 0;
+            l--;
+        }
+    }
+
+    *loss = E->k->softmax_xent(E->dev, B, C, acts[nl], labels, grad_scale, dbuf[0]);
+    round_dt(E, dbuf[0], (long)B * C);
+    E->t_fwd += ms_since(t_f);
+    zn_trace_add(E->hooks.trace, "forward", t_f, zn_now_s(), -1, E->global_step + 1);
+    phase(E, "after forward");
+    phase(E, "before backward");
+    double t_b = zn_now_s();
+
+    float *dout = dbuf[0];
+    for (int l = nl - 1; l >= 0; l--) {
+        int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
+        if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
+        long nw = E->L.params[pw].numel;
+        float *dx = l > 0 ? (dout == dbuf[0] ? dbuf[1] : dbuf[0]) : NULL;
+        zn_layer_backward(E->dev, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
+                          dout, E->grad_scratch, E->grad_scratch + nw, dx, yscratch);
+        round_dt(E, E->grad_scratch, nw + E->L.params[pb].numel);
+        if (dx) round_dt(E, dx, (long)B * m->dims[l]);
+        if (l == nl - 1 && E->micro == 0 && inject_now(E))   /* grad_scratch[0] = inject_value */
+            E->k->upload(E->dev, E->grad_scratch, &E->hooks.inject_value, sizeof(float));
+        if (E->stage == 3) { stage3_release(E, pw); stage3_release(E, pb); }
+        /* backward order: bias, then weight (reverse model order) */
+        if ((rc = grad_hook(E, pb, E->grad_scratch + nw, err))) goto done;
+        if ((rc = weight_grad(E, l, pw, E->grad_scratch, err))) goto done;
+        dout = dx;
+    }
+    if (E->stage >= 2 && E->next_bucket != E->L.nbuckets) {
+        rc = zn_err(err, ZN_E_INTERNAL, "backward ended with %d of %d buckets reduced",
+                    E->next_bucket, E->L.nbuckets);
+        goto done;
+    }
+    E->next_bucket = 0;
+    E->next_entry = 0;
+    E->t_bwd += ms_since(t_b);
+    zn_trace_add(E->hooks.trace, "backward", t_b, zn_now_s(), -1, E->global_step + 1);
+done:
+    zn_dev_free(E->dev, labels);
+    for (int l = 0; l <= nl; l++) zn_dev_free(E->dev, acts[l]);
+    zn_dev_free(E->dev, dbuf[0]);
+    zn_dev_free(E->dev, dbuf[1]);
+    zn_dev_free(E->dev, yscratch);
+    if (!rc) phase(E, "after backward");
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* the optimizer step */
+
+/* Global norm of the averaged gradient over every rank's partition. */
+static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
+    ZnAbsMax am = E->k->absmax(E->dev, E->grad_part, E->part_n);
+    float mx = am.nonfinite ? INFINITY : am.maxabs;
+    if (E->stage > 0) {   /* stage 0: every rank already holds the whole gradient */
+        int rc = all_reduce_host_f32(E, &mx, ZN_MAX, "norm", err);
+        if (rc) return rc;
+    }
+    if (!isfinite(mx)) { *norm = -1.0; return 0; }   /* DeepSpeed masks a non-finite norm to -1 */
+    int shift = zn_norm_shift(mx);
+    uint64_t mine[2] = {0, 0};   /* the kernel adds into (hi, lo): start from zero */
+    E->k->sumsq_fixed(E->dev, E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
+    uint64_t hi = mine[0], lo = mine[1];
+    if (E->stage > 0) {
+        uint64_t *all = malloc((size_t)E->world * 2 * sizeof(uint64_t));
+        if (!all) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        int rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "norm", err);
+        hi = lo = 0;
+        for (int r = 0; r < E->world && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
+        free(all);
+        if (rc) return rc;
+    }
+    *norm = zn_norm_from_fixed(hi, lo, shift);
+    return 0;
+}
+
+/* Any inf/NaN in any rank's gradient partition (Z-PREC-004): every rank
+ * takes the same skip decision. */
+static int global_overflow(ZnEngine *E, int *overflow, ZnErr *err) {
+    float flag = E->k->absmax(E->dev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
+    if (E->stage > 0) {   /* stage 0: every rank holds the same whole gradient */
+        int rc = all_reduce_host_f32(E, &flag, ZN_MAX, "overflow", err);
+        if (rc) return rc;
+    }
+    *overflow = flag != 0.0f;
+    return 0;
+}
+
+static int publish_params(ZnEngine *E, int cast, ZnErr *err);
+
+/* The working copy as one contiguous image of the master partition, which
+ * the fused Adam kernel writes as it goes; NULL when the master is the
+ * working copy itself (fp32 stage 0). */
+static float *working_image(ZnEngine *E) {
+    if (E->stage == 0) return E->master != E->flat_params ? E->flat_params : NULL;
+    if (E->stage <= 2) return E->flat_params + (long)E->rank * E->L.part_numel;
+    return E->param_part;
+}
+
+/* The planted fault of Z-REP-001: master[i] += delta after the step, and the
+ * working copy follows, as if the fault had come from the step itself. */
+static void plant_fault(ZnEngine *E, long i, float delta) {
+    float x;
+    E->k->download(E->dev, &x, E->master + i, sizeof x);
+    x = x + delta;
+    E->k->upload(E->dev, E->master + i, &x, sizeof x);
+    float *work = working_image(E);
+    if (work) {
+        dcopy(E, work + i, E->master + i, 1);
+        round_dt(E, work + i, 1);
+    }
+}
+
+static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
+    const ZnConfig *cfg = E->cfg;
+    const int quirks = cfg->deepspeed_quirks;
+    const double S = E->scaler.cur_scale;   /* the scale this step's backward used */
+    int overflow = 0, rc;
+    if (E->check_overflow && (rc = global_overflow(E, &overflow, err))) return rc;
+    char line[256] = "";
+    if (overflow) zn_scaler_overflow_msg(&E->scaler, E->rank, line, sizeof line);
+    if ((rc = zn_scaler_update(&E->scaler, overflow, err))) return rc;
+    const double S_post = E->scaler.cur_scale;
+    res->loss_scale = S;
+    res->lr = E->sched.lr;
+    if (overflow) {   /* skip: no optimizer step, no scheduler step (Z-PREC-004) */
+        if (E->rank == 0 && line[0] && !E->hooks.quiet) { printf("%s\n", line); fflush(stdout); }
+        E->skipped_steps++;
+        res->skipped = 1;
+        res->grad_norm = -1.0;
+        return 0;
+    }
+    double gs = 0.0;   /* norm of the scaled gradient */
+    if ((rc = global_norm(E, &gs, err))) return rc;
+    /* zinc unscales with the scale the backward used; DeepSpeed uses the
+       scale after update_scale, and its stage 3 reports the norm with it
+       too (Z-PREC-005; "deepspeed_quirks" reproduces both) */
+    const double S_unscale = quirks ? S_post : S;
+    const double S_report = quirks && E->stage == 3 ? S_post : S;
+    double combined = S_unscale;
+    if (cfg->gradient_clipping > 0.0 && gs >= 0.0) {
+        double c = (gs / S_unscale + 1e-6) / cfg->gradient_clipping;
+        if (c > 1.0) combined = c * S_unscale;
+    }
+    float mul = combined != 1.0 ? (float)(1.0 / combined) : 1.0f;
+    E->opt_step++;
+    ZnAdamParams hp = E->adam;
+    hp.lr = E->sched.lr;
+    if (E->sched.sets_betas) { hp.beta1 = E->sched.beta1; hp.beta2 = E->sched.beta2; }
+    /* Adam writes the cast working copy in the same pass. Elements outside
+       every sub-group (none today) keep their old master value, whose cast
+       the working copy already holds. */
+    float *work = working_image(E);
+    if (E->stage == 3) {   /* one optimizer group per sub-group */
+        const ZnLayout *L = &E->L;
+        for (int s = 0; s < L->nsubgroups; s++) {
+            int p0 = L->subgroup_first[s], p1 = L->subgroup_first[s + 1];
+            if (p1 <= p0) continue;
+            long lo = L->s3_off[p0], hi = L->s3_off[p1 - 1] + L->s3_pn[p1 - 1];
+            E->k->adam(E->dev, hi - lo, E->master + lo, E->grad_part + lo, E->exp_avg + lo,
+                       E->exp_avg_sq + lo, &hp, E->opt_step, mul, work + lo, E->dt);
+        }
+    } else {
+        E->k->adam(E->dev, E->part_n, E->master, E->grad_part, E->exp_avg, E->exp_avg_sq, &hp,
+                   E->opt_step, mul, work, E->dt);
+    }
+    zn_sched_step(&E->sched);
+    if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n)
+        plant_fault(E, E->hooks.fault_index, E->hooks.fault_delta);
+    res->grad_norm = gs < 0.0 ? -1.0 : gs / S_report;
+    return publish_params(E, 0, err);
+}
+
+/* The updated master partition becomes the working (model-dtype) weights of
+ * every rank: cast (unless the fused Adam already wrote the cast: cast 0),
+ * then all-gather (stages 1/2) or re-gather the persistent parameters
+ * (stage 3). */
+static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    int rc = 0;
+    float *work = working_image(E);
+    if (cast && work) {
+        dcopy(E, work, E->master, E->part_n);
+        round_dt(E, work, E->part_n);
+    }
+    if (E->stage == 1 || E->stage == 2) {
+        float *mine = work;
+        long *counts = malloc((size_t)E->world * sizeof(long));
+        if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
+        rc = ag_dt(E, mine, E->flat_params, counts, err);
+        free(counts);
+    } else if (E->stage == 3) {
+        for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
+            if (!E->persistent[p]) continue;
+            zn_dev_free(E->dev, E->full[p]);
+            E->full[p] = NULL;
+            E->persistent[p] = 0;
+            rc = stage3_gather(E, p, err);
+            E->persistent[p] = 1;
+        }
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* canonical mode: after every micro-step the reduced block (the sum over the
+ * N micro-batches of that micro-step) joins a binary counter of partial
+ * sums, so the micro-steps combine along the same binary tree over
+ * micro-batch index whatever N and GA are (Z-CANON-002) */
+
+static void canon_push(ZnEngine *E) {
+    const float *carry = E->grad_part;
+    int k = 0;
+    while (E->occupied & (1ul << k)) {   /* levels[k] holds earlier micro-batches: it goes left */
+        float *acc = E->levels[k];
+        E->k->add(E->dev, E->dt, acc, carry, E->part_n);
+        E->occupied &= ~(1ul << k);
+        carry = acc;
+        k++;
+    }
+    if (carry != E->levels[k]) dcopy(E, E->levels[k], carry, E->part_n);
+    E->occupied |= 1ul << k;
+}
+
+/* the total (levels from the highest, i.e. earliest, down) scaled once by 1/M */
+static void canon_finish(ZnEngine *E, long M) {
+    float *g = E->grad_part;
+    int first = 1;
+    for (int k = E->nlevels - 1; k >= 0; k--) {
+        if (!(E->occupied & (1ul << k))) continue;
+        if (first) dcopy(E, g, E->levels[k], E->part_n);
+        else E->k->add(E->dev, E->dt, g, E->levels[k], E->part_n);
+        first = 0;
+    }
+    E->occupied = 0;
+    if (!E->cfg->allreduce_sum && M > 1) E->k->div(E->dev, E->dt, g, E->part_n, (float)M);
+}
+
+/* ---------------------------------------------------------------------- */
+/* public */
+
+int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
+    const ZnConfig *cfg = E->cfg;
+    const long ga = cfg->grad_accum, mb = cfg->micro_batch;
+    /* the loss gradient: scale S, mean over the micro-batch, and (default
+       mode) 1/GA as DeepSpeed's scale_wrt_gas; canonical mode scales once at
+       the end instead (Z-ENG-003, Z-CANON-003) */
+    const double S = E->scaler.cur_scale;
+    const float grad_scale = (float)(E->canonical ? S / (double)mb : S / ((double)mb * (double)ga));
+    float *losses = malloc((size_t)ga * sizeof(float));
+    float *all = malloc((size_t)ga * E->world * sizeof(float));
+    double *ordered = malloc((size_t)ga * E->world * sizeof(double));
+    int rc = 0;
+    if (!losses || !all || !ordered) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
+    memset(res, 0, sizeof *res);
+    E->t_fwd = E->t_bwd = E->t_reduce = E->t_step = 0.0;
+    for (E->micro = 0; E->micro < ga; E->micro++) {
+        /* micro-batch m of the global batch goes to rank m mod N at micro-step m div N */
+        long m = (long)E->micro * E->world + E->rank;
+        long first = E->global_step * cfg->train_batch_size + m * mb;
+        if ((rc = micro_step(E, first, grad_scale, &losses[E->micro], err))) goto out;
+        if (E->canonical) {   /* every rank reduces every micro-step */
+            if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
+            if (E->nlevels) canon_push(E);
+        }
+    }
+    E->micro = ga - 1;   /* the boundary belongs to the last micro-step */
+    if (E->canonical) {
+        if (E->nlevels) canon_finish(E, ga * E->world);
+        else if (!cfg->allreduce_sum && E->world > 1)   /* GA 1: just the final scale */
+            E->k->div(E->dev, E->dt, E->grad_part, E->part_n, (float)E->world);
+    } else if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
+    E->micro = 0;
+    phase(E, "before step");
+    double t_s = zn_now_s();
+    if ((rc = optimizer_step(E, res, err))) goto out;
+    E->t_step = ms_since(t_s);
+    zn_trace_add(E->hooks.trace, "step", t_s, zn_now_s(), -1, E->global_step + 1);
+    phase(E, "after step");
+    /* the reported loss: mean over all micro-batches of the global batch,
+       summed in the fixed tree over micro-batch index */
+    if ((rc = zn_engine_all_gather_host(E, losses, all, ga, ZN_F32, "loss", err))) goto out;
+    for (int r = 0; r < E->world; r++)
+        for (long s = 0; s < ga; s++) ordered[s * E->world + r] = all[r * ga + s];
+    res->loss = zn_tree_sum_f64(ordered, (int)(ga * E->world)) / (double)(ga * E->world);
+    E->global_step++;
+    E->global_samples += cfg->train_batch_size;
+    res->samples = E->global_samples;
+out:
+    free(losses);
+    free(all);
+    free(ordered);
+    if (rc) zn_err_prefix(err, "step %ld: ", E->global_step + 1);   /* zn_sim_run adds the rank */
+    return rc;
+}
+
+/* Gathers a partition-shaped device buffer (master, moments or gradient)
+ * of every rank into the full model-order vector out, in host memory: the
+ * gather runs in a device temporary, then each parameter is downloaded. */
+static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    const ZnKernels *k = E->k;
+    int rc = 0;
+    if (E->stage == 0) {   /* every rank holds it all */
+        for (int p = 0; p < L->nparams; p++)
+            k->download(E->dev, out + model_offset(L, p), src + L->flat_offset[p],
+                        (size_t)L->params[p].numel * sizeof(float));
+        return 0;
+    }
+    long *counts = malloc((size_t)E->world * sizeof(long));
+    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (E->stage <= 2) {
+        float *tmp = falloc(E, L->aligned_numel, ZN_MEM_BUCKETS, err);
+        if (!tmp) { free(counts); return err->code; }
+        for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
+        rc = E->comm->all_gather(E->comm, src, tmp, counts, ZN_F32, "digest", err);
+        for (int p = 0; p < L->nparams && !rc; p++)
+            k->download(E->dev, out + model_offset(L, p), tmp + L->flat_offset[p],
+                        (size_t)L->params[p].numel * sizeof(float));
+        zn_dev_free(E->dev, tmp);
+    } else {
+        for (int p = 0; p < L->nparams && !rc; p++) {
+            long pn = L->s3_pn[p];
+            float *tmp = falloc(E, pn * E->world, ZN_MEM_BUCKETS, err);
+            if (!tmp) { rc = err->code; break; }
+            for (int r = 0; r < E->world; r++) counts[r] = pn;
+            rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, counts, ZN_F32, "digest", err);
+            if (!rc) k->download(E->dev, out + model_offset(L, p), tmp, (size_t)L->params[p].numel * sizeof(float));
+            zn_dev_free(E->dev, tmp);
+        }
+    }
+    free(counts);
+    return rc;
+}
+
+int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
+    return gather_partitions(E, E->master, out, err);
+}
+
+int zn_engine_gather_moments(ZnEngine *E, float *exp_avg, float *exp_avg_sq, ZnErr *err) {
+    int rc = gather_partitions(E, E->exp_avg, exp_avg, err);
+    return rc ? rc : gather_partitions(E, E->exp_avg_sq, exp_avg_sq, err);
+}
+
+int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err) {
+    return gather_partitions(E, E->grad_part, out, err);
+}
+
+void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s) {
+    s->opt_step = E->opt_step;
+    s->global_step = E->global_step;
+    s->global_samples = E->global_samples;
+    s->skipped_steps = E->skipped_steps;
+    s->scaler = E->scaler;
+    s->sched_t = E->sched.t;
+}
+
+int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master, const float *exp_avg,
+                        const float *exp_avg_sq, ZnErr *err) {
+    E->opt_step = s->opt_step;
+    E->global_step = s->global_step;
+    E->global_samples = s->global_samples;
+    E->skipped_steps = s->skipped_steps;
+    /* the scaler's state; its parameters stay those of the current config */
+    E->scaler.cur_scale = s->scaler.cur_scale;
+    E->scaler.cur_iter = s->scaler.cur_iter;
+    E->scaler.last_overflow_iter = s->scaler.last_overflow_iter;
+    E->scaler.cur_hysteresis = s->scaler.cur_hysteresis;
+    zn_sched_set_iteration(&E->sched, s->sched_t);
+    size_t bytes = (size_t)E->part_n * sizeof(float);
+    E->k->upload(E->dev, E->master, master, bytes);
+    E->k->upload(E->dev, E->exp_avg, exp_avg, bytes);
+    E->k->upload(E->dev, E->exp_avg_sq, exp_avg_sq, bytes);
+    return publish_params(E, 1, err);
+}
+
+uint64_t zn_digest(const float *params, long n) {
+    const unsigned char *b = (const unsigned char *)params;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (long i = 0; i < n * 4; i++) { h ^= b[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+ZnLayoutOpts zn_layout_opts(const ZnConfig *cfg) {
+    return (ZnLayoutOpts){cfg->zero.round_robin_gradients, cfg->zero.sub_group_size, cfg->zero.reduce_bucket_size};
+}
+
+int zn_config_layout(const ZnConfig *cfg, const ZnModel *model, int world, ZnLayout *L, ZnErr *err) {
+    ZnLayoutOpts lo = zn_layout_opts(cfg);
+    return zn_layout_build(L, model->params, model->nparams, world, cfg->zero.stage, &lo, err);
+}
+
+/* Precision set-up (Z-PREC-*): dtypes, the loss scaler, who checks overflow. */
+static int init_precision(ZnEngine *E, ZnErr *err) {
+    const ZnConfig *cfg = E->cfg;
+    E->dt = cfg->model_dtype;
+    E->cdt = cfg->communication_data_type >= 0 ? (ZnDtype)cfg->communication_data_type : E->dt;
+    if (E->dt == ZN_F16) {
+        if (cfg->deepspeed_quirks && E->stage == 0) zn_scaler_init_fp16_fused(&E->scaler, &cfg->fp16);
+        else zn_scaler_init_fp16(&E->scaler, &cfg->fp16);
+        E->check_overflow = 1;
+    } else {
+        zn_scaler_init_static(&E->scaler, 1.0);
+        /* bf16: check_grad_overflow; DeepSpeed's stage 3 never checks (quirk) */
+        E->check_overflow = E->dt == ZN_BF16 && cfg->bf16.check_grad_overflow &&
+                            !(cfg->deepspeed_quirks && E->stage == 3);
+    }
+    if (E->hooks.sched) {
+        E->sched = *E->hooks.sched;
+        return 0;
+    }
+    return zn_sched_init(&E->sched, &cfg->sched, cfg->lr, cfg->beta1, cfg->beta2, err);
+}
+
+int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
+                   ZnComm *comm, ZnDevice *dev, const ZnEngineHooks *hooks, ZnErr *err) {
+    memset(E, 0, sizeof *E);
+    E->cfg = cfg;
+    E->model = model;
+    E->data = data;
+    E->comm = comm;
+    E->dev = dev;
+    E->k = dev->k;
+    E->rank = comm->rank;
+    E->world = comm->world;
+    E->stage = cfg->zero.stage;
+    if (hooks) E->hooks = *hooks;
+    E->canonical = cfg->canonical;
+    E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
+                             cfg->adamw, cfg->bias_correction};
+    int rc = zn_config_layout(cfg, model, E->world, &E->L, err);
+    if (rc) return rc;
+    if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
+    const ZnLayout *L = &E->L;
+    const uint64_t seed = (uint64_t)cfg->seed;
+    long maxlayer = 0;
+    for (int l = 0; l < model->nlayers; l++) {
+        long n = L->params[model->layer_param[l][0]].numel + L->params[model->layer_param[l][1]].numel;
+        if (n > maxlayer) maxlayer = n;
+    }
+    if (!(E->grad_scratch = talloc(E, maxlayer, ZN_MEM_WORKSPACE, err))) goto fail;
+    /* the collective scratch: the largest host-value collective is the
+       norm's 2 uint64 (and the checkpoint's 2 sums) or the GA losses, per rank */
+    size_t per_rank = 2 * sizeof(uint64_t);
+    if ((size_t)cfg->grad_accum * sizeof(float) > per_rank) per_rank = (size_t)cfg->grad_accum * sizeof(float);
+    E->scratch_bytes = per_rank * (size_t)E->world;
+    if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
+    E->host_x = malloc((size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
+    E->host_labels = malloc((size_t)(cfg->micro_batch + 1) * sizeof(int));
+    if (!E->host_x || !E->host_labels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+    /* tied weights: who uses what */
+    E->first_use = calloc((size_t)L->nparams + 1, sizeof(int));
+    E->tied_cnt = calloc((size_t)L->nparams + 1, sizeof(int));
+    if (!E->first_use || !E->tied_cnt) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+    for (int p = 0; p < L->nparams; p++) E->first_use[p] = -1;
+    for (int l = 0; l < model->nlayers; l++) {
+        int pw = model->layer_param[l][0];
+        if (E->first_use[pw] >= 0) {   /* a second user: the weight is tied */
+            if (!E->tied_acc && !(E->tied_acc = calloc((size_t)L->nparams + 1, sizeof(float *)))) {
+                zn_err(err, ZN_E_NOMEM, "out of host memory");
+                goto fail;
+            }
+            if (!E->tied_acc[pw] && !(E->tied_acc[pw] = talloc(E, L->params[pw].numel, ZN_MEM_WORKSPACE, err))) goto fail;
+        } else {
+            E->first_use[pw] = l;
+        }
+        E->first_use[model->layer_param[l][1]] = l;
+    }
+
+    /* Initial weights are cast to the model dtype first, and the fp32 master
+       copies the cast values (DeepSpeed casts the module before ZeRO init). */
+    if (E->stage <= 2) {
+        if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
+        /* generated on the host (padding zero), uploaded, cast on the device */
+        float *h = calloc((size_t)L->aligned_numel + 1, sizeof(float));
+        if (!h) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        for (int p = 0; p < L->nparams; p++)
+            zn_model_init_param(model, p, seed, 0, L->params[p].numel, h + L->flat_offset[p]);
+        E->k->upload(dev, E->flat_params, h, (size_t)L->aligned_numel * sizeof(float));
+        free(h);
+        round_dt(E, E->flat_params, L->aligned_numel);
+    }
+    if (E->stage <= 1 && !(E->flat_grads = talloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
+
+    long bucket_need = 0;
+    for (int b = 0; b < L->nbuckets; b++)
+        if (L->buckets[b].numel > bucket_need) bucket_need = L->buckets[b].numel;
+    int needs_bucket = E->stage >= 2 || (E->stage == 1 && cfg->zero.round_robin_gradients);
+    if (needs_bucket && !(E->bucket_buf = talloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
+    E->bucket_cap = bucket_need;
+
+    if (E->stage == 0) {
+        E->part_n = L->aligned_numel;
+        E->grad_part = E->flat_grads;
+        if (E->dt == ZN_F32) {
+            E->master = E->flat_params;   /* fp32 stage 0 steps the model weights themselves */
+        } else {
+            if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
+            dcopy(E, E->master, E->flat_params, E->part_n);
+        }
+    } else if (E->stage <= 2) {
+        E->part_n = L->part_numel;
+        if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
+        dcopy(E, E->master, E->flat_params + (long)E->rank * L->part_numel, E->part_n);
+        if (E->stage == 1) E->grad_part = E->flat_grads + (long)E->rank * L->part_numel;
+        else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+    } else {
+        E->part_n = L->s3_rank_numel;
+        if (!(E->param_part = talloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
+        if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
+        if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+        float *h = calloc((size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
+        if (!h) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        for (int p = 0; p < L->nparams; p++) {
+            long lo2, hi2, off;
+            zn_layout_owned(L, p, E->rank, &lo2, &hi2, &off);
+            if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, h + off);
+        }
+        E->k->upload(dev, E->param_part, h, (size_t)E->part_n * sizeof(float));
+        free(h);
+        round_dt(E, E->param_part, E->part_n);
+        dcopy(E, E->master, E->param_part, E->part_n);
+        E->full = calloc((size_t)L->nparams + 1, sizeof(float *));
+        E->persistent = calloc((size_t)L->nparams + 1, sizeof(int));
+        E->keep_after_fwd = calloc((size_t)model->nlayers + 1, sizeof(int));
+        if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        stage3_plan_residency(E);
+        for (int p = 0; p < L->nparams; p++) {
+            if (!E->persistent[p]) continue;
+            E->persistent[p] = 0;   /* gather once now, then keep */
+            rc = stage3_gather(E, p, err);
+            E->persistent[p] = 1;
+            if (rc) goto fail;
+        }
+    }
+    if (!(E->exp_avg = falloc(E, E->part_n, ZN_MEM_EXP_AVG, err))) goto fail;
+    if (!(E->exp_avg_sq = falloc(E, E->part_n, ZN_MEM_EXP_AVG_SQ, err))) goto fail;
+    if (E->canonical && cfg->grad_accum > 1) {
+        /* the binary counter over GA micro-steps needs floor(log2 GA) + 1
+           partition-sized partial sums: canonical mode's memory cost */
+        while ((1L << E->nlevels) <= cfg->grad_accum) E->nlevels++;
+        E->levels = calloc((size_t)E->nlevels, sizeof(float *));
+        if (!E->levels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        for (int k = 0; k < E->nlevels; k++)
+            if (!(E->levels[k] = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+    }
+    phase(E, "init");
+    return 0;
+fail:
+    rc = err->code ? err->code : ZN_E_INTERNAL;
+    zn_engine_free(E);
+    return rc;
+}
+
+void zn_engine_free(ZnEngine *E) {
+    if (E->full) {
+        for (int p = 0; p < E->L.nparams; p++) zn_dev_free(E->dev, E->full[p]);
+        free(E->full);
+    }
+    free(E->persistent);
+    free(E->keep_after_fwd);
+    if (E->tied_acc) {
+        for (int p = 0; p < E->L.nparams; p++) if (E->dev) zn_dev_free(E->dev, E->tied_acc[p]);
+        free(E->tied_acc);
+    }
+    free(E->first_use);
+    free(E->tied_cnt);
+    if (E->dev) {
+        if (E->master != E->flat_params) zn_dev_free(E->dev, E->master);
+        if (E->stage >= 2) zn_dev_free(E->dev, E->grad_part);
+        zn_dev_free(E->dev, E->flat_params);
+        zn_dev_free(E->dev, E->flat_grads);
+        zn_dev_free(E->dev, E->param_part);
+        zn_dev_free(E->dev, E->exp_avg);
+        zn_dev_free(E->dev, E->exp_avg_sq);
+        zn_dev_free(E->dev, E->bucket_buf);
+        zn_dev_free(E->dev, E->grad_scratch);
+        zn_dev_free(E->dev, E->comm16);
+        zn_dev_free(E->dev, E->scratch);
+        for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
+    }
+    free(E->levels);
+    free(E->host_x);
+    free(E->host_labels);
+    zn_layout_free(&E->L);
+    memset(E, 0, sizeof *E);
+}

@@ -1,0 +1,180 @@
+/* engine.h: the SPMD training engine. One ZnEngine per rank; each calls its
+ * comm and its device and never asks which backend it runs on. Stages 0-3
+ * differ only in what the layout says each rank owns and in when gradients
+ * are reduced and parameters gathered (spec Z-ENG-*).
+ *
+ * Every buffer below that holds parameters, gradients, optimizer state,
+ * activations or collective staging lives in the device's memory (all but
+ * host_x and host_labels): code outside the device never dereferences it,
+ * but moves it with E->k->upload/download (spec Z-DEV-001). */
+#ifndef ZN_ENGINE_H
+#define ZN_ENGINE_H
+#include <stdint.h>
+#include "core/config.h"
+#include "engine/model.h"
+#include "engine/data.h"
+#include "core/layout.h"
+#include "comm/comm.h"
+#include "device/device.h"
+#include "engine/optim.h"
+#include "engine/loss_scaler.h"
+#include "engine/lr_schedule.h"
+#include "io/trace.h"
+
+struct ZnEngine;
+
+typedef struct {
+    double loss;        /* mean loss over the global batch */
+    double grad_norm;   /* unscaled, pre-clip global L2 norm of the averaged gradient */
+    double lr;          /* learning rate the step used */
+    int skipped;        /* the optimizer step was skipped (overflow) */
+    double loss_scale;  /* the scale the step's backward used (1 unless fp16) */
+    long samples;       /* samples seen after this step */
+} ZnStepResult;
+
+/* Optional inputs of zn_engine_init (NULL: none). */
+typedef struct {
+    const ZnLrSched *sched;     /* a scheduler built once for the run (copied); NULL: built here */
+    const long *inject_steps;   /* test hook (Z-PREC-006): at these optimizer steps (1-based) */
+    int ninject;                /* this rank's first gradient element becomes inject_value */
+    float inject_value;
+    int quiet;                  /* 1: no overflow lines */
+    /* called at DeepSpeed's see_memory_usage points: "init", "before forward",
+       "after forward", "before backward", "after backward", "before step",
+       "after step" (Z-REP-002) */
+    void (*phase)(void *ctx, struct ZnEngine *E, const char *what);
+    void *phase_ctx;
+    ZnTrace *trace;             /* forward / backward / step events, or NULL */
+    /* test hook (Z-REP-001): after optimizer step fault_step (1-based), add
+       fault_delta to element fault_index of this rank's master partition */
+    long fault_step, fault_index;
+    float fault_delta;
+    /* test hook (Z-SIM-006): this rank runs layer repeat_layer's forward
+       twice (a module called a different number of times on one rank, the
+       stage-3 deadlock DeepSpeed users report); -1 or 0 with repeat_on 0: off */
+    int repeat_on, repeat_layer;
+} ZnEngineHooks;
+
+typedef struct ZnEngine {
+    const ZnConfig *cfg;
+    const ZnModel *model;
+    const ZnData *data;
+    ZnComm *comm;
+    ZnDevice *dev;
+    const ZnKernels *k;
+    int rank, world, stage;
+    ZnLayout L;
+    ZnAdamParams adam;
+
+    /* stages 0-2: the flat working copy of all parameters (flat order) */
+    float *flat_params;
+    /* stages 0/1: full gradient accumulated over micro-steps (flat order) */
+    float *flat_grads;
+    /* stage 3: this rank's flat partition of the working parameters */
+    float *param_part;
+    float **full;           /* stage 3: gathered full parameters (pn*W) or NULL */
+    int *persistent;        /* stage 3: params never released (Z-ENG-S3-persist) */
+    int *keep_after_fwd;    /* stage 3, per layer: reused within max_reuse_distance */
+
+    /* optimizer partition: master weights, gradients, Adam moments */
+    long part_n;
+    float *master;          /* stage 0: aliases flat_params */
+    float *grad_part;       /* stage 0: flat_grads; stage 1: flat_grads + r*S_p */
+    float *exp_avg, *exp_avg_sq;
+
+    float *bucket_buf;      /* reduce bucket (stages 2/3, stage 1 with round robin) */
+    long bucket_cap;
+    int next_bucket, next_entry;   /* where the next gradient hook writes */
+    float *grad_scratch;    /* per-layer dW|db from backward */
+    /* tied weights (Z-ENG-016): a param used by several layers collects its
+       gradient over the uses and enters its bucket once, at its last use */
+    int *first_use;         /* [nparams] lowest layer using the param */
+    float **tied_acc;       /* [nparams] accumulator, NULL unless tied */
+    int *tied_cnt;          /* [nparams] contributions so far this micro-step */
+
+    /* precision (Z-PREC-*) */
+    ZnDtype dt;             /* model dtype: weights, activations, gradients */
+    ZnDtype cdt;            /* dtype of gradient collectives */
+    ZnLossScaler scaler;
+    ZnLrSched sched;
+    int check_overflow;     /* skip steps whose gradient holds inf/NaN */
+    uint16_t *comm16;       /* staging for 16-bit collectives */
+    long comm16_cap;
+    /* collectives on a few host values (norm pieces, the overflow flag, the
+       losses, checkpoint sums) go through this device buffer: a
+       communicator takes device buffers only */
+    void *scratch;
+    size_t scratch_bytes;
+    /* host staging of one micro-batch (zn_data_batch writes host memory) */
+    float *host_x;
+    int *host_labels;
+    ZnEngineHooks hooks;
+
+    /* canonical mode (Z-CANON-*): binary-counter accumulation over micro-steps */
+    int canonical;
+    int nlevels;
+    float **levels;         /* [nlevels] partition-sized partial sums */
+    unsigned long occupied; /* bit k: levels[k] holds a partial sum */
+
+    /* this step's wall-clock breakdown in ms (Z-REP-003): forward, backward
+       (with the reductions it triggers), reductions alone, optimizer step */
+    double t_fwd, t_bwd, t_reduce, t_step;
+
+    long opt_step;          /* optimizer steps applied (Adam's t) */
+    long skipped_steps;
+    long global_step;       /* steps taken, skipped ones included */
+    long global_samples;
+    int micro;              /* micro-step within the current optimizer step */
+} ZnEngine;
+
+/* The layout a config gives a model at a world size (what every engine,
+ * checker and report of that run uses). */
+ZnLayoutOpts zn_layout_opts(const ZnConfig *cfg);
+int zn_config_layout(const ZnConfig *cfg, const ZnModel *model, int world, ZnLayout *L, ZnErr *err);
+
+int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
+                   ZnComm *comm, ZnDevice *dev, const ZnEngineHooks *hooks, ZnErr *err);
+void zn_engine_free(ZnEngine *E);
+
+/* One optimizer step: gradient_accumulation_steps micro-steps of forward and
+ * backward on this rank's micro-batches of global step E->global_step, the
+ * reductions the stage prescribes, then the optimizer. */
+int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err);
+
+/* Collective: every rank receives the full fp32 master parameters in model
+ * order (total_numel floats; padding stripped). */
+int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err);
+
+/* Collective: the averaged gradient of the last step (times the loss scale
+ * it used), gathered like zn_engine_gather_params. */
+int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err);
+
+/* Collective: the full Adam moments in model order (checkpoint tests). */
+int zn_engine_gather_moments(ZnEngine *E, float *exp_avg, float *exp_avg_sq, ZnErr *err);
+
+/* Everything besides the partitions that a checkpoint must restore for a
+ * bitwise-exact resume (Z-CKPT-003). */
+typedef struct {
+    long opt_step, global_step, global_samples, skipped_steps;
+    ZnLossScaler scaler;
+    long sched_t;           /* the scheduler's last_batch_iteration */
+} ZnEngineState;
+
+void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s);
+/* Collective: installs the counters and this rank's master / exp_avg /
+ * exp_avg_sq partitions (E->part_n floats each), then publishes the working
+ * weights (cast and gather) exactly as after an optimizer step. */
+int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master, const float *exp_avg,
+                        const float *exp_avg_sq, ZnErr *err);
+
+/* Collective: every rank contributes count elements of dt from send (host
+ * memory) and receives world * count elements in rank order into recv (host
+ * memory), staged through the engine's device scratch (at least 2 uint64 or
+ * gradient_accumulation_steps floats per rank). */
+int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long count, ZnDtype dt,
+                              const char *tag, ZnErr *err);
+
+/* FNV-1a 64 over the little-endian bytes of the parameters in model order. */
+uint64_t zn_digest(const float *params, long n);
+
+#endif

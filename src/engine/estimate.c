@@ -1,0 +1,470 @@
+/* estimate.c: `zinc estimate` (spec Z-EST-001..Z-EST-013).
+ *
+ * DeepSpeed's estimators are Python: products of ints are exact big ints,
+ * an int times a float converts the int to the nearest double first, `/` is
+ * true division, and int() truncates toward zero. We reproduce each step in
+ * double arithmetic, in Python's order, so every figure equals DeepSpeed's to
+ * the byte (Z-EST-003). The ZeRO paper's formula is plain arithmetic on top. */
+#include "engine/estimate.h"
+#include "engine/model.h"
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What DeepSpeed prints for offload device "cpu". Its format_options writes
+ * f'{OffloadDeviceEnum.cpu:4}'; OffloadDeviceEnum is a (str, Enum), and from
+ * Python 3.11 format() of such a member gives "OffloadDeviceEnum.cpu" (the
+ * width 4 pads nothing). Python <= 3.10 gave "cpu " instead, as DeepSpeed's
+ * docs/code-docs/source/memory.rst still show (Z-EST-004). */
+#define ZN_EST_CPU_STR "OffloadDeviceEnum.cpu"
+
+/* 2^30: DeepSpeed divides by 2**30 and labels the result "GB". */
+#define GIB 1073741824.0
+
+/* ------------------------------------------------------------------------ */
+/* Python semantics */
+
+/* int(x) for a float x: truncation toward zero. Python would return a big
+ * int past 2^63; we clamp so the cast is never undefined (Z-EST-013). */
+static long long py_int(double x) {
+    if (x != x) return 0;                 /* NaN: cannot happen for valid input */
+    if (x >= 9223372036854775808.0) return LLONG_MAX;
+    if (x <= -9223372036854775808.0) return LLONG_MIN;
+    return (long long)x;
+}
+
+/* Python's max(a, b) for an int a and a float b returns a unless b > a (the
+ * first maximal argument wins), and the winner keeps its type. Either way,
+ * multiplying it by params afterwards gives the same double in C: an exact int
+ * product rounded once (int path) or float(params) * b (float path), because
+ * params and a are exact in a double. */
+static double py_max_int_float(long long a, double b) {
+    return b > (double)a ? b : (double)a;
+}
+
+/* The range in which the functions below are exact and free of overflow in
+ * their integer steps (Z-EST-003): params and largest layer in
+ * 0..ZN_EST_MAX_PARAMS, 1..ZN_EST_MAX_GPUS GPUs in total, a finite factor >= 0. */
+static int valid_inputs(long long params, long long largest, int gpn, int nodes, double f) {
+    if (params < 0 || params > ZN_EST_MAX_PARAMS) return 0;
+    if (largest < 0 || largest > ZN_EST_MAX_PARAMS) return 0;
+    if (gpn < 1 || nodes < 1 || gpn > ZN_EST_MAX_GPUS || nodes > ZN_EST_MAX_GPUS) return 0;
+    if ((long long)gpn * nodes > ZN_EST_MAX_GPUS) return 0;
+    if (!isfinite(f) || f < 0) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the estimators */
+
+ZnEst zn_est_zero2(long long params, int gpus_per_node, int nodes, int cpu_offload,
+                   double buffer_factor) {
+    ZnEst r = {-1, -1};
+    if (!valid_inputs(params, 0, gpus_per_node, nodes, buffer_factor)) return r;
+    long long total_gpus = (long long)nodes * gpus_per_node;
+    double P = (double)params;            /* exact: params < 2^53 */
+    double cpu;
+    if (cpu_offload) {
+        /* GPU keeps the fp16 params; CPU keeps everything else for every GPU
+           of the node, at least 16 bytes a param */
+        r.gpu = 2 * params;
+        long long m = 4 * total_gpus > 16 ? 4 * total_gpus : 16;  /* max of two ints */
+        cpu = P * (double)m * buffer_factor;
+    } else {
+        /* 2 = fp16 params; 18 = 2 fp16 grads + 4 fp32 grads + 4 fp32 params
+           + 8 Adam states, partitioned. 18*params is an exact int in Python
+           and below 2^53 here, so the double quotient is Python's true division */
+        r.gpu = 2 * params + py_int((double)(18 * params) / (double)total_gpus);
+        /* (params*4)*gpus_per_node is exact in Python, rounded once when
+           multiplied by the factor; P*4.0 is exact, so one rounding here too */
+        cpu = P * 4.0 * (double)gpus_per_node * buffer_factor;
+    }
+    r.cpu = py_int(cpu);
+    return r;
+}
+
+ZnEst zn_est_zero3(long long params, long long largest_layer, int gpus_per_node, int nodes,
+                   int cpu_offload, int cpu_offload_params, int zero_init, double buffer_factor) {
+    ZnEst r = {-1, -1};
+    if (!valid_inputs(params, largest_layer, gpus_per_node, nodes, buffer_factor)) return r;
+    long long total_gpus = (long long)nodes * gpus_per_node;
+    double P = (double)params;
+    /* 1/num_nodes: a float, so e.g. 16 * (1/3) is not 16/3 and the CPU figure
+       may land one byte below the exact value (Z-EST-003) */
+    double gpus_factor = 1.0 / (double)nodes;
+    /* gathering the largest layer: 2 bytes fp16 param + 2 bytes fp16 grad */
+    long long largest_layer_memory = 4 * largest_layer;
+    double cpu;
+    if (cpu_offload) {
+        if (cpu_offload_params) {
+            r.gpu = largest_layer_memory;
+            /* Python: ((params*18) * gpus_factor) * factor, left to right */
+            if (zero_init)
+                cpu = P * 18.0 * gpus_factor * buffer_factor;
+            else
+                cpu = P * py_max_int_float(4LL * gpus_per_node, 18.0 * gpus_factor) * buffer_factor;
+        } else {
+            r.gpu = largest_layer_memory + py_int((double)(2 * params) / (double)total_gpus);
+            if (zero_init)
+                cpu = P * 16.0 * gpus_factor * buffer_factor;
+            else
+                cpu = P * py_max_int_float(4LL * gpus_per_node, 16.0 * gpus_factor) * buffer_factor;
+        }
+    } else {
+        r.gpu = largest_layer_memory + py_int((double)(18 * params) / (double)total_gpus);
+        /* with zero.Init only the largest layer is ever whole on the CPU */
+        if (zero_init)
+            cpu = (double)largest_layer * 4.0 * (double)gpus_per_node * buffer_factor;
+        else
+            cpu = P * 4.0 * (double)gpus_per_node * buffer_factor;
+    }
+    r.cpu = py_int(cpu);
+    return r;
+}
+
+double zn_paper_bytes_per_device(long long params, int nd, int stage, int K) {
+    if (nd < 1 || stage < 0 || stage > 3 || K < 0 || params < 0) return NAN;
+    double P = (double)params, N = (double)nd, k = (double)K;
+    switch (stage) {
+    case 0: return (2.0 + 2.0 + k) * P;                 /* baseline DP: all replicated */
+    case 1: return 2.0 * P + 2.0 * P + k * P / N;       /* Pos: optimizer states split */
+    case 2: return 2.0 * P + (2.0 + k) * P / N;         /* Pos+g: and gradients */
+    default: return (2.0 + 2.0 + k) * P / N;            /* Pos+g+p: and parameters */
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* parsing */
+
+/* At most this many characters in a count: enough for any valid spelling,
+ * and it bounds the digit buffer below. */
+#define COUNT_MAX_LEN 40
+
+int zn_est_parse_count(const char *flag, const char *s, long long lo, long long *out, ZnErr *err) {
+    const char *bad_fmt = "%s: expected a parameter count such as 350M, 7.5B or 2851e6, got '%.60s'";
+    size_t len = strlen(s);
+    if (len == 0 || len > COUNT_MAX_LEN) return zn_err(err, ZN_E_USAGE, bad_fmt, flag, s);
+
+    /* mantissa digits (integer part then fraction) and the power of ten that
+       scales them: value = digits * 10^exp10 */
+    char dig[COUNT_MAX_LEN + 1];
+    int nd = 0, exp10 = 0, ndigits_seen = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++) { dig[nd++] = *p; ndigits_seen++; }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++) { dig[nd++] = *p; ndigits_seen++; exp10--; }
+    }
+    if (ndigits_seen == 0) return zn_err(err, ZN_E_USAGE, bad_fmt, flag, s);
+    /* the suffix: one letter, or an exponent, and then the end */
+    if (*p) {
+        int e = -1;
+        switch (*p) {
+        case 'k': case 'K': e = 3; break;
+        case 'm': case 'M': e = 6; break;  /* model names say 350m and 350M alike */
+        case 'b': case 'B': e = 9; break;
+        case 't': case 'T': e = 12; break;
+        case 'e': case 'E': {
+            /* one or two digits: the count is below 10^15 anyway */
+            const char *q = p + 1;
+            int v = 0, n = 0;
+            for (; *q >= '0' && *q <= '9' && n < 3; q++, n++) v = v * 10 + (*q - '0');
+            if (n == 0 || n > 2 || *q) return zn_err(err, ZN_E_USAGE, bad_fmt, flag, s);
+            e = v;
+            p = q - 1;   /* the loop below steps past the last digit */
+            break;
+        }
+        default: return zn_err(err, ZN_E_USAGE, bad_fmt, flag, s);
+        }
+        p++;
+        if (*p) return zn_err(err, ZN_E_USAGE, bad_fmt, flag, s);
+        exp10 += e;
+    }
+    /* drop leading zeros, then move trailing zeros into the exponent, so the
+       digits left are significant and the last one is not 0 */
+    int first = 0;
+    while (first < nd && dig[first] == '0') first++;
+    while (nd > first && dig[nd - 1] == '0') { nd--; exp10++; }
+    long long v = 0;
+    if (nd > first) {
+        /* a fraction left over means a part of a parameter */
+        if (exp10 < 0)
+            return zn_err(err, ZN_E_USAGE, "%s: '%s' is not a whole number of parameters", flag, s);
+        /* more than 15 digits is over 10^14 for sure; else it fits in 64 bits */
+        if (nd - first + exp10 > 15)
+            return zn_err(err, ZN_E_USAGE, "%s: '%s' is too large (at most 100T = 10^14)", flag, s);
+        for (int i = first; i < nd; i++) v = v * 10 + (dig[i] - '0');
+        for (int i = 0; i < exp10; i++) v *= 10;
+    }
+    if (v > ZN_EST_MAX_PARAMS)
+        return zn_err(err, ZN_E_USAGE, "%s: '%s' is too large (at most 100T = 10^14)", flag, s);
+    if (v < lo) return zn_err(err, ZN_E_USAGE, "%s: '%s' is below %lld", flag, s, lo);
+    *out = v;
+    return 0;
+}
+
+/* A plain decimal integer in lo..hi: digits only (no sign, no space), so
+ * "+8" and " 8" are refused rather than read half-way. */
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *out, ZnErr *err) {
+    long long v = 0;
+    int n = 0;
+    for (const char *p = s; *p; p++, n++) {
+        if (*p < '0' || *p > '9' || n >= 10) { n = -1; break; }
+        v = v * 10 + (*p - '0');
+    }
+    if (n <= 0 || v < lo || v > hi)
+        return zn_err(err, ZN_E_USAGE, "%s: expected an integer in %d..%d, got '%.60s'", flag, lo, hi, s);
+    *out = (int)v;
+    return 0;
+}
+
+/* A finite number > 0 (strtod's whole string: no trailing characters). */
+static int parse_factor(const char *flag, const char *s, double *out, ZnErr *err) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || !(v > 0))
+        return zn_err(err, ZN_E_USAGE, "%s: expected a finite number > 0, got '%.60s'", flag, s);
+    *out = v;
+    return 0;
+}
+
+/* Every table entry the options will print, checked for the clamp of
+ * py_int: Python would print a big int, we refuse instead (Z-EST-013). */
+static int fits(const ZnEstOpts *o) {
+    for (int off = 0; off < 2; off++) {
+        ZnEst e = zn_est_zero2(o->params, o->gpus_per_node, o->nodes, off, o->buffer_factor);
+        if (e.cpu == LLONG_MAX || e.gpu == LLONG_MAX) return 0;
+        for (int offp = 0; offp < 2; offp++)
+            for (int zi = 0; zi < 2; zi++) {
+                e = zn_est_zero3(o->params, o->largest_layer, o->gpus_per_node, o->nodes, off, offp,
+                                 zi, o->buffer_factor);
+                if (e.cpu == LLONG_MAX || e.gpu == LLONG_MAX) return 0;
+            }
+    }
+    return 1;
+}
+
+int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
+    memset(o, 0, sizeof *o);
+    /* DeepSpeed's defaults: one node with one GPU, additional_buffer_factor 1.5 */
+    o->gpus_per_node = 1;
+    o->nodes = 1;
+    o->buffer_factor = 1.5;
+    o->rows = ZN_EST_ROWS_ALL;
+    o->largest_layer_index = -1;
+    int have_params = 0;
+    int rc = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            o->help = 1;
+            return 0;
+        }
+        static const char *with_value[] = {"--params", "--largest-layer", "--gpus-per-node", "--nodes",
+                                           "--stage", "--offload", "--buffer-factor", "--model", NULL};
+        int k = -1;
+        for (int j = 0; with_value[j]; j++)
+            if (!strcmp(a, with_value[j])) k = j;
+        if (k < 0) {
+            if (a[0] != '-')
+                return zn_err(err, ZN_E_USAGE, "unexpected argument '%.200s' for 'zinc estimate' "
+                              "(try --params 7.5B)", a);
+            return zn_err(err, ZN_E_USAGE, "unknown flag '%.200s' for 'zinc estimate'", a);
+        }
+        if (i + 1 >= argc) return zn_err(err, ZN_E_USAGE, "%s needs a value", a);
+        const char *v = argv[++i];
+        switch (k) {
+        case 0: rc = zn_est_parse_count(a, v, 1, &o->params, err); have_params = 1; break;
+        case 1: rc = zn_est_parse_count(a, v, 0, &o->largest_layer, err); o->have_largest = 1; break;
+        case 2: rc = parse_int(a, v, 1, ZN_EST_MAX_GPUS, &o->gpus_per_node, err); break;
+        case 3: rc = parse_int(a, v, 1, ZN_EST_MAX_GPUS, &o->nodes, err); break;
+        case 4: rc = parse_int(a, v, 1, 3, &o->stage, err); break;
+        case 5:
+            if (!strcmp(v, "none")) o->rows = ZN_EST_ROWS_NONE;
+            else if (!strcmp(v, "cpu")) o->rows = ZN_EST_ROWS_CPU;
+            else if (!strcmp(v, "all")) o->rows = ZN_EST_ROWS_BOTH;
+            else rc = zn_err(err, ZN_E_USAGE, "--offload: expected none, cpu or all, got '%.60s'", v);
+            break;
+        case 6: rc = parse_factor(a, v, &o->buffer_factor, err); break;
+        case 7: o->model_spec = v; break;
+        }
+        if (rc) return rc;
+    }
+
+    if (o->model_spec) {
+        /* the model gives both counts, as DeepSpeed's *_all_live helpers do */
+        if (have_params || o->have_largest)
+            return zn_err(err, ZN_E_USAGE, "--model gives the parameter counts: do not combine it with "
+                          "--params or --largest-layer");
+        ZnModel m;
+        rc = zn_model_parse(o->model_spec, &m, err);
+        if (rc) return rc;
+        /* total: every parameter once (a tied parameter is one entry) */
+        o->params = zn_model_numel(&m);
+        /* largest layer: a module's own params (weight + bias of one Linear);
+           a layer naming one param twice counts it once */
+        for (int l = 0; l < m.nlayers; l++) {
+            int w = m.layer_param[l][0], b = m.layer_param[l][1];
+            long long n = m.params[w].numel + (b != w ? m.params[b].numel : 0);
+            if (n > o->largest_layer || o->largest_layer_index < 0) {
+                o->largest_layer = n;
+                o->largest_layer_index = l;
+            }
+        }
+        o->have_largest = 1;
+        have_params = 1;
+    }
+    if (!have_params)
+        return zn_err(err, ZN_E_USAGE, "--params P or --model mlp:D0,...,Dk is required "
+                      "(e.g. zinc estimate --params 7.5B --gpus-per-node 8)");
+    if (o->largest_layer > o->params)
+        return zn_err(err, ZN_E_USAGE, "--largest-layer (%lld) exceeds --params (%lld)",
+                      o->largest_layer, o->params);
+    if ((long long)o->gpus_per_node * o->nodes > ZN_EST_MAX_GPUS)
+        return zn_err(err, ZN_E_USAGE, "--nodes x --gpus-per-node = %lld GPUs: at most %d",
+                      (long long)o->gpus_per_node * o->nodes, ZN_EST_MAX_GPUS);
+    /* stages 1 and 2 keep every parameter on the GPU: no row to show */
+    if (o->rows == ZN_EST_ROWS_BOTH && o->stage != 3)
+        return zn_err(err, ZN_E_USAGE, "--offload all also offloads parameters, which only stage 3 "
+                      "does: add --stage 3 (or use --offload cpu)");
+    if (!fits(o))
+        return zn_err(err, ZN_E_USAGE, "estimate too large: more than 2^63 bytes (use fewer params, "
+                      "GPUs per node or a smaller --buffer-factor)");
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* printing: DeepSpeed's *_all_cold tables, line for line */
+
+/* the first two lines; the SW line and the column header follow (callers) */
+static void print_header(FILE *f, int gpn, int nodes) {
+    fprintf(f, "Estimated memory needed for params, optim states and gradients for a:\n");
+    fprintf(f, "HW: Setup with %d %s, %d %s per node.\n", nodes, nodes > 1 ? "nodes" : "node", gpn,
+            gpn > 1 ? "GPUs" : "GPU");
+}
+
+/* One row: f" {cpu/2**30:7.2f}GB | {gpu/2**30:6.2f}GB | {options}". The
+ * division is exact scaling of the double nearest the int, which is what
+ * Python's int/int true division gives; %.2f rounds the exact binary value
+ * to nearest-even like Python's format. */
+static void print_row(FILE *f, ZnEst e, const char *options) {
+    fprintf(f, " %7.2fGB | %6.2fGB | %s\n", (double)e.cpu / GIB, (double)e.gpu / GIB, options);
+}
+
+/* int(n/1e6): millions, truncated, as the SW line prints them */
+static long long millions(long long n) {
+    return (long long)((double)n / 1e6);
+}
+
+void zn_est_print_zero2(FILE *f, long long params, int gpus_per_node, int nodes,
+                        double buffer_factor, int rows) {
+    print_header(f, gpus_per_node, nodes);
+    fprintf(f, "SW: Model with %lldM total params.\n", millions(params));
+    fprintf(f, "  per CPU  |  per GPU |   Options\n");
+    /* DeepSpeed's order: offload first, then none */
+    for (int off = 1; off >= 0; off--) {
+        /* --offload all has no stage 2 row: parameters stay on the GPU */
+        int keep = rows == ZN_EST_ROWS_ALL || (rows == ZN_EST_ROWS_NONE && !off) ||
+                   (rows == ZN_EST_ROWS_CPU && off);
+        if (!keep) continue;
+        ZnEst e = zn_est_zero2(params, gpus_per_node, nodes, off, buffer_factor);
+        print_row(f, e, off ? "offload_optimizer=" ZN_EST_CPU_STR : "offload_optimizer=none");
+    }
+}
+
+void zn_est_print_zero3(FILE *f, long long params, long long largest_layer, int gpus_per_node,
+                        int nodes, double buffer_factor, int rows) {
+    print_header(f, gpus_per_node, nodes);
+    fprintf(f, "SW: Model with %lldM total params, %lldM largest layer params.\n", millions(params),
+            millions(largest_layer));
+    fprintf(f, "  per CPU  |  per GPU |   Options\n");
+    /* DeepSpeed's loops: optimizer offload yes/no, param offload yes/no
+       (skipping params offloaded without the optimizer), zero_init yes/no */
+    for (int off = 1; off >= 0; off--)
+        for (int offp = 1; offp >= 0; offp--) {
+            if (!off && offp) continue;
+            int keep = rows == ZN_EST_ROWS_ALL || (rows == ZN_EST_ROWS_NONE && !off) ||
+                       (rows == ZN_EST_ROWS_CPU && off && !offp) ||
+                       (rows == ZN_EST_ROWS_BOTH && off && offp);
+            if (!keep) continue;
+            for (int zi = 1; zi >= 0; zi--) {
+                ZnEst e = zn_est_zero3(params, largest_layer, gpus_per_node, nodes, off, offp, zi,
+                                       buffer_factor);
+                char opts[160];
+                snprintf(opts, sizeof opts, "offload_param=%s, offload_optimizer=%s, zero_init=%d",
+                         offp ? ZN_EST_CPU_STR : "none", off ? ZN_EST_CPU_STR : "none", zi);
+                print_row(f, e, opts);
+            }
+        }
+}
+
+void zn_est_print_paper(FILE *f, long long params, int nd, int K) {
+    static const char *what[4] = {
+        "baseline DP     (2+2+K)*P",
+        "Pos     stage 1 2P + 2P + K*P/Nd",
+        "Pos+g   stage 2 2P + (2+K)*P/Nd",
+        "Pos+g+p stage 3 (2+2+K)*P/Nd",
+    };
+    fprintf(f, "ZeRO paper (K=%d%s): model states per device, P = %lld params, Nd = %d, GB = 1e9 bytes\n",
+            K, K == 12 ? ", mixed-precision Adam" : "", params, nd);
+    fprintf(f, "  paper GB |     formula GB | stage   formula\n");
+    for (int s = 0; s < 4; s++) {
+        double gb = zn_paper_bytes_per_device(params, nd, s, K) / 1e9;
+        /* the paper prints one decimal (Figure 1: 31.4, 16.6, 1.9) */
+        fprintf(f, " %9.1f | %14.6f | %s\n", gb, gb, what[s]);
+    }
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: zinc estimate --params P [--largest-layer L] [--gpus-per-node G] [--nodes M]\n"
+        "                     [--stage 1|2|3] [--offload none|cpu|all] [--buffer-factor F]\n"
+        "       zinc estimate --model mlp:D0,...,Dk [...]\n"
+        "Model-state memory per CPU (node) and per GPU: DeepSpeed's estimators\n"
+        "(estimate_zero2/zero3_model_states_mem_needs_all_cold; GB = 2^30 bytes) and the\n"
+        "ZeRO paper's formula with K = 12 (GB = 1e9 bytes), Nd = G * M.\n"
+        "P and L: 350M, 7.5B, 2851e6 or plain digits. Defaults: G 1, M 1, F 1.5, both\n"
+        "stage tables, every offload combination. Activations are not counted.\n");
+}
+
+int zn_est_run(int argc, char **argv, FILE *out, FILE *note, ZnErr *err) {
+    ZnEstOpts o;
+    int rc = zn_est_parse_args(argc, argv, &o, err);
+    if (rc) return rc;
+    if (o.help) {
+        usage(out);
+        return 0;
+    }
+    int stage2 = o.stage != 3, stage3 = o.stage == 0 || o.stage == 3;
+    if (o.model_spec)
+        fprintf(out, "Model %s: %lld params, largest layer layers.%d with %lld params (weight + bias).\n\n",
+                o.model_spec, o.params, o.largest_layer_index, o.largest_layer);
+    if (stage3 && !o.have_largest && note)
+        fprintf(note, "zinc estimate: note: --largest-layer not given: stage 3 counts 0 for the largest "
+                      "layer, so its GPU figures are lower bounds\n");
+    if (stage2) {
+        /* DeepSpeed has no stage 1 estimator: its docs use the stage 2 one for
+           stages 1 and 2 (Z-EST-009) */
+        fprintf(out, "DeepSpeed estimate_zero2_model_states_mem_needs_all_cold (ZeRO stages 1 and 2):\n");
+        zn_est_print_zero2(out, o.params, o.gpus_per_node, o.nodes, o.buffer_factor, o.rows);
+        fprintf(out, "\n");
+    }
+    if (stage3) {
+        fprintf(out, "DeepSpeed estimate_zero3_model_states_mem_needs_all_cold (ZeRO stage 3):\n");
+        zn_est_print_zero3(out, o.params, o.largest_layer, o.gpus_per_node, o.nodes, o.buffer_factor,
+                           o.rows);
+        fprintf(out, "\n");
+    }
+    zn_est_print_paper(out, o.params, o.gpus_per_node * o.nodes, 12);
+    return 0;
+}
+
+int zn_cmd_estimate(int argc, char **argv) {
+    ZnErr err = {0};
+    if (zn_est_run(argc, argv, stdout, stderr, &err)) {
+        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
