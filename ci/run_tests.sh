@@ -61,7 +61,7 @@ part proc sh tests/proc_test.sh
 part fault sh tests/fault_test.sh
 part alloc sh tests/alloc_test.sh "$B"
 part adamref python3 tests/adam_ref.py --check
-part build sh tests/build_test.sh
+part build sh tests/build_test.sh "$B"
 
 if "$ZINC" spec coverage >"$log" 2>&1; then
   tail -n 1 "$log"; count 1 0

@@ -17,13 +17,14 @@ cat coverage/lines.txt
 echo "== branch coverage per file (coverage/branches.txt)"
 cat coverage/branches.txt
 # per stage: the conformance runs of that stage alone, and how much of the
-# stage's own code (engine functions named stageK_* / stageJK_*) they reach
+# engine code that stage's plan selects (functions tagged "plan: ...") they reach
 : >coverage/stages.tsv
+"$B/tests/test_plan" --dump >coverage/plans.txt
 for s in 0 1 2 3; do
   find "$B" -name '*.gcda' -delete
   ZINC_SPEC_STAGE=$s "$B/zinc" spec run >/dev/null 2>&1
   $G --json "coverage/stage$s.json"
-  python3 coverage/stage_table.py "$s" "coverage/stage$s.json" src/engine/engine.c >>coverage/stages.tsv
+  python3 coverage/stage_table.py "$s" coverage/plans.txt "coverage/stage$s.json" src/engine/engine.c >>coverage/stages.tsv
 done
 python3 coverage/stage_table.py --print coverage/stages.tsv | tee coverage/stages.txt
 exit $status

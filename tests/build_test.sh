@@ -1,7 +1,10 @@
 #!/bin/sh
 # Build configuration checks (spec Z-BUILD): ci/configure.sh records the
 # toolchains it finds after installing, rewrites build/config.mk only when
-# that changes, and says so. Prints "build: N passed, N failed".
+# that changes, and says so; and the layering of the sources (Z-BUILD-003,
+# Z-BUILD-004). Prints "build: N passed, N failed".
+#   sh tests/build_test.sh [BUILD]      (BUILD holds the libraries; default build)
+B=${1:-build}
 . tests/lib.sh
 
 # spec: Z-BUILD-001 the toolchains found are recorded, after installing
@@ -41,5 +44,27 @@ done
 if [ -z "$miss" ] && grep -q "^sh ci/purge.sh" .ci/run && [ "$(grep -n '^sh ci/purge.sh' .ci/run | cut -d: -f1)" -lt "$(grep -n '^make demo' .ci/run | cut -d: -f1)" ]; then
   ok "Z-BUILD-002 .ci/run purges every package setup.sh installs before make demo"
 else bad Z-BUILD-002 "not purged:$miss"; fi
+
+# spec: Z-BUILD-003 src/ includes nothing of sim/ or kernels/, and compares a
+# stage number only where the stage plan is built (src/core/plan.c)
+inc=$(grep -rnE '#include *"(\.\./)*(sim|kernels)/|#include *"(sim_world|cuda_dev|cublas_dl)\.h"' src || true)
+if [ -z "$inc" ]; then ok "Z-BUILD-003 no file in src/ includes a sim/ or kernels/ header"
+else bad Z-BUILD-003-include "$inc"; fi
+cmp=$(grep -rnE '[a-z_.>-]*stage *(==|!=|<=|>=|<|>) *[0-9]|[0-9] *(==|!=|<=|>=|<|>) *[a-z_.>-]*stage\b|switch *\([a-z_.>-]*stage\)' \
+      src --include='*.c' --include='*.h' | grep -v '^src/core/plan\.c:' || true)
+if [ -z "$cmp" ]; then ok "Z-BUILD-003 the stage number is compared only in src/core/plan.c"
+else bad Z-BUILD-003-stage "$cmp"; fi
+
+# spec: Z-BUILD-004 libzinc references no symbol of the layers above it
+# (libzinc_app, libzinc_sim, libzinc_cuda): the link needs no --start-group
+if [ -f "$B/libzinc.a" ] && [ -f "$B/libzinc_sim.a" ] && [ -f "$B/libzinc_app.a" ]; then
+  nm -gu "$B/libzinc.a" | awk '{print $2}' | sort -u >"$T/und"
+  for L in libzinc_app libzinc_sim libzinc_cuda; do
+    [ -f "$B/$L.a" ] && nm -g --defined-only "$B/$L.a" | awk 'NF == 3 {print $3}'
+  done | sort -u >"$T/above"
+  up=$(comm -12 "$T/und" "$T/above" | tr '\n' ' ')
+  if [ -z "$up" ] && ! grep -q 'start-group' Makefile; then ok "Z-BUILD-004 libzinc depends on no layer above it"
+  else bad Z-BUILD-004 "libzinc.a needs: $up"; fi
+else bad Z-BUILD-004 "$B/libzinc.a, libzinc_sim.a or libzinc_app.a missing (make tests builds them)"; fi
 
 finish build

@@ -27,14 +27,6 @@ static int parse_num(const char *flag, const char *s, double *out, ZnErr *err) {
     return 0;
 }
 
-/* The rank that owns element j of param p in layout L (stage 0: rank 0,
- * every rank holds it). */
-static int owner_rank(const ZnLayout *L, int p, long j) {
-    if (L->stage == 0) return 0;
-    if (L->stage <= 2) return (int)((L->flat_offset[p] + j) / L->part_numel);
-    return L->s3_pn[p] > 0 ? (int)(j / L->s3_pn[p]) : 0;
-}
-
 static int layout_of(const ZnRunOpts *o, ZnLayout *L, ZnErr *err) {
     return zn_config_layout(&o->cfg, &o->model, o->world, L, err);
 }
@@ -97,7 +89,7 @@ int zn_cmd_compare(int argc, char **argv) {
             return usage_error(&err);
         }
     }
-    if (f.args.stage < 0) { zn_err(&err, ZN_E_USAGE, "zinc compare needs --stage K"); return usage_error(&err); }
+    if (f.args.stage == -1) { zn_err(&err, ZN_E_USAGE, "zinc compare needs --stage K"); return usage_error(&err); }
     if (f.steps < 0) f.steps = 10;
     ZnRunOpts test, base;
     if (zn_train_resolve(&f, NULL, &test, &err)) return usage_error(&err);
@@ -166,7 +158,7 @@ int zn_cmd_compare(int argc, char **argv) {
     } else {
         printf("TEST FAILED: step %ld, %s '%s' element %ld (rank %d): baseline %.9g, stage %d %.9g "
                "(|diff| %.3e > atol %g + rtol %g * |baseline|)\n",
-               dv.step, dv.what, L.params[dv.param].name, dv.elem, owner_rank(&L, dv.param, dv.elem), dv.base,
+               dv.step, dv.what, L.params[dv.param].name, dv.elem, zn_layout_owner(&L, dv.param, dv.elem), dv.base,
                test.cfg.zero.stage, dv.test, fabs(dv.test - dv.base), atol, rtol);
         rc = 1;
     }
@@ -303,8 +295,8 @@ int zn_cmd_stepper(int argc, char **argv) {
                     if (!(ad <= tol)) {
                         /* one line per rank holding part of the parameter, as
                            each DeepSpeed rank reports its own view */
-                        int lo = owner_rank(&L, p, 0), hi = owner_rank(&L, p, L.params[p].numel - 1);
-                        if (L.stage == 0) { lo = 0; hi = test.world - 1; }
+                        int lo = zn_layout_owner(&L, p, 0), hi = zn_layout_owner(&L, p, L.params[p].numel - 1);
+                        if (L.shard == ZN_SHARD_NONE) { lo = 0; hi = test.world - 1; }
                         for (int r = lo; r <= hi; r++)
                             printf("DIVERGED %s rank=%d batch=%ld param_idx=%d abs_diff=%.5e rel_diff=%.5e tol=%.5e\n",
                                    kind == 0 ? "PARAMETER" : "GRADIENT", r, b, p, ad, rd, tol);

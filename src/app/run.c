@@ -66,11 +66,13 @@ double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
     ZnLayout L;
     ZnErr e;
     if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) return -1;
-    const int N = o->world, stage = o->cfg.zero.stage;
-    *psi = stage == 0 ? L.total_numel : stage <= 2 ? L.aligned_numel : L.s3_rank_numel * N;
+    ZnPlan P;
+    if (zn_plan_build(&P, o->cfg.zero.stage, &e)) { zn_layout_free(&L); return -1; }
+    const int N = o->world;
+    *psi = L.aligned_numel;   /* every rank's partition times N: Ψ with the padding */
     if (nbuckets) *nbuckets = L.nbuckets;
     zn_layout_free(&L);
-    return (stage == 3 ? 3.0 : 2.0) * (double)*psi * (N - 1) / N;
+    return P.comm_volume_psi * (double)*psi * (N - 1) / N;
 }
 
 static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const ZnCommStats *b, long steps,
@@ -82,10 +84,13 @@ static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const 
     zn_comm_tag_totals(b, "param_gather", &c, &p1, &r);
     long psi = 0;
     double vol = zn_run_zero_volume(o, &psi, NULL);
+    ZnPlan P;
+    ZnErr e;
+    if (zn_plan_build(&P, o->cfg.zero.stage, &e)) return;
     printf("[zinc] comm %s rank %d: grad_reduce %.0f B/step, param_gather %.0f B/step, total %.0f B/step; "
-           "ZeRO paper %s(N-1)/N = %.0f B/step (psi=%ld with padding, %zu B/element)\n",
+           "ZeRO paper %dpsi(N-1)/N = %.0f B/step (psi=%ld with padding, %zu B/element)\n",
            what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, (double)(g1 - g0 + p1 - p0) / steps,
-           o->cfg.zero.stage == 3 ? "3psi" : "2psi", vol * (double)zn_dtype_size(o->cfg.model_dtype), psi,
+           P.comm_volume_psi, vol * (double)zn_dtype_size(o->cfg.model_dtype), psi,
            zn_dtype_size(o->cfg.model_dtype));
 }
 

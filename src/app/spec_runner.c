@@ -92,14 +92,16 @@ typedef struct {
  * 3Ψ(N-1)/N (stage 3), Ψ counted with the layout's padding (spec Z-COMM-001). */
 static int check_comm(const CaseRun *r, char *why, size_t wn) {
     const ZnRunOpts *o = &r->opts;
-    const int N = o->world, stage = o->cfg.zero.stage;
+    const int N = o->world;
     long psi, nb;
     double per_step = zn_run_zero_volume(o, &psi, &nb);
-    if (per_step < 0) {
+    ZnPlan P;
+    ZnErr e;
+    if (per_step < 0 || zn_plan_build(&P, o->cfg.zero.stage, &e)) {
         snprintf(why, wn, "layout: cannot be built");
         return 1;
     }
-    double factor = stage == 3 ? 3.0 : 2.0;
+    double factor = P.comm_volume_psi;
     double expect = per_step * 4.0 * (double)o->steps;
     double total = 0;
     for (int k = 0; k < N; k++) {
@@ -110,9 +112,9 @@ static int check_comm(const CaseRun *r, char *why, size_t wn) {
         zn_comm_tag_totals(&r->res.comm_end[k], "param_gather", &g1, &gs1, &gr1);
         double sent = (double)(s1 - s0 + gs1 - gs0);
         total += sent;
-        /* stage 0 all-reduces unpadded buckets: a rank's share may differ
-           from the mean by the rounding of one chunk per bucket */
-        double slack = stage == 0 ? 2.0 * 4.0 * (double)nb * (double)o->steps : 0.0;
+        /* an all-reduce of unpadded buckets (stage 0): a rank's share may
+           differ from the mean by the rounding of one chunk per bucket */
+        double slack = P.boundary_all_reduce ? 2.0 * 4.0 * (double)nb * (double)o->steps : 0.0;
         if (fabs(sent - expect) > slack) {
             snprintf(why, wn, "rank %d sent %.0f bytes for gradients and parameters in %ld steps, "
                      "expected %.0f (%.0fΨ(N-1)/N, Ψ=%ld, N=%d)", k, sent, o->steps, expect, factor, psi, N);
@@ -136,20 +138,23 @@ static int check_memory(const CaseRun *r, char *why, size_t wn) {
         return 1;
     }
     const int N = o->world, stage = o->cfg.zero.stage;
+    ZnPlan P;
+    if (zn_plan_build(&P, stage, &e)) {
+        zn_layout_free(&L);
+        snprintf(why, wn, "plan: %s", e.msg);
+        return 1;
+    }
+    /* the paper's table: a state held in full costs Ψ (the layout's padded
+       flat size), a partitioned one Ψ/N (the rank's partition); an fp32
+       run that keeps the optimizer state in full steps the working copy
+       itself, without a master copy */
+    const long full = L.aligned_numel * 4, part = L.part_numel * 4;
     long want[ZN_MEM_NCAT] = {0};
-    if (stage == 0) {
-        long P = L.total_numel * 4;
-        want[ZN_MEM_PARAMS16] = P; want[ZN_MEM_GRADS] = P;
-        want[ZN_MEM_EXP_AVG] = P; want[ZN_MEM_EXP_AVG_SQ] = P;
-    } else if (stage <= 2) {
-        long P = L.aligned_numel * 4, Pn = P / N;
-        want[ZN_MEM_PARAMS16] = P;
-        want[ZN_MEM_GRADS] = stage == 1 ? P : Pn;
-        want[ZN_MEM_MASTER32] = Pn; want[ZN_MEM_EXP_AVG] = Pn; want[ZN_MEM_EXP_AVG_SQ] = Pn;
-    } else {
-        long Pn = L.s3_rank_numel * 4;
-        want[ZN_MEM_PARAMS16] = Pn; want[ZN_MEM_GRADS] = Pn;
-        want[ZN_MEM_MASTER32] = Pn; want[ZN_MEM_EXP_AVG] = Pn; want[ZN_MEM_EXP_AVG_SQ] = Pn;
+    want[ZN_MEM_PARAMS16] = P.params == ZN_HOLD_FULL ? full : part;
+    want[ZN_MEM_GRADS] = P.grads == ZN_HOLD_FULL ? full : part;
+    want[ZN_MEM_MASTER32] = P.optim == ZN_HOLD_FULL ? 0 : part;
+    want[ZN_MEM_EXP_AVG] = want[ZN_MEM_EXP_AVG_SQ] = P.optim == ZN_HOLD_FULL ? full : part;
+    if (P.gather_per_layer) {
         /* persistent params stay gathered */
         long persisted = 0;
         for (int p = 0; p < L.nparams; p++) {
@@ -179,15 +184,16 @@ static int same_bits_d(double a, double b) { return memcmp(&a, &b, sizeof a) == 
  * (Z-CANON-004): extra gradient buffers and extra gradient bytes. */
 static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *why, size_t wn) {
     const ZnRunOpts *o = &can->opts;
-    const int N = o->world, stage = o->cfg.zero.stage;
+    const int N = o->world;
     const long g = o->cfg.grad_accum;
+    ZnPlan P;
     ZnLayout L;
     ZnErr e;
-    if (zn_config_layout(&o->cfg, &o->model, N, &L, &e)) {
+    if (zn_plan_build(&P, o->cfg.zero.stage, &e) || zn_config_layout(&o->cfg, &o->model, N, &L, &e)) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
-    long part = stage == 0 ? L.aligned_numel : L.part_numel;
+    long part = L.part_numel;
     zn_layout_free(&L);
     int levels = 0;
     if (g > 1) while ((1L << levels) <= g) levels++;
@@ -202,7 +208,7 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
         long c0, s0, r0, c1, s1, r1;
         zn_comm_tag_totals(&def->res.comm_end[k], "grad_reduce", &c0, &s0, &r0);
         zn_comm_tag_totals(&can->res.comm_end[k], "grad_reduce", &c1, &s1, &r1);
-        long want = stage <= 1 ? g * s0 : s0;
+        long want = P.reduce_per_micro ? s0 : g * s0;
         if (s1 != want) {
             snprintf(why, wn, "rank %d: canonical mode sent %ld gradient bytes, default %ld, expected %ld", k, s1, s0, want);
             return 1;

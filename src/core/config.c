@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/json_track.h"
 #include "core/hjson.h"
+#include "core/plan.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -751,7 +752,7 @@ static int read_zero(Ctx *x, const Key *k, const cJSON *v, const char *path, voi
         /* the deprecated "zero_optimization": true form (read_zero_config_deprecated) */
         c->zero.stage = cJSON_IsTrue(v);
         const cJSON *ag = cJSON_GetObjectItemCaseSensitive(x->root, "allgather_size");
-        if (c->zero.stage > 0 && ag) {
+        if (cJSON_IsTrue(v) && ag) {   /* true: stage 1 */
             static const Key agk = {"allgather_size", .type = K_LONG, .off = offsetof(ZnZeroConfig,
                                     allgather_bucket_size), RANGE(0, INF), .flags = F_GT};
             return read_key(x, &agk, ag, "allgather_size", &c->zero);
@@ -1354,7 +1355,9 @@ static int apply_args(Ctx *x) {
     if (a->micro_batch != -1) c->micro_batch = a->micro_batch;
     if (a->grad_accum != -1) c->grad_accum = a->grad_accum;
     if (a->stage != -1) {
-        if (a->stage < 0 || a->stage > 3) return fail(x, "--stage: expected an integer 0..3, got %d", a->stage);
+        ZnPlan P;
+        ZnErr e;
+        if (zn_plan_build(&P, a->stage, &e)) return fail(x, "--stage: expected an integer 0..3, got %d", a->stage);
         c->zero.stage = a->stage;
     }
     if (a->seed != -1) {
@@ -1402,20 +1405,20 @@ static int apply_args(Ctx *x) {
 
 static const char *offload_name(int is_param) { return is_param ? "offload_param" : "offload_optimizer"; }
 
-static int check_offload(Ctx *x, const ZnOffloadConfig *o, int is_param) {
+static int check_offload(Ctx *x, const ZnPlan *P, const ZnOffloadConfig *o, int is_param) {
     const ZnConfig *c = x->c;
     const char *name = offload_name(is_param);
     if (o->device != ZN_OFFLOAD_NONE) {
-        if (c->zero.stage == 0)
+        if (P->optim == ZN_HOLD_FULL)
             return fail(x, "zero_optimization.%s: offload requires ZeRO stage 1, 2 or 3 (stage is 0)", name);
         if (o->device == ZN_OFFLOAD_NVME && !o->nvme_path[0])
             return fail(x, "zero_optimization.%s.nvme_path: required when device is \"nvme\"", name);
-        if (is_param && c->zero.stage != 3)
+        if (is_param && P->params == ZN_HOLD_FULL)
             warn(x, "zero_optimization.offload_param: only ZeRO stage 3 offloads parameters; ignored at stage %d",
                  c->zero.stage);
     }
     /* DeepSpeedZeroConfig.offload_ratio_check: looks at the ratio whatever the device */
-    if (!is_param && o->present && o->ratio < 1.0 && c->zero.stage != 3)
+    if (!is_param && o->present && o->ratio < 1.0 && P->ds_optimizer != ZN_DS_ZERO3)
         return fail(x, "zero_optimization.offload_optimizer.ratio: partial offload (ratio < 1) needs ZeRO stage 3");
     return ZN_OK;
 }
@@ -1427,15 +1430,19 @@ static int resolve(Ctx *x) {
                                      x->err);
     if (rc) return zn_err_prefix(x->err, "%s: ", x->src);
 
-    if (z->overlap_comm == -1) z->overlap_comm = z->stage == 3;
+    /* the DeepSpeed rules below depend on the optimizer class the stage
+       builds (plan.h); the stage is in range here (its key's check) */
+    ZnPlan P;
+    if ((rc = zn_plan_build(&P, z->stage, x->err))) return zn_err_prefix(x->err, "%s: ", x->src);
+    if (z->overlap_comm == -1) z->overlap_comm = P.ds_optimizer == ZN_DS_ZERO3;
     /* the engine sets prefetch_bucket_size to 1 when it builds the stage 3 optimizer */
-    if (z->allgather_sequential && z->stage == 3) z->prefetch_bucket_size = 1;
+    if (z->allgather_sequential && P.ds_optimizer == ZN_DS_ZERO3) z->prefetch_bucket_size = 1;
     /* stage 1/2 assert 4-byte (2 fp16 elements) alignment of the all-gather bucket */
-    if ((z->stage == 1 || z->stage == 2) && z->allgather_bucket_size % 2 != 0)
+    if (P.ds_optimizer == ZN_DS_ZERO12 && z->allgather_bucket_size % 2 != 0)
         return fail(x, "zero_optimization.allgather_bucket_size: must be even (a multiple of 2) at ZeRO stage %d,"
                     " got %ld", z->stage, z->allgather_bucket_size);
-    if ((rc = check_offload(x, &z->offload_optimizer, 0))) return rc;
-    if ((rc = check_offload(x, &z->offload_param, 1))) return rc;
+    if ((rc = check_offload(x, &P, &z->offload_optimizer, 0))) return rc;
+    if ((rc = check_offload(x, &P, &z->offload_param, 1))) return rc;
 
     if (c->fp16.enabled && c->bf16.enabled)
         return fail(x, "fp16.enabled and bf16.enabled are both true; bf16 and fp16 modes cannot be enabled together");
@@ -1447,15 +1454,15 @@ static int resolve(Ctx *x) {
             return fail(x, "fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled"
                         " (loss_scale 0), got %.17g", c->fp16.min_loss_scale);
     }
-    if (c->fp16.fp16_master_weights_and_grads && z->stage == 0)
+    if (c->fp16.fp16_master_weights_and_grads && P.ds_optimizer == ZN_DS_FP16_OPTIMIZER)
         return fail(x, "fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    if (c->bf16.bf16_master_weights_and_grads && z->stage == 0)
+    if (c->bf16.bf16_master_weights_and_grads && P.ds_optimizer == ZN_DS_FP16_OPTIMIZER)
         return fail(x, "bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    if (c->bf16.bf16_optimizer_states && z->stage == 0)
+    if (c->bf16.bf16_optimizer_states && P.ds_optimizer == ZN_DS_FP16_OPTIMIZER)
         return fail(x, "bf16.bf16_optimizer_states: only supported with ZeRO stage 1, 2 or 3");
     if (c->bf16.bf16_optimizer_states && !c->bf16.bf16_master_weights_and_grads)
         return fail(x, "bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads");
-    if (c->allreduce_sum && z->stage == 3)
+    if (c->allreduce_sum && P.ds_optimizer == ZN_DS_ZERO3)
         return fail(x, "gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3");
 
     ZnSchedConfig *s = &c->sched;

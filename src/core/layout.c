@@ -26,8 +26,11 @@ static int check_args(const ZnParamSpec *params, int nparams, int world, int sta
     if (nparams > 0 && !params)
         return zn_err(err, ZN_E_USAGE, "layout: %d params but no parameter list", nparams);
     if (world < 1) return zn_err(err, ZN_E_USAGE, "layout: world size %d < 1", world);
-    if (stage < 0 || stage > 3)
-        return zn_err(err, ZN_E_USAGE, "layout: ZeRO stage %d not in 0..3", stage);
+    ZnPlan P;
+    if (zn_plan_build(&P, stage, err)) {
+        zn_err_prefix(err, "layout: ");
+        return err->code;
+    }
     if (o->reduce_bucket_size <= 0)
         return zn_err(err, ZN_E_USAGE, "layout: reduce_bucket_size %ld must be > 0",
                       o->reduce_bucket_size);
@@ -46,7 +49,7 @@ static int check_args(const ZnParamSpec *params, int nparams, int world, int sta
  * Otherwise model order. */
 static void build_flat_order(ZnLayout *L, int round_robin) {
     int k = 0;
-    if (round_robin && (L->stage == 1 || L->stage == 2)) {
+    if (round_robin && (L->shard == ZN_SHARD_FLAT)) {
         for (int b = 0; b < L->world; b++)
             for (int p = b; p < L->nparams; p += L->world) L->flat_order[k++] = p;
     } else {
@@ -64,11 +67,11 @@ static void build_flat_offsets(ZnLayout *L) {
         L->flat_offset[p] = off;
         off += L->params[p].numel;
     }
-    if (L->stage == 1 || L->stage == 2) {
+    if (L->shard == ZN_SHARD_FLAT) {
         long align = 2L * L->world;
         L->aligned_numel = ceil_div(L->total_numel, align) * align;
         L->part_numel = L->aligned_numel / L->world;
-    } else if (L->stage == 0) {
+    } else if (L->shard == ZN_SHARD_NONE) {
         L->aligned_numel = L->total_numel;   /* Z-LAY-002: no padding */
         L->part_numel = L->total_numel;
     }
@@ -211,20 +214,20 @@ static int build_buckets(ZnLayout *L, long limit) {
         ZnBucket *B = &L->buckets[b];
         B->e = calloc((size_t)B->nentries, sizeof(ZnBucketEntry));
         if (!B->e) goto out;
-        if (L->stage > 0) {
+        if (L->shard != ZN_SHARD_NONE) {
             B->counts = calloc((size_t)L->world, sizeof(long));
             if (!B->counts) goto out;
         }
         B->nentries = 0;                     /* refilled below */
     }
-    int carrier = (L->stage == 1 || L->stage == 2) ? padding_carrier(L) : -1;
+    int carrier = (L->shard == ZN_SHARD_FLAT) ? padding_carrier(L) : -1;
     for (int p = n - 1; p >= 0; p--) {       /* backward order = add order */
         if (bid[p] < 0) continue;
         ZnBucket *B = &L->buckets[bid[p]];
         ZnBucketEntry *e = &B->e[B->nentries];
         eidx[p] = B->nentries++;
         e->param = p;
-        if (L->stage == 3) {
+        if (L->shard == ZN_SHARD_PARAM) {
             e->numel = L->s3_pn[p] * L->world;
         } else {
             e->numel = L->params[p].numel;
@@ -233,7 +236,7 @@ static int build_buckets(ZnLayout *L, long limit) {
         B->numel += e->numel;
         B->oversized = L->params[p].numel > limit;   /* only ever alone */
     }
-    if (L->stage == 3) finish_s3_buckets(L);
+    if (L->shard == ZN_SHARD_PARAM) finish_s3_buckets(L);
     else finish_flat_buckets(L, bid, eidx, cursor);
     rc = 0;
 out:
@@ -255,16 +258,21 @@ int zn_layout_build(ZnLayout *L, const ZnParamSpec *params, int nparams, int wor
     L->nparams = nparams;
     L->world = world;
     L->stage = stage;
+    L->shard = zn_plan_shard(stage);
     size_t n = (size_t)nparams + 1;          /* +1: no zero-size allocations */
     L->params = calloc(n, sizeof(ZnParamSpec));
     L->flat_order = calloc(n, sizeof(int));
     L->flat_offset = calloc(n, sizeof(long));
-    if (!L->params || !L->flat_order || !L->flat_offset) goto nomem;
+    L->model_offset = calloc(n, sizeof(long));
+    if (!L->params || !L->flat_order || !L->flat_offset || !L->model_offset) goto nomem;
     if (nparams > 0) memcpy(L->params, params, sizeof(ZnParamSpec) * (size_t)nparams);
-    for (int p = 0; p < nparams; p++) L->total_numel += params[p].numel;
+    for (int p = 0; p < nparams; p++) {
+        L->model_offset[p] = L->total_numel;
+        L->total_numel += params[p].numel;
+    }
     build_flat_order(L, o->round_robin_gradients);
     build_flat_offsets(L);
-    if (stage == 3) {
+    if (L->shard == ZN_SHARD_PARAM) {
         L->s3_pn = calloc(n, sizeof(long));
         L->s3_off = calloc(n, sizeof(long));
         if (!L->s3_pn || !L->s3_off) goto nomem;
@@ -289,6 +297,7 @@ void zn_layout_free(ZnLayout *L) {
     free(L->params);
     free(L->flat_order);
     free(L->flat_offset);
+    free(L->model_offset);
     free(L->s3_pn);
     free(L->s3_off);
     free(L->subgroup_first);
@@ -298,8 +307,8 @@ void zn_layout_free(ZnLayout *L) {
 /* get_partition_info / groups_padding (stage 1/2, Z-LAY-006); stage 3: the
  * per-param padding rank r holds, Σ(pn - owned) (Z-LAY-010). */
 long zn_layout_rank_padding(const ZnLayout *L, int rank) {
-    if (rank < 0 || rank >= L->world || L->stage == 0) return 0;
-    if (L->stage == 3) {
+    if (rank < 0 || rank >= L->world || L->shard == ZN_SHARD_NONE) return 0;
+    if (L->shard == ZN_SHARD_PARAM) {
         long pad = 0, lo, hi, off;
         for (int p = 0; p < L->nparams; p++) {
             zn_layout_owned(L, p, rank, &lo, &hi, &off);
@@ -317,10 +326,10 @@ void zn_layout_owned(const ZnLayout *L, int p, int r, long *lo, long *hi, long *
     *lo = *hi = *part_off = 0;
     if (p < 0 || p >= L->nparams || r < 0 || r >= L->world) return;
     long N = L->params[p].numel;
-    if (L->stage == 0) {                     /* Z-LAY-002: replicated */
+    if (L->shard == ZN_SHARD_NONE) {                     /* Z-LAY-002: replicated */
         *hi = N;
         *part_off = L->flat_offset[p];
-    } else if (L->stage == 3) {              /* Z-LAY-009: chunk r of the param */
+    } else if (L->shard == ZN_SHARD_PARAM) {              /* Z-LAY-009: chunk r of the param */
         long pn = L->s3_pn[p];
         *lo = lmin(N, r * pn);
         *hi = lmin(N, r * pn + pn);
@@ -360,7 +369,7 @@ static const ZnBucketEntry *entry_at(const ZnBucket *B, long pos) {
 /* Z-LAY-018: rank r's received slice is the bucket buffer (flat order)
  * restricted to r's partition; each piece says where it goes. */
 int zn_layout_recv_pieces(const ZnLayout *L, int b, int r, ZnRecvPiece *out, int cap) {
-    if ((L->stage != 1 && L->stage != 2) || b < 0 || b >= L->nbuckets || r < 0 ||
+    if (L->shard != ZN_SHARD_FLAT || b < 0 || b >= L->nbuckets || r < 0 ||
         r >= L->world)
         return 0;
     const ZnBucket *B = &L->buckets[b];
@@ -390,4 +399,10 @@ long zn_layout_max_param_numel(const ZnLayout *L) {
     long m = 0;
     for (int p = 0; p < L->nparams; p++) m = lmax(m, L->params[p].numel);
     return m;
+}
+
+int zn_layout_owner(const ZnLayout *L, int p, long j) {
+    if (L->shard == ZN_SHARD_NONE) return 0;
+    if (L->shard == ZN_SHARD_FLAT) return (int)((L->flat_offset[p] + j) / L->part_numel);
+    return L->s3_pn[p] > 0 ? (int)(j / L->s3_pn[p]) : 0;
 }

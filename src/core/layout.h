@@ -7,6 +7,7 @@
 #ifndef ZN_LAYOUT_H
 #define ZN_LAYOUT_H
 #include "core/err.h"
+#include "core/plan.h"
 
 #define ZN_MAX_NAME 96
 #define ZN_MAX_DIMS 4
@@ -53,12 +54,15 @@ typedef struct { long recv_off, part_off, n; } ZnRecvPiece;
 
 typedef struct {
     int nparams, world, stage;
+    ZnShard shard;              /* the stage plan's cut (plan.h) */
     ZnParamSpec *params;        /* copy, model order */
     long total_numel;           /* sum of numel */
 
     /* stage 0/1/2: one flat buffer holding all params in flat order */
     int *flat_order;            /* [nparams] flat position k -> param index */
     long *flat_offset;          /* [nparams] param index -> start in the flat buffer */
+    long *model_offset;         /* [nparams] start in model order, unpadded (the
+                                   checkpoint's consolidated vectors) */
     long aligned_numel;         /* stage 1/2: total rounded up to a multiple of 2W;
                                    stage 0: total (no padding); stage 3: unused */
     long part_numel;            /* stage 1/2: S_p = aligned/W; stage 0: total */
@@ -99,6 +103,9 @@ void zn_layout_owned(const ZnLayout *L, int p, int r, long *lo, long *hi, long *
  * to count). */
 int zn_layout_recv_pieces(const ZnLayout *L, int b, int r, ZnRecvPiece *out, int cap);
 
+/* The rank that owns element j of param p (shard none: 0, though every
+ * rank holds it). */
+int zn_layout_owner(const ZnLayout *L, int p, long j);
 /* The param with the largest numel (for the memory estimator and workspaces). */
 long zn_layout_max_param_numel(const ZnLayout *L);
 

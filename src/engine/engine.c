@@ -158,17 +158,11 @@ int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long co
     return rc;
 }
 
-/* offset of param p in model order (concatenated, unpadded) */
-static long model_offset(const ZnLayout *L, int p) {
-    long off = 0;
-    for (int i = 0; i < p; i++) off += L->params[i].numel;
-    return off;
-}
-
 /* ---------------------------------------------------------------------- */
 /* stage 3: gather and release */
 
-static int stage3_gather(ZnEngine *E, int p, ZnErr *err) {
+/* plan: gather_per_layer=1 */
+static int gather_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->full[p]) return 0;
     const ZnLayout *L = &E->L;
     long pn = L->s3_pn[p];
@@ -182,7 +176,8 @@ static int stage3_gather(ZnEngine *E, int p, ZnErr *err) {
     return rc;
 }
 
-static void stage3_release(ZnEngine *E, int p) {
+/* plan: gather_per_layer=1 */
+static void release_param(ZnEngine *E, int p) {
     if (E->persistent[p] || !E->full[p]) return;
     zn_dev_free(E->dev, E->full[p]);
     E->full[p] = NULL;
@@ -195,7 +190,8 @@ static void stage3_release(ZnEngine *E, int p) {
  * max_reuse_distance elements of other layers' params. zinc knows the MLP's
  * schedule up front, so it applies the rule from the first step (DeepSpeed
  * applies it once its trace is recorded). */
-static void stage3_plan_residency(ZnEngine *E) {
+/* plan: gather_per_layer=1 */
+static void plan_residency(ZnEngine *E) {
     const ZnZeroConfig *z = &E->cfg->zero;
     long persisted = 0;
     for (int p = 0; p < E->L.nparams; p++) {
@@ -220,7 +216,8 @@ static void stage3_plan_residency(ZnEngine *E) {
 
 /* Stage 1/2 bucket in the bucket buffer (flat order): average, reduce-scatter
  * to the owners, and put this rank's slice into its gradient partition. */
-static int stage12_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, int add, ZnErr *err) {
+/* plan: shard=flat */
+static int flat_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, int add, ZnErr *err) {
     const ZnBucket *bk = &E->L.buckets[b];
     predivide(E, buf, bk->numel);
     long off = prefix_count(bk->counts, E->rank);
@@ -237,7 +234,8 @@ static int stage12_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, in
 }
 
 /* Stage 3 bucket (rank-major chunks): average, reduce-scatter, accumulate. */
-static int stage3_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
+/* plan: reduce_per_micro=1 shard=param */
+static int chunk_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
     const ZnBucket *bk = &E->L.buckets[b];
     float *buf = E->bucket_buf;
     predivide(E, buf, bk->numel);
@@ -258,7 +256,7 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     long n = L->params[p].numel;
     if (n == 0) return 0;
     const int add = E->micro > 0 && !E->canonical;
-    if (E->stage <= 1) {   /* accumulate locally; reduce at the boundary */
+    if (!E->P.reduce_per_micro) {   /* accumulate locally; reduce at the boundary */
         copy_or_add(E, E->flat_grads + L->flat_offset[p], g, n, add);
         return 0;
     }
@@ -269,7 +267,7 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
     if (e->param != p)
         return zn_err(err, ZN_E_INTERNAL, "gradient of '%s' arrived where the bucket plan expects '%s'",
                       L->params[p].name, L->params[e->param].name);
-    if (E->stage == 2) {
+    if (E->P.shard == ZN_SHARD_FLAT) {
         dcopy(E, E->bucket_buf + e->buf_off, g, n);
         if (e->numel > n)   /* the flat padding rides with the last flat param */
             E->k->zero(E->dev, E->bucket_buf + e->buf_off + n, (size_t)(e->numel - n) * sizeof(float));
@@ -288,16 +286,17 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
         int b = E->next_bucket++;
         E->next_entry = 0;
         double t0 = zn_now_s();
-        int rc = E->stage == 2 ? stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, add, err)
-                               : stage3_reduce_bucket(E, b, add, err);
+        int rc = E->P.shard == ZN_SHARD_FLAT ? flat_reduce_bucket(E, b, E->bucket_buf, E->grad_part, add, err)
+                               : chunk_reduce_bucket(E, b, add, err);
         E->t_reduce += ms_since(t0);
         return rc;
     }
     return 0;
 }
 
-/* Stage 0: all-reduce a bucket of the accumulated flat gradient in place. */
-static int stage0_reduce_bucket(ZnEngine *E, const ZnBucket *bk, ZnErr *err) {
+/* All-reduce a bucket of the accumulated flat gradient in place. */
+/* plan: boundary_all_reduce=1 */
+static int allreduce_bucket(ZnEngine *E, const ZnBucket *bk, ZnErr *err) {
     float *region = E->flat_grads + bk->flat_lo;
     long n = bk->flat_hi - bk->flat_lo;
     predivide(E, region, n);
@@ -309,7 +308,8 @@ static int stage0_reduce_bucket(ZnEngine *E, const ZnBucket *bk, ZnErr *err) {
 /* Stage 1: reduce-scatter a bucket of the accumulated flat gradient to its
  * owners, in place when its params are adjacent; with round robin they are
  * not, and the bucket goes through the bucket buffer like stage 2's. */
-static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
+/* plan: reduce_per_micro=0 boundary_all_reduce=0 */
+static int scatter_bucket(ZnEngine *E, int b, ZnErr *err) {
     const ZnLayout *L = &E->L;
     const ZnBucket *bk = &L->buckets[b];
     if (bk->flat_lo < 0) {
@@ -317,7 +317,7 @@ static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
             const ZnBucketEntry *e = &bk->e[i];
             dcopy(E, E->bucket_buf + e->buf_off, E->flat_grads + L->flat_offset[e->param], e->numel);
         }
-        return stage12_reduce_bucket(E, b, E->bucket_buf, E->grad_part, 0, err);
+        return flat_reduce_bucket(E, b, E->bucket_buf, E->grad_part, 0, err);
     }
     float *region = E->flat_grads + bk->flat_lo;
     predivide(E, region, bk->flat_hi - bk->flat_lo);
@@ -330,11 +330,12 @@ static int stage1_reduce_bucket(ZnEngine *E, int b, ZnErr *err) {
 /* Stages 0/1 at the accumulation boundary (canonical mode: every micro-step):
  * reduce the flat gradient bucket by bucket, the same bucket plan as the
  * other stages. */
+/* plan: reduce_per_micro=0 */
 static int reduce_at_boundary(ZnEngine *E, ZnErr *err) {
     double t0 = zn_now_s();
     int rc = 0;
     for (int b = 0; b < E->L.nbuckets && !rc; b++)
-        rc = E->stage == 0 ? stage0_reduce_bucket(E, &E->L.buckets[b], err) : stage1_reduce_bucket(E, b, err);
+        rc = E->P.boundary_all_reduce ? allreduce_bucket(E, &E->L.buckets[b], err) : scatter_bucket(E, b, err);
     /* DeepSpeed counts the boundary all-reduce in the backward */
     E->t_reduce += ms_since(t0);
     E->t_bwd += ms_since(t0);
@@ -345,7 +346,7 @@ static int reduce_at_boundary(ZnEngine *E, ZnErr *err) {
 /* forward and backward of one micro-batch */
 
 static float *param_ptr(ZnEngine *E, int p) {
-    return E->stage == 3 ? E->full[p] : E->flat_params + E->L.flat_offset[p];
+    return E->P.gather_per_layer ? E->full[p] : E->flat_params + E->L.flat_offset[p];
 }
 
 /* Test hook (Z-PREC-006): is this optimizer step one where this rank plants
@@ -402,13 +403,13 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
 
     for (int l = 0; l < nl; l++) {
         int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
-        if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
+        if (E->P.gather_per_layer && ((rc = gather_param(E, pw, err)) || (rc = gather_param(E, pb, err)))) goto done;
         int last = l == nl - 1;
         /* products accumulate in fp32; outputs are stored in the model dtype */
         zn_layer_forward(E->dev, m, l, B, param_ptr(E, pw), param_ptr(E, pb), acts[l],
                          last ? acts[l + 1] : yscratch, last ? NULL : acts[l + 1]);
         round_dt(E, acts[l + 1], (long)B * m->dims[l + 1]);
-        if (E->stage == 3 && !E->keep_after_fwd[l]) { stage3_release(E, pw); stage3_release(E, pb); }
+        if (E->P.gather_per_layer && !E->keep_after_fwd[l]) { release_param(E, pw); release_param(E, pb); }
         if (E->hooks.repeat_on && l == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
             E->hooks.repeat_on = 0;
             l--;
@@ -426,7 +427,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     float *dout = dbuf[0];
     for (int l = nl - 1; l >= 0; l--) {
         int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
-        if (E->stage == 3 && ((rc = stage3_gather(E, pw, err)) || (rc = stage3_gather(E, pb, err)))) goto done;
+        if (E->P.gather_per_layer && ((rc = gather_param(E, pw, err)) || (rc = gather_param(E, pb, err)))) goto done;
         long nw = E->L.params[pw].numel;
         float *dx = l > 0 ? (dout == dbuf[0] ? dbuf[1] : dbuf[0]) : NULL;
         zn_layer_backward(E->dev, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
@@ -435,13 +436,13 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if (dx) round_dt(E, dx, (long)B * m->dims[l]);
         if (l == nl - 1 && E->micro == 0 && inject_now(E))   /* grad_scratch[0] = inject_value */
             E->k->upload(E->dev, E->grad_scratch, &E->hooks.inject_value, sizeof(float));
-        if (E->stage == 3) { stage3_release(E, pw); stage3_release(E, pb); }
+        if (E->P.gather_per_layer) { release_param(E, pw); release_param(E, pb); }
         /* backward order: bias, then weight (reverse model order) */
         if ((rc = grad_hook(E, pb, E->grad_scratch + nw, err))) goto done;
         if ((rc = weight_grad(E, l, pw, E->grad_scratch, err))) goto done;
         dout = dx;
     }
-    if (E->stage >= 2 && E->next_bucket != E->L.nbuckets) {
+    if (E->P.reduce_per_micro && E->next_bucket != E->L.nbuckets) {
         rc = zn_err(err, ZN_E_INTERNAL, "backward ended with %d of %d buckets reduced",
                     E->next_bucket, E->L.nbuckets);
         goto done;
@@ -467,7 +468,7 @@ done:
 static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
     ZnAbsMax am = E->k->absmax(E->dev, E->grad_part, E->part_n);
     float mx = am.nonfinite ? INFINITY : am.maxabs;
-    if (E->stage > 0) {   /* stage 0: every rank already holds the whole gradient */
+    if (E->P.norm_across_ranks) {   /* else every rank already holds the whole gradient */
         int rc = all_reduce_host_f32(E, &mx, ZN_MAX, "norm", err);
         if (rc) return rc;
     }
@@ -476,7 +477,7 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
     uint64_t mine[2] = {0, 0};   /* the kernel adds into (hi, lo): start from zero */
     E->k->sumsq_fixed(E->dev, E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
     uint64_t hi = mine[0], lo = mine[1];
-    if (E->stage > 0) {
+    if (E->P.norm_across_ranks) {
         uint64_t *all = malloc((size_t)E->world * 2 * sizeof(uint64_t));
         if (!all) return zn_err(err, ZN_E_NOMEM, "out of host memory");
         int rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "norm", err);
@@ -493,7 +494,7 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
  * takes the same skip decision. */
 static int global_overflow(ZnEngine *E, int *overflow, ZnErr *err) {
     float flag = E->k->absmax(E->dev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
-    if (E->stage > 0) {   /* stage 0: every rank holds the same whole gradient */
+    if (E->P.norm_across_ranks) {   /* else every rank holds the same whole gradient */
         int rc = all_reduce_host_f32(E, &flag, ZN_MAX, "overflow", err);
         if (rc) return rc;
     }
@@ -507,8 +508,8 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err);
  * the fused Adam kernel writes as it goes; NULL when the master is the
  * working copy itself (fp32 stage 0). */
 static float *working_image(ZnEngine *E) {
-    if (E->stage == 0) return E->master != E->flat_params ? E->flat_params : NULL;
-    if (E->stage <= 2) return E->flat_params + (long)E->rank * E->L.part_numel;
+    if (E->P.optim == ZN_HOLD_FULL) return E->master != E->flat_params ? E->flat_params : NULL;
+    if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->rank * E->L.part_numel;
     return E->param_part;
 }
 
@@ -551,7 +552,7 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
        scale after update_scale, and its stage 3 reports the norm with it
        too (Z-PREC-005; "deepspeed_quirks" reproduces both) */
     const double S_unscale = quirks ? S_post : S;
-    const double S_report = quirks && E->stage == 3 ? S_post : S;
+    const double S_report = quirks && E->P.ds_optimizer == ZN_DS_ZERO3 ? S_post : S;
     double combined = S_unscale;
     if (cfg->gradient_clipping > 0.0 && gs >= 0.0) {
         double c = (gs / S_unscale + 1e-6) / cfg->gradient_clipping;
@@ -566,7 +567,7 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
        every sub-group (none today) keep their old master value, whose cast
        the working copy already holds. */
     float *work = working_image(E);
-    if (E->stage == 3) {   /* one optimizer group per sub-group */
+    if (E->P.step_per_subgroup) {   /* one optimizer group per sub-group */
         const ZnLayout *L = &E->L;
         for (int s = 0; s < L->nsubgroups; s++) {
             int p0 = L->subgroup_first[s], p1 = L->subgroup_first[s + 1];
@@ -598,20 +599,20 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
         dcopy(E, work, E->master, E->part_n);
         round_dt(E, work, E->part_n);
     }
-    if (E->stage == 1 || E->stage == 2) {
+    if (E->P.allgather_after_step) {
         float *mine = work;
         long *counts = malloc((size_t)E->world * sizeof(long));
         if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
         for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
         rc = ag_dt(E, mine, E->flat_params, counts, err);
         free(counts);
-    } else if (E->stage == 3) {
+    } else if (E->P.gather_per_layer) {
         for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
             if (!E->persistent[p]) continue;
             zn_dev_free(E->dev, E->full[p]);
             E->full[p] = NULL;
             E->persistent[p] = 0;
-            rc = stage3_gather(E, p, err);
+            rc = gather_param(E, p, err);
             E->persistent[p] = 1;
         }
     }
@@ -676,7 +677,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         long first = E->global_step * cfg->train_batch_size + m * mb;
         if ((rc = micro_step(E, first, grad_scale, &losses[E->micro], err))) goto out;
         if (E->canonical) {   /* every rank reduces every micro-step */
-            if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
+            if (!E->P.reduce_per_micro && (rc = reduce_at_boundary(E, err))) goto out;
             if (E->nlevels) canon_push(E);
         }
     }
@@ -685,7 +686,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         if (E->nlevels) canon_finish(E, ga * E->world);
         else if (!cfg->allreduce_sum && E->world > 1)   /* GA 1: just the final scale */
             E->k->div(E->dev, E->dt, E->grad_part, E->part_n, (float)E->world);
-    } else if (E->stage <= 1 && (rc = reduce_at_boundary(E, err))) goto out;
+    } else if (!E->P.reduce_per_micro && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     phase(E, "before step");
     double t_s = zn_now_s();
@@ -717,21 +718,21 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
     const ZnLayout *L = &E->L;
     const ZnKernels *k = E->k;
     int rc = 0;
-    if (E->stage == 0) {   /* every rank holds it all */
+    if (L->shard == ZN_SHARD_NONE) {   /* every rank holds it all */
         for (int p = 0; p < L->nparams; p++)
-            k->download(E->dev, out + model_offset(L, p), src + L->flat_offset[p],
+            k->download(E->dev, out + L->model_offset[p], src + L->flat_offset[p],
                         (size_t)L->params[p].numel * sizeof(float));
         return 0;
     }
     long *counts = malloc((size_t)E->world * sizeof(long));
     if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-    if (E->stage <= 2) {
+    if (L->shard == ZN_SHARD_FLAT) {
         float *tmp = falloc(E, L->aligned_numel, ZN_MEM_BUCKETS, err);
         if (!tmp) { free(counts); return err->code; }
         for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
         rc = E->comm->all_gather(E->comm, src, tmp, counts, ZN_F32, "digest", err);
         for (int p = 0; p < L->nparams && !rc; p++)
-            k->download(E->dev, out + model_offset(L, p), tmp + L->flat_offset[p],
+            k->download(E->dev, out + L->model_offset[p], tmp + L->flat_offset[p],
                         (size_t)L->params[p].numel * sizeof(float));
         zn_dev_free(E->dev, tmp);
     } else {
@@ -741,7 +742,7 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
             if (!tmp) { rc = err->code; break; }
             for (int r = 0; r < E->world; r++) counts[r] = pn;
             rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, counts, ZN_F32, "digest", err);
-            if (!rc) k->download(E->dev, out + model_offset(L, p), tmp, (size_t)L->params[p].numel * sizeof(float));
+            if (!rc) k->download(E->dev, out + L->model_offset[p], tmp, (size_t)L->params[p].numel * sizeof(float));
             zn_dev_free(E->dev, tmp);
         }
     }
@@ -812,14 +813,14 @@ static int init_precision(ZnEngine *E, ZnErr *err) {
     E->dt = cfg->model_dtype;
     E->cdt = cfg->communication_data_type >= 0 ? (ZnDtype)cfg->communication_data_type : E->dt;
     if (E->dt == ZN_F16) {
-        if (cfg->deepspeed_quirks && E->stage == 0) zn_scaler_init_fp16_fused(&E->scaler, &cfg->fp16);
+        if (cfg->deepspeed_quirks && E->P.ds_optimizer == ZN_DS_FP16_OPTIMIZER) zn_scaler_init_fp16_fused(&E->scaler, &cfg->fp16);
         else zn_scaler_init_fp16(&E->scaler, &cfg->fp16);
         E->check_overflow = 1;
     } else {
         zn_scaler_init_static(&E->scaler, 1.0);
         /* bf16: check_grad_overflow; DeepSpeed's stage 3 never checks (quirk) */
         E->check_overflow = E->dt == ZN_BF16 && cfg->bf16.check_grad_overflow &&
-                            !(cfg->deepspeed_quirks && E->stage == 3);
+                            !(cfg->deepspeed_quirks && E->P.ds_optimizer == ZN_DS_ZERO3);
     }
     if (E->hooks.sched) {
         E->sched = *E->hooks.sched;
@@ -839,13 +840,13 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->k = dev->k;
     E->rank = comm->rank;
     E->world = comm->world;
-    E->stage = cfg->zero.stage;
+    int rc = zn_plan_build(&E->P, cfg->zero.stage, err);
+    if (rc) return rc;
     if (hooks) E->hooks = *hooks;
     E->canonical = cfg->canonical;
     E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                              cfg->adamw, cfg->bias_correction};
-    int rc = zn_config_layout(cfg, model, E->world, &E->L, err);
-    if (rc) return rc;
+    if ((rc = zn_config_layout(cfg, model, E->world, &E->L, err))) return rc;
     if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;
     const uint64_t seed = (uint64_t)cfg->seed;
@@ -885,7 +886,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
 
     /* Initial weights are cast to the model dtype first, and the fp32 master
        copies the cast values (DeepSpeed casts the module before ZeRO init). */
-    if (E->stage <= 2) {
+    if (E->P.params == ZN_HOLD_FULL) {
         if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
         /* generated on the host (padding zero), uploaded, cast on the device */
         float *h = calloc((size_t)L->aligned_numel + 1, sizeof(float));
@@ -896,16 +897,18 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         free(h);
         round_dt(E, E->flat_params, L->aligned_numel);
     }
-    if (E->stage <= 1 && !(E->flat_grads = talloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
+    if (E->P.grads == ZN_HOLD_FULL && !(E->flat_grads = talloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
 
     long bucket_need = 0;
     for (int b = 0; b < L->nbuckets; b++)
         if (L->buckets[b].numel > bucket_need) bucket_need = L->buckets[b].numel;
-    int needs_bucket = E->stage >= 2 || (E->stage == 1 && cfg->zero.round_robin_gradients);
+    /* round robin cuts the boundary reduce-scatter's buckets out of order: they
+       go through the bucket buffer too */
+    int needs_bucket = E->P.reduce_per_micro || (!E->P.boundary_all_reduce && cfg->zero.round_robin_gradients);
     if (needs_bucket && !(E->bucket_buf = talloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
     E->bucket_cap = bucket_need;
 
-    if (E->stage == 0) {
+    if (E->P.optim == ZN_HOLD_FULL) {
         E->part_n = L->aligned_numel;
         E->grad_part = E->flat_grads;
         if (E->dt == ZN_F32) {
@@ -914,11 +917,11 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
             dcopy(E, E->master, E->flat_params, E->part_n);
         }
-    } else if (E->stage <= 2) {
+    } else if (E->P.shard == ZN_SHARD_FLAT) {
         E->part_n = L->part_numel;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         dcopy(E, E->master, E->flat_params + (long)E->rank * L->part_numel, E->part_n);
-        if (E->stage == 1) E->grad_part = E->flat_grads + (long)E->rank * L->part_numel;
+        if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->rank * L->part_numel;
         else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     } else {
         E->part_n = L->s3_rank_numel;
@@ -940,11 +943,11 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         E->persistent = calloc((size_t)L->nparams + 1, sizeof(int));
         E->keep_after_fwd = calloc((size_t)model->nlayers + 1, sizeof(int));
         if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
-        stage3_plan_residency(E);
+        plan_residency(E);
         for (int p = 0; p < L->nparams; p++) {
             if (!E->persistent[p]) continue;
             E->persistent[p] = 0;   /* gather once now, then keep */
-            rc = stage3_gather(E, p, err);
+            rc = gather_param(E, p, err);
             E->persistent[p] = 1;
             if (rc) goto fail;
         }
@@ -983,7 +986,7 @@ void zn_engine_free(ZnEngine *E) {
     free(E->tied_cnt);
     if (E->dev) {
         if (E->master != E->flat_params) zn_dev_free(E->dev, E->master);
-        if (E->stage >= 2) zn_dev_free(E->dev, E->grad_part);
+        if (E->P.grads == ZN_HOLD_PART) zn_dev_free(E->dev, E->grad_part);
         zn_dev_free(E->dev, E->flat_params);
         zn_dev_free(E->dev, E->flat_grads);
         zn_dev_free(E->dev, E->param_part);

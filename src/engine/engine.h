@@ -62,7 +62,8 @@ typedef struct ZnEngine {
     ZnComm *comm;
     ZnDevice *dev;
     const ZnKernels *k;
-    int rank, world, stage;
+    int rank, world;
+    ZnPlan P;               /* the stage plan: what this rank holds, when it reduces */
     ZnLayout L;
     ZnAdamParams adam;
 

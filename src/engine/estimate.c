@@ -6,6 +6,7 @@
  * double arithmetic, in Python's order, so every figure equals DeepSpeed's to
  * the byte (Z-EST-003). The ZeRO paper's formula is plain arithmetic on top. */
 #include "engine/estimate.h"
+#include "core/plan.h"
 #include "engine/model.h"
 #include <limits.h>
 #include <math.h>
@@ -124,15 +125,30 @@ ZnEst zn_est_zero3(long long params, long long largest_layer, int gpus_per_node,
     return r;
 }
 
+/* The paper's table read off the stage plan: 2 bytes of fp16 parameters,
+ * 2 of gradients and K of optimizer state per parameter, each state held in
+ * full or split N ways (baseline, Pos, Pos+g, Pos+g+p for stages 0..3). */
 double zn_paper_bytes_per_device(long long params, int nd, int stage, int K) {
-    if (nd < 1 || stage < 0 || stage > 3 || K < 0 || params < 0) return NAN;
+    ZnPlan S;
+    ZnErr e;
+    if (nd < 1 || K < 0 || params < 0 || zn_plan_build(&S, stage, &e)) return NAN;
     double P = (double)params, N = (double)nd, k = (double)K;
-    switch (stage) {
-    case 0: return (2.0 + 2.0 + k) * P;                 /* baseline DP: all replicated */
-    case 1: return 2.0 * P + 2.0 * P + k * P / N;       /* Pos: optimizer states split */
-    case 2: return 2.0 * P + (2.0 + k) * P / N;         /* Pos+g: and gradients */
-    default: return (2.0 + 2.0 + k) * P / N;            /* Pos+g+p: and parameters */
-    }
+    double full = 0.0, split = 0.0;   /* bytes per parameter held in full / split */
+    *(S.params == ZN_HOLD_FULL ? &full : &split) += 2.0;
+    *(S.grads == ZN_HOLD_FULL ? &full : &split) += 2.0;
+    *(S.optim == ZN_HOLD_FULL ? &full : &split) += k;
+    return full * P + split * P / N;
+}
+
+/* Which of DeepSpeed's estimators a --stage selects: the stage 3 one when
+ * the stage's plan partitions the parameters, else the stage 2 one (which
+ * DeepSpeed's docs use for stages 1 and 2, Z-EST-009); both without --stage. */
+static void estimators_for(const ZnEstOpts *o, int *zero2, int *zero3) {
+    ZnPlan S;
+    ZnErr e;
+    if (!o->have_stage || zn_plan_build(&S, o->stage, &e)) { *zero2 = *zero3 = 1; return; }
+    *zero3 = S.params == ZN_HOLD_PART;
+    *zero2 = !*zero3;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -279,7 +295,7 @@ int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
         case 1: rc = zn_est_parse_count(a, v, 0, &o->largest_layer, err); o->have_largest = 1; break;
         case 2: rc = parse_int(a, v, 1, ZN_EST_MAX_GPUS, &o->gpus_per_node, err); break;
         case 3: rc = parse_int(a, v, 1, ZN_EST_MAX_GPUS, &o->nodes, err); break;
-        case 4: rc = parse_int(a, v, 1, 3, &o->stage, err); break;
+        case 4: rc = parse_int(a, v, 1, 3, &o->stage, err); o->have_stage = 1; break;
         case 5:
             if (!strcmp(v, "none")) o->rows = ZN_EST_ROWS_NONE;
             else if (!strcmp(v, "cpu")) o->rows = ZN_EST_ROWS_CPU;
@@ -325,7 +341,9 @@ int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
         return zn_err(err, ZN_E_USAGE, "--nodes x --gpus-per-node = %lld GPUs: at most %d",
                       (long long)o->gpus_per_node * o->nodes, ZN_EST_MAX_GPUS);
     /* stages 1 and 2 keep every parameter on the GPU: no row to show */
-    if (o->rows == ZN_EST_ROWS_BOTH && o->stage != 3)
+    int zero2, zero3;
+    estimators_for(o, &zero2, &zero3);
+    if (o->rows == ZN_EST_ROWS_BOTH && zero2)
         return zn_err(err, ZN_E_USAGE, "--offload all also offloads parameters, which only stage 3 "
                       "does: add --stage 3 (or use --offload cpu)");
     if (!fits(o))
@@ -436,7 +454,8 @@ int zn_est_run(int argc, char **argv, FILE *out, FILE *note, ZnErr *err) {
         usage(out);
         return 0;
     }
-    int stage2 = o.stage != 3, stage3 = o.stage == 0 || o.stage == 3;
+    int stage2, stage3;
+    estimators_for(&o, &stage2, &stage3);
     if (o.model_spec)
         fprintf(out, "Model %s: %lld params, largest layer layers.%d with %lld params (weight + bias).\n\n",
                 o.model_spec, o.params, o.largest_layer_index, o.largest_layer);

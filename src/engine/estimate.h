@@ -63,7 +63,8 @@ typedef struct {
     long long largest_layer;/* the largest module's direct parameters */
     int have_largest;       /* --largest-layer or --model given */
     int gpus_per_node, nodes;
-    int stage;              /* 0: stage 2 and stage 3 tables; 1, 2 or 3: that stage */
+    int stage;              /* 1, 2 or 3 with --stage */
+    int have_stage;         /* 0: no --stage: the stage 2 and stage 3 tables */
     int rows;               /* ZN_EST_ROWS_* */
     double buffer_factor;   /* additional_buffer_factor */
     const char *model_spec; /* --model, or NULL */

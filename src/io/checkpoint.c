@@ -75,12 +75,6 @@ static ZnDtype dtype_from_name(const char *s) {
     return ZN_DTYPE_N;
 }
 
-static long model_offset(const ZnLayout *L, int p) {
-    long off = 0;
-    for (int i = 0; i < p; i++) off += L->params[i].numel;
-    return off;
-}
-
 /* model-dtype values (fp32 on the 16-bit grid) as the bytes the dtype stores */
 static void *encode(const float *x, long n, ZnDtype dt) {
     if (dt == ZN_F32) {
@@ -101,6 +95,7 @@ typedef struct {
     char tag[256];
     char model[512];
     int world, stage;
+    ZnPlan plan;                /* the saving stage's plan */
     ZnDtype dt;
     ZnLayoutOpts lopts;
     long aligned_numel, part_numel, rank_numel;
@@ -122,7 +117,7 @@ static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
     cJSON_AddNumberToObject(j, "reduce_bucket_size", (double)lo->reduce_bucket_size);
     cJSON_AddNumberToObject(j, "aligned_numel", (double)L->aligned_numel);
     cJSON_AddNumberToObject(j, "partition_numel", (double)L->part_numel);
-    cJSON_AddNumberToObject(j, "rank_numel", (double)(L->stage == 3 ? L->s3_rank_numel : L->part_numel));
+    cJSON_AddNumberToObject(j, "rank_numel", (double)L->part_numel);   /* Z-LAY-010: the rank's whole partition */
     cJSON *pad = cJSON_AddArrayToObject(j, "rank_padding");   /* elements of padding each rank holds */
     for (int r = 0; r < L->world; r++) cJSON_AddItemToArray(pad, cJSON_CreateNumber((double)zn_layout_rank_padding(L, r)));
     cJSON *ps = cJSON_AddArrayToObject(j, "params");
@@ -132,9 +127,9 @@ static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
         for (int d = 0; d < L->params[p].ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)L->params[p].shape[d]));
         cJSON_AddNumberToObject(o, "numel", (double)L->params[p].numel);
-        cJSON_AddNumberToObject(o, "model_offset", (double)model_offset(L, p));
-        cJSON_AddNumberToObject(o, "flat_offset", L->stage <= 2 ? (double)L->flat_offset[p] : -1.0);
-        cJSON_AddNumberToObject(o, "partition_numel", L->stage == 3 ? (double)L->s3_pn[p] : -1.0);
+        cJSON_AddNumberToObject(o, "model_offset", (double)L->model_offset[p]);
+        cJSON_AddNumberToObject(o, "flat_offset", L->shard != ZN_SHARD_PARAM ? (double)L->flat_offset[p] : -1.0);
+        cJSON_AddNumberToObject(o, "partition_numel", L->shard == ZN_SHARD_PARAM ? (double)L->s3_pn[p] : -1.0);
         cJSON_AddItemToArray(ps, o);
     }
     return j;
@@ -241,7 +236,8 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     if (x > 4096) { rc = zn_err(err, ZN_E_CORRUPT, "%s: world_size %ld too large", path, x); goto out; }
     m->world = (int)x;
     if ((rc = get_long(m, doc, "stage", "", 0, &x, err))) goto out;
-    if (x > 3) { rc = zn_err(err, ZN_E_CORRUPT, "%s: stage %ld", path, x); goto out; }
+    ZnErr why = {0};
+    if (x != (int)x || zn_plan_build(&m->plan, (int)x, &why)) { rc = zn_err(err, ZN_E_CORRUPT, "%s: stage %ld", path, x); goto out; }
     m->stage = (int)x;
     m->dt = dtype_from_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "model_dtype")));
     if (m->dt == ZN_DTYPE_N) { rc = zn_err(err, ZN_E_CORRUPT, "%s: model_dtype: expected fp32, fp16 or bf16", path); goto out; }
@@ -424,8 +420,8 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
     if (!rc) rc = read_f32(f, "exp_avg_sq", es, m->rank_numel, err);
     /* stage 3 also keeps the 16-bit working partition (not read: it is
        re-derived from the master), and nothing else */
-    int want = m->stage == 3 ? 4 : 3;
-    if (!rc && m->stage == 3 && !expect_tensor(f, "param_partition", m->dt, 1, &m->rank_numel, err)) rc = err->code;
+    int want = m->plan.ckpt_param_partition ? 4 : 3;
+    if (!rc && m->plan.ckpt_param_partition && !expect_tensor(f, "param_partition", m->dt, 1, &m->rank_numel, err)) rc = err->code;
     if (!rc && zn_st_count(f) != want)
         rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, a stage-%d shard holds %d", path, zn_st_count(f), m->stage, want);
     zn_st_close(f);
@@ -479,11 +475,10 @@ static int check_file_list(const Manifest *m, ZnErr *err) {
 static int saved_layout(const Manifest *m, ZnLayout *L, ZnErr *err) {
     int rc = zn_layout_build(L, m->params, m->nparams, m->world, m->stage, &m->lopts, err);
     if (rc) return zn_err_prefix(err, "%s: ", m->path);
-    long rn = m->stage == 3 ? L->s3_rank_numel : L->part_numel;
-    int bad = L->aligned_numel != m->aligned_numel || L->part_numel != m->part_numel || rn != m->rank_numel;
+    int bad = L->aligned_numel != m->aligned_numel || L->part_numel != m->part_numel || L->part_numel != m->rank_numel;
     for (int p = 0; p < L->nparams && !bad; p++) {
-        if (m->stage <= 2 && L->flat_offset[p] != m->flat_offset[p]) bad = 1;
-        if (m->stage == 3 && L->s3_pn[p] != m->pn[p]) bad = 1;
+        if (L->shard != ZN_SHARD_PARAM && L->flat_offset[p] != m->flat_offset[p]) bad = 1;
+        if (L->shard == ZN_SHARD_PARAM && L->s3_pn[p] != m->pn[p]) bad = 1;
     }
     if (bad) {
         zn_layout_free(L);
@@ -526,7 +521,7 @@ static int full_from_shards(const Manifest *m, const char *dir, float *ms, float
         for (int p = 0; p < L.nparams; p++) {
             long lo, hi, off;
             zn_layout_owned(&L, p, r, &lo, &hi, &off);
-            long mo = model_offset(&L, p);
+            long mo = L.model_offset[p];
             if (hi <= lo) continue;
             memcpy(ms + mo + lo, a + off, (size_t)(hi - lo) * 4);
             memcpy(ea + mo + lo, b + off, (size_t)(hi - lo) * 4);
@@ -576,22 +571,22 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     char rk[16], wd[16], sg[16];
     snprintf(rk, sizeof rk, "%d", E->rank);
     snprintf(wd, sizeof wd, "%d", E->world);
-    snprintf(sg, sizeof sg, "%d", E->stage);
+    snprintf(sg, sizeof sg, "%d", E->P.stage);
     const char *meta[] = {"format", ZN_CKPT_FORMAT, "rank", rk, "world_size", wd, "stage", sg, NULL};
     ZnStEntry e[4];
     int n = 0;
     const int64_t len = E->part_n;
     float *ms = download_part(E, E->master), *ea = download_part(E, E->exp_avg), *es = download_part(E, E->exp_avg_sq);
-    float *pp = E->stage == 3 ? download_part(E, E->param_part) : NULL;
+    float *pp = E->P.ckpt_param_partition ? download_part(E, E->param_part) : NULL;
     void *p16 = NULL;
     int rc = 0;
-    if (!ms || !ea || !es || (E->stage == 3 && !pp)) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!ms || !ea || !es || (E->P.ckpt_param_partition && !pp)) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
     if (!rc) {
         e[n++] = (ZnStEntry){"fp32", ZN_F32, 1, {len}, ms};
         e[n++] = (ZnStEntry){"exp_avg", ZN_F32, 1, {len}, ea};
         e[n++] = (ZnStEntry){"exp_avg_sq", ZN_F32, 1, {len}, es};
     }
-    if (!rc && E->stage == 3) {   /* the partitioned working copy, in the model dtype */
+    if (!rc && E->P.ckpt_param_partition) {   /* the partitioned working copy, in the model dtype */
         p16 = encode(pp, E->part_n, E->dt);
         if (!p16) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
         else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
@@ -621,7 +616,7 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
         e[k].dtype = E->dt;
         e[k].ndim = L->params[p].ndim;
         for (int d = 0; d < L->params[p].ndim; d++) e[k].shape[d] = L->params[p].shape[d];
-        e[k].data = (const char *)enc + (size_t)model_offset(L, p) * es;
+        e[k].data = (const char *)enc + (size_t)L->model_offset[p] * es;
     }
     char path[PATH_MAX_ZN];
     join(path, tagdir, MODEL_FILE);
@@ -669,7 +664,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON_AddStringToObject(m, "tag", tag);
         cJSON_AddStringToObject(m, "model", model_spec ? model_spec : "");
         cJSON_AddNumberToObject(m, "world_size", E->world);
-        cJSON_AddNumberToObject(m, "stage", E->stage);
+        cJSON_AddNumberToObject(m, "stage", E->P.stage);
         cJSON_AddStringToObject(m, "model_dtype", zn_dtype_name(E->dt));
         cJSON_AddStringToObject(m, "master_dtype", "fp32");
         cJSON_AddStringToObject(m, "communication_dtype", zn_dtype_name(E->cdt));
@@ -762,7 +757,7 @@ static void take_partition(const ZnEngine *E, const float *full, float *part) {
     for (int p = 0; p < L->nparams; p++) {
         long lo, hi, off;
         zn_layout_owned(L, p, E->rank, &lo, &hi, &off);
-        if (hi > lo) memcpy(part + off, full + model_offset(L, p) + lo, (size_t)(hi - lo) * 4);
+        if (hi > lo) memcpy(part + off, full + L->model_offset[p] + lo, (size_t)(hi - lo) * 4);
     }
 }
 
@@ -822,9 +817,9 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     float *fm = NULL, *fa = NULL, *fs = NULL;
     if (!ms || !ea || !es) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto done; }
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
-    int same = !universal && m->world == E->world && m->stage == E->stage &&
+    int same = !universal && m->world == E->world && zn_plan_same(&m->plan, &E->P) &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
-               (E->stage != 3 || m->lopts.sub_group_size == mine.sub_group_size);
+               (!E->P.step_per_subgroup || m->lopts.sub_group_size == mine.sub_group_size);
     if (same) {   /* each rank reads its own shard */
         ZnLayout L;
         if ((rc = saved_layout(m, &L, err))) goto done;
@@ -841,7 +836,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         if (!fm || !fa || !fs) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto done; }
         if (universal) {
             for (int p = 0; p < E->L.nparams && !rc; p++) {
-                long off = model_offset(&E->L, p);
+                long off = E->L.model_offset[p];
                 const ZnParamSpec *ps = &E->L.params[p];
                 if (!(rc = read_param_state(tagdir, ps, "fp32", fm + off, err)) &&
                     !(rc = read_param_state(tagdir, ps, "exp_avg", fa + off, err)))

@@ -1,0 +1,32 @@
+/* plan.c: the four ZeRO stages as plans (spec Z-PLAN-001). The only file
+ * of zinc that compares a stage number. */
+#include <string.h>
+#include "core/plan.h"
+
+int zn_plan_build(ZnPlan *P, int stage, ZnErr *err) {
+    if (stage < 0 || stage > 3) return zn_err(err, ZN_E_USAGE, "ZeRO stage %d not in 0..3", stage);
+    memset(P, 0, sizeof *P);
+    P->stage = stage;
+    P->shard = zn_plan_shard(stage);
+    P->params = stage == 3 ? ZN_HOLD_PART : ZN_HOLD_FULL;
+    P->grads = stage >= 2 ? ZN_HOLD_PART : ZN_HOLD_FULL;
+    P->optim = stage >= 1 ? ZN_HOLD_PART : ZN_HOLD_FULL;
+    P->reduce_per_micro = P->grads == ZN_HOLD_PART;
+    P->boundary_all_reduce = P->optim == ZN_HOLD_FULL;
+    P->allgather_after_step = P->optim == ZN_HOLD_PART && P->params == ZN_HOLD_FULL;
+    P->gather_per_layer = P->params == ZN_HOLD_PART;
+    P->step_per_subgroup = P->shard == ZN_SHARD_PARAM;
+    P->norm_across_ranks = P->optim == ZN_HOLD_PART;
+    P->ds_optimizer = stage == 0 ? ZN_DS_FP16_OPTIMIZER : stage == 3 ? ZN_DS_ZERO3 : ZN_DS_ZERO12;
+    P->ckpt_param_partition = P->params == ZN_HOLD_PART;
+    P->comm_volume_psi = P->gather_per_layer ? 3 : 2;
+    return 0;
+}
+
+ZnShard zn_plan_shard(int stage) {
+    if (stage == 1 || stage == 2) return ZN_SHARD_FLAT;
+    if (stage == 3) return ZN_SHARD_PARAM;
+    return ZN_SHARD_NONE;
+}
+
+int zn_plan_same(const ZnPlan *a, const ZnPlan *b) { return a->stage == b->stage; }

@@ -1,0 +1,75 @@
+/* plan.h: the stage plan (spec Z-PLAN-*). A ZeRO stage is a choice of what
+ * each rank holds of each training state and when it talks to its peers;
+ * the plan states that choice as data, built once from the stage number.
+ * The engine, the layout, checkpoints, the spec runner, the estimator and
+ * the CLI read the plan's fields; plan.c is the only place that compares a
+ * stage number. A future dimension (offload, hpZ, qwZ, qgZ, MiCS) is a new
+ * field here, set where the plan is built, not a branch in every file.
+ *
+ *                          stage 0   stage 1   stage 2   stage 3
+ *   shard (layout)         none      flat      flat      per param
+ *   params (model dtype)   full      full      full      part
+ *   grads                  full      full      part      part
+ *   optimizer state        full      part      part      part
+ *   grads reduced          boundary  boundary  micro     micro
+ *   boundary collective    all-red.  red.-sc.  -         -
+ *   params after the step  -         all-gath. all-gath. gather per layer
+ *   DeepSpeed optimizer    FP16_Opt. ZeRO 1/2  ZeRO 1/2  ZeRO 3 */
+#ifndef ZN_PLAN_H
+#define ZN_PLAN_H
+#include "core/err.h"
+
+/* How the layout cuts the parameters over the ranks. */
+typedef enum {
+    ZN_SHARD_NONE = 0,   /* every rank holds the whole flat buffer */
+    ZN_SHARD_FLAT,       /* one flat buffer cut in W equal parts (aligned to 2W) */
+    ZN_SHARD_PARAM,      /* each parameter cut in W chunks on its own */
+} ZnShard;
+
+/* What a rank holds of one state. */
+typedef enum { ZN_HOLD_FULL = 0, ZN_HOLD_PART } ZnHold;
+
+/* The DeepSpeed optimizer class a stage reproduces (its quirks differ:
+ * Z-PREC-005, Z-PREC-010). */
+typedef enum { ZN_DS_FP16_OPTIMIZER = 0, ZN_DS_ZERO12, ZN_DS_ZERO3 } ZnDsOptimizer;
+
+typedef struct {
+    int stage;              /* 0..3: named in logs, checkpoints and reports, never branched on */
+    ZnShard shard;
+    ZnHold params;          /* the model-dtype working copy */
+    ZnHold grads;           /* the gradient accumulation buffer */
+    ZnHold optim;           /* fp32 master and Adam moments */
+    /* gradients: 0 accumulate the full gradient locally and reduce it at
+       the accumulation boundary; 1 reduce-scatter through the bucket
+       buffer as backward produces them, every micro-step */
+    int reduce_per_micro;
+    /* at the boundary: 1 all-reduce (everyone keeps the whole gradient),
+       0 reduce-scatter to the owners of the optimizer partitions */
+    int boundary_all_reduce;
+    /* after the step: 1 all-gather the updated partitions into every
+       rank's full working copy (optimizer state partitioned, params not) */
+    int allgather_after_step;
+    /* params gathered before a layer's forward/backward and released
+       after (the persistence and reuse rules keep some) */
+    int gather_per_layer;
+    /* one Adam call per sub-group of the partition (DeepSpeed stage 3) */
+    int step_per_subgroup;
+    /* a global norm or overflow flag needs the peers' partitions */
+    int norm_across_ranks;
+    ZnDsOptimizer ds_optimizer;
+    /* a checkpoint's model-states shard holds this rank's working-param
+       partition as well (stage 3's zero_pp files) */
+    int ckpt_param_partition;
+    /* the ZeRO paper's per-step traffic in units of Ψ·(N−1)/N (§7): 2 for
+       reduce-scatter + all-gather, 3 with the second gather of stage 3 */
+    int comm_volume_psi;
+} ZnPlan;
+
+/* The plan of ZeRO stage `stage` (0..3); ZN_E_USAGE for another number. */
+int zn_plan_build(ZnPlan *P, int stage, ZnErr *err);
+/* The shard of a stage, for the layout's callers that know only the number
+   (ZN_SHARD_NONE for a stage out of range; zn_plan_build reports those). */
+ZnShard zn_plan_shard(int stage);
+/* 1 when a and b are the same plan (a checkpoint resumes by plan, not number). */
+int zn_plan_same(const ZnPlan *a, const ZnPlan *b);
+#endif
