@@ -13,7 +13,6 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ZINC_RDV_TIMEOUT=3
 BOUND=5                      # seconds from the kill until every survivor has exited
 PORT=$((40000 + $$ % 15000))
-next_port() { PORT=$((PORT + 1)); }
 # every process this script starts carries ZINC_FAULT_RUN=zinc-fault-$$ in
 # its environment (children inherit it), so its processes can be found
 run_tag="ZINC_FAULT_RUN=zinc-fault-$$"

@@ -15,7 +15,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 MPIRUN="mpirun --oversubscribe --bind-to none"
 PORT=$((20000 + $$ % 20000))
-next_port() { PORT=$((PORT + 1)); }
 
 digest() { sed -n 's/^\(\[rank0\]: \)\{0,1\}digest=\([0-9a-f]*\)$/\2/p' "$1" | tail -n 1; }
 

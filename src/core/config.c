@@ -51,130 +51,6 @@ void zn_config_args_init(ZnConfigArgs *a) {
     a->canonical = a->exact = -1;
 }
 
-static void offload_defaults(ZnOffloadConfig *o, long buffer_count) {
-    memset(o, 0, sizeof *o);
-    o->device = ZN_OFFLOAD_NONE;
-    o->pin_memory = 1;       /* True since DeepSpeed PR #8207 */
-    o->buffer_count = buffer_count;
-    o->buffer_size = 1e8;
-    o->max_in_cpu = 1e9;
-    o->fast_init = 0;
-    o->ratio = 1.0;
-}
-
-void zn_config_defaults(ZnConfig *c) {
-    memset(c, 0, sizeof *c);
-    c->train_batch_size = c->micro_batch = c->grad_accum = -1;
-
-    c->optimizer_present = 0;
-    c->opt_type = ZN_OPT_ADAM;
-    c->adamw = 1;            /* adam_w_mode defaults to True */
-    c->torch_adam = 0;
-    c->bias_correction = 1;
-    c->lr = 1e-3;            /* FusedAdam's constructor defaults */
-    c->beta1 = 0.9;
-    c->beta2 = 0.999;
-    c->eps = 1e-8;
-    c->weight_decay = 0.0;
-
-    ZnZeroConfig *z = &c->zero;
-    z->stage = 0;
-    z->contiguous_gradients = 1;
-    z->reduce_scatter = 1;
-    z->reduce_bucket_size = 500000000L;
-    z->use_multi_rank_bucket_allreduce = 1;
-    z->allgather_partitions = 1;
-    z->allgather_bucket_size = 500000000L;
-    z->overlap_comm = -1;    /* None: resolved from the stage */
-    z->load_from_fp32_weights = 1;
-    z->elastic_checkpoint = 0;
-    offload_defaults(&z->offload_param, 5);
-    offload_defaults(&z->offload_optimizer, 4);
-    z->sub_group_size = 1000000000L;
-    z->prefetch_bucket_size = 50000000L;
-    z->param_persistence_threshold = 100000L;
-    z->model_persistence_threshold = LONG_MAX; /* sys.maxsize */
-    z->max_live_parameters = 1000000000L;
-    z->max_reuse_distance = 1000000000L;
-    z->gather_16bit_weights_on_model_save = 0;
-    z->module_granularity_threshold = 0;
-    z->use_all_reduce_for_fetch_params = 0;
-    z->allgather_sequential = 0;
-    z->ignore_unused_parameters = 1;
-    z->round_robin_gradients = 0;
-    z->zero_hpz_partition_size = 1;
-    z->zero_quantized_weights = z->zero_quantized_gradients = 0;
-    z->zero_quantized_nontrainable_weights = 0;
-    z->mics_shard_size = -1;
-    z->mics_hierarchical_params_gather = 0;
-    z->memory_efficient_linear = 1;
-    z->pipeline_loading_checkpoint = 0;
-    z->override_module_apply = 1;
-    z->log_trace_cache_warnings = 0;
-
-    ZnFp16Config *h = &c->fp16;
-    h->enabled = 0;
-    h->auto_cast = 0;
-    h->loss_scale = 0.0;
-    h->initial_scale_power = 16;
-    h->loss_scale_window = 1000;
-    h->hysteresis = 2;
-    h->consecutive_hysteresis = 0;
-    h->min_loss_scale = 1.0;
-    h->fp16_master_weights_and_grads = 0;
-
-    ZnBf16Config *b = &c->bf16;
-    b->enabled = 0;
-    b->immediate_grad_update = 0;
-    b->check_grad_overflow = 1;
-    b->bf16_master_weights_and_grads = 0;
-    b->bf16_optimizer_states = 0;
-
-    /* constructor defaults of runtime/lr_schedules.py; NaN where DeepSpeed
-       has None or no default */
-    ZnSchedConfig *s = &c->sched;
-    s->type = ZN_SCHED_NONE;
-    s->warmup_min_lr = 0.0;
-    s->warmup_max_lr = NAN;          /* WarmupLR: None -> the optimizer's lr */
-    s->warmup_num_steps = 1000;
-    s->warmup_type_linear = 0;
-    s->total_num_steps = -1;         /* required where used */
-    s->warmup_min_ratio = 0.0;
-    s->cos_min_ratio = 1e-4;
-    s->cycle_min_lr = s->cycle_max_lr = NAN; /* OneCycle: required */
-    s->decay_lr_rate = 0.0;
-    s->cycle_first_step_size = 2000;
-    s->cycle_second_step_size = -1;
-    s->cycle_first_stair_count = 0;
-    s->cycle_second_stair_count = -1;
-    s->decay_step_size = 0;
-    s->cycle_momentum = 1;
-    s->cycle_min_mom = 0.8;
-    s->cycle_max_mom = 0.9;
-    s->decay_mom_rate = 0.0;
-    s->lr_range_test_min_lr = 1e-3;
-    s->lr_range_test_step_rate = 1.0;
-    s->lr_range_test_step_size = 2000;
-    s->lr_range_test_staircase = 0;
-
-    c->gradient_clipping = 1.0;      /* DeepSpeed >= 0.19.3 */
-    c->prescale_gradients = 0;
-    c->gradient_predivide_factor = 1.0;
-    c->allreduce_sum = 0;
-    c->communication_data_type = -1;
-    c->steps_per_print = 0;
-    c->wall_clock_breakdown = 0;
-    c->memory_breakdown = 0;
-    c->seed = 1234;
-    c->managed_gradient_accumulation = 1;
-    c->zero_allow_untested_optimizer = 0;
-    c->zero_force_ds_cpu_optimizer = 1;
-    c->load_universal = 0;
-    c->canonical = 0;
-    c->deepspeed_quirks = 0;
-    c->exact = 0;
-    c->model_dtype = ZN_F32;
-}
 
 /* ------------------------------------------------------------------------ */
 /* the batch triad: DeepSpeedConfig._set_batch_related_parameters and
@@ -313,6 +189,7 @@ typedef enum {
     K_INTNUM,  /* integral number into a double (DeepSpeed int fields zinc keeps as double) */
     K_ANY,     /* known to DeepSpeed, not used by zinc: any value accepted */
     K_FN,      /* read by the key's own function */
+    K_SECTION, /* an object (or null) read through the key's sub-table */
 } KType;
 
 enum {
@@ -331,6 +208,8 @@ typedef enum {
     FILL_PERSIST, FILL_FP16, FILL_BF16,
 } Fill;
 
+typedef enum { UNKNOWN_WARN, UNKNOWN_FORBID, UNKNOWN_ZINC } Unknown;
+
 typedef struct Key Key;
 typedef int (*KeyFn)(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base);
 struct Key {
@@ -341,13 +220,18 @@ struct Key {
     unsigned flags;
     double none;                       /* stored for null when F_NULL */
     Fill fill;
+    double def;                        /* DeepSpeed's default (zn_config_defaults) */
     KeyFn fn;                          /* K_FN */
+    /* a section (K_SECTION, or a K_FN that reads one): its table, read at
+       .off of the parent's struct; zn_config_defaults walks it too */
+    const Key *sub;
+    size_t nsub;
+    Unknown unknown;
     unsigned sched;                    /* scheduler.params: schedules taking the key */
 };
 
 #define RANGE(LO_, HI_) .lo = (LO_), .hi = (HI_)
-
-typedef enum { UNKNOWN_WARN, UNKNOWN_FORBID, UNKNOWN_ZINC } Unknown;
+#define SUB(T, OFF) .sub = (T), .nsub = sizeof(T) / sizeof *(T), .off = (OFF)
 
 /* "an integer 0..3", "a positive number", ... for "expected ..." messages */
 static void describe(const Key *k, char *buf, size_t n) {
@@ -452,6 +336,11 @@ static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *f
     return 1;
 }
 
+/* sections call back into these */
+static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *keys, size_t n,
+                       void *base, Unknown unknown);
+static int section(Ctx *x, const cJSON *v, const char *path, int *present);
+
 static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     char got[64];
     if (k->type == K_ANY) {
@@ -462,6 +351,12 @@ static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void
     }
     if (is_auto(v) && k->fill == FILL_NONE) return fail(x, "%s: \"auto\" is not supported for this key", path);
     if (k->type == K_FN) return k->fn(x, k, v, path, base);
+    if (k->type == K_SECTION) {
+        int present;
+        int rc = section(x, v, path, &present);
+        if (rc || !present) return rc;
+        return read_object(x, v, path, k->sub, k->nsub, (char *)base + k->off, k->unknown);
+    }
     if (is_auto(v)) {
         char from[64];
         double d = 0;
@@ -634,21 +529,21 @@ static int read_nvme_path(Ctx *x, const Key *k, const cJSON *v, const char *path
 static const Key OFFLOAD_PARAM_KEYS[] = {
     {"device", .type = K_FN, .fn = read_device},
     {"nvme_path", .type = K_FN, .fn = read_nvme_path},
-    {"buffer_count", .type = K_LONG, .off = O(buffer_count), RANGE(0, INF)},
-    {"buffer_size", .type = K_INTNUM, .off = O(buffer_size), RANGE(0, INF)},
-    {"max_in_cpu", .type = K_INTNUM, .off = O(max_in_cpu), RANGE(0, INF)},
-    {"pin_memory", .type = K_BOOL, .off = O(pin_memory)},
+    {"buffer_count", .type = K_LONG, .off = O(buffer_count), .def = 5, RANGE(0, INF)},
+    {"buffer_size", .type = K_INTNUM, .off = O(buffer_size), .def = 1e8, RANGE(0, INF)},
+    {"max_in_cpu", .type = K_INTNUM, .off = O(max_in_cpu), .def = 1e9, RANGE(0, INF)},
+    {"pin_memory", .type = K_BOOL, .off = O(pin_memory), .def = 1},   /* True since DeepSpeed PR #8207 */
 };
 static const Key OFFLOAD_OPTIMIZER_KEYS[] = {
     {"device", .type = K_FN, .fn = read_device},
     {"nvme_path", .type = K_FN, .fn = read_nvme_path},
-    {"buffer_count", .type = K_LONG, .off = O(buffer_count), RANGE(0, INF)},
-    {"pin_memory", .type = K_BOOL, .off = O(pin_memory)},
+    {"buffer_count", .type = K_LONG, .off = O(buffer_count), .def = 4, RANGE(0, INF)},
+    {"pin_memory", .type = K_BOOL, .off = O(pin_memory), .def = 1},
     {"pipeline_read", .type = K_BOOL, .flags = F_DISCARD},
     {"pipeline_write", .type = K_BOOL, .flags = F_DISCARD},
     {"fast_init", .type = K_BOOL, .off = O(fast_init)},
     /* DeepSpeed allows 0; zinc wants a section that offloads something */
-    {"ratio", .type = K_NUM, .off = O(ratio), RANGE(0, 1), .flags = F_GT},
+    {"ratio", .type = K_NUM, .off = O(ratio), .def = 1.0, RANGE(0, 1), .flags = F_GT},
     {"super_offload", .type = K_FN, .fn = read_true_unsupported},
     {"cpuadam_cores_perc", .type = K_NUM, RANGE(0, 1), .flags = F_DISCARD},
 };
@@ -674,32 +569,32 @@ static int read_offload(Ctx *x, const Key *k, const cJSON *v, const char *path, 
 #define Z(f) offsetof(ZnZeroConfig, f)
 static const Key ZERO_KEYS[] = {
     {"stage", .type = K_FN, .fn = read_stage},
-    {"contiguous_gradients", .type = K_BOOL, .off = Z(contiguous_gradients)},
-    {"reduce_scatter", .type = K_BOOL, .off = Z(reduce_scatter)},
-    {"reduce_bucket_size", .type = K_LONG, .off = Z(reduce_bucket_size), RANGE(0, INF), .flags = F_GT,
+    {"contiguous_gradients", .type = K_BOOL, .off = Z(contiguous_gradients), .def = 1},
+    {"reduce_scatter", .type = K_BOOL, .off = Z(reduce_scatter), .def = 1},
+    {"reduce_bucket_size", .type = K_LONG, .off = Z(reduce_bucket_size), .def = 500000000L, RANGE(0, INF), .flags = F_GT,
      .fill = FILL_REDUCE_BUCKET},
-    {"use_multi_rank_bucket_allreduce", .type = K_BOOL, .off = Z(use_multi_rank_bucket_allreduce)},
-    {"allgather_partitions", .type = K_BOOL, .off = Z(allgather_partitions)},
-    {"allgather_bucket_size", .type = K_LONG, .off = Z(allgather_bucket_size), RANGE(0, INF), .flags = F_GT},
-    {"overlap_comm", .type = K_BOOL, .off = Z(overlap_comm), .flags = F_NULL, .none = -1},
-    {"load_from_fp32_weights", .type = K_BOOL, .off = Z(load_from_fp32_weights)},
+    {"use_multi_rank_bucket_allreduce", .type = K_BOOL, .off = Z(use_multi_rank_bucket_allreduce), .def = 1},
+    {"allgather_partitions", .type = K_BOOL, .off = Z(allgather_partitions), .def = 1},
+    {"allgather_bucket_size", .type = K_LONG, .off = Z(allgather_bucket_size), .def = 500000000L, RANGE(0, INF), .flags = F_GT},
+    {"overlap_comm", .type = K_BOOL, .off = Z(overlap_comm), .def = -1, .flags = F_NULL, .none = -1}, /* None: from the stage */
+    {"load_from_fp32_weights", .type = K_BOOL, .off = Z(load_from_fp32_weights), .def = 1},
     {"elastic_checkpoint", .type = K_BOOL, .off = Z(elastic_checkpoint)},
-    {"offload_param", .type = K_FN, .fn = read_offload},
-    {"offload_optimizer", .type = K_FN, .fn = read_offload},
+    {"offload_param", .type = K_FN, .fn = read_offload, SUB(OFFLOAD_PARAM_KEYS, Z(offload_param))},
+    {"offload_optimizer", .type = K_FN, .fn = read_offload, SUB(OFFLOAD_OPTIMIZER_KEYS, Z(offload_optimizer))},
     {"zenflow", .type = K_FN, .fn = read_unsupported_object},
-    {"sub_group_size", .type = K_LONG, .off = Z(sub_group_size), RANGE(0, INF), .flags = F_GT},
+    {"sub_group_size", .type = K_LONG, .off = Z(sub_group_size), .def = 1000000000L, RANGE(0, INF), .flags = F_GT},
     {"cpu_offload_param", .type = K_FN, .fn = read_cpu_offload},
     {"cpu_offload_use_pin_memory", .type = K_BOOL, .flags = F_NULL | F_DISCARD},
     {"cpu_offload", .type = K_FN, .fn = read_cpu_offload},
-    {"prefetch_bucket_size", "stage3_prefetch_bucket_size", .type = K_LONG, .off = Z(prefetch_bucket_size),
+    {"prefetch_bucket_size", "stage3_prefetch_bucket_size", .type = K_LONG, .off = Z(prefetch_bucket_size), .def = 50000000L,
      RANGE(0, INF), .fill = FILL_PREFETCH},
     {"param_persistence_threshold", "stage3_param_persistence_threshold", .type = K_LONG,
-     .off = Z(param_persistence_threshold), RANGE(0, INF), .fill = FILL_PERSIST},
+     .off = Z(param_persistence_threshold), .def = 100000L, RANGE(0, INF), .fill = FILL_PERSIST},
     {"model_persistence_threshold", "stage3_model_persistence_threshold", .type = K_LONG,
-     .off = Z(model_persistence_threshold), RANGE(0, INF)},
-    {"max_live_parameters", "stage3_max_live_parameters", .type = K_LONG, .off = Z(max_live_parameters),
+     .off = Z(model_persistence_threshold), .def = LONG_MAX, RANGE(0, INF)},   /* sys.maxsize */
+    {"max_live_parameters", "stage3_max_live_parameters", .type = K_LONG, .off = Z(max_live_parameters), .def = 1000000000L,
      RANGE(0, INF)},
-    {"max_reuse_distance", "stage3_max_reuse_distance", .type = K_LONG, .off = Z(max_reuse_distance),
+    {"max_reuse_distance", "stage3_max_reuse_distance", .type = K_LONG, .off = Z(max_reuse_distance), .def = 1000000000L,
      RANGE(0, INF)},
     {"gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
      "stage3_gather_fp16_weights_on_model_save", .type = K_BOOL, .off = Z(gather_16bit_weights_on_model_save)},
@@ -710,19 +605,19 @@ static const Key ZERO_KEYS[] = {
     {"allgather_sequential", "stage3_allgather_sequential", .type = K_BOOL, .off = Z(allgather_sequential)},
     {"partition_stream_chunk_size", "stage3_partition_stream_chunk_size", .type = K_LONG, RANGE(0, INF),
      .flags = F_DISCARD},
-    {"ignore_unused_parameters", .type = K_BOOL, .off = Z(ignore_unused_parameters)},
+    {"ignore_unused_parameters", .type = K_BOOL, .off = Z(ignore_unused_parameters), .def = 1},
     {"legacy_stage1", .type = K_FN, .fn = read_legacy_stage1},
     {"round_robin_gradients", .type = K_BOOL, .off = Z(round_robin_gradients)},
-    {"zero_hpz_partition_size", .type = K_LONG, .off = Z(zero_hpz_partition_size), RANGE(0, INF)},
+    {"zero_hpz_partition_size", .type = K_LONG, .off = Z(zero_hpz_partition_size), .def = 1, RANGE(0, INF)},
     {"zero_quantized_weights", .type = K_BOOL, .off = Z(zero_quantized_weights)},
     {"zero_quantized_nontrainable_weights", .type = K_BOOL, .off = Z(zero_quantized_nontrainable_weights)},
     {"zero_quantized_gradients", .type = K_BOOL, .off = Z(zero_quantized_gradients)},
     {"zeropp_loco_param", .type = K_ANY},
-    {"mics_shard_size", .type = K_LONG, .off = Z(mics_shard_size), RANGE(-INF, INF)},
+    {"mics_shard_size", .type = K_LONG, .off = Z(mics_shard_size), .def = -1, RANGE(-INF, INF)},
     {"mics_hierarchical_params_gather", .type = K_BOOL, .off = Z(mics_hierarchical_params_gather)},
-    {"memory_efficient_linear", .type = K_BOOL, .off = Z(memory_efficient_linear)},
+    {"memory_efficient_linear", .type = K_BOOL, .off = Z(memory_efficient_linear), .def = 1},
     {"pipeline_loading_checkpoint", .type = K_BOOL, .off = Z(pipeline_loading_checkpoint)},
-    {"override_module_apply", .type = K_BOOL, .off = Z(override_module_apply)},
+    {"override_module_apply", .type = K_BOOL, .off = Z(override_module_apply), .def = 1},
     {"log_trace_cache_warnings", .type = K_BOOL, .off = Z(log_trace_cache_warnings)},
     {"enable_sanity_checks", .type = K_BOOL, .flags = F_DISCARD},
     {"save_muon_momentum_buffer_in_memory", .type = K_BOOL, .flags = F_DISCARD},
@@ -780,11 +675,11 @@ static const Key FP16_KEYS[] = {
     {"auto_cast", .type = K_BOOL, .off = H(auto_cast)},
     {"loss_scale", .type = K_NUM, .off = H(loss_scale), RANGE(0, INF)},
     /* zinc keeps 2^power a finite fp32 >= 1 */
-    {"initial_scale_power", .type = K_INT, .off = H(initial_scale_power), RANGE(0, 127)},
-    {"loss_scale_window", .type = K_LONG, .off = H(loss_scale_window), RANGE(-INF, INF)},
-    {"hysteresis", .type = K_INT, .off = H(hysteresis), RANGE(1, INT_MAX)},
+    {"initial_scale_power", .type = K_INT, .off = H(initial_scale_power), .def = 16, RANGE(0, 127)},
+    {"loss_scale_window", .type = K_LONG, .off = H(loss_scale_window), .def = 1000, RANGE(-INF, INF)},
+    {"hysteresis", .type = K_INT, .off = H(hysteresis), .def = 2, RANGE(1, INT_MAX)},
     {"consecutive_hysteresis", .type = K_BOOL, .off = H(consecutive_hysteresis)},
-    {"min_loss_scale", .type = K_INTNUM, .off = H(min_loss_scale), RANGE(-INF, INF)},
+    {"min_loss_scale", .type = K_INTNUM, .off = H(min_loss_scale), .def = 1.0, RANGE(-INF, INF)},
     {"fp16_master_weights_and_grads", .type = K_BOOL, .off = H(fp16_master_weights_and_grads)},
 };
 #undef H
@@ -793,29 +688,11 @@ static const Key FP16_KEYS[] = {
 static const Key BF16_KEYS[] = {
     {"enabled", .type = K_BOOL, .off = B(enabled), .fill = FILL_BF16},
     {"immediate_grad_update", .type = K_BOOL, .off = B(immediate_grad_update)},
-    {"check_grad_overflow", .type = K_BOOL, .off = B(check_grad_overflow)},
+    {"check_grad_overflow", .type = K_BOOL, .off = B(check_grad_overflow), .def = 1},
     {"bf16_master_weights_and_grads", .type = K_BOOL, .off = B(bf16_master_weights_and_grads)},
     {"bf16_optimizer_states", .type = K_BOOL, .off = B(bf16_optimizer_states)},
 };
 #undef B
-
-static int read_fp16(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
-    (void)k;
-    ZnConfig *c = base;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    return read_object(x, v, path, FP16_KEYS, sizeof FP16_KEYS / sizeof *FP16_KEYS, &c->fp16, UNKNOWN_WARN);
-}
-
-static int read_bf16(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
-    (void)k;
-    ZnConfig *c = base;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    return read_object(x, v, path, BF16_KEYS, sizeof BF16_KEYS / sizeof *BF16_KEYS, &c->bf16, UNKNOWN_WARN);
-}
 
 /* ------------------------------------------------------------------------ */
 /* optimizer (runtime/config.py, engine._configure_basic_optimizer)          */
@@ -865,12 +742,13 @@ static int read_max_grad_norm(Ctx *x, const Key *k, const cJSON *v, const char *
 
 #define C(f) offsetof(ZnConfig, f)
 static const Key OPT_PARAM_KEYS[] = {
-    {"lr", .type = K_NUM, .off = C(lr), RANGE(0, INF), .fill = FILL_LR},
+    /* FusedAdam's constructor defaults */
+    {"lr", .type = K_NUM, .off = C(lr), .def = 1e-3, RANGE(0, INF), .fill = FILL_LR},
     {"betas", .type = K_FN, .fn = read_betas, .fill = FILL_BETAS},
-    {"eps", .type = K_NUM, .off = C(eps), RANGE(0, INF), .flags = F_GT, .fill = FILL_EPS},
+    {"eps", .type = K_NUM, .off = C(eps), .def = 1e-8, RANGE(0, INF), .flags = F_GT, .fill = FILL_EPS},
     {"weight_decay", .type = K_NUM, .off = C(weight_decay), RANGE(0, INF), .fill = FILL_WD},
-    {"adam_w_mode", .type = K_BOOL, .off = C(adamw)}, /* combined with the type after reading */
-    {"bias_correction", .type = K_BOOL, .off = C(bias_correction)},
+    {"adam_w_mode", .type = K_BOOL, .off = C(adamw), .def = 1}, /* combined with the type after reading */
+    {"bias_correction", .type = K_BOOL, .off = C(bias_correction), .def = 1},
     {"torch_adam", .type = K_BOOL, .off = C(torch_adam)},
     {"amsgrad", .type = K_FN, .fn = read_true_unsupported},
     {"max_grad_norm", .type = K_FN, .fn = read_max_grad_norm},
@@ -878,18 +756,9 @@ static const Key OPT_PARAM_KEYS[] = {
     {"fp32_optimizer_states", .type = K_BOOL, .flags = F_DISCARD},
 };
 
-static int read_opt_params(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
-    (void)k;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    return read_object(x, v, path, OPT_PARAM_KEYS, sizeof OPT_PARAM_KEYS / sizeof *OPT_PARAM_KEYS, base,
-                       UNKNOWN_WARN);
-}
-
 static const Key OPT_KEYS[] = {
     {"type", .type = K_ANY},  /* read first, by read_optimizer */
-    {"params", .type = K_FN, .fn = read_opt_params},
+    {"params", .type = K_SECTION, SUB(OPT_PARAM_KEYS, 0), .unknown = UNKNOWN_WARN},
     {"legacy_fusion", .type = K_ANY},
 };
 
@@ -951,37 +820,39 @@ static int read_warmup_type(Ctx *x, const Key *k, const cJSON *v, const char *pa
 }
 
 #define S(f) offsetof(ZnSchedConfig, f)
+/* .def: the constructor defaults of runtime/lr_schedules.py; NaN where
+   DeepSpeed has None (warmup_max_lr: the optimizer's lr) or no default */
 static const Key SCHED_PARAM_KEYS[] = {
     {"warmup_min_lr", .type = K_NUM, .off = S(warmup_min_lr), RANGE(0, INF), .fill = FILL_MIN_LR,
      .sched = SK_WARMUP | SK_DECAY},
-    {"warmup_max_lr", .type = K_NUM, .off = S(warmup_max_lr), RANGE(0, INF), .flags = F_NULL, .none = NAN,
+    {"warmup_max_lr", .type = K_NUM, .off = S(warmup_max_lr), .def = NAN, RANGE(0, INF), .flags = F_NULL, .none = NAN,
      .fill = FILL_MAX_LR, .sched = SK_WARMUP | SK_DECAY},
-    {"warmup_num_steps", .type = K_LONG, .off = S(warmup_num_steps), RANGE(1, INF), .fill = FILL_WARMUP,
+    {"warmup_num_steps", .type = K_LONG, .off = S(warmup_num_steps), .def = 1000, RANGE(1, INF), .fill = FILL_WARMUP,
      .sched = SK_WARMUP | SK_DECAY | SK_COSINE},
     {"warmup_type", .type = K_FN, .fn = read_warmup_type, .sched = SK_WARMUP | SK_DECAY | SK_COSINE},
-    {"total_num_steps", .type = K_LONG, .off = S(total_num_steps), RANGE(1, INF), .fill = FILL_TOTAL,
+    {"total_num_steps", .type = K_LONG, .off = S(total_num_steps), .def = -1, RANGE(1, INF), .fill = FILL_TOTAL,
      .sched = SK_DECAY | SK_COSINE},
     {"warmup_min_ratio", .type = K_NUM, .off = S(warmup_min_ratio), RANGE(0, INF), .sched = SK_COSINE},
-    {"cos_min_ratio", .type = K_NUM, .off = S(cos_min_ratio), RANGE(0, INF), .sched = SK_COSINE},
-    {"cycle_min_lr", .type = K_NUM, .off = S(cycle_min_lr), RANGE(0, INF), .sched = SK_CYCLE},
-    {"cycle_max_lr", .type = K_NUM, .off = S(cycle_max_lr), RANGE(0, INF), .sched = SK_CYCLE},
+    {"cos_min_ratio", .type = K_NUM, .off = S(cos_min_ratio), .def = 1e-4, RANGE(0, INF), .sched = SK_COSINE},
+    {"cycle_min_lr", .type = K_NUM, .off = S(cycle_min_lr), .def = NAN, RANGE(0, INF), .sched = SK_CYCLE},
+    {"cycle_max_lr", .type = K_NUM, .off = S(cycle_max_lr), .def = NAN, RANGE(0, INF), .sched = SK_CYCLE},
     {"decay_lr_rate", .type = K_NUM, .off = S(decay_lr_rate), RANGE(0, INF), .sched = SK_CYCLE},
-    {"cycle_first_step_size", .type = K_LONG, .off = S(cycle_first_step_size), RANGE(1, INF), .sched = SK_CYCLE},
-    {"cycle_second_step_size", .type = K_LONG, .off = S(cycle_second_step_size), RANGE(0, INF),
+    {"cycle_first_step_size", .type = K_LONG, .off = S(cycle_first_step_size), .def = 2000, RANGE(1, INF), .sched = SK_CYCLE},
+    {"cycle_second_step_size", .type = K_LONG, .off = S(cycle_second_step_size), .def = -1, RANGE(0, INF),
      .flags = F_NULL, .none = -1, .sched = SK_CYCLE},
     {"cycle_first_stair_count", .type = K_LONG, .off = S(cycle_first_stair_count), RANGE(0, INF),
      .sched = SK_CYCLE},
-    {"cycle_second_stair_count", .type = K_LONG, .off = S(cycle_second_stair_count), RANGE(0, INF),
+    {"cycle_second_stair_count", .type = K_LONG, .off = S(cycle_second_stair_count), .def = -1, RANGE(0, INF),
      .flags = F_NULL, .none = -1, .sched = SK_CYCLE},
     {"decay_step_size", .type = K_LONG, .off = S(decay_step_size), RANGE(0, INF), .sched = SK_CYCLE},
-    {"cycle_momentum", .type = K_BOOL, .off = S(cycle_momentum), .sched = SK_CYCLE},
-    {"cycle_min_mom", .type = K_NUM, .off = S(cycle_min_mom), RANGE(0, 1), .flags = F_LT, .sched = SK_CYCLE},
-    {"cycle_max_mom", .type = K_NUM, .off = S(cycle_max_mom), RANGE(0, 1), .flags = F_LT, .sched = SK_CYCLE},
+    {"cycle_momentum", .type = K_BOOL, .off = S(cycle_momentum), .def = 1, .sched = SK_CYCLE},
+    {"cycle_min_mom", .type = K_NUM, .off = S(cycle_min_mom), .def = 0.8, RANGE(0, 1), .flags = F_LT, .sched = SK_CYCLE},
+    {"cycle_max_mom", .type = K_NUM, .off = S(cycle_max_mom), .def = 0.9, RANGE(0, 1), .flags = F_LT, .sched = SK_CYCLE},
     {"decay_mom_rate", .type = K_NUM, .off = S(decay_mom_rate), RANGE(0, INF), .sched = SK_CYCLE},
-    {"lr_range_test_min_lr", .type = K_NUM, .off = S(lr_range_test_min_lr), RANGE(0, INF), .sched = SK_RANGE},
-    {"lr_range_test_step_size", .type = K_LONG, .off = S(lr_range_test_step_size), RANGE(1, INF),
+    {"lr_range_test_min_lr", .type = K_NUM, .off = S(lr_range_test_min_lr), .def = 1e-3, RANGE(0, INF), .sched = SK_RANGE},
+    {"lr_range_test_step_size", .type = K_LONG, .off = S(lr_range_test_step_size), .def = 2000, RANGE(1, INF),
      .sched = SK_RANGE},
-    {"lr_range_test_step_rate", .type = K_NUM, .off = S(lr_range_test_step_rate), RANGE(0, INF),
+    {"lr_range_test_step_rate", .type = K_NUM, .off = S(lr_range_test_step_rate), .def = 1.0, RANGE(0, INF),
      .sched = SK_RANGE},
     {"lr_range_test_staircase", .type = K_BOOL, .off = S(lr_range_test_staircase), .sched = SK_RANGE},
     /* every constructor takes it; zinc resumes schedules from checkpoints instead */
@@ -1009,7 +880,7 @@ static int read_sched_params(Ctx *x, const Key *k, const cJSON *v, const char *p
 
 static const Key SCHED_KEYS[] = {
     {"type", .type = K_ANY},  /* read first, by read_scheduler */
-    {"params", .type = K_FN, .fn = read_sched_params},
+    {"params", .type = K_FN, .fn = read_sched_params, SUB(SCHED_PARAM_KEYS, offsetof(ZnConfig, sched))},
 };
 
 static int read_scheduler(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -1084,23 +955,6 @@ static const Key ZINC_KEYS[] = {
     {"deepspeed_quirks", .type = K_BOOL, .off = C(deepspeed_quirks)},
 };
 
-static int read_checkpoint(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
-    (void)k;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    return read_object(x, v, path, CHECKPOINT_KEYS, sizeof CHECKPOINT_KEYS / sizeof *CHECKPOINT_KEYS, base,
-                       UNKNOWN_WARN);
-}
-
-static int read_zinc(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
-    (void)k;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    return read_object(x, v, path, ZINC_KEYS, sizeof ZINC_KEYS / sizeof *ZINC_KEYS, base, UNKNOWN_ZINC);
-}
-
 /* Sections zinc accepts and ignores; when one of them is switched on it
    would change what DeepSpeed computes, so say that it is ignored. */
 static int read_ignored_feature(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -1111,33 +965,33 @@ static int read_ignored_feature(Ctx *x, const Key *k, const cJSON *v, const char
 }
 
 static const Key TOP_KEYS[] = {
-    {"train_batch_size", .type = K_LONG, .off = C(train_batch_size), RANGE(1, INF), .flags = F_NULL,
+    {"train_batch_size", .type = K_LONG, .off = C(train_batch_size), .def = -1, RANGE(1, INF), .flags = F_NULL,
      .none = -1, .fill = FILL_TB},
-    {"train_micro_batch_size_per_gpu", .type = K_LONG, .off = C(micro_batch), RANGE(1, INF), .flags = F_NULL,
+    {"train_micro_batch_size_per_gpu", .type = K_LONG, .off = C(micro_batch), .def = -1, RANGE(1, INF), .flags = F_NULL,
      .none = -1, .fill = FILL_MB},
-    {"gradient_accumulation_steps", .type = K_LONG, .off = C(grad_accum), RANGE(1, INF), .flags = F_NULL,
+    {"gradient_accumulation_steps", .type = K_LONG, .off = C(grad_accum), .def = -1, RANGE(1, INF), .flags = F_NULL,
      .none = -1, .fill = FILL_GA},
-    {"optimizer", .type = K_FN, .fn = read_optimizer},
-    {"scheduler", .type = K_FN, .fn = read_scheduler},
-    {"fp16", .type = K_FN, .fn = read_fp16},
-    {"bf16", "bfloat16", .type = K_FN, .fn = read_bf16},
-    {"zero_optimization", .type = K_FN, .fn = read_zero},
+    {"optimizer", .type = K_FN, .fn = read_optimizer, SUB(OPT_KEYS, 0)},
+    {"scheduler", .type = K_FN, .fn = read_scheduler, SUB(SCHED_KEYS, 0)},
+    {"fp16", .type = K_SECTION, SUB(FP16_KEYS, C(fp16)), .unknown = UNKNOWN_WARN},
+    {"bf16", "bfloat16", .type = K_SECTION, SUB(BF16_KEYS, C(bf16)), .unknown = UNKNOWN_WARN},
+    {"zero_optimization", .type = K_FN, .fn = read_zero, SUB(ZERO_KEYS, C(zero))},
     {"allgather_size", .type = K_ANY},   /* read with a boolean zero_optimization */
-    {"gradient_clipping", .type = K_NUM, .off = C(gradient_clipping), RANGE(0, INF), .fill = FILL_CLIP},
+    {"gradient_clipping", .type = K_NUM, .off = C(gradient_clipping), .def = 1.0, RANGE(0, INF), .fill = FILL_CLIP},   /* DeepSpeed >= 0.19.3 */
     {"prescale_gradients", .type = K_BOOL, .off = C(prescale_gradients)},
-    {"gradient_predivide_factor", .type = K_NUM, .off = C(gradient_predivide_factor), RANGE(0, INF),
+    {"gradient_predivide_factor", .type = K_NUM, .off = C(gradient_predivide_factor), .def = 1.0, RANGE(0, INF),
      .flags = F_GT},
     {"gradient_allreduce_op", .type = K_FN, .fn = read_allreduce_op},
     {"communication_data_type", .type = K_FN, .fn = read_comm_dtype},
     {"steps_per_print", .type = K_LONG, .off = C(steps_per_print), RANGE(0, INF), .flags = F_NULL, .none = 0},
     {"wall_clock_breakdown", .type = K_BOOL, .off = C(wall_clock_breakdown)},
     {"memory_breakdown", .type = K_BOOL, .off = C(memory_breakdown)},
-    {"seed", .type = K_LONG, .off = C(seed), RANGE(0, INF)},
-    {"managed_gradient_accumulation", .type = K_BOOL, .off = C(managed_gradient_accumulation)},
+    {"seed", .type = K_LONG, .off = C(seed), .def = 1234, RANGE(0, INF)},
+    {"managed_gradient_accumulation", .type = K_BOOL, .off = C(managed_gradient_accumulation), .def = 1},
     {"zero_allow_untested_optimizer", .type = K_BOOL, .off = C(zero_allow_untested_optimizer)},
-    {"zero_force_ds_cpu_optimizer", .type = K_BOOL, .off = C(zero_force_ds_cpu_optimizer)},
-    {"checkpoint", .type = K_FN, .fn = read_checkpoint},
-    {"zinc", .type = K_FN, .fn = read_zinc},
+    {"zero_force_ds_cpu_optimizer", .type = K_BOOL, .off = C(zero_force_ds_cpu_optimizer), .def = 1},
+    {"checkpoint", .type = K_SECTION, SUB(CHECKPOINT_KEYS, 0), .unknown = UNKNOWN_WARN},
+    {"zinc", .type = K_SECTION, SUB(ZINC_KEYS, 0), .unknown = UNKNOWN_ZINC},
     /* DeepSpeed features zinc does not implement */
     {"amp", .type = K_FN, .fn = read_ignored_feature},
     {"torch_autocast", .type = K_FN, .fn = read_ignored_feature},
@@ -1163,6 +1017,40 @@ static const Key TOP_KEYS[] = {
     {"seq_parallel_communication_data_type", .type = K_ANY}, {"vocabulary_size", .type = K_ANY},
     {"sequence_parallel_size", .type = K_ANY},
 };
+
+/* ------------------------------------------------------------------------ */
+/* defaults: the key tables hold them (Key.def); what no table stores (the
+   settings a key's own function reads) is set here                          */
+
+/* Every key's default, walking the sections from the top table. */
+static void apply_defaults(const Key *keys, size_t n, char *base) {
+    for (size_t i = 0; i < n; i++) {
+        const Key *k = &keys[i];
+        if (k->sub) apply_defaults(k->sub, k->nsub, base + k->off);
+        else if (k->type <= K_INTNUM) store(k, base, k->def);
+    }
+}
+
+void zn_config_defaults(ZnConfig *c) {
+    memset(c, 0, sizeof *c);
+    apply_defaults(TOP_KEYS, sizeof TOP_KEYS / sizeof *TOP_KEYS, (char *)c);
+    c->optimizer_present = 0;
+    c->opt_type = ZN_OPT_ADAM;
+    c->beta1 = 0.9;          /* FusedAdam's constructor defaults (betas: read_betas) */
+    c->beta2 = 0.999;
+    c->allreduce_sum = 0;
+    c->communication_data_type = -1;
+    c->model_dtype = ZN_F32;
+    c->zero.stage = 0;
+    c->zero.offload_param.device = c->zero.offload_optimizer.device = ZN_OFFLOAD_NONE;
+    /* DeepSpeed's one offload model has every field; each of zinc's tables
+       reads only those of its section */
+    c->zero.offload_param.ratio = 1.0;
+    c->zero.offload_optimizer.buffer_size = 1e8;
+    c->zero.offload_optimizer.max_in_cpu = 1e9;
+    c->sched.type = ZN_SCHED_NONE;
+    c->sched.warmup_type_linear = 0;
+}
 #undef C
 
 _Static_assert(sizeof TOP_KEYS / sizeof *TOP_KEYS <= MAX_KEYS, "raise MAX_KEYS");
