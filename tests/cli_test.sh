@@ -290,4 +290,11 @@ expect_fail Z-FUZZ-010-path-tag 2 "--checkpoint-tag: the tag 'a/b' holds a path 
 expect_fail Z-FUZZ-010-path-inspect 1 "$T/none/manifest.json: open failed" -- ckpt inspect "$T/none"
 expect_fail Z-FUZZ-010-path-consolidate 1 "$T/none/manifest.json: open failed" -- ckpt consolidate --input "$T/none" --output "$T/x.safetensors"
 
+# spec: Z-CLI-009 the README's `zinc train` block is the usage zinc help
+# prints from the flag table
+"$ZINC" help | sed -n '/^zinc train \[/,/^zinc launch/p' | sed '$d' >"$T/usage"
+awk '/^## `zinc train`/ {s = 1; next} s == 1 && /^```/ {s = 2; next} s == 2 && /^```/ {exit} s == 2' README.md >"$T/readme_usage"
+if [ -s "$T/usage" ] && cmp -s "$T/usage" "$T/readme_usage"; then ok "Z-CLI-009 README's zinc train flags are zinc help's"
+else bad Z-CLI-009 "$(diff "$T/usage" "$T/readme_usage")"; fi
+
 finish cli

@@ -4,6 +4,7 @@
  * bad config or bad model spec (one clear message on stderr). */
 #ifndef ZN_CLI_H
 #define ZN_CLI_H
+#include <stdio.h>
 #include "core/config.h"
 #include "engine/model.h"
 #include "app/run.h"
@@ -39,6 +40,8 @@ void zn_train_flags_init(ZnTrainFlags *f);
 /* Consumes the flag at argv[*i] (and its value) if it is a train flag;
  * returns 1 if consumed, 0 if not a train flag, -1 on a bad value (err set). */
 int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err);
+/* The usage lines of `zinc train`, from the flag table. */
+void zn_train_usage(FILE *out);
 /* Resolves flags into run options (reads the config file). */
 int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err);
 

@@ -3,6 +3,7 @@
 #include "app/proc.h"
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,71 +47,120 @@ static int parse_double(const char *flag, const char *s, double lo, double *out,
     return 0;
 }
 
+/* --test-repeat-layer R:L -- the divergent-control-flow test hook; strtol, as
+   sscanf's %d overflows into UB */
+static int parse_repeat(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err) {
+    (void)a;
+    char *end, *end2 = NULL;
+    errno = 0;
+    long r = strtol(v, &end, 10), l = -1;
+    if (end != v && *end == ':') l = strtol(end + 1, &end2, 10);
+    if (errno || l < 0 || end2 == end + 1 || *end2 || r < 0 || r >= 4096 || l >= ZN_MAX_LAYERS)
+        return zn_err(err, ZN_E_USAGE, "--test-repeat-layer: expected RANK:LAYER (0..4095:0..%d), got '%s'",
+                      ZN_MAX_LAYERS - 1, v);
+    f->repeat_rank = (int)r;
+    f->repeat_layer = (int)l;
+    return 0;
+}
+
+static int parse_dtype(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err) {
+    (void)a;
+    if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
+    else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
+    else if (!strcmp(v, "bf16")) f->args.dtype = ZN_BF16;
+    else return zn_err(err, ZN_E_USAGE, "--dtype: expected fp32, fp16 or bf16, got '%s'", v);
+    return 0;
+}
+
+/* The flags of `zinc train` (and of the tools that share them), one row
+   each: where the value goes, what it may be, and its words in the usage
+   (`zinc help`, the README): rows are in usage order; a usage ending in a
+   newline ends its line; NULL: written in another row's usage, or a test
+   hook left out. */
+typedef enum { FL_SWITCH, FL_STR, FL_INT, FL_LONG, FL_DOUBLE, FL_FN } FlagKind;
+typedef struct {
+    const char *name;
+    FlagKind kind;
+    size_t off;                 /* field of ZnTrainFlags */
+    long lo, hi;                /* FL_INT, FL_LONG: range; FL_DOUBLE: lo */
+    int (*fn)(ZnTrainFlags *f, const char *flag, const char *v, ZnErr *err);   /* FL_FN */
+    const char *usage;
+} Flag;
+
+#define F(x) offsetof(ZnTrainFlags, x)
+static const Flag TRAIN_FLAGS[] = {
+    {"--config", FL_STR, F(config_path), .usage = "[--config FILE]"},
+    {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
+    {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
+    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk]\n"},
+    {"--steps", FL_LONG, F(steps), 0, 100000000, .usage = "[--steps S]"},
+    {"--seed", FL_LONG, F(args.seed), 0, 0x7fffffffL, .usage = "[--seed X]"},
+    {"--train-batch-size", FL_LONG, F(args.train_batch_size), 1, 1L << 30, .usage = "[--train-batch-size B]"},
+    {"--micro-batch", FL_LONG, F(args.micro_batch), 1, 1L << 30, .usage = "[--micro-batch M]\n"},
+    {"--grad-accum", FL_LONG, F(args.grad_accum), 1, 1L << 30, .usage = "[--grad-accum G]"},
+    {"--lr", FL_DOUBLE, F(args.lr), .usage = "[--lr LR]"},
+    {"--weight-decay", FL_DOUBLE, F(args.weight_decay), .usage = "[--weight-decay WD]"},
+    {"--beta1", FL_DOUBLE, F(args.beta1), .usage = "[--beta1 B1]"},
+    {"--beta2", FL_DOUBLE, F(args.beta2), .usage = "[--beta2 B2]\n"},
+    {"--eps", FL_DOUBLE, F(args.eps), .usage = "[--eps EPS]"},
+    {"--max-grad-norm", FL_DOUBLE, F(args.max_grad_norm), .usage = "[--max-grad-norm C]"},
+    {"--warmup-steps", FL_LONG, F(args.warmup_steps), 1, 1L << 30, .usage = "[--warmup-steps W]"},
+    {"--dtype", FL_FN, .fn = parse_dtype, .usage = "[--dtype fp32|fp16|bf16]\n"},
+    {"--canonical", FL_SWITCH, F(args.canonical), .usage = "[--canonical]"},
+    {"--steps-per-print", FL_LONG, F(print_every), 0, 1L << 30, .usage = "[--steps-per-print K]"},
+    {"--log", FL_STR, F(log_path), .usage = "[--log FILE.csv|FILE.jsonl]\n"},
+    {"--memory-report", FL_SWITCH, F(memory_report), .usage = "[--memory-report]"},
+    {"--comm-report", FL_SWITCH, F(comm_report), .usage = "[--comm-report]"},
+    {"--trace", FL_STR, F(trace_path), .usage = "[--trace FILE.json]\n"},
+    {"--checkpoint-dir", FL_STR, F(ckpt_dir), .usage = "[--checkpoint-dir DIR --checkpoint-interval K]"},
+    {"--checkpoint-interval", FL_LONG, F(ckpt_interval), 1, 1L << 40},
+    {"--resume", FL_SWITCH, F(resume), .usage = "[--resume [--checkpoint-tag TAG]\n"},
+    {"--checkpoint-tag", FL_STR, F(ckpt_tag)},
+    {"--universal-checkpoint", FL_SWITCH, F(universal), .usage = " [--universal-checkpoint]]"},
+    {"--backend", FL_STR, F(backend), .usage = "[--backend sim|cuda|tcp|mpi|nccl]"},
+    {"--exact", FL_SWITCH, F(args.exact), .usage = "[--exact]\n"},
+    {"--rendezvous", FL_STR, F(rendezvous), .usage = "[--rendezvous env|tcp://HOST:PORT|file:PATH]\n"},
+    {"--test-repeat-layer", FL_FN, .fn = parse_repeat},
+};
+#undef F
+
+void zn_train_usage(FILE *out) {
+    const char *lead = "zinc train ";
+    int fresh = 1;   /* at the start of a line */
+    fputs(lead, out);
+    for (size_t j = 0; j < sizeof TRAIN_FLAGS / sizeof *TRAIN_FLAGS; j++) {
+        const char *u = TRAIN_FLAGS[j].usage;
+        if (!u) continue;
+        if (fresh && j) fprintf(out, "%*s", (int)strlen(lead), "");
+        else if (!fresh) fputc(' ', out);
+        fputs(u, out);
+        fresh = u[strlen(u) - 1] == '\n';
+    }
+    if (!fresh) fputc('\n', out);
+}
+
 int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     const char *a = argv[*i];
-    static const char *known[] = {"--config", "--world-size", "--stage", "--model", "--steps",
-                                  "--seed", "--train-batch-size", "--micro-batch", "--grad-accum",
-                                  "--lr", "--steps-per-print", "--log", "--weight-decay", "--beta1",
-                                  "--beta2", "--eps", "--max-grad-norm", "--warmup-steps", "--dtype",
-                                  "--canonical", "--memory-report", "--comm-report", "--trace",
-                                  "--checkpoint-dir", "--checkpoint-interval", "--resume", "--checkpoint-tag",
-                                  "--universal-checkpoint", "--backend", "--rendezvous", "--test-repeat-layer", "--exact", NULL};
-    int k = -1;
-    for (int j = 0; known[j]; j++) if (!strcmp(a, known[j])) k = j;
-    if (k < 0) return 0;
-    /* switches without a value */
-    if (k == 19) { f->args.canonical = 1; return 1; }
-    if (k == 20) { f->memory_report = 1; return 1; }
-    if (k == 21) { f->comm_report = 1; return 1; }
-    if (k == 25) { f->resume = 1; return 1; }
-    if (k == 27) { f->universal = 1; return 1; }
-    if (k == 31) { f->args.exact = 1; return 1; }
+    const Flag *fl = NULL;
+    for (size_t j = 0; j < sizeof TRAIN_FLAGS / sizeof *TRAIN_FLAGS; j++)
+        if (!strcmp(a, TRAIN_FLAGS[j].name)) fl = &TRAIN_FLAGS[j];
+    if (!fl) return 0;
+    char *field = (char *)f + fl->off;
+    if (fl->kind == FL_SWITCH) {
+        *(int *)field = 1;
+        return 1;
+    }
     if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
     const char *v = argv[++*i];
-    long n;
+    long n = 0;
     int rc = 0;
-    switch (k) {
-    case 0: f->config_path = v; break;
-    case 1: if (!(rc = parse_long(a, v, 1, 4096, &n, err))) f->args.world_size = (int)n; break;
-    case 2: if (!(rc = parse_long(a, v, 0, 3, &n, err))) f->args.stage = (int)n; break;
-    case 3: f->model_spec = v; break;
-    case 4: rc = parse_long(a, v, 0, 100000000, &f->steps, err); break;
-    case 5: rc = parse_long(a, v, 0, 0x7fffffffL, &f->args.seed, err); break;
-    case 6: rc = parse_long(a, v, 1, 1L << 30, &f->args.train_batch_size, err); break;
-    case 7: rc = parse_long(a, v, 1, 1L << 30, &f->args.micro_batch, err); break;
-    case 8: rc = parse_long(a, v, 1, 1L << 30, &f->args.grad_accum, err); break;
-    case 9: rc = parse_double(a, v, 0.0, &f->args.lr, err); break;
-    case 10: rc = parse_long(a, v, 0, 1L << 30, &f->print_every, err); break;
-    case 11: f->log_path = v; break;
-    case 12: rc = parse_double(a, v, 0.0, &f->args.weight_decay, err); break;
-    case 13: rc = parse_double(a, v, 0.0, &f->args.beta1, err); break;
-    case 14: rc = parse_double(a, v, 0.0, &f->args.beta2, err); break;
-    case 15: rc = parse_double(a, v, 0.0, &f->args.eps, err); break;
-    case 16: rc = parse_double(a, v, 0.0, &f->args.max_grad_norm, err); break;
-    case 17: rc = parse_long(a, v, 1, 1L << 30, &f->args.warmup_steps, err); break;
-    case 22: f->trace_path = v; break;
-    case 23: f->ckpt_dir = v; break;
-    case 24: rc = parse_long(a, v, 1, 1L << 40, &f->ckpt_interval, err); break;
-    case 26: f->ckpt_tag = v; break;
-    case 28: f->backend = v; break;
-    case 29: f->rendezvous = v; break;
-    case 30: {   /* R:L -- the divergent-control-flow test hook; strtol, as sscanf's %d overflows into UB */
-        char *end, *end2 = NULL;
-        errno = 0;
-        long r = strtol(v, &end, 10), l = -1;
-        if (end != v && *end == ':') l = strtol(end + 1, &end2, 10);
-        if (errno || l < 0 || end2 == end + 1 || *end2 || r < 0 || r >= 4096 || l >= ZN_MAX_LAYERS)
-            rc = zn_err(err, ZN_E_USAGE, "--test-repeat-layer: expected RANK:LAYER (0..4095:0..%d), got '%s'",
-                        ZN_MAX_LAYERS - 1, v);
-        else f->repeat_rank = (int)r, f->repeat_layer = (int)l;
-        break;
-    }
-    case 18:
-        if (!strcmp(v, "fp32")) f->args.dtype = ZN_F32;
-        else if (!strcmp(v, "fp16")) f->args.dtype = ZN_F16;
-        else if (!strcmp(v, "bf16")) f->args.dtype = ZN_BF16;
-        else rc = zn_err(err, ZN_E_USAGE, "--dtype: expected fp32, fp16 or bf16, got '%s'", v);
-        break;
+    switch (fl->kind) {
+    case FL_STR: *(const char **)field = v; break;
+    case FL_INT: if (!(rc = parse_long(a, v, fl->lo, fl->hi, &n, err))) *(int *)field = (int)n; break;
+    case FL_LONG: rc = parse_long(a, v, fl->lo, fl->hi, (long *)field, err); break;
+    case FL_DOUBLE: rc = parse_double(a, v, (double)fl->lo, (double *)field, err); break;
+    case FL_FN: rc = fl->fn(f, a, v, err); break;
+    case FL_SWITCH: break;
     }
     return rc ? -1 : 1;
 }

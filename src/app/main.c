@@ -28,16 +28,9 @@ static void usage(FILE *f) {
         "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
         "             uncovered clauses (zinc spec coverage)\n"
         "  version    print the version\n"
-        "\n"
-        "zinc train [--config FILE] [--world-size N] [--stage 0-3] [--model mlp:D0,D1,...,Dk]\n"
-        "           [--steps S] [--seed X] [--train-batch-size B] [--micro-batch M]\n"
-        "           [--grad-accum G] [--lr LR] [--weight-decay WD] [--beta1 B1] [--beta2 B2]\n"
-        "           [--eps EPS] [--max-grad-norm C] [--warmup-steps W] [--dtype fp32|fp16|bf16]\n"
-        "           [--canonical] [--steps-per-print K] [--log FILE.csv|FILE.jsonl]\n"
-        "           [--memory-report] [--comm-report] [--trace FILE.json]\n"
-        "           [--checkpoint-dir DIR --checkpoint-interval K] [--resume [--checkpoint-tag TAG]\n"
-        "            [--universal-checkpoint]] [--backend sim|cuda|tcp|mpi|nccl] [--exact]\n"
-        "           [--rendezvous env|tcp://HOST:PORT|file:PATH]\n"
+        "\n");
+    zn_train_usage(f);
+    fprintf(f,
         "zinc launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A]\n"
         "            [--master-port P] -- zinc train --backend tcp|mpi ...\n"
         "Flags override the config; they also fill its \"auto\" values as the HF Trainer does.\n");
