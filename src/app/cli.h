@@ -1,7 +1,9 @@
 /* cli.h: the zinc command line. Each subcommand is a function taking
  * (argc, argv) after the subcommand name and returning the exit status:
  * 0 success, 1 a check failed or training failed at run time, 2 bad usage,
- * bad config or bad model spec (one clear message on stderr). */
+ * bad config or bad model spec (one clear message on stderr). Declared
+ * here: train, spec, compare, stepper, launch; ckpt, plot and estimate live
+ * beside what they drive (io/checkpoint.h, io/plot.h, engine/estimate.h). */
 #ifndef ZN_CLI_H
 #define ZN_CLI_H
 #include <stdio.h>

@@ -106,10 +106,10 @@ int zn_cmd_compare(int argc, char **argv) {
     }
     test.record = base.record = 1;
     test.print_every = base.print_every = 0;
-    test.fault_step = fault_step;
-    test.fault_rank = fault_rank;
-    test.fault_index = fault_index;
-    test.fault_delta = (float)fault_delta;
+    test.hooks.fault_step = fault_step;
+    test.hooks.fault_rank = fault_rank;
+    test.hooks.fault_index = fault_index;
+    test.hooks.fault_delta = (float)fault_delta;
     printf("zinc compare: stage %d against stage 0, %s, world size %d, %ld steps, rtol %g, atol %g\n",
            test.cfg.zero.stage, zn_dtype_name(test.cfg.model_dtype), test.world, test.steps, rtol, atol);
     zn_run_opts_free(&test);   /* checkers save no checkpoints: the config text is not needed */

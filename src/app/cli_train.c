@@ -198,11 +198,11 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     o->time_breakdown = o->cfg.wall_clock_breakdown;
     o->comm_report = f->comm_report;
     o->trace_path = f->trace_path;
-    o->fault_rank = -1;
-    o->inject_rank = -1;
-    o->repeat_on = f->repeat_rank >= 0;
-    o->repeat_rank = f->repeat_rank;
-    o->repeat_layer = f->repeat_layer;
+    o->hooks.fault_rank = -1;
+    o->hooks.inject_rank = -1;
+    o->hooks.repeat_on = f->repeat_rank >= 0;
+    o->hooks.repeat_rank = f->repeat_rank;
+    o->hooks.repeat_layer = f->repeat_layer;
     o->ckpt_dir = f->ckpt_dir;
     o->ckpt_interval = f->ckpt_interval;
     o->resume = f->resume;

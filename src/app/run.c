@@ -141,12 +141,12 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     int rc = o->proc_dev ? 0 : rank_device(ctx, rank, &own, err);
     if (rc) return rc;
     ZnEngine E;
-    ZnEngineHooks hooks = {&ctx->sched, o->inject_steps, rank == o->inject_rank ? o->ninject : 0,
-                           o->inject_value, o->out == NULL, memory_phase, ctx,
+    ZnEngineHooks hooks = {&ctx->sched, o->hooks.inject_steps, rank == o->hooks.inject_rank ? o->hooks.ninject : 0,
+                           o->hooks.inject_value, o->out == NULL, memory_phase, ctx,
                            ctx->traces ? &ctx->traces[rank] : NULL,
-                           rank == o->fault_rank ? o->fault_step : 0, o->fault_index, o->fault_delta};
-    hooks.repeat_on = o->repeat_on && rank == o->repeat_rank;
-    hooks.repeat_layer = o->repeat_layer;
+                           rank == o->hooks.fault_rank ? o->hooks.fault_step : 0, o->hooks.fault_index, o->hooks.fault_delta};
+    hooks.repeat_on = o->hooks.repeat_on && rank == o->hooks.repeat_rank;
+    hooks.repeat_layer = o->hooks.repeat_layer;
     /* with a trace, every collective goes through the tracing communicator */
     ZnTraceComm tc;
     long trace_step = 0;

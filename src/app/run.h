@@ -10,6 +10,24 @@
 #include "comm/comm.h"
 #include "device/device.h"
 
+/* Faults and quirks the tests plant in a run, apart from the options a
+ * user sets (a rank of -1 turns each off). */
+typedef struct {
+    /* rank inject_rank plants inject_value in its gradient at the optimizer
+       steps inject_steps (1-based; Z-PREC-006) */
+    int inject_rank;
+    int ninject;
+    long inject_steps[16];
+    float inject_value;
+    /* with repeat_on, rank repeat_rank runs layer repeat_layer's forward
+       twice in its first micro-step (Z-SEQ-002) */
+    int repeat_on, repeat_rank, repeat_layer;
+    /* zinc compare --fault (Z-REP-001): perturb one master element */
+    long fault_step, fault_index;
+    int fault_rank;
+    float fault_delta;
+} ZnRunTestHooks;
+
 typedef struct {
     ZnConfig cfg;          /* resolved for `world` */
     ZnModel model;
@@ -18,12 +36,6 @@ typedef struct {
     FILE *out;             /* step lines and the digest line; NULL = silent */
     long print_every;      /* 0: no step lines */
     const char *log_path;  /* per-step CSV, or NULL */
-    /* test hook: rank inject_rank plants inject_value in its gradient at the
-       optimizer steps inject_steps (1-based) */
-    int inject_rank;
-    int ninject;
-    long inject_steps[16];
-    float inject_value;
     /* reports (Z-REP-*) */
     int record;            /* keep every step's full parameters and gradients */
     int memory_report;     /* DeepSpeed's see_memory_usage lines, rank 0 */
@@ -49,13 +61,7 @@ typedef struct {
        nccl backend, whose communicator lives on its stream), or NULL */
     int device_cuda, gpu;
     ZnDevice *proc_dev;
-    /* test hook (Z-SEQ-002): with repeat_on, rank repeat_rank runs layer
-       repeat_layer's forward twice in its first micro-step */
-    int repeat_on, repeat_rank, repeat_layer;
-    /* test hook of zinc compare (Z-REP-001): perturb one master element */
-    long fault_step, fault_index;
-    int fault_rank;
-    float fault_delta;
+    ZnRunTestHooks hooks;  /* what tests plant; all off (rank -1) for a real run */
 } ZnRunOpts;
 
 typedef struct {

@@ -247,11 +247,11 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     if (!c->rc && inj) {
         const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
         const char *v = jstr(inj, "value");
-        c->opts.inject_rank = (int)jint(inj, "rank", 0);
-        c->opts.inject_value = v && !strcmp(v, "nan") ? NAN : v && !strcmp(v, "-inf") ? -INFINITY : INFINITY;
+        c->opts.hooks.inject_rank = (int)jint(inj, "rank", 0);
+        c->opts.hooks.inject_value = v && !strcmp(v, "nan") ? NAN : v && !strcmp(v, "-inf") ? -INFINITY : INFINITY;
         const cJSON *st;
         cJSON_ArrayForEach(st, steps)
-            if (c->opts.ninject < 16) c->opts.inject_steps[c->opts.ninject++] = (long)st->valuedouble;
+            if (c->opts.hooks.ninject < 16) c->opts.hooks.inject_steps[c->opts.hooks.ninject++] = (long)st->valuedouble;
     }
 }
 

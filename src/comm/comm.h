@@ -1,6 +1,7 @@
 /* comm.h: the communicator seam. One ZnComm per rank; the engine calls it and
  * never asks which backend it runs on. Implementations: sim (threads in one
- * process, sim/sim_comm.c); later nccl and mpi.
+ * process, sim/sim_comm.c), tcp and mpi (one process per rank,
+ * comm_tcp.c, comm_mpi.c) and nccl (kernels/comm_nccl.cu).
  *
  * Summation order (spec Z-SIM-002): a reduction over ranks is one fixed
  * binary tree over rank index: tree(lo, n) = x[lo] if n == 1, else

@@ -1,5 +1,5 @@
 /* plot.c: `zinc plot`, training-run logs as curves on one SVG chart
- * (spec/draft-plot.md, Z-PLOT-*).
+ * (spec/SPEC.md §11, Z-PLOT-*).
  *
  * Four parts, top to bottom: nice axis ticks; CSV reading by header name; the
  * SVG writer; the command (flags, atomic file write). The SVG is written by

@@ -1,7 +1,7 @@
 /* plot.h: `zinc plot` draws training runs (the per-step CSV logs that
  * `zinc train --log FILE.csv` writes) as curves on one SVG chart: the picture
  * DeepSpeed's universal-checkpoint demo uses to show that a resumed run tracks
- * its baseline. Spec: spec/draft-plot.md (Z-PLOT-*).
+ * its baseline. Spec: spec/SPEC.md §11 (Z-PLOT-*).
  *
  * The pieces are separate so tests can reach each one: nice axis ticks, CSV
  * reading by header name, SVG writing to a FILE, and the atomic file write the
