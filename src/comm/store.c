@@ -108,14 +108,14 @@ static int peer_fd(ZnStore *s, int peer, ZnErr *err) {
     return s->fd[peer];
 }
 
-int zn_store_send(ZnStore *s, int peer, const void *buf, size_t n, ZnErr *err) {
+/* Moves n bytes to (out) or from peer, whatever the socket takes at a time. */
+static int move_bytes(ZnStore *s, int peer, char *p, size_t n, int out, ZnErr *err) {
     int fd = peer_fd(s, peer, err);
     if (fd < 0) return err->code;
-    const char *p = buf;
     while (n > 0) {
-        int rc = wait_fd(s, fd, POLLOUT, peer, "sending to", err);
+        int rc = wait_fd(s, fd, out ? POLLOUT : POLLIN, peer, out ? "sending to" : "waiting for", err);
         if (rc) return rc;
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
         if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (k <= 0)
             return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited", peer,
@@ -126,23 +126,12 @@ int zn_store_send(ZnStore *s, int peer, const void *buf, size_t n, ZnErr *err) {
     return 0;
 }
 
-int zn_store_recv(ZnStore *s, int peer, void *buf, size_t n, ZnErr *err) {
-    int fd = peer_fd(s, peer, err);
-    if (fd < 0) return err->code;
-    char *p = buf;
-    while (n > 0) {
-        int rc = wait_fd(s, fd, POLLIN, peer, "waiting for", err);
-        if (rc) return rc;
-        ssize_t k = recv(fd, p, n, 0);
-        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (k <= 0)
-            return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited", peer,
-                          k < 0 ? strerror(errno) : "closed");
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
+/* (send only reads buf: the cast serves the shared loop) */
+int zn_store_send(ZnStore *s, int peer, const void *buf, size_t n, ZnErr *err) {
+    return move_bytes(s, peer, (char *)buf, n, 1, err);
 }
+
+int zn_store_recv(ZnStore *s, int peer, void *buf, size_t n, ZnErr *err) { return move_bytes(s, peer, buf, n, 0, err); }
 
 int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *err) {
     char *o = out;

@@ -99,20 +99,16 @@ ZnEst zn_est_zero3(long long params, long long largest_layer, int gpus_per_node,
     long long largest_layer_memory = 4 * largest_layer;
     double cpu;
     if (cpu_offload) {
-        if (cpu_offload_params) {
-            r.gpu = largest_layer_memory;
-            /* Python: ((params*18) * gpus_factor) * factor, left to right */
-            if (zero_init)
-                cpu = P * 18.0 * gpus_factor * buffer_factor;
-            else
-                cpu = P * py_max_int_float(4LL * gpus_per_node, 18.0 * gpus_factor) * buffer_factor;
-        } else {
-            r.gpu = largest_layer_memory + py_int((double)(2 * params) / (double)total_gpus);
-            if (zero_init)
-                cpu = P * 16.0 * gpus_factor * buffer_factor;
-            else
-                cpu = P * py_max_int_float(4LL * gpus_per_node, 16.0 * gpus_factor) * buffer_factor;
-        }
+        /* the CPU holds 18 bytes a parameter with the parameters offloaded
+           too, 16 without (then the GPU keeps the fp16 parameters) */
+        const double per_param = cpu_offload_params ? 18.0 : 16.0;
+        r.gpu = largest_layer_memory +
+                (cpu_offload_params ? 0 : py_int((double)(2 * params) / (double)total_gpus));
+        /* Python: ((params*18) * gpus_factor) * factor, left to right */
+        if (zero_init)
+            cpu = P * per_param * gpus_factor * buffer_factor;
+        else
+            cpu = P * py_max_int_float(4LL * gpus_per_node, per_param * gpus_factor) * buffer_factor;
     } else {
         r.gpu = largest_layer_memory + py_int((double)(18 * params) / (double)total_gpus);
         /* with zero.Init only the largest layer is ever whole on the CPU */
