@@ -791,6 +791,12 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
     return publish_params(E, 1, err);
 }
 
+void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host) {
+    const float *src = which == ZN_PART_MASTER ? E->master : which == ZN_PART_EXP_AVG ? E->exp_avg
+                     : which == ZN_PART_EXP_AVG_SQ ? E->exp_avg_sq : E->param_part;
+    if (src) E->k->download(E->dev, host, src, (size_t)E->part_n * sizeof(float));
+}
+
 uint64_t zn_digest(const float *params, long n) {
     const unsigned char *b = (const unsigned char *)params;
     uint64_t h = 0xcbf29ce484222325ull;

@@ -178,4 +178,10 @@ int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long co
 /* FNV-1a 64 over the little-endian bytes of the parameters in model order. */
 uint64_t zn_digest(const float *params, long n);
 
+/* This rank's partition of one state, copied to the host (E->part_n floats;
+ * ZN_PART_PARAMS: the working-parameter partition of a plan that partitions
+ * parameters). What a checkpoint saves, without reaching into the device. */
+typedef enum { ZN_PART_MASTER, ZN_PART_EXP_AVG, ZN_PART_EXP_AVG_SQ, ZN_PART_PARAMS } ZnPartState;
+void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host);
+
 #endif

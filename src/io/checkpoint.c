@@ -555,12 +555,11 @@ static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
 /* ---------------------------------------------------------------------- */
 /* save */
 
-/* A host copy of a partition-sized device buffer of the engine (E->part_n
- * floats): the engine's buffers live in device memory (Z-DEV-001). */
-static float *download_part(ZnEngine *E, const float *dev_buf) {
+/* A host copy of one of this rank's partitions (E->part_n floats). */
+static float *download_part(ZnEngine *E, ZnPartState which) {
     size_t bytes = (size_t)E->part_n * sizeof(float);
     float *h = malloc(bytes ? bytes : 1);
-    if (h) E->k->download(E->dev, h, dev_buf, bytes);
+    if (h) zn_engine_read_part(E, which, h);
     return h;
 }
 
@@ -576,8 +575,9 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     ZnStEntry e[4];
     int n = 0;
     const int64_t len = E->part_n;
-    float *ms = download_part(E, E->master), *ea = download_part(E, E->exp_avg), *es = download_part(E, E->exp_avg_sq);
-    float *pp = E->P.ckpt_param_partition ? download_part(E, E->param_part) : NULL;
+    float *ms = download_part(E, ZN_PART_MASTER), *ea = download_part(E, ZN_PART_EXP_AVG),
+          *es = download_part(E, ZN_PART_EXP_AVG_SQ);
+    float *pp = E->P.ckpt_param_partition ? download_part(E, ZN_PART_PARAMS) : NULL;
     void *p16 = NULL;
     int rc = 0;
     if (!ms || !ea || !es || (E->P.ckpt_param_partition && !pp)) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
