@@ -21,7 +21,7 @@ done
 for s in 0 1 2 3; do
   check "memcheck zinc train stage $s" $MC $Z $RUN --stage $s
 done
-check "memcheck zinc spec (error cases)" $MC $Z spec run spec/cases/errors.json
+check "memcheck zinc spec (error cases)" $MC $Z spec run spec/cases/cli
 for s in 2 3; do
   check "helgrind zinc train stage $s" valgrind -q --tool=helgrind --error-exitcode=98 $Z $RUN --stage $s
   check "drd zinc train stage $s" valgrind -q --tool=drd --error-exitcode=98 $Z $RUN --stage $s

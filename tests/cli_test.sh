@@ -297,4 +297,23 @@ awk '/^## `zinc train`/ {s = 1; next} s == 1 && /^```/ {s = 2; next} s == 2 && /
 if [ -s "$T/usage" ] && cmp -s "$T/usage" "$T/readme_usage"; then ok "Z-CLI-009 README's zinc train flags are zinc help's"
 else bad Z-CLI-009 "$(diff "$T/usage" "$T/readme_usage")"; fi
 
+# spec: Z-SPEC-001 the cases are one file each, found at any depth: a folder
+# runs what is under it
+mkdir -p "$T/cases/a/b"
+cp spec/cases/cli/Z-CLI-005-error-bad-model.json "$T/cases/a/b/"
+cp spec/cases/cli/Z-CLI-004-error-batch-not-divisible.json "$T/cases/a/"
+"$ZINC" spec run "$T/cases" >"$T/out" 2>&1
+if [ $? = 0 ] && [ "$(grep -c '^ok   ' "$T/out")" = 2 ] && grep -qx "spec: 2 passed, 0 failed" "$T/out" && \
+   [ "$(sed -n 1p "$T/out")" = "ok   error-batch-not-divisible" ]; then
+  ok "Z-SPEC-001 spec run finds the cases of a folder at any depth, in path order"
+else bad Z-SPEC-001 "$(cat "$T/out")"; fi
+# spec: Z-SPEC-002 a malformed or missing case file fails by name, the rest still run
+printf '{"id": "x",,}' >"$T/cases/a/bad.json"
+"$ZINC" spec run "$T/cases" "$T/none.json" >"$T/out" 2>&1
+rc=$?
+if [ $rc = 1 ] && grep -qx "FAIL $T/cases/a/bad.json: not JSON (byte 12)" "$T/out" && \
+   grep -qx "FAIL $T/none.json: cannot read" "$T/out" && grep -qx "spec: 2 passed, 2 failed" "$T/out"; then
+  ok "Z-SPEC-002 a bad case file is a failed case named by its path"
+else bad Z-SPEC-002 "rc $rc: $(cat "$T/out")"; fi
+
 finish cli

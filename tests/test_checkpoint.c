@@ -2,7 +2,7 @@
  * save killed at any point leaves `latest` naming a complete checkpoint;
  * corrupt, truncated, lying or foreign checkpoints are refused with a clear
  * error. (Exact resume and the universal-checkpoint demo are conformance
- * cases: spec/cases/checkpoint.json.) */
+ * cases: spec/cases/checkpoint/.) */
 #include "testutil.h"
 #include <fcntl.h>
 #include <ftw.h>

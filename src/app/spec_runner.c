@@ -1,5 +1,6 @@
 /* spec_runner.c: `zinc spec run [CASE...]` runs the data-driven conformance
- * cases of spec/cases/ (every .json file) on the simulator; `zinc spec coverage` lists the
+ * cases of spec/cases/ (one case per .json file, at any depth: spec/cases/<area>/<clause>-<case>.json)
+ * on the simulator; `zinc spec coverage` lists the
  * clauses of spec/SPEC.md that no case or test names.
  *
  * A case:
@@ -25,6 +26,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "io/checkpoint.h"
 #include "core/fileio.h"
@@ -533,36 +535,68 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* the .json files of spec/cases, sorted */
-static int list_cases(const char *dir, char ***out) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0, cap = 64;
-    char **v = malloc((size_t)cap * sizeof *v);
-    struct dirent *de;
-    while (v && (de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l < 6 || strcmp(de->d_name + l - 5, ".json")) continue;
-        if (n == cap) { cap *= 2; char **nv = realloc(v, (size_t)cap * sizeof *v); if (!nv) break; v = nv; }
-        char *p = malloc(strlen(dir) + l + 2);
-        if (!p) break;
-        sprintf(p, "%s/%s", dir, de->d_name);
-        v[n++] = p;
+/* The case files under a folder, one behaviour each (Z-SPEC-001): every
+ * .json file at any depth, in sorted path order. nftw's callback takes no
+ * argument, hence the collector in statics (the CLI runs one walk at a time). */
+static struct { char **v; int n, cap, oom; } walk;
+
+static int collect_case(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st; (void)ftw;
+    size_t l = strlen(path);
+    if (type != FTW_F || l < 6 || strcmp(path + l - 5, ".json")) return 0;
+    if (walk.n == walk.cap) {
+        int cap = walk.cap ? 2 * walk.cap : 64;
+        char **nv = realloc(walk.v, (size_t)cap * sizeof *nv);
+        if (!nv) { walk.oom = 1; return 1; }
+        walk.v = nv;
+        walk.cap = cap;
     }
-    closedir(d);
-    if (v) qsort(v, (size_t)n, sizeof *v, cmp_str);
-    *out = v;
-    return n;
+    if (!(walk.v[walk.n] = strdup(path))) { walk.oom = 1; return 1; }
+    walk.n++;
+    return 0;
 }
 
+/* Appends dir's case files, sorted, to *v (n entries, growing). -1: no such folder or out of memory. */
+static int list_cases(const char *dir, char ***v, int *n) {
+    walk.v = *v;
+    walk.n = *n;
+    walk.cap = *n;
+    walk.oom = 0;
+    int first = walk.n;
+    int rc = nftw(dir, collect_case, 16, FTW_PHYS);
+    if (walk.n > first) qsort(walk.v + first, (size_t)(walk.n - first), sizeof *walk.v, cmp_str);
+    *v = walk.v;
+    *n = walk.n;
+    return rc || walk.oom ? -1 : 0;
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Runs the cases of the files and folders given (none: spec/cases). */
 static int spec_run(int argc, char **argv) {
     char **files = NULL;
-    int n = 0, own = 0;
-    if (argc > 0) { files = argv; n = argc; }
-    else {
-        n = list_cases("spec/cases", &files);
-        own = 1;
-        if (n < 0) { fprintf(stderr, "zinc: error: cannot open spec/cases (run from the repository root)\n"); return 2; }
+    int n = 0;
+    const char *deflt = "spec/cases";
+    if (argc == 0) { argv = (char **)&deflt; argc = 1; }
+    int bad = 0;
+    for (int i = 0; i < argc && !bad; i++) {
+        if (is_dir(argv[i])) bad = list_cases(argv[i], &files, &n);
+        else {   /* a file: run as given (an unreadable one fails below) */
+            char **nv = realloc(files, (size_t)(n + 1) * sizeof *nv);
+            if (nv) files = nv;
+            if (!nv || !(files[n] = strdup(argv[i]))) bad = -1;
+            else n++;
+        }
+        if (bad) fprintf(stderr, "zinc: error: cannot list the cases of %s%s\n", argv[i],
+                         argv[i] == deflt ? " (run from the repository root)" : "");
+    }
+    if (bad) {
+        for (int i = 0; i < n; i++) free(files[i]);
+        free(files);
+        return 2;
     }
     int passed = 0, failed = 0;
     for (int i = 0; i < n; i++) {
@@ -590,7 +624,8 @@ static int spec_run(int argc, char **argv) {
         cJSON_Delete(doc);
         free(text);
     }
-    if (own) { for (int i = 0; i < n; i++) free(files[i]); free(files); }
+    for (int i = 0; i < n; i++) free(files[i]);
+    free(files);
     printf("spec: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
@@ -617,6 +652,21 @@ static int collect_ids(const char *text, char ids[][24], int cap, int defs_only)
     return n;
 }
 
+/* Adds the clause ids a file names to used[0..*nu) (a folder or an
+   unreadable file names none). */
+static void note_ids(const char *path, char used[][24], int *nu) {
+    char *t = read_file(path, NULL);
+    if (!t) return;
+    static char tmp[4096][24];
+    int k = collect_ids(t, tmp, 4096, 0);
+    for (int i = 0; i < k; i++) {
+        int seen = 0;
+        for (int j = 0; j < *nu; j++) if (!strcmp(used[j], tmp[i])) seen = 1;
+        if (!seen && *nu < 4096) strcpy(used[(*nu)++], tmp[i]);
+    }
+    free(t);
+}
+
 static int spec_coverage(void) {
     static char defs[2048][24], used[4096][24];
     char *spec = read_file("spec/SPEC.md", NULL);
@@ -624,8 +674,17 @@ static int spec_coverage(void) {
     int nd = collect_ids(spec, defs, 2048, 1);
     free(spec);
     int nu = 0;
-    const char *dirs[] = {"spec/cases", "tests", "tests/fuzz"};
-    for (int d = 0; d < 3; d++) {
+    /* the case files at any depth; the test sources of tests/ and tests/fuzz */
+    char **files = NULL;
+    int nf = 0;
+    if (list_cases("spec/cases", &files, &nf)) {
+        for (int i = 0; i < nf; i++) free(files[i]);
+        free(files);
+        fprintf(stderr, "zinc: error: cannot list the cases of spec/cases (run from the repository root)\n");
+        return 2;
+    }
+    const char *dirs[] = {"tests", "tests/fuzz"};
+    for (int d = 0; d < 2; d++) {
         DIR *dh = opendir(dirs[d]);
         if (!dh) continue;
         struct dirent *de;
@@ -633,19 +692,15 @@ static int spec_coverage(void) {
             if (de->d_name[0] == '.') continue;
             char path[512];
             snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-            char *t = read_file(path, NULL);
-            if (!t) continue;
-            static char tmp[4096][24];
-            int k = collect_ids(t, tmp, 4096, 0);
-            for (int i = 0; i < k; i++) {
-                int seen = 0;
-                for (int j = 0; j < nu; j++) if (!strcmp(used[j], tmp[i])) seen = 1;
-                if (!seen && nu < 4096) strcpy(used[nu++], tmp[i]);
-            }
-            free(t);
+            note_ids(path, used, &nu);
         }
         closedir(dh);
     }
+    for (int i = 0; i < nf; i++) {
+        note_ids(files[i], used, &nu);
+        free(files[i]);
+    }
+    free(files);
     int uncovered = 0, unknown = 0;
     for (int i = 0; i < nd; i++) {
         int seen = 0;
