@@ -789,15 +789,22 @@ static void test_metadata_strings_only(void **state) {
 
 /* ---- reader: hostile files ---------------------------------------------- */
 
-/* spec: Z-ST-019 */
-static void test_truncation_every_offset(void **state) {
-    (void)state;
+/* The valid file the hostile-file tests start from: write_mixed's output,
+ * read back whole. The caller frees it; *n is its size. */
+static unsigned char *mixed_bytes(size_t *n) {
     ZnErr err = {0};
     char src[600];
     snprintf(src, sizeof src, "%s/src.safetensors", g_dir);
     assert_int_equal(write_mixed(src, &err), ZN_OK);
+    return get_file(src, n);
+}
+
+/* spec: Z-ST-019 */
+static void test_truncation_every_offset(void **state) {
+    (void)state;
+    ZnErr err = {0};
     size_t n;
-    unsigned char *b = get_file(src, &n);
+    unsigned char *b = mixed_bytes(&n);
     for (size_t len = 0; len < n; len++) {
         put_file(g_path, b, len);
         ZnStFile *f = NULL;
@@ -833,12 +840,8 @@ static int open_any(size_t size) {
 /* spec: Z-ST-019 */
 static void test_byte_flips(void **state) {
     (void)state;
-    ZnErr err = {0};
-    char src[600];
-    snprintf(src, sizeof src, "%s/src.safetensors", g_dir);
-    assert_int_equal(write_mixed(src, &err), ZN_OK);
     size_t n;
-    unsigned char *b = get_file(src, &n);
+    unsigned char *b = mixed_bytes(&n);
     unsigned char *m = malloc(n);
     assert_non_null(m);
     const unsigned char xors[] = {0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF};
@@ -864,12 +867,8 @@ static void test_byte_flips(void **state) {
 /* spec: Z-ST-019 */
 static void test_random_fuzz(void **state) {
     (void)state;
-    ZnErr err = {0};
-    char src[600];
-    snprintf(src, sizeof src, "%s/src.safetensors", g_dir);
-    assert_int_equal(write_mixed(src, &err), ZN_OK);
     size_t n;
-    unsigned char *b = get_file(src, &n);
+    unsigned char *b = mixed_bytes(&n);
     unsigned char m[1024];
     uint64_t s = 0x5eed;
     const char tokens[] = "{}[]\",:0123456789-.e \\u";
