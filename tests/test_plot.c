@@ -56,15 +56,7 @@ static void write_text(const char *path, const char *text) {
 static char *read_text(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
+    return zt_slurp(f, NULL);
 }
 
 static int file_exists(const char *path) {
@@ -93,21 +85,15 @@ static ZnPlotRun make_run(const char *name, long n, const double *x, const doubl
 
 /* The SVG as a string (caller frees); asserts success. */
 static char *svg_of(const ZnPlotRun *runs, int n, const ZnPlotOpts *o) {
-    /* a tmpfile, not open_memstream: gcc -O3 mistakes the memstream's
-       buffer for a dangling pointer to a local */
+    /* a tmpfile, not open_memstream: see zt_slurp */
     FILE *f = tmpfile();
     assert_non_null(f);
     ZnErr err = {0};
     int rc = zn_plot_svg(f, runs, n, o, &err);
     if (rc) fail_msg("zn_plot_svg: %s", err.msg);
-    long len = ftell(f);
+    size_t len;
+    char *buf = zt_slurp(f, &len);
     assert_true(len > 0);
-    char *buf = malloc((size_t)len + 1);
-    assert_non_null(buf);
-    rewind(f);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    buf[len] = 0;
-    fclose(f);
     return buf;
 }
 

@@ -67,15 +67,7 @@ static void put_file(const char *path, const void *p, size_t n) {
 static unsigned char *get_file(const char *path, size_t *n) {   /* NULL if absent */
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
+    return (unsigned char *)zt_slurp(f, n);
 }
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
