@@ -305,7 +305,7 @@ static void test_out_untouched_on_error(void **state) {
 #define SWALLOW "this value is not JSON, so hjson reads it as a string to the end of the line, closing bracket included (quote it, or fix it)"
 static void test_syntax_errors_one_line(void **state) {
     (void)state;
-    static const struct { const char *json, *msg; } cases[] = {
+    static const ErrCase cases[] = {
         {"", "ds.json:1:1: JSON syntax error: unexpected end of input"},
         {"   ", "ds.json:1:4: JSON syntax error: unexpected end of input"},
         {"{", "ds.json:1:2: JSON syntax error: unexpected end of input"},
@@ -329,7 +329,7 @@ static void test_syntax_errors_one_line(void **state) {
         {"{\"a\": \x80\x81\x82}", "ds.json:1:7: JSON syntax error: " SWALLOW},
         {"{\"a\":\x01 ]}", "ds.json:1:6: JSON syntax error: " SWALLOW},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    err_table(cases);
 }
 
 /* spec: Z-CFG-001 */
@@ -399,7 +399,7 @@ static void test_duplicate_keys(void **state) {
 /* spec: Z-CFG-004 */
 static void test_wrong_types_name_the_path(void **state) {
     (void)state;
-    static const struct { const char *json, *msg; } cases[] = {
+    static const ErrCase cases[] = {
         {"{\"zero_optimization\": {\"stage\": 7}}", "ds.json: zero_optimization.stage: expected an integer 0..3, got 7"},
         {"{\"zero_optimization\": {\"stage\": \"2\"}}",
          "ds.json: zero_optimization.stage: expected an integer 0..3, got \"2\""},
@@ -446,7 +446,7 @@ static void test_wrong_types_name_the_path(void **state) {
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer,"
          " got \"a very long string that goes on and on a...\""},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    err_table(cases);
 }
 
 /* spec: Z-CFG-004 */
@@ -1055,7 +1055,7 @@ static void test_auto_precision_from_dtype(void **state) {
 /* spec: Z-CFG-019 */
 static void test_auto_rejected_where_no_rule(void **state) {
     (void)state;
-    static const struct { const char *json, *msg; } cases[] = {
+    static const ErrCase cases[] = {
         {"{\"zero_optimization\": {\"stage\": \"auto\"}}", "ds.json: zero_optimization.stage: \"auto\" is not supported for this key"},
         {"{\"zero_optimization\": {\"allgather_bucket_size\": \"auto\"}}",
          "ds.json: zero_optimization.allgather_bucket_size: \"auto\" is not supported for this key"},
@@ -1079,7 +1079,7 @@ static void test_auto_rejected_where_no_rule(void **state) {
         {"{\"zero_optimization\": {\"legacy_stage1\": \"auto\"}}",
          "ds.json: zero_optimization.legacy_stage1: \"auto\" is not supported for this key"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    err_table(cases);
     /* "Auto" is not "auto": it is just a wrong value */
     err_is("{\"gradient_clipping\": \"Auto\"}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got \"Auto\"");
 }
