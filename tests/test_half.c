@@ -24,24 +24,20 @@ static uint64_t rnd(void) {
 static int f16_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
 static int bf16_is_nan(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f); }
 
-/* value of a finite or infinite fp16 pattern, by the textbook formula */
-static double f16_value(uint16_t h) {
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+/* value of a finite or infinite 16-bit pattern with mbits mantissa bits
+ * (the rest after the sign is exponent), by the textbook formula: fp16 and
+ * bf16 differ only in where the exponent ends */
+static double half_value(uint16_t h, int mbits) {
+    const int ebits = 15 - mbits, emax = (1 << ebits) - 1, bias = emax / 2;
+    int s = h >> 15, e = (h >> mbits) & emax, m = h & ((1 << mbits) - 1);
     double v;
-    if (e == 31) v = INFINITY;
-    else if (e == 0) v = ldexp(m, -24);
-    else v = ldexp(1024 + m, e - 25);
+    if (e == emax) v = INFINITY;
+    else if (e == 0) v = ldexp(m, 1 - bias - mbits);
+    else v = ldexp((1 << mbits) + m, e - bias - mbits);
     return s ? -v : v;
 }
-
-static double bf16_value(uint16_t b) {
-    int s = b >> 15, e = (b >> 7) & 255, m = b & 127;
-    double v;
-    if (e == 255) v = INFINITY;
-    else if (e == 0) v = ldexp(m, -133);
-    else v = ldexp(128 + m, e - 134);
-    return s ? -v : v;
-}
+static double f16_value(uint16_t h) { return half_value(h, 10); }
+static double bf16_value(uint16_t b) { return half_value(b, 7); }
 
 /* The magnitude one step past the largest finite value, where rounding to
  * inf starts being the nearest choice under IEEE 754 (the value the format
