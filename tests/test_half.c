@@ -53,35 +53,25 @@ static uint16_t nearest(double ax, uint16_t lo, double vlo, uint16_t hi, double 
     return (lo & 1) ? hi : lo;
 }
 
-/* fp16 by search: the largest positive pattern not above |x| (binary search
- * over the ordered patterns 0..0x7c00), then the nearer of it and the next. */
-static uint16_t ref_f32_to_f16(float f) {
+/* Rounding by search: the largest positive pattern not above |x| (binary
+ * search over the ordered patterns 0..inf, half_value with mbits mantissa
+ * bits), then the nearer of it and the next; beyond |x| rounds to inf. The
+ * fp16 and bf16 references are this search with their own parameters. */
+static uint16_t ref_by_search(float f, int mbits, uint16_t inf, double beyond) {
     uint16_t sign = (fbits(f) >> 16) & 0x8000;
     double ax = fabs((double)f);
-    if (ax >= F16_BEYOND) return sign | 0x7c00;
-    uint32_t lo = 0, hi = 0x7c00; /* value(lo) <= ax < value(hi) */
+    if (ax >= beyond) return sign | inf;
+    uint32_t lo = 0, hi = inf; /* value(lo) <= ax < value(hi) */
     while (hi - lo > 1) {
         uint32_t mid = (lo + hi) / 2;
-        if (f16_value((uint16_t)mid) <= ax) lo = mid;
+        if (half_value((uint16_t)mid, mbits) <= ax) lo = mid;
         else hi = mid;
     }
-    double vhi = hi == 0x7c00 ? F16_BEYOND : f16_value((uint16_t)hi);
-    return sign | nearest(ax, (uint16_t)lo, f16_value((uint16_t)lo), (uint16_t)hi, vhi);
+    double vhi = hi == inf ? beyond : half_value((uint16_t)hi, mbits);
+    return sign | nearest(ax, (uint16_t)lo, half_value((uint16_t)lo, mbits), (uint16_t)hi, vhi);
 }
-
-static uint16_t ref_f32_to_bf16(float f) {
-    uint16_t sign = (fbits(f) >> 16) & 0x8000;
-    double ax = fabs((double)f);
-    if (ax >= BF16_BEYOND) return sign | 0x7f80;
-    uint32_t lo = 0, hi = 0x7f80;
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        if (bf16_value((uint16_t)mid) <= ax) lo = mid;
-        else hi = mid;
-    }
-    double vhi = hi == 0x7f80 ? BF16_BEYOND : bf16_value((uint16_t)hi);
-    return sign | nearest(ax, (uint16_t)lo, bf16_value((uint16_t)lo), (uint16_t)hi, vhi);
-}
+static uint16_t ref_f32_to_f16(float f) { return ref_by_search(f, 10, 0x7c00, F16_BEYOND); }
+static uint16_t ref_f32_to_bf16(float f) { return ref_by_search(f, 7, 0x7f80, BF16_BEYOND); }
 
 /* ------------------------------------------------------------- tests */
 
