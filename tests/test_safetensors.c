@@ -1205,6 +1205,19 @@ static void seq_free(SeqBytes *s) {
     for (int i = 0; i < 4; i++) free(s->b[i]);
 }
 
+/* What both save-sequence tests start from: the bytes of version 1 and 2,
+ * and the folder their saves go to; seq_end removes it and frees them. */
+static void seq_begin(SeqBytes *v1, SeqBytes *v2, char *dir, size_t cap) {
+    seq_bytes("ref1", 1, v1);
+    seq_bytes("ref2", 2, v2);
+    snprintf(dir, cap, "%s/ckpt", g_dir);
+}
+static void seq_end(SeqBytes *v1, SeqBytes *v2, const char *dir) {
+    rm_rf(dir);
+    seq_free(v1);
+    seq_free(v2);
+}
+
 /* Puts dir back to the old state (old == NULL: empty). */
 static void seq_reset(const char *dir, const SeqBytes *old) {
     rm_rf(dir);
@@ -1250,10 +1263,8 @@ static int seq_check(const char *dir, const SeqBytes *old, const SeqBytes *nw) {
 static void test_fault_save_sequence(void **state) {
     (void)state;
     SeqBytes v1, v2;
-    seq_bytes("ref1", 1, &v1);
-    seq_bytes("ref2", 2, &v2);
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/ckpt", g_dir);
+    seq_begin(&v1, &v2, dir, sizeof dir);
     for (int from_old = 0; from_old < 2; from_old++) {
         for (int sticky = 0; sticky < 2; sticky++) {
             int last_new = 0;
@@ -1279,9 +1290,7 @@ static void test_fault_save_sequence(void **state) {
             }
         }
     }
-    rm_rf(dir);
-    seq_free(&v1);
-    seq_free(&v2);
+    seq_end(&v1, &v2, dir);
 }
 
 /* A power cut at every op: a forked child runs the save with
@@ -1293,10 +1302,8 @@ static void test_fault_save_sequence(void **state) {
 static void test_crash_save_sequence(void **state) {
     (void)state;
     SeqBytes v1, v2;
-    seq_bytes("ref1", 1, &v1);
-    seq_bytes("ref2", 2, &v2);
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/ckpt", g_dir);
+    seq_begin(&v1, &v2, dir, sizeof dir);
     for (int from_old = 0; from_old < 2; from_old++) {
         int crashes = 0;
         for (long at = 1;; at++) {
@@ -1335,9 +1342,7 @@ static void test_crash_save_sequence(void **state) {
         }
         assert_int_equal(crashes, 24);
     }
-    rm_rf(dir);
-    seq_free(&v1);
-    seq_free(&v2);
+    seq_end(&v1, &v2, dir);
 }
 
 /* spec: Z-FILE-005 */
