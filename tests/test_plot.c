@@ -104,6 +104,22 @@ static int parse_text(const char *text, ZnPlotMetric m, ZnPlotRun *r, ZnErr *err
 
 #define HDR "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms\n"
 
+/* text must be refused as corrupt, the message containing part
+ * (csv_refused) or equal to msg (csv_refused_is): most reader checks are
+ * one of these two */
+static void csv_refused(const char *text, ZnPlotMetric m, const char *part) {
+    ZnPlotRun r;
+    ZnErr err = {0};
+    assert_int_equal(parse_text(text, m, &r, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, part);
+}
+static void csv_refused_is(const char *text, ZnPlotMetric m, const char *msg) {
+    ZnPlotRun r;
+    ZnErr err = {0};
+    assert_int_equal(parse_text(text, m, &r, &err), ZN_E_CORRUPT);
+    assert_string_equal(err.msg, msg);
+}
+
 /* ---- a small XML well-formedness checker -------------------------------- */
 
 static int is_name_start(int c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == ':'; }
@@ -537,44 +553,30 @@ static void test_csv_errors(void **state) {
                      ZN_E_CORRUPT);
     assert_string_equal(err.msg, "loss.csv:3: expected 8 fields, got 2");
     assert_null(r.x);
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,0,7,8,9\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:2: expected 8 fields, got 9");
+    csv_refused_is(HDR "1,2,3,4,5,0,7,8,9\n", ZN_PLOT_LOSS, "t.csv:2: expected 8 fields, got 9");
     /* a malformed number: file, line, column name and field */
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,0,7,8\n\n2,abc,3,4,5,0,7,8\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:4: column 'loss' (field 2): not a number: 'abc'");
-    assert_int_equal(parse_text(HDR "1,2.5x,3,4,5,0,7,8\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'loss'");
-    assert_int_equal(parse_text(HDR "1x,2,3,4,5,0,7,8\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'step' (field 1)");
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,yes,7,8\n", ZN_PLOT_GRAD_NORM, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'skipped' (field 6)");
+    csv_refused_is(HDR "1,2,3,4,5,0,7,8\n\n2,abc,3,4,5,0,7,8\n", ZN_PLOT_LOSS,
+                   "t.csv:4: column 'loss' (field 2): not a number: 'abc'");
+    csv_refused(HDR "1,2.5x,3,4,5,0,7,8\n", ZN_PLOT_LOSS, "t.csv:2: column 'loss'");
+    csv_refused(HDR "1x,2,3,4,5,0,7,8\n", ZN_PLOT_LOSS, "t.csv:2: column 'step' (field 1)");
+    csv_refused(HDR "1,2,3,4,5,yes,7,8\n", ZN_PLOT_GRAD_NORM, "t.csv:2: column 'skipped' (field 6)");
     /* a bad field in a column the metric does not use is not read */
     assert_int_equal(parse_text(HDR "1,2,3,4,5,yes,7,8\n", ZN_PLOT_LOSS, &r, &err), 0);
     zn_plot_run_free(&r);
     /* a step must be a finite number */
-    assert_int_equal(parse_text("step,loss\n,1\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'step'");
-    assert_int_equal(parse_text("step,loss\nnan,1\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'step'");
+    csv_refused("step,loss\n,1\n", ZN_PLOT_LOSS, "t.csv:2: column 'step'");
+    csv_refused("step,loss\nnan,1\n", ZN_PLOT_LOSS, "t.csv:2: column 'step'");
     /* the metric's column, or step, missing from the header */
-    assert_int_equal(parse_text("step,lr\n1,0.1\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:1: the header has no 'loss' column");
-    assert_int_equal(parse_text("step,loss\n1,2\n", ZN_PLOT_SCALE, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "no 'loss_scale' column");
-    assert_int_equal(parse_text("\n\niter,loss\n1,2\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:3: the header has no 'step' column");
-    assert_int_equal(parse_text("step,loss,loss\n1,2,3\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:1: column 'loss' appears twice");
+    csv_refused("step,lr\n1,0.1\n", ZN_PLOT_LOSS, "t.csv:1: the header has no 'loss' column");
+    csv_refused("step,loss\n1,2\n", ZN_PLOT_SCALE, "no 'loss_scale' column");
+    csv_refused("\n\niter,loss\n1,2\n", ZN_PLOT_LOSS, "t.csv:3: the header has no 'step' column");
+    csv_refused("step,loss,loss\n1,2,3\n", ZN_PLOT_LOSS, "t.csv:1: column 'loss' appears twice");
     /* empty files and a header without rows */
-    assert_int_equal(parse_text("", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:1: empty file, expected a CSV header line");
-    assert_int_equal(parse_text("\n  \r\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "empty file");
-    assert_int_equal(parse_text(HDR, ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:1: no data rows after the header");
+    csv_refused_is("", ZN_PLOT_LOSS, "t.csv:1: empty file, expected a CSV header line");
+    csv_refused("\n  \r\n", ZN_PLOT_LOSS, "empty file");
+    csv_refused_is(HDR, ZN_PLOT_LOSS, "t.csv:1: no data rows after the header");
     /* a cut-short last line (a run still writing) is reported, not guessed */
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,0,7,8\n2,2.1,0.00", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:3: expected 8 fields, got 3");
+    csv_refused_is(HDR "1,2,3,4,5,0,7,8\n2,2.1,0.00", ZN_PLOT_LOSS, "t.csv:3: expected 8 fields, got 3");
     /* files: missing, a directory */
     assert_int_equal(zn_plot_read_csv(tpath("missing.csv"), ZN_PLOT_LOSS, &r, &err), ZN_E_IO);
     assert_str_contains(err.msg, "missing.csv");
