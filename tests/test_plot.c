@@ -284,6 +284,15 @@ static void assert_ticks(const ZnPlotTicks *t, const double *want, int n) {
     assert_true(t->lo == t->v[0] && t->hi == t->v[n - 1]);
 }
 
+/* zn_plot_ticks over [lo, hi] (log scale if lg) succeeds with exactly the n
+ * ticks want: most hand cases are this */
+static void ticks_are(double lo, double hi, int lg, const double *want, int n) {
+    ZnPlotTicks t;
+    ZnErr err = {0};
+    assert_int_equal(zn_plot_ticks(lo, hi, lg, &t, &err), 0);
+    assert_ticks(&t, want, n);
+}
+
 /* the step of t is m * 10^k, m in {1,2,5}, the same between all ticks */
 static void assert_nice_step(const ZnPlotTicks *t) {
     double s = t->v[1] - t->v[0];
@@ -300,24 +309,16 @@ static void test_ticks_hand_cases(void **state) {
     (void)state;
     ZnPlotTicks t;
     ZnErr err = {0};
-    assert_int_equal(zn_plot_ticks(0, 100, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0, 20, 40, 60, 80, 100}, 6);
-    assert_int_equal(zn_plot_ticks(2.3, 2.31, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
-    assert_int_equal(zn_plot_ticks(1, 200, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0, 50, 100, 150, 200}, 5);
+    ticks_are(0, 100, 0, (double[]){0, 20, 40, 60, 80, 100}, 6);
+    ticks_are(2.3, 2.31, 0, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
+    ticks_are(1, 200, 0, (double[]){0, 50, 100, 150, 200}, 5);
     /* negative ranges, and ranges across zero */
-    assert_int_equal(zn_plot_ticks(-5, -1, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){-5, -4, -3, -2, -1}, 5);
-    assert_int_equal(zn_plot_ticks(-0.7, 0.25, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){-0.8, -0.6, -0.4, -0.2, 0, 0.2, 0.4}, 7);
+    ticks_are(-5, -1, 0, (double[]){-5, -4, -3, -2, -1}, 5);
+    ticks_are(-0.7, 0.25, 0, (double[]){-0.8, -0.6, -0.4, -0.2, 0, 0.2, 0.4}, 7);
     /* tiny (learning rates) and huge magnitudes */
-    assert_int_equal(zn_plot_ticks(1e-7, 3e-7, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){1e-7, 1.5e-7, 2e-7, 2.5e-7, 3e-7}, 5);
-    assert_int_equal(zn_plot_ticks(1e20, 5e20, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){1e20, 2e20, 3e20, 4e20, 5e20}, 5);
-    assert_int_equal(zn_plot_ticks(0, 1e300, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0, 2e299, 4e299, 6e299, 8e299, 1e300}, 6);
+    ticks_are(1e-7, 3e-7, 0, (double[]){1e-7, 1.5e-7, 2e-7, 2.5e-7, 3e-7}, 5);
+    ticks_are(1e20, 5e20, 0, (double[]){1e20, 2e20, 3e20, 4e20, 5e20}, 5);
+    ticks_are(0, 1e300, 0, (double[]){0, 2e299, 4e299, 6e299, 8e299, 1e300}, 6);
     /* ticks are the doubles nearest the decimals: 0.1 steps hit 0.3 exactly */
     assert_int_equal(zn_plot_ticks(0, 0.7, 0, &t, &err), 0);
     assert_true(t.v[3] == 0.3);
@@ -354,10 +355,8 @@ static void test_ticks_degenerate(void **state) {
     ZnPlotTicks t;
     ZnErr err = {0};
     /* a constant series: its value in the middle of a v +- 10% axis */
-    assert_int_equal(zn_plot_ticks(1, 1, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0.9, 0.95, 1, 1.05, 1.1}, 5);
-    assert_int_equal(zn_plot_ticks(0, 0, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){-1, -0.5, 0, 0.5, 1}, 5);
+    ticks_are(1, 1, 0, (double[]){0.9, 0.95, 1, 1.05, 1.1}, 5);
+    ticks_are(0, 0, 0, (double[]){-1, -0.5, 0, 0.5, 1}, 5);
     assert_int_equal(zn_plot_ticks(-65536, -65536, 0, &t, &err), 0);
     assert_true(t.n >= 4 && t.n <= 8 && t.lo < -65536 && t.hi > -65536);
     /* narrower than 1e-9 of the magnitude: drawn as constant */
@@ -380,19 +379,14 @@ static void test_ticks_log(void **state) {
     ZnPlotTicks t;
     ZnErr err = {0};
     /* a loss scale from 65536 down to 1: six decades, powers of ten */
-    assert_int_equal(zn_plot_ticks(1, 65536, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){1, 10, 100, 1000, 1e4, 1e5}, 6);
+    ticks_are(1, 65536, 1, (double[]){1, 10, 100, 1000, 1e4, 1e5}, 6);
     /* 2048..65536: between one and three decades, the 1-2-5 sequence */
-    assert_int_equal(zn_plot_ticks(2048, 65536, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){2000, 5000, 1e4, 2e4, 5e4, 1e5}, 6);
-    assert_int_equal(zn_plot_ticks(0.5, 9, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){0.5, 1, 2, 5, 10}, 5);
+    ticks_are(2048, 65536, 1, (double[]){2000, 5000, 1e4, 2e4, 5e4, 1e5}, 6);
+    ticks_are(0.5, 9, 1, (double[]){0.5, 1, 2, 5, 10}, 5);
     /* under a decade: the linear ticks */
-    assert_int_equal(zn_plot_ticks(2.3, 2.31, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
+    ticks_are(2.3, 2.31, 1, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
     /* 11 decades: every second power of ten, at most 8 */
-    assert_int_equal(zn_plot_ticks(1e-8, 1e3, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){1e-8, 1e-6, 1e-4, 1e-2, 1, 1e2, 1e4}, 7);
+    ticks_are(1e-8, 1e3, 1, (double[]){1e-8, 1e-6, 1e-4, 1e-2, 1, 1e2, 1e4}, 7);
     assert_int_equal(zn_plot_ticks(1e-300, 1e300, 1, &t, &err), 0);
     assert_true(t.n >= 2 && t.n <= 8 && t.lo <= 1e-300 && t.hi >= 1e300);
     /* a constant */
