@@ -970,6 +970,16 @@ static void test_read_api_misuse(void **state) {
     zn_st_close(NULL);
 }
 
+/* The failure an injected fault at op `at` must give: ZN_E_IO, a message
+ * naming the op and the file. The fault-injection loops share it. */
+static void assert_injected(int rc, const ZnErr *err, long at, const char *path) {
+    assert_int_equal(rc, ZN_E_IO);
+    char want[64];
+    snprintf(want, sizeof want, "injected I/O fault at op %ld", at);
+    assert_str_contains(err->msg, want);
+    assert_str_contains(err->msg, path);
+}
+
 /* I/O faults while loading: each op of an open and a read fails cleanly in
  * turn (no leak, ZN_E_IO), until the load completes. */
 /* spec: Z-ST-020 */
@@ -994,11 +1004,7 @@ static void test_load_faults(void **state) {
             assert_int_equal(at, 5);   /* open, read length, read header, read data: 4 ops */
             break;
         }
-        assert_int_equal(rc, ZN_E_IO);
-        char want[64];
-        snprintf(want, sizeof want, "injected I/O fault at op %ld", at);
-        assert_str_contains(err.msg, want);
-        assert_str_contains(err.msg, g_path);
+        assert_injected(rc, &err, at, g_path);
     }
 }
 
@@ -1120,11 +1126,7 @@ static void test_fault_each_op(void **state) {
                 assert_int_equal(at, 7);   /* open, write, fsync, rename, open dir, fsync dir */
                 break;
             }
-            assert_int_equal(rc, ZN_E_IO);
-            char want[64];
-            snprintf(want, sizeof want, "injected I/O fault at op %ld", at);
-            assert_str_contains(err.msg, want);
-            assert_str_contains(err.msg, p);
+            assert_injected(rc, &err, at, p);
             /* only the directory fsync (ops 5, 6) comes after the rename */
             assert_int_equal(is_new, at >= 5);
             if (is_new) assert_str_contains(err.msg, "renamed into place, but not yet durable");
