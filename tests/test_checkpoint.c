@@ -49,6 +49,15 @@ static int train(const char *dir, int world, int stage, long steps, long interva
     return rc;
 }
 
+/* A fresh folder made from the mkdtemp template dir, holding the
+ * checkpoints of train(dir, world, stage, steps, interval steps, no resume):
+ * most tests start from one. Fails the test if the run does. */
+static void trained_dir(char *dir, int world, int stage, long steps) {
+    assert_non_null(mkdtemp(dir));
+    ZnErr err;
+    if (train(dir, world, stage, steps, steps, 0, &err)) fail_msg("%s", err.msg);
+}
+
 /* ---- resharding 3 -> 5 ------------------------------------------------- */
 
 typedef struct {
@@ -89,9 +98,8 @@ static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
 static void test_reshard_3_to_5(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-reshard-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 3, 2, 4);
     ZnErr err;
-    if (train(dir, 3, 2, 4, 4, 0, &err)) fail_msg("%s", err.msg);
     LoadCtx c;
     memset(&c, 0, sizeof c);
     c.dir = dir;
@@ -231,9 +239,8 @@ static int resume_error(const char *dir, ZnErr *err) { return train(dir, 2, 2, 3
 static void test_corruption(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-bad-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 2, 2);
     ZnErr err;
-    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     const char *files[] = {"global_step2/zero_pp_rank_0_optim_states.safetensors",
                            "global_step2/zero_pp_rank_1_optim_states.safetensors",
                            "global_step2/mp_rank_00_model_states.safetensors", "global_step2/manifest.json", "latest"};
@@ -351,9 +358,8 @@ static void each_lie(const char *dir, const char *man, const char *keep_man, con
 static void test_lying_header(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-lie-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 1, 2);
     ZnErr err;
-    if (train(dir, 2, 1, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     char shard[512], model[512], keep_s[600], keep_m[600];
     snprintf(shard, sizeof shard, "%s/global_step2/zero_pp_rank_0_optim_states.safetensors", dir);
     snprintf(model, sizeof model, "%s/global_step2/mp_rank_00_model_states.safetensors", dir);
@@ -409,9 +415,8 @@ static void test_lying_header(void **st) {
 static void test_bad_tags(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-tag-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 2, 2);
     ZnErr err;
-    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     char latest[512], longtag[300];
     snprintf(latest, sizeof latest, "%s/latest", dir);
     memset(longtag, 'a', 290);
@@ -454,9 +459,8 @@ static void test_bad_tags(void **st) {
 static void test_missing_and_foreign(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-foreign-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 2, 2);
     ZnErr err;
-    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     char path[512];
     /* another model */
     ZnTrainFlags f;
