@@ -41,6 +41,18 @@ pid_with_env() {
     sleep 0.02
   done
 }
+# kill_after DELAY ENV PID: SIGKILL this script's zinc process with ENV in
+# its environment DELAY seconds after it is found, then wait for PID (the
+# launcher, started in the background); sets rc to PID's exit status, t0 to
+# the moment of the kill and t1 to PID's exit. The kill campaigns share it.
+kill_after() {
+  victim=$(pid_with_env "$2")
+  sleep "$1"
+  kill -9 "$victim" 2>/dev/null
+  t0=$(now)
+  wait "$3" 2>/dev/null; rc=$?
+  t1=$(now)
+}
 INF="--steps 100000000 --steps-per-print 0 --model mlp:8,16,4"
 
 # ---------------------------------------------------------------- kills
@@ -52,12 +64,7 @@ for d in $(moments 11 6 1.0); do
   v=$((tried % 3))
   env $run_tag "$ZINC" launch --nproc-per-node 3 --master-port $PORT -- zinc train --backend tcp $INF >"$T/l.out" 2>&1 &
   lp=$!
-  victim=$(pid_with_env "RANK=$v")
-  sleep "$d"
-  kill -9 "$victim" 2>/dev/null
-  t0=$(now)
-  wait $lp 2>/dev/null; rc=$?
-  t1=$(now)
+  kill_after "$d" "RANK=$v" $lp
   sleep 0.1
   if [ -n "$(ours)" ]; then orphans=$((orphans + 1)); cleanup_ranks; fi
   if [ "$rc" = 1 ] && grep -q "zinc launch: rank $v failed (killed by signal 9" "$T/l.out"; then named=$((named + 1)); fi
@@ -76,12 +83,7 @@ if command -v mpirun >/dev/null; then
     v=$((tried % 3))
     env $run_tag mpirun --oversubscribe --bind-to none -np 3 "$ZINC" train --backend mpi $INF >"$T/m.out" 2>&1 &
     mp=$!
-    victim=$(pid_with_env "OMPI_COMM_WORLD_RANK=$v")
-    sleep "$d"
-    kill -9 "$victim" 2>/dev/null
-    t0=$(now)
-    wait $mp 2>/dev/null; rc=$?
-    t1=$(now)
+    kill_after "$d" "OMPI_COMM_WORLD_RANK=$v" $mp
     if [ "$rc" -ne 0 ] && grep -q "process rank $v .*signal 9" "$T/m.out"; then named=$((named + 1)); fi
     within "$t0" "$t1" || slow=$((slow + 1))
   done
@@ -230,10 +232,7 @@ for d in $(moments 15 4 0.5); do
   env $run_tag "$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp $C2 \
     --checkpoint-dir "$T/ck2" --checkpoint-interval 1 >"$T/run2" 2>&1 &
   lp=$!
-  victim=$(pid_with_env "RANK=$((tried % 2))")
-  sleep "$d"
-  kill -9 "$victim" 2>/dev/null
-  wait $lp 2>/dev/null
+  kill_after "$d" "RANK=$((tried % 2))" $lp
   if [ ! -f "$T/ck2/latest" ]; then nockpt=$((nockpt + 1)); continue; fi
   timeout 60 "$ZINC" train $C2 --world-size 2 --checkpoint-dir "$T/ck2" --resume >"$T/res2" 2>&1
   [ "$(digest "$T/res2")" = "$want" ] && equal=$((equal + 1)) || echo "  tcp kill at +${d}s: $(tail -n 1 "$T/res2")"

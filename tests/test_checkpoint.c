@@ -49,6 +49,15 @@ static int train(const char *dir, int world, int stage, long steps, long interva
     return rc;
 }
 
+/* A fresh folder made from the mkdtemp template dir, holding the
+ * checkpoints of train(dir, world, stage, steps, interval steps, no resume):
+ * most tests start from one. Fails the test if the run does. */
+static void trained_dir(char *dir, int world, int stage, long steps) {
+    assert_non_null(mkdtemp(dir));
+    ZnErr err;
+    if (train(dir, world, stage, steps, steps, 0, &err)) fail_msg("%s", err.msg);
+}
+
 /* ---- resharding 3 -> 5 ------------------------------------------------- */
 
 typedef struct {
@@ -89,9 +98,8 @@ static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
 static void test_reshard_3_to_5(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-reshard-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 3, 2, 4);
     ZnErr err;
-    if (train(dir, 3, 2, 4, 4, 0, &err)) fail_msg("%s", err.msg);
     LoadCtx c;
     memset(&c, 0, sizeof c);
     c.dir = dir;
@@ -231,9 +239,8 @@ static int resume_error(const char *dir, ZnErr *err) { return train(dir, 2, 2, 3
 static void test_corruption(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-bad-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 2, 2);
     ZnErr err;
-    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     const char *files[] = {"global_step2/zero_pp_rank_0_optim_states.safetensors",
                            "global_step2/zero_pp_rank_1_optim_states.safetensors",
                            "global_step2/mp_rank_00_model_states.safetensors", "global_step2/manifest.json", "latest"};
@@ -324,6 +331,25 @@ static void vouch_for(const char *dir, const char *name) {
     cJSON_free(out);
 }
 
+/* One lying file for test_lying_header: the tensors to write and a part of
+ * the message resume must fail with. */
+typedef struct { ZnStEntry e[5]; int n; const char *want; } LieCase;
+
+/* Each case in turn: the manifest restored from keep_man, the file at path
+ * (named name in the manifest) rewritten with the case's tensors and vouched
+ * for, then resume must fail naming the lie. */
+static void each_lie(const char *dir, const char *man, const char *keep_man, const char *path, const char *name,
+                     const LieCase *t, size_t n) {
+    ZnErr err;
+    for (size_t k = 0; k < n; k++) {
+        copy_file(keep_man, man);
+        assert_int_equal(zn_st_write(path, t[k].e, t[k].n, NULL, &err), 0);
+        vouch_for(dir, name);
+        assert_int_not_equal(resume_error(dir, &err), 0);
+        assert_str_contains(err.msg, t[k].want);
+    }
+}
+
 /* spec: Z-CKPT-007 a shard whose safetensors header holds the wrong shape
  * (with a manifest checksum that matches it) is refused by the shape check;
  * Z-CKPT-009 so are a shard with a wrong dtype or an extra tensor, and a
@@ -332,9 +358,8 @@ static void vouch_for(const char *dir, const char *name) {
 static void test_lying_header(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-lie-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 1, 2);
     ZnErr err;
-    if (train(dir, 2, 1, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     char shard[512], model[512], keep_s[600], keep_m[600];
     snprintf(shard, sizeof shard, "%s/global_step2/zero_pp_rank_0_optim_states.safetensors", dir);
     snprintf(model, sizeof model, "%s/global_step2/mp_rank_00_model_states.safetensors", dir);
@@ -348,7 +373,7 @@ static void test_lying_header(void **st) {
     copy_file(man, keep_man);
     static float data[4096];
     const long rn = 122;   /* stage 1, world 2: each rank's partition of mlp:10,14,6 */
-    struct { ZnStEntry e[4]; int n; const char *want; } shards[] = {
+    LieCase shards[] = {
         {{{"fp32", ZN_F32, 1, {7}, data}, {"exp_avg", ZN_F32, 1, {7}, data}, {"exp_avg_sq", ZN_F32, 1, {7}, data}}, 3,
          "zero_pp_rank_0_optim_states.safetensors: tensor 'fp32' is F32 [7], the layout says F32 [122]"},
         {{{"fp32", ZN_F16, 1, {rn}, data}, {"exp_avg", ZN_F32, 1, {rn}, data}, {"exp_avg_sq", ZN_F32, 1, {rn}, data}}, 3,
@@ -358,17 +383,12 @@ static void test_lying_header(void **st) {
         {{{"fp32", ZN_F32, 1, {rn}, data}, {"exp_avg", ZN_F32, 1, {rn}, data}, {"exp_avg_sq", ZN_F32, 1, {rn}, data},
           {"extra", ZN_F32, 1, {1}, data}}, 4, "4 tensors, a stage-1 shard holds 3"},
     };
-    for (size_t k = 0; k < sizeof shards / sizeof shards[0]; k++) {
-        copy_file(keep_man, man);
-        assert_int_equal(zn_st_write(shard, shards[k].e, shards[k].n, NULL, &err), 0);
-        vouch_for(dir, "zero_pp_rank_0_optim_states.safetensors");
-        assert_int_not_equal(resume_error(dir, &err), 0);
-        assert_str_contains(err.msg, shards[k].want);
-    }
+    each_lie(dir, man, keep_man, shard, "zero_pp_rank_0_optim_states.safetensors", shards,
+             sizeof shards / sizeof shards[0]);
     copy_file(keep_s, shard);
     /* the module weights: layers.0.weight [14, 10], layers.0.bias [14],
        layers.1.weight [6, 14], layers.1.bias [6], fp32 */
-    struct { ZnStEntry e[5]; int n; const char *want; } models[] = {
+    LieCase models[] = {
         {{{"layers.0.weight", ZN_BF16, 2, {14, 10}, data}, {"layers.0.bias", ZN_F32, 1, {14}, data},
           {"layers.1.weight", ZN_F32, 2, {6, 14}, data}, {"layers.1.bias", ZN_F32, 1, {6}, data}}, 4,
          "mp_rank_00_model_states.safetensors: tensor 'layers.0.weight' is BF16 [14, 10], the layout says F32 [14, 10]"},
@@ -381,13 +401,8 @@ static void test_lying_header(void **st) {
           {"layers.1.weight", ZN_F32, 2, {6, 14}, data}, {"layers.1.bias", ZN_F32, 1, {6}, data},
           {"layers.2.weight", ZN_F32, 1, {1}, data}}, 5, "5 tensors, the manifest names 4"},
     };
-    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
-        copy_file(keep_man, man);
-        assert_int_equal(zn_st_write(model, models[k].e, models[k].n, NULL, &err), 0);
-        vouch_for(dir, "mp_rank_00_model_states.safetensors");
-        assert_int_not_equal(resume_error(dir, &err), 0);
-        assert_str_contains(err.msg, models[k].want);
-    }
+    each_lie(dir, man, keep_man, model, "mp_rank_00_model_states.safetensors", models,
+             sizeof models / sizeof models[0]);
     copy_file(keep_m, model);
     copy_file(keep_man, man);
     assert_int_equal(resume_error(dir, &err), 0);
@@ -400,9 +415,8 @@ static void test_lying_header(void **st) {
 static void test_bad_tags(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-tag-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 2, 2);
     ZnErr err;
-    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     char latest[512], longtag[300];
     snprintf(latest, sizeof latest, "%s/latest", dir);
     memset(longtag, 'a', 290);
@@ -445,9 +459,8 @@ static void test_bad_tags(void **st) {
 static void test_missing_and_foreign(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-foreign-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    trained_dir(dir, 2, 2, 2);
     ZnErr err;
-    if (train(dir, 2, 2, 2, 2, 0, &err)) fail_msg("%s", err.msg);
     char path[512];
     /* another model */
     ZnTrainFlags f;

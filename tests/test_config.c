@@ -58,6 +58,15 @@ static void err_has(const char *json, const ZnConfigArgs *a, const char *part) {
     assert_str_contains(e.msg, part);
 }
 
+/* A config that must fail with no args, and its whole message. A run of
+ * rejections in a test is a table of these, checked in order by err_table:
+ * the cases differ, the check does not. */
+typedef struct { const char *json, *msg; } ErrCase;
+static void err_cases(const ErrCase *t, size_t n) {
+    for (size_t i = 0; i < n; i++) err_is(t[i].json, NULL, t[i].msg);
+}
+#define err_table(t) err_cases((t), sizeof(t) / sizeof *(t))
+
 /* stderr capture, for warnings */
 typedef struct { int saved; FILE *tmp; } Capture;
 
@@ -296,7 +305,7 @@ static void test_out_untouched_on_error(void **state) {
 #define SWALLOW "this value is not JSON, so hjson reads it as a string to the end of the line, closing bracket included (quote it, or fix it)"
 static void test_syntax_errors_one_line(void **state) {
     (void)state;
-    static const struct { const char *json, *msg; } cases[] = {
+    static const ErrCase cases[] = {
         {"", "ds.json:1:1: JSON syntax error: unexpected end of input"},
         {"   ", "ds.json:1:4: JSON syntax error: unexpected end of input"},
         {"{", "ds.json:1:2: JSON syntax error: unexpected end of input"},
@@ -320,19 +329,22 @@ static void test_syntax_errors_one_line(void **state) {
         {"{\"a\": \x80\x81\x82}", "ds.json:1:7: JSON syntax error: " SWALLOW},
         {"{\"a\":\x01 ]}", "ds.json:1:6: JSON syntax error: " SWALLOW},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    err_table(cases);
 }
 
 /* spec: Z-CFG-001 */
 static void test_syntax_errors_multi_line(void **state) {
     (void)state;
-    err_is("{\n  \"a\": [1,\n         2,,3]\n}", NULL, "ds.json:3:12: JSON syntax error near ',3]'");
-    err_is("{\n  \"a\": 1\n", NULL, "ds.json:3:1: JSON syntax error: unexpected end of input");
-    err_is("{\n\n  \"name\": \"abc\n}\n", NULL, "ds.json:3:11: JSON syntax error: unterminated string");
-    /* CRLF line ends: the column counts bytes after the '\n' */
-    err_is("{\r\n  \"a\": ]\r\n}", NULL, "ds.json:2:8: JSON syntax error near ']'");
-    /* columns count bytes, not characters: "é" is two */
-    err_is("{\"\xc3\xa9\": ,}", NULL, "ds.json:1:8: JSON syntax error near ',}'");
+    static const ErrCase bad[] = {
+        {"{\n  \"a\": [1,\n         2,,3]\n}", "ds.json:3:12: JSON syntax error near ',3]'"},
+        {"{\n  \"a\": 1\n", "ds.json:3:1: JSON syntax error: unexpected end of input"},
+        {"{\n\n  \"name\": \"abc\n}\n", "ds.json:3:11: JSON syntax error: unterminated string"},
+        /* CRLF line ends: the column counts bytes after the '\n' */
+        {"{\r\n  \"a\": ]\r\n}", "ds.json:2:8: JSON syntax error near ']'"},
+        /* columns count bytes, not characters: "é" is two */
+        {"{\"\xc3\xa9\": ,}", "ds.json:1:8: JSON syntax error near ',}'"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-001 */
@@ -349,22 +361,27 @@ static void test_syntax_nul_byte(void **state) {
 /* spec: Z-CFG-002 */
 static void test_top_level_not_object(void **state) {
     (void)state;
-    err_is("[]", NULL, "ds.json: the top level must be a JSON object, got an array");
-    err_is("3", NULL, "ds.json: the top level must be a JSON object, got 3");
-    err_is("\"auto\"", NULL, "ds.json: the top level must be a JSON object, got \"auto\"");
-    err_is("null", NULL, "ds.json: the top level must be a JSON object, got null");
+    static const ErrCase bad[] = {
+        {"[]", "ds.json: the top level must be a JSON object, got an array"},
+        {"3", "ds.json: the top level must be a JSON object, got 3"},
+        {"\"auto\"", "ds.json: the top level must be a JSON object, got \"auto\""},
+        {"null", "ds.json: the top level must be a JSON object, got null"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-003 */
 static void test_duplicate_keys(void **state) {
     (void)state;
-    err_is("{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}", NULL,
-           "ds.json: zero_optimization.stage: duplicate key");
-    err_is("{" MB ", " MB "}", NULL, "ds.json: train_micro_batch_size_per_gpu: duplicate key");
-    /* inside sections zinc ignores, and inside arrays */
-    err_is("{\"wandb\": {\"x\": [{\"a\": 1, \"b\": 2, \"a\": 3}]}}", NULL, "ds.json: wandb.x[0].a: duplicate key");
-    /* of several, the one whose second occurrence comes first */
-    err_is("{\"b\": 1, \"a\": 1, \"c\": 1, \"a\": 2, \"b\": 2}", NULL, "ds.json: a: duplicate key");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}", "ds.json: zero_optimization.stage: duplicate key"},
+        {"{" MB ", " MB "}", "ds.json: train_micro_batch_size_per_gpu: duplicate key"},
+        /* inside sections zinc ignores, and inside arrays */
+        {"{\"wandb\": {\"x\": [{\"a\": 1, \"b\": 2, \"a\": 3}]}}", "ds.json: wandb.x[0].a: duplicate key"},
+        /* of several, the one whose second occurrence comes first */
+        {"{\"b\": 1, \"a\": 1, \"c\": 1, \"a\": 2, \"b\": 2}", "ds.json: a: duplicate key"},
+    };
+    err_table(bad);
     /* keys are case-sensitive: these are two keys (one unknown) */
     char warn[512];
     ok_warn("{" MB ", \"Seed\": 1, \"seed\": 2}", NULL, warn, sizeof warn);
@@ -382,7 +399,7 @@ static void test_duplicate_keys(void **state) {
 /* spec: Z-CFG-004 */
 static void test_wrong_types_name_the_path(void **state) {
     (void)state;
-    static const struct { const char *json, *msg; } cases[] = {
+    static const ErrCase cases[] = {
         {"{\"zero_optimization\": {\"stage\": 7}}", "ds.json: zero_optimization.stage: expected an integer 0..3, got 7"},
         {"{\"zero_optimization\": {\"stage\": \"2\"}}",
          "ds.json: zero_optimization.stage: expected an integer 0..3, got \"2\""},
@@ -429,7 +446,7 @@ static void test_wrong_types_name_the_path(void **state) {
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer,"
          " got \"a very long string that goes on and on a...\""},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    err_table(cases);
 }
 
 /* spec: Z-CFG-004 */
@@ -440,16 +457,19 @@ static void test_integers_must_be_integral(void **state) {
     assert_int_equal(c.zero.reduce_bucket_size, 500000000L);
     assert_int_equal(c.zero.allgather_bucket_size, 200000000L);
     assert_int_equal(c.zero.sub_group_size, 1000000000000L);
-    err_is("{\"zero_optimization\": {\"reduce_bucket_size\": 2.5}}", NULL,
-           "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 2.5");
-    err_is("{\"zero_optimization\": {\"sub_group_size\": 1e400}}", NULL,
-           "ds.json: zero_optimization.sub_group_size: expected a positive integer, got inf");
-    err_is("{\"zero_optimization\": {\"max_live_parameters\": true}}", NULL,
-           "ds.json: zero_optimization.max_live_parameters: expected an integer >= 0, got true");
-    err_is("{\"fp16\": {\"loss_scale_window\": \"1000\"}}", NULL,
-           "ds.json: fp16.loss_scale_window: expected an integer, got \"1000\"");
-    err_is("{\"fp16\": {\"initial_scale_power\": 16.5}}", NULL,
-           "ds.json: fp16.initial_scale_power: expected an integer 0..127, got 16.5");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"reduce_bucket_size\": 2.5}}",
+         "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 2.5"},
+        {"{\"zero_optimization\": {\"sub_group_size\": 1e400}}",
+         "ds.json: zero_optimization.sub_group_size: expected a positive integer, got inf"},
+        {"{\"zero_optimization\": {\"max_live_parameters\": true}}",
+         "ds.json: zero_optimization.max_live_parameters: expected an integer >= 0, got true"},
+        {"{\"fp16\": {\"loss_scale_window\": \"1000\"}}",
+         "ds.json: fp16.loss_scale_window: expected an integer, got \"1000\""},
+        {"{\"fp16\": {\"initial_scale_power\": 16.5}}",
+         "ds.json: fp16.initial_scale_power: expected an integer 0..127, got 16.5"},
+    };
+    err_table(bad);
     /* -0 is an integer (zero) */
     c = ok("{" MB ", \"seed\": -0}");
     assert_int_equal(c.seed, 0);
@@ -466,12 +486,15 @@ static void test_long_range(void **state) {
     assert_int_equal(c.zero.model_persistence_threshold, LONG_MAX);
     c = ok("{" MB ", \"zero_optimization\": {\"stage3_model_persistence_threshold\": 4611686018427387904}}");
     assert_int_equal(c.zero.model_persistence_threshold, 4611686018427387904L);
-    err_is("{\"zero_optimization\": {\"stage3_model_persistence_threshold\": 1e19}}", NULL,
-           "ds.json: zero_optimization.stage3_model_persistence_threshold: expected an integer >= 0, got 1e+19");
-    err_is("{\"zero_optimization\": {\"mics_shard_size\": -1e19}}", NULL,
-           "ds.json: zero_optimization.mics_shard_size: expected an integer, got -1e+19");
-    /* int fields stop at INT_MAX */
-    err_is("{\"fp16\": {\"hysteresis\": 3e9}}", NULL, "ds.json: fp16.hysteresis: expected a positive integer, got 3000000000");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"stage3_model_persistence_threshold\": 1e19}}",
+         "ds.json: zero_optimization.stage3_model_persistence_threshold: expected an integer >= 0, got 1e+19"},
+        {"{\"zero_optimization\": {\"mics_shard_size\": -1e19}}",
+         "ds.json: zero_optimization.mics_shard_size: expected an integer, got -1e+19"},
+        /* int fields stop at INT_MAX */
+        {"{\"fp16\": {\"hysteresis\": 3e9}}", "ds.json: fp16.hysteresis: expected a positive integer, got 3000000000"},
+    };
+    err_table(bad);
 }
 
 /* ---- unknown and ignored keys ----------------------------------------------- */
@@ -479,14 +502,17 @@ static void test_long_range(void **state) {
 /* spec: Z-CFG-005 */
 static void test_unknown_key_in_zero_rejected(void **state) {
     (void)state;
-    err_is("{\"zero_optimization\": {\"foo\": 1}}", NULL,
-           "ds.json: zero_optimization.foo: unknown key (DeepSpeed forbids unknown keys in zero_optimization)");
-    err_is("{\"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\", \"fast_init\": true}}}", NULL,
-           "ds.json: zero_optimization.offload_param.fast_init: unknown key"
-           " (DeepSpeed forbids unknown keys in zero_optimization.offload_param)");
-    err_is("{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_size\": 4}}}", NULL,
-           "ds.json: zero_optimization.offload_optimizer.buffer_size: unknown key"
-           " (DeepSpeed forbids unknown keys in zero_optimization.offload_optimizer)");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"foo\": 1}}",
+         "ds.json: zero_optimization.foo: unknown key (DeepSpeed forbids unknown keys in zero_optimization)"},
+        {"{\"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\", \"fast_init\": true}}}",
+         "ds.json: zero_optimization.offload_param.fast_init: unknown key"
+         " (DeepSpeed forbids unknown keys in zero_optimization.offload_param)"},
+        {"{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_size\": 4}}}",
+         "ds.json: zero_optimization.offload_optimizer.buffer_size: unknown key"
+         " (DeepSpeed forbids unknown keys in zero_optimization.offload_optimizer)"},
+    };
+    err_table(bad);
     /* keys are case-sensitive, as in pydantic */
     err_has("{\"zero_optimization\": {\"Stage\": 1}}", NULL, "zero_optimization.Stage: unknown key");
 }
@@ -750,13 +776,15 @@ static void test_batch_through_parse(void **state) {
 /* spec: Z-CFG-012 */
 static void test_batch_key_types(void **state) {
     (void)state;
-    err_is("{\"train_batch_size\": 0}", NULL, "ds.json: train_batch_size: expected a positive integer or null, got 0");
-    err_is("{\"train_micro_batch_size_per_gpu\": -1}", NULL,
-           "ds.json: train_micro_batch_size_per_gpu: expected a positive integer or null, got -1");
-    err_is("{\"gradient_accumulation_steps\": 2.5}", NULL,
-           "ds.json: gradient_accumulation_steps: expected a positive integer or null, got 2.5");
-    err_is("{\"train_batch_size\": \"8\"}", NULL,
-           "ds.json: train_batch_size: expected a positive integer or null, got \"8\"");
+    static const ErrCase bad[] = {
+        {"{\"train_batch_size\": 0}", "ds.json: train_batch_size: expected a positive integer or null, got 0"},
+        {"{\"train_micro_batch_size_per_gpu\": -1}",
+         "ds.json: train_micro_batch_size_per_gpu: expected a positive integer or null, got -1"},
+        {"{\"gradient_accumulation_steps\": 2.5}",
+         "ds.json: gradient_accumulation_steps: expected a positive integer or null, got 2.5"},
+        {"{\"train_batch_size\": \"8\"}", "ds.json: train_batch_size: expected a positive integer or null, got \"8\""},
+    };
+    err_table(bad);
     ZnConfig c = ok("{\"train_batch_size\": 1.6e1}");
     assert_int_equal(c.train_batch_size, 16);
 }
@@ -1027,7 +1055,7 @@ static void test_auto_precision_from_dtype(void **state) {
 /* spec: Z-CFG-019 */
 static void test_auto_rejected_where_no_rule(void **state) {
     (void)state;
-    static const struct { const char *json, *msg; } cases[] = {
+    static const ErrCase cases[] = {
         {"{\"zero_optimization\": {\"stage\": \"auto\"}}", "ds.json: zero_optimization.stage: \"auto\" is not supported for this key"},
         {"{\"zero_optimization\": {\"allgather_bucket_size\": \"auto\"}}",
          "ds.json: zero_optimization.allgather_bucket_size: \"auto\" is not supported for this key"},
@@ -1051,7 +1079,7 @@ static void test_auto_rejected_where_no_rule(void **state) {
         {"{\"zero_optimization\": {\"legacy_stage1\": \"auto\"}}",
          "ds.json: zero_optimization.legacy_stage1: \"auto\" is not supported for this key"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) err_is(cases[i].json, NULL, cases[i].msg);
+    err_table(cases);
     /* "Auto" is not "auto": it is just a wrong value */
     err_is("{\"gradient_clipping\": \"Auto\"}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got \"Auto\"");
 }
@@ -1149,12 +1177,15 @@ static void test_zero_stage_forms(void **state) {
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": true}}").zero.stage, 1);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": false}}").zero.stage, 0);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 2.0}}").zero.stage, 2);
-    err_is("{\"zero_optimization\": {\"stage\": -1}}", NULL,
-           "ds.json: zero_optimization.stage: expected an integer 0..3, got -1");
-    err_is("{\"zero_optimization\": {\"stage\": 1.5}}", NULL,
-           "ds.json: zero_optimization.stage: expected an integer 0..3, got 1.5");
-    err_is("{\"zero_optimization\": {\"stage\": null}}", NULL,
-           "ds.json: zero_optimization.stage: expected an integer 0..3, got null");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"stage\": -1}}",
+         "ds.json: zero_optimization.stage: expected an integer 0..3, got -1"},
+        {"{\"zero_optimization\": {\"stage\": 1.5}}",
+         "ds.json: zero_optimization.stage: expected an integer 0..3, got 1.5"},
+        {"{\"zero_optimization\": {\"stage\": null}}",
+         "ds.json: zero_optimization.stage: expected an integer 0..3, got null"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-020 */
@@ -1301,14 +1332,17 @@ static void test_overlap_comm_default_by_stage(void **state) {
 /* spec: Z-CFG-023 */
 static void test_bucket_sizes_positive(void **state) {
     (void)state;
-    err_is("{\"zero_optimization\": {\"reduce_bucket_size\": 0}}", NULL,
-           "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 0");
-    err_is("{\"zero_optimization\": {\"allgather_bucket_size\": 0}}", NULL,
-           "ds.json: zero_optimization.allgather_bucket_size: expected a positive integer, got 0");
-    err_is("{\"zero_optimization\": {\"sub_group_size\": 0}}", NULL,
-           "ds.json: zero_optimization.sub_group_size: expected a positive integer, got 0");
-    err_is("{\"zero_optimization\": {\"stage3_max_live_parameters\": -1}}", NULL,
-           "ds.json: zero_optimization.stage3_max_live_parameters: expected an integer >= 0, got -1");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"reduce_bucket_size\": 0}}",
+         "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 0"},
+        {"{\"zero_optimization\": {\"allgather_bucket_size\": 0}}",
+         "ds.json: zero_optimization.allgather_bucket_size: expected a positive integer, got 0"},
+        {"{\"zero_optimization\": {\"sub_group_size\": 0}}",
+         "ds.json: zero_optimization.sub_group_size: expected a positive integer, got 0"},
+        {"{\"zero_optimization\": {\"stage3_max_live_parameters\": -1}}",
+         "ds.json: zero_optimization.stage3_max_live_parameters: expected an integer >= 0, got -1"},
+    };
+    err_table(bad);
     /* 0 is meaningful for these: no prefetch, nothing persistent */
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage3_prefetch_bucket_size\": 0,"
                     " \"stage3_param_persistence_threshold\": 0, \"zero_hpz_partition_size\": 0}}");
@@ -1388,19 +1422,22 @@ static void test_offload_sections(void **state) {
 /* spec: Z-CFG-026 */
 static void test_offload_validation(void **state) {
     (void)state;
-    err_is("{" MB ", \"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}", NULL,
-           "ds.json: zero_optimization.offload_optimizer: offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
-    err_is("{" MB ", \"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\"}}}", NULL,
-           "ds.json: zero_optimization.offload_param: offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
-    err_is("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}", NULL,
-           "ds.json: zero_optimization.offload_optimizer.nvme_path: required when device is \"nvme\"");
-    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\","
-           " \"nvme_path\": null}}}", NULL,
-           "ds.json: zero_optimization.offload_param.nvme_path: required when device is \"nvme\"");
-    err_is("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}",
-           NULL, "ds.json: zero_optimization.offload_optimizer.ratio: partial offload (ratio < 1) needs ZeRO stage 3");
-    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"ratio\": 0}}}", NULL,
-           "ds.json: zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], got 0");
+    static const ErrCase bad[] = {
+        {"{" MB ", \"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}",
+         "ds.json: zero_optimization.offload_optimizer: offload requires ZeRO stage 1, 2 or 3 (stage is 0)"},
+        {"{" MB ", \"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\"}}}",
+         "ds.json: zero_optimization.offload_param: offload requires ZeRO stage 1, 2 or 3 (stage is 0)"},
+        {"{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}",
+         "ds.json: zero_optimization.offload_optimizer.nvme_path: required when device is \"nvme\""},
+        {"{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\","
+         " \"nvme_path\": null}}}",
+         "ds.json: zero_optimization.offload_param.nvme_path: required when device is \"nvme\""},
+        {"{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}",
+         "ds.json: zero_optimization.offload_optimizer.ratio: partial offload (ratio < 1) needs ZeRO stage 3"},
+        {"{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"ratio\": 0}}}",
+         "ds.json: zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], got 0"},
+    };
+    err_table(bad);
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
                     " \"ratio\": 0.3}}}");
     assert_true(c.zero.offload_optimizer.ratio == 0.3);
@@ -1430,15 +1467,18 @@ static void test_cpu_offload_deprecated(void **state) {
     c = ok("{" MB ", \"zero_optimization\": {\"stage\": 2, \"cpu_offload\": false, \"cpu_offload_param\": null,"
            " \"cpu_offload_use_pin_memory\": null}}");
     assert_true(!c.zero.offload_optimizer.present && !c.zero.offload_param.present);
-    err_is("{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"},"
-           " \"cpu_offload\": true}}", NULL,
-           "ds.json: zero_optimization.cpu_offload: cannot give the deprecated cpu_offload together with"
-           " offload_optimizer");
-    err_is("{\"zero_optimization\": {\"stage\": 3, \"cpu_offload_param\": false, \"offload_param\": null}}", NULL,
-           "ds.json: zero_optimization.cpu_offload_param: cannot give the deprecated cpu_offload_param together"
-           " with offload_param");
-    err_is("{\"zero_optimization\": {\"cpu_offload\": 1}}", NULL,
-           "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 1");
+    static const ErrCase bad[] = {
+        {"{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"},"
+         " \"cpu_offload\": true}}",
+         "ds.json: zero_optimization.cpu_offload: cannot give the deprecated cpu_offload together with"
+         " offload_optimizer"},
+        {"{\"zero_optimization\": {\"stage\": 3, \"cpu_offload_param\": false, \"offload_param\": null}}",
+         "ds.json: zero_optimization.cpu_offload_param: cannot give the deprecated cpu_offload_param together"
+         " with offload_param"},
+        {"{\"zero_optimization\": {\"cpu_offload\": 1}}",
+         "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 1"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-028 */
@@ -1468,12 +1508,15 @@ static void test_optimizer_types(void **state) {
         assert_int_equal(c.optimizer_present, 1);
         assert_int_equal(c.adamw, 1);
     }
-    err_is("{\"optimizer\": {\"type\": \"SGD\"}}", NULL, "ds.json: optimizer.type: 'sgd' is not supported by zinc (Adam, AdamW)");
-    err_is("{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"lr\": 1}}}", NULL,
-           "ds.json: optimizer.type: 'lamb' is not supported by zinc (Adam, AdamW)");
-    err_is("{\"optimizer\": {\"type\": \"OneBitAdam\"}}", NULL,
-           "ds.json: optimizer.type: 'onebitadam' is not supported by zinc (Adam, AdamW)");
-    err_is("{\"optimizer\": {\"params\": {\"lr\": 1}}}", NULL, "ds.json: optimizer.type: missing (zinc supports Adam, AdamW)");
+    static const ErrCase bad[] = {
+        {"{\"optimizer\": {\"type\": \"SGD\"}}", "ds.json: optimizer.type: 'sgd' is not supported by zinc (Adam, AdamW)"},
+        {"{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"lr\": 1}}}",
+         "ds.json: optimizer.type: 'lamb' is not supported by zinc (Adam, AdamW)"},
+        {"{\"optimizer\": {\"type\": \"OneBitAdam\"}}",
+         "ds.json: optimizer.type: 'onebitadam' is not supported by zinc (Adam, AdamW)"},
+        {"{\"optimizer\": {\"params\": {\"lr\": 1}}}", "ds.json: optimizer.type: missing (zinc supports Adam, AdamW)"},
+    };
+    err_table(bad);
     /* no section: defaults, not present */
     ZnConfig c = ok("{" MB "}");
     assert_int_equal(c.optimizer_present, 0);
@@ -1509,23 +1552,26 @@ static void test_optimizer_params(void **state) {
 /* spec: Z-CFG-030 */
 static void test_optimizer_param_errors(void **state) {
     (void)state;
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"amsgrad\": true}}}", NULL,
-           "ds.json: optimizer.params.amsgrad: amsgrad is not supported by zinc");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"max_grad_norm\": 1.0}}}", NULL,
-           "ds.json: optimizer.params.max_grad_norm: not supported as an optimizer parameter (DeepSpeed raises);"
-           " use the top-level \"gradient_clipping\"");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": -0.1}}}", NULL,
-           "ds.json: optimizer.params.lr: expected a number >= 0, got -0.1");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"weight_decay\": -1}}}", NULL,
-           "ds.json: optimizer.params.weight_decay: expected a number >= 0, got -1");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [-0.1, 0.9]}}}", NULL,
-           "ds.json: optimizer.params.betas[0]: expected a number in [0, 1), got -0.1");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [0.9, 0.99, 0.999]}}}", NULL,
-           "ds.json: optimizer.params.betas: expected [beta1, beta2], two numbers in [0, 1), got an array");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"adam_w_mode\": 0}}}", NULL,
-           "ds.json: optimizer.params.adam_w_mode: expected true or false, got 0");
-    err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": [1]}}", NULL,
-           "ds.json: optimizer.params: expected an object, got an array");
+    static const ErrCase bad[] = {
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"amsgrad\": true}}}",
+         "ds.json: optimizer.params.amsgrad: amsgrad is not supported by zinc"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"max_grad_norm\": 1.0}}}",
+         "ds.json: optimizer.params.max_grad_norm: not supported as an optimizer parameter (DeepSpeed raises);"
+         " use the top-level \"gradient_clipping\""},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": -0.1}}}",
+         "ds.json: optimizer.params.lr: expected a number >= 0, got -0.1"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"weight_decay\": -1}}}",
+         "ds.json: optimizer.params.weight_decay: expected a number >= 0, got -1"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [-0.1, 0.9]}}}",
+         "ds.json: optimizer.params.betas[0]: expected a number in [0, 1), got -0.1"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [0.9, 0.99, 0.999]}}}",
+         "ds.json: optimizer.params.betas: expected [beta1, beta2], two numbers in [0, 1), got an array"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"adam_w_mode\": 0}}}",
+         "ds.json: optimizer.params.adam_w_mode: expected true or false, got 0"},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": [1]}}",
+         "ds.json: optimizer.params: expected an object, got an array"},
+    };
+    err_table(bad);
 }
 
 /* ---- fp16 / bf16 ------------------------------------------------------------- */
@@ -1560,14 +1606,17 @@ static void test_fp16_keys(void **state) {
 /* spec: Z-CFG-032 */
 static void test_fp16_dynamic_scale_checks(void **state) {
     (void)state;
-    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": 0}}", NULL,
-           "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0");
-    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": -5}}", NULL,
-           "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -5");
-    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": 0}}", NULL,
-           "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0");
-    err_is("{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": -1}}", NULL,
-           "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -1");
+    static const ErrCase bad[] = {
+        {"{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": 0}}",
+         "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0"},
+        {"{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": -5}}",
+         "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -5"},
+        {"{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": 0}}",
+         "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0"},
+        {"{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": -1}}",
+         "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -1"},
+    };
+    err_table(bad);
     /* unused values are not checked: static scale, or fp16 off */
     ZnConfig c = ok("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale\": 4, \"loss_scale_window\": 0,"
                     " \"min_loss_scale\": 0}}");
@@ -1614,14 +1663,17 @@ static void test_fp16_and_bf16_both_on(void **state) {
 /* spec: Z-CFG-035 */
 static void test_master_weight_options_need_zero(void **state) {
     (void)state;
-    err_is("{" MB ", \"fp16\": {\"fp16_master_weights_and_grads\": true}}", NULL,
-           "ds.json: fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    err_is("{" MB ", \"bf16\": {\"bf16_master_weights_and_grads\": true}}", NULL,
-           "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    err_is("{" MB ", \"bf16\": {\"bf16_optimizer_states\": true, \"bf16_master_weights_and_grads\": true}}", NULL,
-           "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    err_is("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"bf16\": {\"bf16_optimizer_states\": true}}", NULL,
-           "ds.json: bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads");
+    static const ErrCase bad[] = {
+        {"{" MB ", \"fp16\": {\"fp16_master_weights_and_grads\": true}}",
+         "ds.json: fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3"},
+        {"{" MB ", \"bf16\": {\"bf16_master_weights_and_grads\": true}}",
+         "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3"},
+        {"{" MB ", \"bf16\": {\"bf16_optimizer_states\": true, \"bf16_master_weights_and_grads\": true}}",
+         "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3"},
+        {"{" MB ", \"zero_optimization\": {\"stage\": 1}, \"bf16\": {\"bf16_optimizer_states\": true}}",
+         "ds.json: bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads"},
+    };
+    err_table(bad);
     ok("{" MB ", \"zero_optimization\": {\"stage\": 3}, \"bf16\": {\"bf16_optimizer_states\": true,"
        " \"bf16_master_weights_and_grads\": true}}");
 }
@@ -1699,35 +1751,41 @@ static void test_scheduler_params_and_defaults(void **state) {
 /* spec: Z-CFG-037 */
 static void test_scheduler_param_of_another_schedule(void **state) {
     (void)state;
-    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"total_num_steps\": 10}}}", NULL,
-           "ds.json: scheduler.params.total_num_steps: not a parameter of WarmupLR");
-    err_is("{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"warmup_max_lr\": 0.1}}}", NULL,
-           "ds.json: scheduler.params.warmup_max_lr: not a parameter of WarmupCosineLR");
-    err_is("{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"cycle_min_lr\": 0.1}}}", NULL,
-           "ds.json: scheduler.params.cycle_min_lr: not a parameter of LRRangeTest");
-    err_is("{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"warmup_type\": \"log\"}}}", NULL,
-           "ds.json: scheduler.params.warmup_type: not a parameter of OneCycle");
+    static const ErrCase bad[] = {
+        {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"total_num_steps\": 10}}}",
+         "ds.json: scheduler.params.total_num_steps: not a parameter of WarmupLR"},
+        {"{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"warmup_max_lr\": 0.1}}}",
+         "ds.json: scheduler.params.warmup_max_lr: not a parameter of WarmupCosineLR"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"cycle_min_lr\": 0.1}}}",
+         "ds.json: scheduler.params.cycle_min_lr: not a parameter of LRRangeTest"},
+        {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"warmup_type\": \"log\"}}}",
+         "ds.json: scheduler.params.warmup_type: not a parameter of OneCycle"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-038 */
 static void test_scheduler_requirements(void **state) {
     (void)state;
-    err_is("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\"}}", NULL,
-           "ds.json: scheduler.params.total_num_steps: required by WarmupDecayLR");
-    err_is("{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {}}}", NULL,
-           "ds.json: scheduler.params.total_num_steps: required by WarmupCosineLR");
-    err_is("{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_max_lr\": 1}}}", NULL,
-           "ds.json: scheduler.params.cycle_min_lr: required by OneCycle");
-    err_is("{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 1}}}", NULL,
-           "ds.json: scheduler.params.cycle_max_lr: required by OneCycle");
-    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 0}}}", NULL,
-           "ds.json: scheduler.params.warmup_num_steps: expected a positive integer, got 0");
-    err_is("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10.5}}}", NULL,
-           "ds.json: scheduler.params.warmup_num_steps: expected a positive integer, got 10.5");
-    err_is("{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_first_step_size\": 0}}}", NULL,
-           "ds.json: scheduler.params.cycle_first_step_size: expected a positive integer, got 0");
-    err_is("{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_step_size\": -2}}}", NULL,
-           "ds.json: scheduler.params.lr_range_test_step_size: expected a positive integer, got -2");
+    static const ErrCase bad[] = {
+        {"{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\"}}",
+         "ds.json: scheduler.params.total_num_steps: required by WarmupDecayLR"},
+        {"{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {}}}",
+         "ds.json: scheduler.params.total_num_steps: required by WarmupCosineLR"},
+        {"{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_max_lr\": 1}}}",
+         "ds.json: scheduler.params.cycle_min_lr: required by OneCycle"},
+        {"{" MB ", \"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 1}}}",
+         "ds.json: scheduler.params.cycle_max_lr: required by OneCycle"},
+        {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 0}}}",
+         "ds.json: scheduler.params.warmup_num_steps: expected a positive integer, got 0"},
+        {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10.5}}}",
+         "ds.json: scheduler.params.warmup_num_steps: expected a positive integer, got 10.5"},
+        {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_first_step_size\": 0}}}",
+         "ds.json: scheduler.params.cycle_first_step_size: expected a positive integer, got 0"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_step_size\": -2}}}",
+         "ds.json: scheduler.params.lr_range_test_step_size: expected a positive integer, got -2"},
+    };
+    err_table(bad);
     /* total below warmup parses quietly: the scheduler warns (Z-SCHED-008) */
     char w[512];
     ok_warn("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 10,"
@@ -1765,14 +1823,15 @@ static void test_misc_top_level(void **state) {
     assert_true(c.wall_clock_breakdown && c.memory_breakdown && c.seed == 42 && !c.managed_gradient_accumulation);
     assert_int_equal(ok("{" MB ", \"communication_data_type\": \"fp16\"}").communication_data_type, ZN_F16);
     assert_int_equal(ok("{" MB ", \"communication_data_type\": null}").communication_data_type, -1);
-    err_is("{\"communication_data_type\": \"fp8\"}", NULL,
-           "ds.json: communication_data_type: expected \"fp32\", \"fp16\", \"bf16\" or null, got \"fp8\"");
-    err_is("{\"gradient_clipping\": -1}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got -1");
-    err_is("{\"gradient_predivide_factor\": 0}", NULL,
-           "ds.json: gradient_predivide_factor: expected a positive number, got 0");
-    err_is("{\"prescale_gradients\": \"false\"}", NULL,
-           "ds.json: prescale_gradients: expected true or false, got \"false\"");
-    err_is("{\"seed\": 1.5}", NULL, "ds.json: seed: expected an integer >= 0, got 1.5");
+    static const ErrCase bad[] = {
+        {"{\"communication_data_type\": \"fp8\"}",
+         "ds.json: communication_data_type: expected \"fp32\", \"fp16\", \"bf16\" or null, got \"fp8\""},
+        {"{\"gradient_clipping\": -1}", "ds.json: gradient_clipping: expected a number >= 0, got -1"},
+        {"{\"gradient_predivide_factor\": 0}", "ds.json: gradient_predivide_factor: expected a positive number, got 0"},
+        {"{\"prescale_gradients\": \"false\"}", "ds.json: prescale_gradients: expected true or false, got \"false\""},
+        {"{\"seed\": 1.5}", "ds.json: seed: expected an integer >= 0, got 1.5"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-040 */
@@ -1784,12 +1843,14 @@ static void test_gradient_allreduce_op(void **state) {
     assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"SUM\"}").allreduce_sum, 1);
     assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 2}}")
                          .allreduce_sum, 1);
-    err_is("{\"gradient_allreduce_op\": \"max\"}", NULL,
-           "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got \"max\"");
-    err_is("{\"gradient_allreduce_op\": null}", NULL,
-           "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got null");
-    err_is("{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 3}}", NULL,
-           "ds.json: gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3");
+    static const ErrCase bad[] = {
+        {"{\"gradient_allreduce_op\": \"max\"}",
+         "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got \"max\""},
+        {"{\"gradient_allreduce_op\": null}", "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got null"},
+        {"{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 3}}",
+         "ds.json: gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-041 */
@@ -1818,11 +1879,14 @@ static void test_null_sections_are_absent(void **state) {
     c.sched.cycle_min_lr = d.sched.cycle_min_lr = 0;
     c.sched.cycle_max_lr = d.sched.cycle_max_lr = 0;
     assert_memory_equal(&c, &d, sizeof c);
-    err_is("{\"scheduler\": \"WarmupLR\"}", NULL, "ds.json: scheduler: expected an object, got \"WarmupLR\"");
-    err_is("{\"checkpoint\": true}", NULL, "ds.json: checkpoint: expected an object, got true");
-    err_is("{\"zinc\": 1}", NULL, "ds.json: zinc: expected an object, got 1");
-    err_is("{\"zero_optimization\": {\"offload_param\": []}}", NULL,
-           "ds.json: zero_optimization.offload_param: expected an object, got an array");
+    static const ErrCase bad[] = {
+        {"{\"scheduler\": \"WarmupLR\"}", "ds.json: scheduler: expected an object, got \"WarmupLR\""},
+        {"{\"checkpoint\": true}", "ds.json: checkpoint: expected an object, got true"},
+        {"{\"zinc\": 1}", "ds.json: zinc: expected an object, got 1"},
+        {"{\"zero_optimization\": {\"offload_param\": []}}",
+         "ds.json: zero_optimization.offload_param: expected an object, got an array"},
+    };
+    err_table(bad);
 }
 
 /* ---- files ------------------------------------------------------------------- */

@@ -10,11 +10,10 @@
 
 enum { MAXD = 16 };
 
-/* full-batch mean-loss gradient of an MLP in double, from zinc's initial
- * weights and data; grads in model order (concatenated) */
-static void reference_grad(const ZnModel *m, uint64_t seed, int nsamples, double *grad, double *params) {
+/* zinc's initial weights in double, in model order (concatenated); poff[p]
+ * is where parameter p starts. Returns the total count. */
+static long reference_params(const ZnModel *m, uint64_t seed, double *params, long *poff) {
     long off = 0;
-    long poff[2 * ZN_MAX_LAYERS];
     for (int p = 0; p < m->nparams; p++) {
         poff[p] = off;
         float *tmp = malloc((size_t)m->params[p].numel * sizeof(float));
@@ -23,24 +22,40 @@ static void reference_grad(const ZnModel *m, uint64_t seed, int nsamples, double
         free(tmp);
         off += m->params[p].numel;
     }
+    return off;
+}
+
+/* sample s of d through the MLP in double: act[l] is layer l's input (ReLU
+ * applied), act[nlayers] the logits. The gradient and the loss below share it. */
+static void reference_forward(const ZnModel *m, const double *params, const long *poff, const ZnData *d, long s,
+                              int *label, double act[ZN_MAX_LAYERS + 1][MAXD]) {
+    const int L = m->nlayers;
+    float xf[MAXD];
+    zn_data_batch(d, s, 1, xf, label);
+    for (int j = 0; j < m->dims[0]; j++) act[0][j] = xf[j];
+    for (int l = 0; l < L; l++) {
+        const double *W = params + poff[m->layer_param[l][0]], *b = params + poff[m->layer_param[l][1]];
+        for (int o = 0; o < m->dims[l + 1]; o++) {
+            double y = b[o];
+            for (int i = 0; i < m->dims[l]; i++) y += W[o * m->dims[l] + i] * act[l][i];
+            act[l + 1][o] = (l < L - 1 && y < 0) ? 0 : y;
+        }
+    }
+}
+
+/* full-batch mean-loss gradient of an MLP in double, from zinc's initial
+ * weights and data; grads in model order (concatenated) */
+static void reference_grad(const ZnModel *m, uint64_t seed, int nsamples, double *grad, double *params) {
+    long poff[2 * ZN_MAX_LAYERS];
+    long off = reference_params(m, seed, params, poff);
     memset(grad, 0, (size_t)off * sizeof(double));
     ZnData d;
     assert_int_equal(zn_data_init(&d, m->dims[0], m->dims[m->nlayers], seed), 0);
     const int L = m->nlayers;
     for (int s = 0; s < nsamples; s++) {
-        float xf[MAXD];
         int label;
-        zn_data_batch(&d, s, 1, xf, &label);
         double act[ZN_MAX_LAYERS + 1][MAXD];
-        for (int j = 0; j < m->dims[0]; j++) act[0][j] = xf[j];
-        for (int l = 0; l < L; l++) {
-            const double *W = params + poff[m->layer_param[l][0]], *b = params + poff[m->layer_param[l][1]];
-            for (int o = 0; o < m->dims[l + 1]; o++) {
-                double y = b[o];
-                for (int i = 0; i < m->dims[l]; i++) y += W[o * m->dims[l] + i] * act[l][i];
-                act[l + 1][o] = (l < L - 1 && y < 0) ? 0 : y;
-            }
-        }
+        reference_forward(m, params, poff, &d, s, &label, act);
         const int C = m->dims[L];
         double mx = act[L][0], sum = 0, delta[MAXD];
         for (int c = 1; c < C; c++) if (act[L][c] > mx) mx = act[L][c];
@@ -145,31 +160,16 @@ static void test_unclipped_norm(void **st) {
 
 /* mean loss of the initial model over samples [first, first+n), in double */
 static double reference_loss(const ZnModel *m, uint64_t seed, long first, int n) {
-    long off = 0, poff[2 * ZN_MAX_LAYERS];
+    long poff[2 * ZN_MAX_LAYERS];
     double *params = calloc((size_t)zn_model_numel(m), sizeof(double));
-    for (int p = 0; p < m->nparams; p++) {
-        poff[p] = off;
-        float *tmp = malloc((size_t)m->params[p].numel * sizeof(float));
-        zn_model_init_param(m, p, seed, 0, m->params[p].numel, tmp);
-        for (long i = 0; i < m->params[p].numel; i++) params[off + i] = tmp[i];
-        free(tmp);
-        off += m->params[p].numel;
-    }
+    reference_params(m, seed, params, poff);
     ZnData d;
     zn_data_init(&d, m->dims[0], m->dims[m->nlayers], seed);
     double total = 0;
     for (int s = 0; s < n; s++) {
-        float xf[MAXD];
         int label;
-        zn_data_batch(&d, first + s, 1, xf, &label);
         double act[ZN_MAX_LAYERS + 1][MAXD];
-        for (int j = 0; j < m->dims[0]; j++) act[0][j] = xf[j];
-        for (int l = 0; l < m->nlayers; l++)
-            for (int o = 0; o < m->dims[l + 1]; o++) {
-                double y = params[poff[2 * l + 1] + o];
-                for (int i = 0; i < m->dims[l]; i++) y += params[poff[2 * l] + o * m->dims[l] + i] * act[l][i];
-                act[l + 1][o] = (l < m->nlayers - 1 && y < 0) ? 0 : y;
-            }
+        reference_forward(m, params, poff, &d, first + s, &label, act);
         const int C = m->dims[m->nlayers];
         double mx = act[m->nlayers][0], sum = 0;
         for (int c = 1; c < C; c++) if (act[m->nlayers][c] > mx) mx = act[m->nlayers][c];

@@ -158,32 +158,17 @@ static void test_python_float_semantics(void **state) {
 /* ------------------------------------------------------------------------ */
 /* the printed tables */
 
-/* The text written to a tmpfile, as a malloc'd string. (A tmpfile rather
- * than open_memstream: GCC's -Wdangling-pointer takes a pointer into an
- * open_memstream buffer returned from a helper for one into the helper's
- * local.) */
-static char *slurp(FILE *f) {
-    long n = ftell(f);
-    assert_true(n >= 0);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    rewind(f);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
 static char *print2(long long P, int g, int n, int rows) {
     FILE *f = tmpfile();
     assert_non_null(f);
     zn_est_print_zero2(f, P, g, n, 1.5, rows);
-    return slurp(f);
+    return zt_slurp(f, NULL);
 }
 static char *print3(long long P, long long L, int g, int n, int rows) {
     FILE *f = tmpfile();
     assert_non_null(f);
     zn_est_print_zero3(f, P, L, g, n, 1.5, rows);
-    return slurp(f);
+    return zt_slurp(f, NULL);
 }
 
 /* spec: Z-EST-004 */

@@ -24,24 +24,20 @@ static uint64_t rnd(void) {
 static int f16_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
 static int bf16_is_nan(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f); }
 
-/* value of a finite or infinite fp16 pattern, by the textbook formula */
-static double f16_value(uint16_t h) {
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+/* value of a finite or infinite 16-bit pattern with mbits mantissa bits
+ * (the rest after the sign is exponent), by the textbook formula: fp16 and
+ * bf16 differ only in where the exponent ends */
+static double half_value(uint16_t h, int mbits) {
+    const int ebits = 15 - mbits, emax = (1 << ebits) - 1, bias = emax / 2;
+    int s = h >> 15, e = (h >> mbits) & emax, m = h & ((1 << mbits) - 1);
     double v;
-    if (e == 31) v = INFINITY;
-    else if (e == 0) v = ldexp(m, -24);
-    else v = ldexp(1024 + m, e - 25);
+    if (e == emax) v = INFINITY;
+    else if (e == 0) v = ldexp(m, 1 - bias - mbits);
+    else v = ldexp((1 << mbits) + m, e - bias - mbits);
     return s ? -v : v;
 }
-
-static double bf16_value(uint16_t b) {
-    int s = b >> 15, e = (b >> 7) & 255, m = b & 127;
-    double v;
-    if (e == 255) v = INFINITY;
-    else if (e == 0) v = ldexp(m, -133);
-    else v = ldexp(128 + m, e - 134);
-    return s ? -v : v;
-}
+static double f16_value(uint16_t h) { return half_value(h, 10); }
+static double bf16_value(uint16_t b) { return half_value(b, 7); }
 
 /* The magnitude one step past the largest finite value, where rounding to
  * inf starts being the nearest choice under IEEE 754 (the value the format
@@ -57,35 +53,25 @@ static uint16_t nearest(double ax, uint16_t lo, double vlo, uint16_t hi, double 
     return (lo & 1) ? hi : lo;
 }
 
-/* fp16 by search: the largest positive pattern not above |x| (binary search
- * over the ordered patterns 0..0x7c00), then the nearer of it and the next. */
-static uint16_t ref_f32_to_f16(float f) {
+/* Rounding by search: the largest positive pattern not above |x| (binary
+ * search over the ordered patterns 0..inf, half_value with mbits mantissa
+ * bits), then the nearer of it and the next; beyond |x| rounds to inf. The
+ * fp16 and bf16 references are this search with their own parameters. */
+static uint16_t ref_by_search(float f, int mbits, uint16_t inf, double beyond) {
     uint16_t sign = (fbits(f) >> 16) & 0x8000;
     double ax = fabs((double)f);
-    if (ax >= F16_BEYOND) return sign | 0x7c00;
-    uint32_t lo = 0, hi = 0x7c00; /* value(lo) <= ax < value(hi) */
+    if (ax >= beyond) return sign | inf;
+    uint32_t lo = 0, hi = inf; /* value(lo) <= ax < value(hi) */
     while (hi - lo > 1) {
         uint32_t mid = (lo + hi) / 2;
-        if (f16_value((uint16_t)mid) <= ax) lo = mid;
+        if (half_value((uint16_t)mid, mbits) <= ax) lo = mid;
         else hi = mid;
     }
-    double vhi = hi == 0x7c00 ? F16_BEYOND : f16_value((uint16_t)hi);
-    return sign | nearest(ax, (uint16_t)lo, f16_value((uint16_t)lo), (uint16_t)hi, vhi);
+    double vhi = hi == inf ? beyond : half_value((uint16_t)hi, mbits);
+    return sign | nearest(ax, (uint16_t)lo, half_value((uint16_t)lo, mbits), (uint16_t)hi, vhi);
 }
-
-static uint16_t ref_f32_to_bf16(float f) {
-    uint16_t sign = (fbits(f) >> 16) & 0x8000;
-    double ax = fabs((double)f);
-    if (ax >= BF16_BEYOND) return sign | 0x7f80;
-    uint32_t lo = 0, hi = 0x7f80;
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        if (bf16_value((uint16_t)mid) <= ax) lo = mid;
-        else hi = mid;
-    }
-    double vhi = hi == 0x7f80 ? BF16_BEYOND : bf16_value((uint16_t)hi);
-    return sign | nearest(ax, (uint16_t)lo, bf16_value((uint16_t)lo), (uint16_t)hi, vhi);
-}
+static uint16_t ref_f32_to_f16(float f) { return ref_by_search(f, 10, 0x7c00, F16_BEYOND); }
+static uint16_t ref_f32_to_bf16(float f) { return ref_by_search(f, 7, 0x7f80, BF16_BEYOND); }
 
 /* ------------------------------------------------------------- tests */
 

@@ -32,6 +32,15 @@ static ZnFp16Config fp16_cfg(int power, long window, int hysteresis, double min_
     return c;
 }
 
+/* a dynamic fp16 scaler built from fp16_cfg's parameters: most tests start
+ * from one, and several build a second along the way */
+static ZnLossScaler scaler(int power, long window, int hysteresis, double min_scale, int consecutive) {
+    ZnFp16Config c = fp16_cfg(power, window, hysteresis, min_scale, consecutive);
+    ZnLossScaler s;
+    zn_scaler_init_fp16(&s, &c);
+    return s;
+}
+
 /* field by field (struct padding is not part of the state) */
 static void assert_same_state(const ZnLossScaler *a, const ZnLossScaler *b) {
     assert_int_equal(a->dynamic, b->dynamic);
@@ -133,9 +142,7 @@ static void test_defaults(void **st) {
 static void test_no_overflow(void **st) {
     (void)st;
     static const double want[10] = {256, 256, 512, 512, 1024, 1024, 2048, 2048, 4096, 4096};
-    ZnFp16Config c = fp16_cfg(8, 2, 2, 1.0, 0);
-    ZnLossScaler s;
-    zn_scaler_init_fp16(&s, &c);
+    ZnLossScaler s = scaler(8, 2, 2, 1.0, 0);
     for (int n = 1; n <= 10; n++) {
         step_ok(&s, 0);
         if (s.cur_scale != want[n - 1]) fail_msg("step %d: scale %g, want %g", n, s.cur_scale, want[n - 1]);
@@ -143,8 +150,7 @@ static void test_no_overflow(void **st) {
         assert_int_equal(s.last_overflow_iter, -1);
     }
     /* window 1 grows on every clean step after the first */
-    c = fp16_cfg(0, 1, 2, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(0, 1, 2, 1.0, 0);
     step_ok(&s, 0);
     assert_true(s.cur_scale == 1.0);
     for (int n = 2; n <= 5; n++) {
@@ -158,9 +164,7 @@ static void test_no_overflow(void **st) {
 static void test_all_overflow(void **st) {
     (void)st;
     static const double want[8] = {128, 64, 32, 16, 8, 4, 2, 1};
-    ZnFp16Config c = fp16_cfg(8, 2, 1, 1.0, 0);
-    ZnLossScaler s;
-    zn_scaler_init_fp16(&s, &c);
+    ZnLossScaler s = scaler(8, 2, 1, 1.0, 0);
     for (int n = 1; n <= 8; n++) {
         step_ok(&s, 1);
         if (s.cur_scale != want[n - 1]) fail_msg("step %d: scale %g, want %g", n, s.cur_scale, want[n - 1]);
@@ -172,8 +176,7 @@ static void test_all_overflow(void **st) {
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
 
     /* floor not a power of two: max(S/2, min) lands on it */
-    c = fp16_cfg(4, 2, 1, 3.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(4, 2, 1, 3.0, 0);
     step_ok(&s, 1);
     assert_true(s.cur_scale == 8.0);
     step_ok(&s, 1);
@@ -188,9 +191,7 @@ static void test_all_overflow(void **st) {
  * grown at cur_iter 4; 1 overflow -> 64 (cur_iter 6) */
 static void test_some_overflow(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(8, 2, 1, 1.0, 0);
-    ZnLossScaler s;
-    zn_scaler_init_fp16(&s, &c);
+    ZnLossScaler s = scaler(8, 2, 1, 1.0, 0);
     step_ok(&s, 1);
     step_ok(&s, 1);
     assert_true(s.cur_scale == 64.0);
@@ -224,9 +225,7 @@ static void test_some_overflow(void **st) {
  * spend it, the scale drops once it is 1, and only a growth refills it */
 static void test_hysteresis(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(8, 2, 2, 1.0, 0);
-    ZnLossScaler s;
-    zn_scaler_init_fp16(&s, &c);
+    ZnLossScaler s = scaler(8, 2, 2, 1.0, 0);
     step_ok(&s, 1);                    /* hysteresis 2 -> 1, scale kept */
     assert_true(s.cur_scale == 256.0);
     assert_int_equal(s.cur_hysteresis, 1);
@@ -250,8 +249,7 @@ static void test_hysteresis(void **st) {
     assert_int_equal(s.cur_hysteresis, 1);
 
     /* hysteresis 3: two absorbed, the third and later drop */
-    c = fp16_cfg(10, 100, 3, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(10, 100, 3, 1.0, 0);
     static const double want[5] = {1024, 1024, 512, 256, 128};
     for (int i = 0; i < 5; i++) {
         step_ok(&s, 1);
@@ -264,9 +262,7 @@ static void test_hysteresis(void **st) {
  * hysteresis, so isolated overflows never lower the scale */
 static void test_consecutive_hysteresis(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(8, 1000, 2, 1.0, 1);
-    ZnLossScaler s;
-    zn_scaler_init_fp16(&s, &c);
+    ZnLossScaler s = scaler(8, 1000, 2, 1.0, 1);
     for (int i = 0; i < 10; i++) {
         step_ok(&s, 1);
         assert_true(s.cur_scale == 256.0);
@@ -280,8 +276,7 @@ static void test_consecutive_hysteresis(void **st) {
     step_ok(&s, 1);
     assert_true(s.cur_scale == 128.0);
     /* hysteresis 3: two overflows leave 1, a single clean step restores 3 */
-    c = fp16_cfg(8, 2, 3, 1.0, 1);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(8, 2, 3, 1.0, 1);
     step_ok(&s, 1);
     step_ok(&s, 1);
     assert_int_equal(s.cur_hysteresis, 1);
@@ -290,8 +285,7 @@ static void test_consecutive_hysteresis(void **st) {
     assert_true(s.cur_scale == 256.0);
 
     /* without consecutive_hysteresis the same pattern drops every other overflow */
-    c = fp16_cfg(8, 1000, 2, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(8, 1000, 2, 1.0, 0);
     step_ok(&s, 1);
     step_ok(&s, 0);
     step_ok(&s, 1);
@@ -303,10 +297,8 @@ static void test_consecutive_hysteresis(void **st) {
  * hysteresis is consulted first; without the raise the floor holds */
 static void test_min_scale(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(2, 2, 1, 1.0, 0);
-    ZnLossScaler s, before;
+    ZnLossScaler s = scaler(2, 2, 1, 1.0, 0), before;
     ZnErr e = {0};
-    zn_scaler_init_fp16(&s, &c);
     step_ok(&s, 1);
     step_ok(&s, 1);
     assert_true(s.cur_scale == 1.0);
@@ -323,22 +315,19 @@ static void test_min_scale(void **st) {
     assert_int_equal(s.cur_iter, 3);
 
     /* starting at the minimum: the very first overflow fails */
-    c = fp16_cfg(0, 2, 1, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(0, 2, 1, 1.0, 0);
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
     assert_int_equal(s.cur_iter, 0);
     assert_int_equal(s.last_overflow_iter, -1);
 
     /* hysteresis left: at the minimum the overflow spends it, no error */
-    c = fp16_cfg(0, 2, 2, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(0, 2, 2, 1.0, 0);
     step_ok(&s, 1);
     assert_int_equal(s.cur_hysteresis, 1);
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
 
     /* min_loss_scale 2 (the Lamb test's floor) */
-    c = fp16_cfg(4, 2, 1, 2.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(4, 2, 1, 2.0, 0);
     static const double want[3] = {8, 4, 2};
     for (int i = 0; i < 3; i++) {
         step_ok(&s, 1);
@@ -347,8 +336,7 @@ static void test_min_scale(void **st) {
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
 
     /* raise_error_at_min_scale off: max(min/2, min) keeps the floor */
-    c = fp16_cfg(1, 2, 1, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(1, 2, 1, 1.0, 0);
     s.raise_error_at_min_scale = 0;
     for (int i = 0; i < 5; i++) step_ok(&s, 1);
     assert_true(s.cur_scale == 1.0);
@@ -356,8 +344,7 @@ static void test_min_scale(void **st) {
     assert_int_equal(s.last_overflow_iter, 4);
 
     /* no upper cap: 1100 doublings from 2^127 reach inf (DeepSpeed has no cap either) */
-    c = fp16_cfg(127, 1, 1, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(127, 1, 1, 1.0, 0);
     for (int i = 0; i < 1100; i++) step_ok(&s, 0);
     assert_true(isinf(s.cur_scale));
 }
@@ -428,8 +415,7 @@ static void test_overflow_line(void **st) {
     zn_scaler_overflow_msg(&s, 0, b, sizeof b);
     assert_string_equal(b, "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768");
     /* at the minimum DeepSpeed raises instead of logging */
-    c = fp16_cfg(0, 2, 1, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(0, 2, 1, 1.0, 0);
     zn_scaler_overflow_msg(&s, 0, b, sizeof b);
     assert_string_equal(b, "");
 }
@@ -472,10 +458,8 @@ static void test_fused_stage0(void **st) {
  * never lowers the scale */
 static void test_below_min_quirk(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(0, 2, 1, 4.0, 0);   /* init 1 < min 4 */
-    ZnLossScaler s;
+    ZnLossScaler s = scaler(0, 2, 1, 4.0, 0);   /* init 1 < min 4 */
     char b[256];
-    zn_scaler_init_fp16(&s, &c);
     assert_true(s.cur_scale == 1.0);
     zn_scaler_overflow_msg(&s, 0, b, sizeof b);
     assert_string_equal(b, "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, reducing to 4");
@@ -486,8 +470,7 @@ static void test_below_min_quirk(void **st) {
 
     /* hysteresis 0 (zinc's config rejects it, DeepSpeed does not): the
      * test is "== 1", so the count runs 0, -1, -2, ... and the scale never drops */
-    c = fp16_cfg(8, 1000, 0, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(8, 1000, 0, 1.0, 0);
     zn_scaler_overflow_msg(&s, 0, b, sizeof b);
     assert_string_equal(b, "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 256, "
                            "but hysteresis is 0. Reducing hysteresis to -1");
@@ -496,8 +479,7 @@ static void test_below_min_quirk(void **st) {
     assert_int_equal(s.cur_hysteresis, -20);
     /* hysteresis 1 drops even when cur_hysteresis says otherwise (a state
      * restored from elsewhere): DeepSpeed tests delayed_shift first */
-    c = fp16_cfg(8, 1000, 1, 1.0, 0);
-    zn_scaler_init_fp16(&s, &c);
+    s = scaler(8, 1000, 1, 1.0, 0);
     s.cur_hysteresis = 5;
     step_ok(&s, 1);
     assert_true(s.cur_scale == 128.0);
@@ -508,9 +490,7 @@ static void test_below_min_quirk(void **st) {
  * the post-update one after it; on a growth step they differ by the factor */
 static void test_prev_and_new_scale(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(8, 2, 1, 1.0, 0);
-    ZnLossScaler s;
-    zn_scaler_init_fp16(&s, &c);
+    ZnLossScaler s = scaler(8, 2, 1, 1.0, 0);
     double prev[4], post[4];
     for (int i = 0; i < 4; i++) {
         prev[i] = s.cur_scale;
@@ -686,10 +666,8 @@ static void test_property_vs_transcription(void **st) {
  * where DeepSpeed divides by zero, not undefined behaviour */
 static void test_zero_window(void **st) {
     (void)st;
-    ZnFp16Config c = fp16_cfg(8, 0, 2, 1.0, 0);
-    ZnLossScaler s;
+    ZnLossScaler s = scaler(8, 0, 2, 1.0, 0);
     ZnErr e = {0};
-    zn_scaler_init_fp16(&s, &c);
     /* Python only evaluates the % once stable_interval > 0 (cur_iter 1) */
     assert_int_equal(zn_scaler_update(&s, 0, &e), 0);
     assert_int_equal(zn_scaler_update(&s, 0, &e), ZN_E_INTERNAL);

@@ -56,15 +56,7 @@ static void write_text(const char *path, const char *text) {
 static char *read_text(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
+    return zt_slurp(f, NULL);
 }
 
 static int file_exists(const char *path) {
@@ -93,21 +85,15 @@ static ZnPlotRun make_run(const char *name, long n, const double *x, const doubl
 
 /* The SVG as a string (caller frees); asserts success. */
 static char *svg_of(const ZnPlotRun *runs, int n, const ZnPlotOpts *o) {
-    /* a tmpfile, not open_memstream: gcc -O3 mistakes the memstream's
-       buffer for a dangling pointer to a local */
+    /* a tmpfile, not open_memstream: see zt_slurp */
     FILE *f = tmpfile();
     assert_non_null(f);
     ZnErr err = {0};
     int rc = zn_plot_svg(f, runs, n, o, &err);
     if (rc) fail_msg("zn_plot_svg: %s", err.msg);
-    long len = ftell(f);
+    size_t len;
+    char *buf = zt_slurp(f, &len);
     assert_true(len > 0);
-    char *buf = malloc((size_t)len + 1);
-    assert_non_null(buf);
-    rewind(f);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    buf[len] = 0;
-    fclose(f);
     return buf;
 }
 
@@ -117,6 +103,22 @@ static int parse_text(const char *text, ZnPlotMetric m, ZnPlotRun *r, ZnErr *err
 }
 
 #define HDR "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms\n"
+
+/* text must be refused as corrupt, the message containing part
+ * (csv_refused) or equal to msg (csv_refused_is): most reader checks are
+ * one of these two */
+static void csv_refused(const char *text, ZnPlotMetric m, const char *part) {
+    ZnPlotRun r;
+    ZnErr err = {0};
+    assert_int_equal(parse_text(text, m, &r, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, part);
+}
+static void csv_refused_is(const char *text, ZnPlotMetric m, const char *msg) {
+    ZnPlotRun r;
+    ZnErr err = {0};
+    assert_int_equal(parse_text(text, m, &r, &err), ZN_E_CORRUPT);
+    assert_string_equal(err.msg, msg);
+}
 
 /* ---- a small XML well-formedness checker -------------------------------- */
 
@@ -282,6 +284,15 @@ static void assert_ticks(const ZnPlotTicks *t, const double *want, int n) {
     assert_true(t->lo == t->v[0] && t->hi == t->v[n - 1]);
 }
 
+/* zn_plot_ticks over [lo, hi] (log scale if lg) succeeds with exactly the n
+ * ticks want: most hand cases are this */
+static void ticks_are(double lo, double hi, int lg, const double *want, int n) {
+    ZnPlotTicks t;
+    ZnErr err = {0};
+    assert_int_equal(zn_plot_ticks(lo, hi, lg, &t, &err), 0);
+    assert_ticks(&t, want, n);
+}
+
 /* the step of t is m * 10^k, m in {1,2,5}, the same between all ticks */
 static void assert_nice_step(const ZnPlotTicks *t) {
     double s = t->v[1] - t->v[0];
@@ -298,24 +309,16 @@ static void test_ticks_hand_cases(void **state) {
     (void)state;
     ZnPlotTicks t;
     ZnErr err = {0};
-    assert_int_equal(zn_plot_ticks(0, 100, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0, 20, 40, 60, 80, 100}, 6);
-    assert_int_equal(zn_plot_ticks(2.3, 2.31, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
-    assert_int_equal(zn_plot_ticks(1, 200, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0, 50, 100, 150, 200}, 5);
+    ticks_are(0, 100, 0, (double[]){0, 20, 40, 60, 80, 100}, 6);
+    ticks_are(2.3, 2.31, 0, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
+    ticks_are(1, 200, 0, (double[]){0, 50, 100, 150, 200}, 5);
     /* negative ranges, and ranges across zero */
-    assert_int_equal(zn_plot_ticks(-5, -1, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){-5, -4, -3, -2, -1}, 5);
-    assert_int_equal(zn_plot_ticks(-0.7, 0.25, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){-0.8, -0.6, -0.4, -0.2, 0, 0.2, 0.4}, 7);
+    ticks_are(-5, -1, 0, (double[]){-5, -4, -3, -2, -1}, 5);
+    ticks_are(-0.7, 0.25, 0, (double[]){-0.8, -0.6, -0.4, -0.2, 0, 0.2, 0.4}, 7);
     /* tiny (learning rates) and huge magnitudes */
-    assert_int_equal(zn_plot_ticks(1e-7, 3e-7, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){1e-7, 1.5e-7, 2e-7, 2.5e-7, 3e-7}, 5);
-    assert_int_equal(zn_plot_ticks(1e20, 5e20, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){1e20, 2e20, 3e20, 4e20, 5e20}, 5);
-    assert_int_equal(zn_plot_ticks(0, 1e300, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0, 2e299, 4e299, 6e299, 8e299, 1e300}, 6);
+    ticks_are(1e-7, 3e-7, 0, (double[]){1e-7, 1.5e-7, 2e-7, 2.5e-7, 3e-7}, 5);
+    ticks_are(1e20, 5e20, 0, (double[]){1e20, 2e20, 3e20, 4e20, 5e20}, 5);
+    ticks_are(0, 1e300, 0, (double[]){0, 2e299, 4e299, 6e299, 8e299, 1e300}, 6);
     /* ticks are the doubles nearest the decimals: 0.1 steps hit 0.3 exactly */
     assert_int_equal(zn_plot_ticks(0, 0.7, 0, &t, &err), 0);
     assert_true(t.v[3] == 0.3);
@@ -352,10 +355,8 @@ static void test_ticks_degenerate(void **state) {
     ZnPlotTicks t;
     ZnErr err = {0};
     /* a constant series: its value in the middle of a v +- 10% axis */
-    assert_int_equal(zn_plot_ticks(1, 1, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){0.9, 0.95, 1, 1.05, 1.1}, 5);
-    assert_int_equal(zn_plot_ticks(0, 0, 0, &t, &err), 0);
-    assert_ticks(&t, (double[]){-1, -0.5, 0, 0.5, 1}, 5);
+    ticks_are(1, 1, 0, (double[]){0.9, 0.95, 1, 1.05, 1.1}, 5);
+    ticks_are(0, 0, 0, (double[]){-1, -0.5, 0, 0.5, 1}, 5);
     assert_int_equal(zn_plot_ticks(-65536, -65536, 0, &t, &err), 0);
     assert_true(t.n >= 4 && t.n <= 8 && t.lo < -65536 && t.hi > -65536);
     /* narrower than 1e-9 of the magnitude: drawn as constant */
@@ -378,19 +379,14 @@ static void test_ticks_log(void **state) {
     ZnPlotTicks t;
     ZnErr err = {0};
     /* a loss scale from 65536 down to 1: six decades, powers of ten */
-    assert_int_equal(zn_plot_ticks(1, 65536, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){1, 10, 100, 1000, 1e4, 1e5}, 6);
+    ticks_are(1, 65536, 1, (double[]){1, 10, 100, 1000, 1e4, 1e5}, 6);
     /* 2048..65536: between one and three decades, the 1-2-5 sequence */
-    assert_int_equal(zn_plot_ticks(2048, 65536, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){2000, 5000, 1e4, 2e4, 5e4, 1e5}, 6);
-    assert_int_equal(zn_plot_ticks(0.5, 9, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){0.5, 1, 2, 5, 10}, 5);
+    ticks_are(2048, 65536, 1, (double[]){2000, 5000, 1e4, 2e4, 5e4, 1e5}, 6);
+    ticks_are(0.5, 9, 1, (double[]){0.5, 1, 2, 5, 10}, 5);
     /* under a decade: the linear ticks */
-    assert_int_equal(zn_plot_ticks(2.3, 2.31, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
+    ticks_are(2.3, 2.31, 1, (double[]){2.3, 2.302, 2.304, 2.306, 2.308, 2.31}, 6);
     /* 11 decades: every second power of ten, at most 8 */
-    assert_int_equal(zn_plot_ticks(1e-8, 1e3, 1, &t, &err), 0);
-    assert_ticks(&t, (double[]){1e-8, 1e-6, 1e-4, 1e-2, 1, 1e2, 1e4}, 7);
+    ticks_are(1e-8, 1e3, 1, (double[]){1e-8, 1e-6, 1e-4, 1e-2, 1, 1e2, 1e4}, 7);
     assert_int_equal(zn_plot_ticks(1e-300, 1e300, 1, &t, &err), 0);
     assert_true(t.n >= 2 && t.n <= 8 && t.lo <= 1e-300 && t.hi >= 1e300);
     /* a constant */
@@ -551,44 +547,30 @@ static void test_csv_errors(void **state) {
                      ZN_E_CORRUPT);
     assert_string_equal(err.msg, "loss.csv:3: expected 8 fields, got 2");
     assert_null(r.x);
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,0,7,8,9\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:2: expected 8 fields, got 9");
+    csv_refused_is(HDR "1,2,3,4,5,0,7,8,9\n", ZN_PLOT_LOSS, "t.csv:2: expected 8 fields, got 9");
     /* a malformed number: file, line, column name and field */
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,0,7,8\n\n2,abc,3,4,5,0,7,8\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:4: column 'loss' (field 2): not a number: 'abc'");
-    assert_int_equal(parse_text(HDR "1,2.5x,3,4,5,0,7,8\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'loss'");
-    assert_int_equal(parse_text(HDR "1x,2,3,4,5,0,7,8\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'step' (field 1)");
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,yes,7,8\n", ZN_PLOT_GRAD_NORM, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'skipped' (field 6)");
+    csv_refused_is(HDR "1,2,3,4,5,0,7,8\n\n2,abc,3,4,5,0,7,8\n", ZN_PLOT_LOSS,
+                   "t.csv:4: column 'loss' (field 2): not a number: 'abc'");
+    csv_refused(HDR "1,2.5x,3,4,5,0,7,8\n", ZN_PLOT_LOSS, "t.csv:2: column 'loss'");
+    csv_refused(HDR "1x,2,3,4,5,0,7,8\n", ZN_PLOT_LOSS, "t.csv:2: column 'step' (field 1)");
+    csv_refused(HDR "1,2,3,4,5,yes,7,8\n", ZN_PLOT_GRAD_NORM, "t.csv:2: column 'skipped' (field 6)");
     /* a bad field in a column the metric does not use is not read */
     assert_int_equal(parse_text(HDR "1,2,3,4,5,yes,7,8\n", ZN_PLOT_LOSS, &r, &err), 0);
     zn_plot_run_free(&r);
     /* a step must be a finite number */
-    assert_int_equal(parse_text("step,loss\n,1\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'step'");
-    assert_int_equal(parse_text("step,loss\nnan,1\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:2: column 'step'");
+    csv_refused("step,loss\n,1\n", ZN_PLOT_LOSS, "t.csv:2: column 'step'");
+    csv_refused("step,loss\nnan,1\n", ZN_PLOT_LOSS, "t.csv:2: column 'step'");
     /* the metric's column, or step, missing from the header */
-    assert_int_equal(parse_text("step,lr\n1,0.1\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:1: the header has no 'loss' column");
-    assert_int_equal(parse_text("step,loss\n1,2\n", ZN_PLOT_SCALE, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "no 'loss_scale' column");
-    assert_int_equal(parse_text("\n\niter,loss\n1,2\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:3: the header has no 'step' column");
-    assert_int_equal(parse_text("step,loss,loss\n1,2,3\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "t.csv:1: column 'loss' appears twice");
+    csv_refused("step,lr\n1,0.1\n", ZN_PLOT_LOSS, "t.csv:1: the header has no 'loss' column");
+    csv_refused("step,loss\n1,2\n", ZN_PLOT_SCALE, "no 'loss_scale' column");
+    csv_refused("\n\niter,loss\n1,2\n", ZN_PLOT_LOSS, "t.csv:3: the header has no 'step' column");
+    csv_refused("step,loss,loss\n1,2,3\n", ZN_PLOT_LOSS, "t.csv:1: column 'loss' appears twice");
     /* empty files and a header without rows */
-    assert_int_equal(parse_text("", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:1: empty file, expected a CSV header line");
-    assert_int_equal(parse_text("\n  \r\n", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "empty file");
-    assert_int_equal(parse_text(HDR, ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:1: no data rows after the header");
+    csv_refused_is("", ZN_PLOT_LOSS, "t.csv:1: empty file, expected a CSV header line");
+    csv_refused("\n  \r\n", ZN_PLOT_LOSS, "empty file");
+    csv_refused_is(HDR, ZN_PLOT_LOSS, "t.csv:1: no data rows after the header");
     /* a cut-short last line (a run still writing) is reported, not guessed */
-    assert_int_equal(parse_text(HDR "1,2,3,4,5,0,7,8\n2,2.1,0.00", ZN_PLOT_LOSS, &r, &err), ZN_E_CORRUPT);
-    assert_string_equal(err.msg, "t.csv:3: expected 8 fields, got 3");
+    csv_refused_is(HDR "1,2,3,4,5,0,7,8\n2,2.1,0.00", ZN_PLOT_LOSS, "t.csv:3: expected 8 fields, got 3");
     /* files: missing, a directory */
     assert_int_equal(zn_plot_read_csv(tpath("missing.csv"), ZN_PLOT_LOSS, &r, &err), ZN_E_IO);
     assert_str_contains(err.msg, "missing.csv");

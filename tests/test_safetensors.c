@@ -67,15 +67,7 @@ static void put_file(const char *path, const void *p, size_t n) {
 static unsigned char *get_file(const char *path, size_t *n) {   /* NULL if absent */
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
+    return (unsigned char *)zt_slurp(f, n);
 }
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
@@ -128,6 +120,14 @@ static void expect_corrupt_json(const char *json, size_t ndata, const char *need
     put_st(json, ndata);
     expect_corrupt(needle);
 }
+/* A header (no data bytes) that must not open, and a part of the message.
+ * A run of these in a test is a table, checked in order by corrupt_table:
+ * the headers differ, the check does not. */
+typedef struct { const char *json, *needle; } CorruptCase;
+static void corrupt_cases(const CorruptCase *t, size_t n) {
+    for (size_t i = 0; i < n; i++) expect_corrupt_json(t[i].json, 0, t[i].needle);
+}
+#define corrupt_table(t) corrupt_cases((t), sizeof(t) / sizeof *(t))
 static ZnStFile *expect_open(void) {
     ZnStFile *f = NULL;
     ZnErr err = {0};
@@ -497,10 +497,13 @@ static void test_header_past_eof(void **state) {
 /* spec: Z-ST-008 */
 static void test_header_start(void **state) {
     (void)state;
-    expect_corrupt_json(" {}", 0, "must begin with '{', found byte 0x20");
-    expect_corrupt_json("\xef\xbb\xbf{}", 0, "found byte 0xef");   /* a UTF-8 BOM */
-    expect_corrupt_json("[]", 0, "found byte 0x5b");
-    expect_corrupt_json("\n{}", 0, "found byte 0x0a");
+    static const CorruptCase bad[] = {
+        {" {}", "must begin with '{', found byte 0x20"},
+        {"\xef\xbb\xbf{}", "found byte 0xef"}, /* a UTF-8 BOM */
+        {"[]", "found byte 0x5b"},
+        {"\n{}", "found byte 0x0a"},
+    };
+    corrupt_table(bad);
     /* trailing JSON whitespace (the padding) is fine, spaces or not */
     put_st("{}  \n\t\r ", 0);
     zn_st_close(expect_open());
@@ -543,11 +546,14 @@ static void test_utf8_and_control(void **state) {
     put_file(g_path, nb, 11);
     expect_corrupt("control character 0x00 outside a string");
     free(b);
-    expect_corrupt_json("{\x01}", 0, "control character 0x01 outside a string");
-    expect_corrupt_json("{\x7f}", 0, "control character 0x7f outside a string");
-    expect_corrupt_json("{\xc3\xa9}", 0, "byte 0xc3 outside a string");
-    expect_corrupt_json("{\"a", 0, "unterminated string");
-    expect_corrupt_json("{\"a\\", 0, "unterminated string");
+    static const CorruptCase outside[] = {
+        {"{\x01}", "control character 0x01 outside a string"},
+        {"{\x7f}", "control character 0x7f outside a string"},
+        {"{\xc3\xa9}", "byte 0xc3 outside a string"},
+        {"{\"a", "unterminated string"},
+        {"{\"a\\", "unterminated string"},
+    };
+    corrupt_table(outside);
     /* valid: multi-byte UTF-8 in names, escapes that decode to control chars */
     snprintf(json, sizeof json, "{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\\n\\u00e9%s", tail);
     put_st(json, 0);
@@ -559,18 +565,20 @@ static void test_utf8_and_control(void **state) {
 /* spec: Z-ST-010 */
 static void test_json_structure(void **state) {
     (void)state;
-    expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}", 0, "not valid JSON");
-    expect_corrupt_json("{\"a\":1,}", 0, "not valid JSON");
-    expect_corrupt_json("{} x", 0, "header byte 3 (file offset 11): not valid JSON");
-    expect_corrupt_json("{}{}", 0, "not valid JSON");
-    expect_corrupt_json("{}}", 0, "unbalanced '}'");
-    expect_corrupt_json("{},", 0, "',' outside the header object");
-    expect_corrupt_json("{\"a\":tru}", 0, "not valid JSON");
-    expect_corrupt_json("{\"a\":{\"b\":[[0]]}}", 0, "nesting deeper than 3 levels");
-    expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[0,0,0,0,0,0,0,0,0],\"data_offsets\":[0,0]}}", 0,
-                        "array with more than 8 elements");
-    expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":1}}", 0,
-                        "tensor entry with more than 3 keys");
+    static const CorruptCase bad[] = {
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}", "not valid JSON"},
+        {"{\"a\":1,}", "not valid JSON"},
+        {"{} x", "header byte 3 (file offset 11): not valid JSON"},
+        {"{}{}", "not valid JSON"},
+        {"{}}", "unbalanced '}'"},
+        {"{},", "',' outside the header object"},
+        {"{\"a\":tru}", "not valid JSON"},
+        {"{\"a\":{\"b\":[[0]]}}", "nesting deeper than 3 levels"},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0,0,0,0,0,0,0,0,0],\"data_offsets\":[0,0]}}",
+         "array with more than 8 elements"},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":1}}", "tensor entry with more than 3 keys"},
+    };
+    corrupt_table(bad);
     /* 8 dimensions are fine */
     put_st("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1);
     ZnStFile *f = expect_open();
@@ -609,11 +617,14 @@ static void test_duplicates(void **state) {
     char json[512];
     snprintf(json, sizeof json, "{\"a\":%s,\"b\":%s,\"a\":%s}", e, e, e);
     expect_corrupt_json(json, 0, "tensor name 'a' appears twice");
-    expect_corrupt_json("{\"__metadata__\":{},\"__metadata__\":{}}", 0, "key \"__metadata__\" appears twice");
-    /* spelled with an escape, so only the parsed tree shows it */
-    expect_corrupt_json("{\"__metadata__\":{},\"\\u005f_metadata__\":{}}", 0, "key '__metadata__' appears twice");
-    expect_corrupt_json("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, "__metadata__ key 'k' appears twice");
-    expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[0]}}", 0, "tensor 'a': key 'dtype' appears twice");
+    static const CorruptCase bad[] = {
+        {"{\"__metadata__\":{},\"__metadata__\":{}}", "key \"__metadata__\" appears twice"},
+        /* spelled with an escape, so only the parsed tree shows it */
+        {"{\"__metadata__\":{},\"\\u005f_metadata__\":{}}", "key '__metadata__' appears twice"},
+        {"{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", "__metadata__ key 'k' appears twice"},
+        {"{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[0]}}", "tensor 'a': key 'dtype' appears twice"},
+    };
+    corrupt_table(bad);
     /* same name, one with an escape */
     snprintf(json, sizeof json, "{\"ab\":%s,\"a\\u0062\":%s}", e, e);
     expect_corrupt_json(json, 0, "tensor name 'ab' appears twice");
@@ -710,14 +721,17 @@ static void test_sizes(void **state) {
     expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[0,5],\"data_offsets\":[0,1]}}", 1,
                         "hold 1 bytes but U8 [0, 5] needs 0");
     /* 2^32 * 2^32 * 2 elements: overflow of the element count */
-    expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296,2],\"data_offsets\":[0,0]}}", 0,
-                        "shape [4294967296, 4294967296, 2] has more than 2^64 elements");
-    /* 2^62 elements of 4 bytes: overflow of the byte count */
-    expect_corrupt_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648],\"data_offsets\":[0,0]}}", 0,
-                        "F32 [2147483648, 2147483648] is more than 2^64 bytes");
-    /* a product that wraps to exactly 0 modulo 2^64 must not pass as a 0-byte tensor */
-    expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", 0,
-                        "has more than 2^64 elements");
+    static const CorruptCase bad[] = {
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296,2],\"data_offsets\":[0,0]}}",
+         "shape [4294967296, 4294967296, 2] has more than 2^64 elements"},
+        /* 2^62 elements of 4 bytes: overflow of the byte count */
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648],\"data_offsets\":[0,0]}}",
+         "F32 [2147483648, 2147483648] is more than 2^64 bytes"},
+        /* a product that wraps to exactly 0 modulo 2^64 must not pass as a 0-byte tensor */
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}",
+         "has more than 2^64 elements"},
+    };
+    corrupt_table(bad);
 }
 
 /* spec: Z-ST-016 */
@@ -768,14 +782,17 @@ static void test_file_size_exact(void **state) {
 /* spec: Z-ST-018 */
 static void test_metadata_strings_only(void **state) {
     (void)state;
-    expect_corrupt_json("{\"__metadata__\":{\"step\":7}}", 0, "__metadata__ value of 'step' must be a string, got a number");
-    expect_corrupt_json("{\"__metadata__\":{\"x\":{}}}", 0, "value of 'x' must be a string, got an object");
-    expect_corrupt_json("{\"__metadata__\":{\"x\":[\"a\"]}}", 0, "value of 'x' must be a string, got an array");
-    expect_corrupt_json("{\"__metadata__\":{\"x\":null}}", 0, "value of 'x' must be a string, got null");
-    expect_corrupt_json("{\"__metadata__\":{\"x\":true}}", 0, "value of 'x' must be a string, got a boolean");
-    expect_corrupt_json("{\"__metadata__\":[]}", 0, "__metadata__ must be an object of strings, got an array");
-    expect_corrupt_json("{\"__metadata__\":\"pt\"}", 0, "__metadata__ must be an object of strings, got a string");
-    expect_corrupt_json("{\"__metadata__\":null}", 0, "got null");
+    static const CorruptCase bad[] = {
+        {"{\"__metadata__\":{\"step\":7}}", "__metadata__ value of 'step' must be a string, got a number"},
+        {"{\"__metadata__\":{\"x\":{}}}", "value of 'x' must be a string, got an object"},
+        {"{\"__metadata__\":{\"x\":[\"a\"]}}", "value of 'x' must be a string, got an array"},
+        {"{\"__metadata__\":{\"x\":null}}", "value of 'x' must be a string, got null"},
+        {"{\"__metadata__\":{\"x\":true}}", "value of 'x' must be a string, got a boolean"},
+        {"{\"__metadata__\":[]}", "__metadata__ must be an object of strings, got an array"},
+        {"{\"__metadata__\":\"pt\"}", "__metadata__ must be an object of strings, got a string"},
+        {"{\"__metadata__\":null}", "got null"},
+    };
+    corrupt_table(bad);
     /* JSON-in-a-string is how structure is carried */
     put_st("{\"__metadata__\":{\"cfg\":\"{\\\"stage\\\": 2}\"}}", 0);
     ZnStFile *f = expect_open();
@@ -789,15 +806,22 @@ static void test_metadata_strings_only(void **state) {
 
 /* ---- reader: hostile files ---------------------------------------------- */
 
-/* spec: Z-ST-019 */
-static void test_truncation_every_offset(void **state) {
-    (void)state;
+/* The valid file the hostile-file tests start from: write_mixed's output,
+ * read back whole. The caller frees it; *n is its size. */
+static unsigned char *mixed_bytes(size_t *n) {
     ZnErr err = {0};
     char src[600];
     snprintf(src, sizeof src, "%s/src.safetensors", g_dir);
     assert_int_equal(write_mixed(src, &err), ZN_OK);
+    return get_file(src, n);
+}
+
+/* spec: Z-ST-019 */
+static void test_truncation_every_offset(void **state) {
+    (void)state;
+    ZnErr err = {0};
     size_t n;
-    unsigned char *b = get_file(src, &n);
+    unsigned char *b = mixed_bytes(&n);
     for (size_t len = 0; len < n; len++) {
         put_file(g_path, b, len);
         ZnStFile *f = NULL;
@@ -833,12 +857,8 @@ static int open_any(size_t size) {
 /* spec: Z-ST-019 */
 static void test_byte_flips(void **state) {
     (void)state;
-    ZnErr err = {0};
-    char src[600];
-    snprintf(src, sizeof src, "%s/src.safetensors", g_dir);
-    assert_int_equal(write_mixed(src, &err), ZN_OK);
     size_t n;
-    unsigned char *b = get_file(src, &n);
+    unsigned char *b = mixed_bytes(&n);
     unsigned char *m = malloc(n);
     assert_non_null(m);
     const unsigned char xors[] = {0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF};
@@ -864,12 +884,8 @@ static void test_byte_flips(void **state) {
 /* spec: Z-ST-019 */
 static void test_random_fuzz(void **state) {
     (void)state;
-    ZnErr err = {0};
-    char src[600];
-    snprintf(src, sizeof src, "%s/src.safetensors", g_dir);
-    assert_int_equal(write_mixed(src, &err), ZN_OK);
     size_t n;
-    unsigned char *b = get_file(src, &n);
+    unsigned char *b = mixed_bytes(&n);
     unsigned char m[1024];
     uint64_t s = 0x5eed;
     const char tokens[] = "{}[]\",:0123456789-.e \\u";
@@ -954,6 +970,16 @@ static void test_read_api_misuse(void **state) {
     zn_st_close(NULL);
 }
 
+/* The failure an injected fault at op `at` must give: ZN_E_IO, a message
+ * naming the op and the file. The fault-injection loops share it. */
+static void assert_injected(int rc, const ZnErr *err, long at, const char *path) {
+    assert_int_equal(rc, ZN_E_IO);
+    char want[64];
+    snprintf(want, sizeof want, "injected I/O fault at op %ld", at);
+    assert_str_contains(err->msg, want);
+    assert_str_contains(err->msg, path);
+}
+
 /* I/O faults while loading: each op of an open and a read fails cleanly in
  * turn (no leak, ZN_E_IO), until the load completes. */
 /* spec: Z-ST-020 */
@@ -978,11 +1004,7 @@ static void test_load_faults(void **state) {
             assert_int_equal(at, 5);   /* open, read length, read header, read data: 4 ops */
             break;
         }
-        assert_int_equal(rc, ZN_E_IO);
-        char want[64];
-        snprintf(want, sizeof want, "injected I/O fault at op %ld", at);
-        assert_str_contains(err.msg, want);
-        assert_str_contains(err.msg, g_path);
+        assert_injected(rc, &err, at, g_path);
     }
 }
 
@@ -1104,11 +1126,7 @@ static void test_fault_each_op(void **state) {
                 assert_int_equal(at, 7);   /* open, write, fsync, rename, open dir, fsync dir */
                 break;
             }
-            assert_int_equal(rc, ZN_E_IO);
-            char want[64];
-            snprintf(want, sizeof want, "injected I/O fault at op %ld", at);
-            assert_str_contains(err.msg, want);
-            assert_str_contains(err.msg, p);
+            assert_injected(rc, &err, at, p);
             /* only the directory fsync (ops 5, 6) comes after the rename */
             assert_int_equal(is_new, at >= 5);
             if (is_new) assert_str_contains(err.msg, "renamed into place, but not yet durable");
@@ -1189,6 +1207,19 @@ static void seq_free(SeqBytes *s) {
     for (int i = 0; i < 4; i++) free(s->b[i]);
 }
 
+/* What both save-sequence tests start from: the bytes of version 1 and 2,
+ * and the folder their saves go to; seq_end removes it and frees them. */
+static void seq_begin(SeqBytes *v1, SeqBytes *v2, char *dir, size_t cap) {
+    seq_bytes("ref1", 1, v1);
+    seq_bytes("ref2", 2, v2);
+    snprintf(dir, cap, "%s/ckpt", g_dir);
+}
+static void seq_end(SeqBytes *v1, SeqBytes *v2, const char *dir) {
+    rm_rf(dir);
+    seq_free(v1);
+    seq_free(v2);
+}
+
 /* Puts dir back to the old state (old == NULL: empty). */
 static void seq_reset(const char *dir, const SeqBytes *old) {
     rm_rf(dir);
@@ -1234,10 +1265,8 @@ static int seq_check(const char *dir, const SeqBytes *old, const SeqBytes *nw) {
 static void test_fault_save_sequence(void **state) {
     (void)state;
     SeqBytes v1, v2;
-    seq_bytes("ref1", 1, &v1);
-    seq_bytes("ref2", 2, &v2);
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/ckpt", g_dir);
+    seq_begin(&v1, &v2, dir, sizeof dir);
     for (int from_old = 0; from_old < 2; from_old++) {
         for (int sticky = 0; sticky < 2; sticky++) {
             int last_new = 0;
@@ -1263,9 +1292,7 @@ static void test_fault_save_sequence(void **state) {
             }
         }
     }
-    rm_rf(dir);
-    seq_free(&v1);
-    seq_free(&v2);
+    seq_end(&v1, &v2, dir);
 }
 
 /* A power cut at every op: a forked child runs the save with
@@ -1277,10 +1304,8 @@ static void test_fault_save_sequence(void **state) {
 static void test_crash_save_sequence(void **state) {
     (void)state;
     SeqBytes v1, v2;
-    seq_bytes("ref1", 1, &v1);
-    seq_bytes("ref2", 2, &v2);
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/ckpt", g_dir);
+    seq_begin(&v1, &v2, dir, sizeof dir);
     for (int from_old = 0; from_old < 2; from_old++) {
         int crashes = 0;
         for (long at = 1;; at++) {
@@ -1319,9 +1344,7 @@ static void test_crash_save_sequence(void **state) {
         }
         assert_int_equal(crashes, 24);
     }
-    rm_rf(dir);
-    seq_free(&v1);
-    seq_free(&v2);
+    seq_end(&v1, &v2, dir);
 }
 
 /* spec: Z-FILE-005 */
