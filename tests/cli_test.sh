@@ -316,4 +316,14 @@ if [ $rc = 1 ] && grep -qx "FAIL $T/cases/a/bad.json: not JSON (byte 12)" "$T/ou
   ok "Z-SPEC-002 a bad case file is a failed case named by its path"
 else bad Z-SPEC-002 "rc $rc: $(cat "$T/out")"; fi
 
+# spec: Z-ERR-001 --verbose names the source line that wrote the error; without it, the message alone
+"$ZINC" train --verbose --steps 1 --stage 7 >"$T/out" 2>"$T/err"; rc=$?
+"$ZINC" --verbose ckpt inspect "$T/nothing" >"$T/out" 2>"$T/err2"; rc2=$?
+"$ZINC" train --steps 1 --stage 7 >"$T/out" 2>"$T/err3"
+if [ $rc = 2 ] && [ $rc2 = 1 ] && grep -q "^zinc: error: --stage: expected an integer in 0..3, got '7' (at src/app/[a-z_]*\.c:[0-9]*)$" "$T/err" && \
+   grep -q "manifest.json: open failed: .* (at src/[a-z]*/[a-z_]*\.c:[0-9]*)$" "$T/err2" && \
+   grep -qx "zinc: error: --stage: expected an integer in 0..3, got '7'" "$T/err3"; then
+  ok "Z-ERR-001 --verbose prints where each error arose"
+else bad Z-ERR-001 "$(cat "$T/err" "$T/err2" "$T/err3")"; fi
+
 finish cli

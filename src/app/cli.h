@@ -35,6 +35,7 @@ typedef struct {
     const char *backend;      /* --backend: sim (default), tcp, mpi */
     const char *rendezvous;   /* --rendezvous: env, tcp://HOST:PORT, file:PATH */
     int repeat_rank, repeat_layer;   /* --test-repeat-layer R:L (test hook; rank -1: off) */
+    int verbose;              /* --verbose: errors name the source line that wrote them */
     ZnConfigArgs args;
 } ZnTrainFlags;
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static int usage_error(const ZnErr *err) {
-    fprintf(stderr, "zinc: error: %s\n", err->msg);
+    zn_err_print(stderr, "", err);
     return 2;
 }
 
@@ -115,10 +115,12 @@ int zn_cmd_compare(int argc, char **argv) {
     zn_run_opts_free(&test);   /* checkers save no checkpoints: the config text is not needed */
     zn_run_opts_free(&base);
     ZnRunResult rb, rt;
-    if (zn_run(&base, &rb, &err)) { fprintf(stderr, "zinc: error: baseline: %s\n", err.msg); return 1; }
+    if (zn_run(&base, &rb, &err)) { zn_err_print(stderr, "baseline: ", &err); return 1; }
     if (zn_run(&test, &rt, &err)) {
         zn_run_result_free(&rb);
-        fprintf(stderr, "zinc: error: stage %d: %s\n", test.cfg.zero.stage, err.msg);
+        char what[32];
+        snprintf(what, sizeof what, "stage %d: ", test.cfg.zero.stage);
+        zn_err_print(stderr, what, &err);
         return 1;
     }
     ZnLayout L;
@@ -269,10 +271,10 @@ int zn_cmd_stepper(int argc, char **argv) {
     printf("track_loss=%s\nloss_tol=%e\n", tf(s.track_loss), s.loss_tol);
     printf("track_grads=%s\ngrad_tol=%e\n\n", tf(s.track_grads), s.grad_tol);
     ZnRunResult rb, rt;
-    if (zn_run(&base, &rb, &err)) { fprintf(stderr, "zinc: error: base: %s\n", err.msg); return 1; }
+    if (zn_run(&base, &rb, &err)) { zn_err_print(stderr, "base: ", &err); return 1; }
     if (zn_run(&test, &rt, &err)) {
         zn_run_result_free(&rb);
-        fprintf(stderr, "zinc: error: test: %s\n", err.msg);
+        zn_err_print(stderr, "test: ", &err);
         return 1;
     }
     ZnLayout L;

@@ -119,7 +119,8 @@ static const Flag TRAIN_FLAGS[] = {
     {"--universal-checkpoint", FL_SWITCH, F(universal), .usage = " [--universal-checkpoint]]"},
     {"--backend", FL_STR, F(backend), .usage = "[--backend sim|cuda|tcp|mpi|nccl]"},
     {"--exact", FL_SWITCH, F(args.exact), .usage = "[--exact]\n"},
-    {"--rendezvous", FL_STR, F(rendezvous), .usage = "[--rendezvous env|tcp://HOST:PORT|file:PATH]\n"},
+    {"--rendezvous", FL_STR, F(rendezvous), .usage = "[--rendezvous env|tcp://HOST:PORT|file:PATH]"},
+    {"--verbose", FL_SWITCH, F(verbose), .usage = "[--verbose]\n"},
     {"--test-repeat-layer", FL_FN, .fn = parse_repeat},
 };
 #undef F
@@ -148,6 +149,8 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
     char *field = (char *)f + fl->off;
     if (fl->kind == FL_SWITCH) {
         *(int *)field = 1;
+        /* at once, so a bad flag after it is reported with its place too */
+        if (fl->off == offsetof(ZnTrainFlags, verbose)) zn_err_set_verbose(1);
         return 1;
     }
     if (*i + 1 >= argc) { zn_err(err, ZN_E_USAGE, "%s needs a value", a); return -1; }
@@ -318,15 +321,15 @@ int zn_cmd_train(int argc, char **argv) {
     zn_run_opts_free(&o);
     if (multi) zn_proc_end(&proc, rc == 0);
     if (rc) {
-        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        zn_err_print(stderr, "", &err);
         return err.code == ZN_E_USAGE ? 2 : 1;
     }
     zn_run_result_free(&res);
     return 0;
 proc_error:
-    fprintf(stderr, "zinc: error: %s\n", err.msg);
+    zn_err_print(stderr, "", &err);
     return err.code == ZN_E_USAGE ? 2 : 1;
 usage_error:
-    fprintf(stderr, "zinc: error: %s\n", err.msg);
+    zn_err_print(stderr, "", &err);
     return 2;
 }

@@ -344,7 +344,7 @@ int zn_cmd_launch(int argc, char **argv) {
         }
     }
     if (rc) {
-        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        zn_err_print(stderr, "", &err);
         signal_all(k, n, SIGKILL);
         while (wait(NULL) > 0) {}
         free(k);

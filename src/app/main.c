@@ -13,7 +13,7 @@ static void usage(FILE *f) {
     fprintf(f,
         "zinc " ZN_VERSION ": a test-suite-first reference implementation of ZeRO\n"
         "\n"
-        "usage: zinc <command> [flags]\n"
+        "usage: zinc [--verbose] <command> [flags]\n"
         "  train      train on the simulator (no flags: stage 3 on 4 simulated ranks), or as\n"
         "             one rank of a multi-process run (--backend tcp|mpi|nccl); --backend\n"
         "             cuda runs the simulated ranks on one GPU\n"
@@ -37,13 +37,19 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* zinc --verbose CMD ...: every command's errors name their source line */
+    if (argc >= 2 && !strcmp(argv[1], "--verbose")) {
+        zn_err_set_verbose(1);
+        argv[1] = argv[0];
+        argv++, argc--;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
     ZnErr err;
     if (zn_fault_from_env(&err)) {   /* ZINC_FAULT (tests) must be well-formed */
-        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        zn_err_print(stderr, "", &err);
         return 2;
     }
     const char *cmd = argv[1];

@@ -4,7 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-int zn_err(ZnErr *e, int code, const char *fmt, ...) {
+/* set once by the CLI before any thread starts, read when printing */
+static int verbose;
+
+void zn_err_set_verbose(int on) { verbose = on; }
+
+int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, ...) {
     if (e) {
         va_list ap;
         va_start(ap, fmt);
@@ -12,8 +17,15 @@ int zn_err(ZnErr *e, int code, const char *fmt, ...) {
         va_end(ap);
         zn_msg_escape(e->msg, sizeof e->msg);
         e->code = code;
+        e->file = file;
+        e->line = line;
     }
     return code;
+}
+
+void zn_err_print(FILE *f, const char *what, const ZnErr *e) {
+    if (verbose && e->file) fprintf(f, "zinc: error: %s%s (at %s:%d)\n", what, e->msg, e->file, e->line);
+    else fprintf(f, "zinc: error: %s%s\n", what, e->msg);
 }
 
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) {

@@ -5,6 +5,7 @@
 #ifndef ZN_ERR_H
 #define ZN_ERR_H
 #include <stddef.h>
+#include <stdio.h>
 
 enum {
     ZN_OK = 0,
@@ -20,13 +21,23 @@ enum {
 typedef struct ZnErr {
     int code;
     char msg[1024];
+    const char *file;   /* the source file and line that wrote msg (zn_err's caller) */
+    int line;
 } ZnErr;
 
 /* Sets e (if not NULL) and returns code, so callers can write
- * `return zn_err(e, ZN_E_USAGE, "...", ...);`. */
-int zn_err(ZnErr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ * `return zn_err(e, ZN_E_USAGE, "...", ...);`. Records the caller's file and
+ * line, which `--verbose` prints after the message. */
+#define zn_err(e, code, ...) zn_err_at(__FILE__, __LINE__, (e), (code), __VA_ARGS__)
+int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The CLI's one way to report an error: "zinc: error: <what><msg>" on f,
+ * and with verbose on, " (at FILE:LINE)" where the message was written
+ * (spec Z-ERR-001). what: a context such as "baseline: ", or "". */
+void zn_err_print(FILE *f, const char *what, const ZnErr *e);
+void zn_err_set_verbose(int on);
 /* Rewrites, in place, every control character of s (bytes below 0x20 and
  * 0x7f) and every byte that is not part of a valid UTF-8 sequence as \xNN,
  * keeping s within cap bytes (at most sizeof ZnErr.msg; what no longer fits

@@ -478,7 +478,7 @@ int zn_est_run(int argc, char **argv, FILE *out, FILE *note, ZnErr *err) {
 int zn_cmd_estimate(int argc, char **argv) {
     ZnErr err = {0};
     if (zn_est_run(argc, argv, stdout, stderr, &err)) {
-        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        zn_err_print(stderr, "", &err);
         return 2;
     }
     return 0;

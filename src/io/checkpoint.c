@@ -1027,7 +1027,7 @@ static int cmd_to_universal(int argc, char **argv) {
         rc = zn_write_file_atomic(path, basecopy, strlen(basecopy), &err);
     }
     if (!rc) printf("wrote universal checkpoint %s: %d parameters, optimizer step %ld\n", out, m->nparams, m->st.opt_step);
-    else fprintf(stderr, "zinc: error: %s\n", err.msg);
+    else zn_err_print(stderr, "", &err);
     for (int s = 0; s < 3; s++) free(f[s]);
     if (m) cJSON_Delete(m->config);
     free(m);
@@ -1095,7 +1095,7 @@ static int cmd_consolidate(int argc, char **argv) {
     }
     if (!rc) printf("wrote %s: %d tensors (%d tied), %ld parameters, %s\n", out, m->nparams + model.naliases,
                     model.naliases, total, zn_dtype_name(dt));
-    else fprintf(stderr, "zinc: error: %s\n", err.msg);
+    else zn_err_print(stderr, "", &err);
     for (int s = 0; s < 3; s++) free(f[s]);
     if (m) cJSON_Delete(m->config);
     free(m);
@@ -1111,7 +1111,7 @@ static int cmd_inspect(int argc, char **argv) {
     int rc = m ? load_full(argv[0], m, &f[0], &f[1], &f[2], &err) : zn_err(&err, ZN_E_NOMEM, "out of host memory");
     if (!rc) rc = verify_model_file(m, argv[0], &err);   /* load_full verified every shard */
     if (rc) {
-        fprintf(stderr, "zinc: error: %s\n", err.msg);
+        zn_err_print(stderr, "", &err);
         printf("checkpoint %s: INVALID\n", argv[0]);
     } else {
         long total = 0;

@@ -822,7 +822,7 @@ int zn_cmd_plot(int argc, char **argv) {
     printf("zinc plot: wrote %s (%d run%s, %s)\n", out, nfiles, nfiles == 1 ? "" : "s",
            zn_plot_metric_column(o.metric));
 done:
-    if (rc) fprintf(stderr, "zinc: error: %s\n", err.msg);
+    if (rc) zn_err_print(stderr, "", &err);
     for (int k = 0; k < nfiles; k++) zn_plot_run_free(&runs[k]);
     for (int k = 0; nm && k < argc + 1; k++) free(nm[k]);
     free(files);
