@@ -114,6 +114,9 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(ZN_DEPS) $(HDRS)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)
 
+# test_step_alloc counts zinc's malloc/calloc/realloc calls (spec Z-ENG-016)
+$(BUILD)/tests/test_step_alloc: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
+
 # the allocation-failure shim (tests/alloc_test.sh): plain flags, never a
 # sanitizer's or gcov's, since it stands in for malloc itself
 $(BUILD)/tests/libfailmalloc.so: tests/failmalloc.c

@@ -10,6 +10,7 @@
  * an independent sum, so doing four of them side by side changes no bits)
  * and by blocking over k in a way that only pauses a sum and resumes it
  * later: a partial sum parked in C and reloaded is the same float. */
+#include <pthread.h>
 #include "device/device.h"
 #include "core/zn_math.h"
 #include "core/half.h"
@@ -369,6 +370,26 @@ static void pack(float *dst, int T, int R, int kc, const float *src, long sr, lo
  * its slice in MR-row groups; then run every tile over them. An element of C
  * meets the k-slices in order, parked in C in between. The N % NR last
  * columns are summed one element at a time, k in order. */
+/* The GEMM's packing scratch: one per thread (the simulator's ranks are
+ * threads), made by its first GEMM and freed when the thread ends, so a
+ * training step allocates nothing after the first (Z-ENG-016). NULL when
+ * it cannot be had: the plain loop then gives the same bits. */
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static int pack_ok;
+static void pack_key_init(void) { pack_ok = pthread_key_create(&pack_key, free) == 0; }
+
+static float *pack_scratch(void) {
+    pthread_once(&pack_once, pack_key_init);
+    if (!pack_ok) return NULL;
+    float *p = pthread_getspecific(pack_key);
+    if (!p && (p = malloc(sizeof(float) * (KC * NC + MC * KC))) && pthread_setspecific(pack_key, p)) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
 static void gemm_strided(int M, int N, int K, const float *A, long sai, long sak,
                          const float *B, long sbj, long sbk, const float *bias, float *C) {
     const long ldc = N;
@@ -377,7 +398,7 @@ static void gemm_strided(int M, int N, int K, const float *A, long sai, long sak
        plain loop below gives the same bits, only slower. */
     float *Bp = NULL, *Ap = NULL;
     if (Nfull > 0 && K > 0 && M > 0) {
-        Bp = malloc(sizeof(float) * (KC * NC + MC * KC));
+        Bp = pack_scratch();
         Ap = Bp ? Bp + KC * NC : NULL;
     }
     const int done = Bp ? Nfull : 0;  /* columns the packed path covers */
@@ -397,7 +418,6 @@ static void gemm_strided(int M, int N, int K, const float *A, long sai, long sak
                 }
             }
         }
-        free(Bp);
     }
     /* The columns the tiles did not cover (the last N % NR, or all of them
        when K == 0 or there was no scratch): plain dot products, k in order. */

@@ -140,21 +140,25 @@ static int all_reduce_host_f32(ZnEngine *E, float *x, ZnRedOp op, const char *ta
     return rc;
 }
 
+/* The counts array of a collective whose every rank holds n elements: the
+   engine's own (sized at init), so a step allocates nothing. */
+static long *even_counts(ZnEngine *E, long n) {
+    for (int r = 0; r < E->world; r++) E->counts[r] = n;
+    return E->counts;
+}
+
 int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long count, ZnDtype dt,
                               const char *tag, ZnErr *err) {
     const size_t es = zn_dtype_size(dt), mine = (size_t)count * es;
     if (count < 0 || mine * (size_t)E->world > E->scratch_bytes)
         return zn_err(err, ZN_E_INTERNAL, "%s: %ld elements per rank do not fit the %zu-byte collective scratch",
                       tag, count, E->scratch_bytes);
-    long *counts = malloc((size_t)E->world * sizeof(long));
-    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-    for (int r = 0; r < E->world; r++) counts[r] = count;
+    long *counts = even_counts(E, count);
     /* this rank's piece in its slot: the in-place form of all_gather */
     char *slot = (char *)E->scratch + (size_t)E->rank * mine;
     E->k->upload(E->dev, slot, send, mine);
     int rc = E->comm->all_gather(E->comm, slot, E->scratch, counts, dt, tag, err);
     if (!rc) E->k->download(E->dev, recv, E->scratch, mine * (size_t)E->world);
-    free(counts);
     return rc;
 }
 
@@ -168,12 +172,7 @@ static int gather_param(ZnEngine *E, int p, ZnErr *err) {
     long pn = L->s3_pn[p];
     E->full[p] = talloc(E, pn * E->world, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
-    long *counts = malloc((size_t)E->world * sizeof(long));
-    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-    for (int r = 0; r < E->world; r++) counts[r] = pn;
-    int rc = ag_dt(E, E->param_part + L->s3_off[p], E->full[p], counts, err);
-    free(counts);
-    return rc;
+    return ag_dt(E, E->param_part + L->s3_off[p], E->full[p], even_counts(E, pn), err);
 }
 
 /* plan: gather_per_layer=1 */
@@ -223,13 +222,10 @@ static int flat_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, int a
     long off = prefix_count(bk->counts, E->rank);
     int rc = rs_dt(E, buf, buf + off, bk->counts, err);
     if (rc) return rc;
-    int np = zn_layout_recv_pieces(&E->L, b, E->rank, NULL, 0);
-    ZnRecvPiece *pc = malloc((size_t)(np > 0 ? np : 1) * sizeof *pc);
-    if (!pc) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-    zn_layout_recv_pieces(&E->L, b, E->rank, pc, np);
+    ZnRecvPiece *pc = E->pieces;   /* sized at init for the bucket with the most */
+    int np = zn_layout_recv_pieces(&E->L, b, E->rank, pc, E->npieces);
     for (int i = 0; i < np; i++)   /* rounded to the gradient accumulation dtype */
         put_grad(E, part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
-    free(pc);
     return 0;
 }
 
@@ -478,12 +474,10 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
     E->k->sumsq_fixed(E->dev, E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
     uint64_t hi = mine[0], lo = mine[1];
     if (E->P.norm_across_ranks) {
-        uint64_t *all = malloc((size_t)E->world * 2 * sizeof(uint64_t));
-        if (!all) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        uint64_t *all = E->norm_all;   /* 2 per rank */
         int rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "norm", err);
         hi = lo = 0;
         for (int r = 0; r < E->world && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
-        free(all);
         if (rc) return rc;
     }
     *norm = zn_norm_from_fixed(hi, lo, shift);
@@ -600,12 +594,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
         round_dt(E, work, E->part_n);
     }
     if (E->P.allgather_after_step) {
-        float *mine = work;
-        long *counts = malloc((size_t)E->world * sizeof(long));
-        if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
-        for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
-        rc = ag_dt(E, mine, E->flat_params, counts, err);
-        free(counts);
+        rc = ag_dt(E, work, E->flat_params, even_counts(E, L->part_numel), err);
     } else if (E->P.gather_per_layer) {
         for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
             if (!E->persistent[p]) continue;
@@ -664,11 +653,10 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
        the end instead (Z-ENG-003, Z-CANON-003) */
     const double S = E->scaler.cur_scale;
     const float grad_scale = (float)(E->canonical ? S / (double)mb : S / ((double)mb * (double)ga));
-    float *losses = malloc((size_t)ga * sizeof(float));
-    float *all = malloc((size_t)ga * E->world * sizeof(float));
-    double *ordered = malloc((size_t)ga * E->world * sizeof(double));
+    /* the step's losses: this rank's GA, then every rank's (sized at init) */
+    float *losses = E->losses, *all = E->loss_all;
+    double *ordered = E->loss_ordered;
     int rc = 0;
-    if (!losses || !all || !ordered) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
     memset(res, 0, sizeof *res);
     E->t_fwd = E->t_bwd = E->t_reduce = E->t_step = 0.0;
     for (E->micro = 0; E->micro < ga; E->micro++) {
@@ -704,9 +692,6 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     E->global_samples += cfg->train_batch_size;
     res->samples = E->global_samples;
 out:
-    free(losses);
-    free(all);
-    free(ordered);
     if (rc) zn_err_prefix(err, "step %ld: ", E->global_step + 1);   /* zn_sim_run adds the rank */
     return rc;
 }
@@ -724,13 +709,10 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
                         (size_t)L->params[p].numel * sizeof(float));
         return 0;
     }
-    long *counts = malloc((size_t)E->world * sizeof(long));
-    if (!counts) return zn_err(err, ZN_E_NOMEM, "out of host memory");
     if (L->shard == ZN_SHARD_FLAT) {
         float *tmp = falloc(E, L->aligned_numel, ZN_MEM_BUCKETS, err);
-        if (!tmp) { free(counts); return err->code; }
-        for (int r = 0; r < E->world; r++) counts[r] = L->part_numel;
-        rc = E->comm->all_gather(E->comm, src, tmp, counts, ZN_F32, "digest", err);
+        if (!tmp) return err->code;
+        rc = E->comm->all_gather(E->comm, src, tmp, even_counts(E, L->part_numel), ZN_F32, "digest", err);
         for (int p = 0; p < L->nparams && !rc; p++)
             k->download(E->dev, out + L->model_offset[p], tmp + L->flat_offset[p],
                         (size_t)L->params[p].numel * sizeof(float));
@@ -740,13 +722,11 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
             long pn = L->s3_pn[p];
             float *tmp = falloc(E, pn * E->world, ZN_MEM_BUCKETS, err);
             if (!tmp) { rc = err->code; break; }
-            for (int r = 0; r < E->world; r++) counts[r] = pn;
-            rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, counts, ZN_F32, "digest", err);
+            rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, even_counts(E, pn), ZN_F32, "digest", err);
             if (!rc) k->download(E->dev, out + L->model_offset[p], tmp, (size_t)L->params[p].numel * sizeof(float));
             zn_dev_free(E->dev, tmp);
         }
     }
-    free(counts);
     return rc;
 }
 
@@ -871,6 +851,24 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->host_x = malloc((size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
     E->host_labels = malloc((size_t)(cfg->micro_batch + 1) * sizeof(int));
     if (!E->host_x || !E->host_labels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+    /* the host scratch of every step, so that a step allocates nothing
+       on the host (Z-ENG-016): collective counts, a bucket's received
+       pieces, the norm's partial sums, the step's losses */
+    for (int b = 0; b < L->nbuckets; b++) {
+        int np = L->shard == ZN_SHARD_FLAT ? zn_layout_recv_pieces(L, b, E->rank, NULL, 0) : 0;
+        if (np > E->npieces) E->npieces = np;
+    }
+    const size_t ga = (size_t)cfg->grad_accum, W = (size_t)E->world;
+    E->counts = malloc(W * sizeof(long));
+    E->pieces = malloc((size_t)(E->npieces + 1) * sizeof(ZnRecvPiece));
+    E->norm_all = malloc(2 * W * sizeof(uint64_t));
+    E->losses = malloc(ga * sizeof(float));
+    E->loss_all = malloc(ga * W * sizeof(float));
+    E->loss_ordered = malloc(ga * W * sizeof(double));
+    if (!E->counts || !E->pieces || !E->norm_all || !E->losses || !E->loss_all || !E->loss_ordered) {
+        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        goto fail;
+    }
     /* tied weights: who uses what */
     E->first_use = calloc((size_t)L->nparams + 1, sizeof(int));
     E->tied_cnt = calloc((size_t)L->nparams + 1, sizeof(int));
@@ -1005,6 +1003,12 @@ void zn_engine_free(ZnEngine *E) {
         for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
     }
     free(E->levels);
+    free(E->counts);
+    free(E->pieces);
+    free(E->norm_all);
+    free(E->losses);
+    free(E->loss_all);
+    free(E->loss_ordered);
     free(E->host_x);
     free(E->host_labels);
     zn_layout_free(&E->L);

@@ -64,6 +64,13 @@ typedef struct ZnEngine {
     const ZnKernels *k;
     int rank, world;
     ZnPlan P;               /* the stage plan: what this rank holds, when it reduces */
+    /* host scratch sized at init, so a step allocates nothing on the host */
+    long *counts;           /* [world] counts of a collective */
+    ZnRecvPiece *pieces;    /* [npieces] a flat bucket's received pieces */
+    int npieces;
+    uint64_t *norm_all;     /* [2 * world] the norm's fixed-point partial sums */
+    float *losses, *loss_all;   /* [GA], [GA * world] */
+    double *loss_ordered;       /* [GA * world] */
     ZnLayout L;
     ZnAdamParams adam;
 
