@@ -1,9 +1,9 @@
 #!/bin/sh
 # Allocation-failure loop (spec Z-CKPT-012; SQLite's malloc test is the
 # model): for k = 1, 2, ... the k-th allocation after main() fails
-# (tests/failmalloc.c, LD_PRELOADed), through a stage-3 run that saves a
-# checkpoint, a bf16 stage-2 run that saves one, and a resume that saves
-# again; until k passes the run's last allocation. Every point must end in
+# (tests/failmalloc.c, LD_PRELOADed), through a run that saves a checkpoint
+# at every step, at each stage 0-3 and dtype fp32/fp16/bf16, and a stage-3
+# resume that saves again; until k passes the run's last allocation. Every point must end in
 # a clean error (exit 1-3 and a "zinc: error:" line) or recover completely
 # (exit 0, the right digest, a checkpoint that verifies); `latest`, when
 # present, must always name a checkpoint that verifies. A crash, a hang, an
@@ -99,11 +99,15 @@ campaign() {   # name, args, seed checkpoint (or "")
 
 if [ -n "$ONE" ]; then one "$ONE"; exit 0; fi
 
-# spec: Z-CKPT-012 the loop over every allocation of three runs; Z-CKPT-011
-# a failure while building a manifest fails the save and keeps `latest`
-# (the "broken latest" and "silently accepted" counts must stay 0)
-campaign stage3-save "$S3" ""
-campaign bf16-stage2-save "$B2" ""
+# spec: Z-CKPT-012 the loop over every allocation of a run that saves a
+# checkpoint at every step, at every stage and dtype, and of a resume;
+# Z-CKPT-011 a failure while building a manifest fails the save and keeps
+# `latest` (the "broken latest" and "silently accepted" counts must stay 0)
+for st in 0 1 2 3; do
+  for dt in fp32 fp16 bf16; do
+    campaign "stage$st-$dt-save" "train --stage $st --world-size 2 --dtype $dt --model mlp:6,8,4 --steps 2 --train-batch-size 8 --steps-per-print 0" ""
+  done
+done
 # a checkpoint at step 2 to resume from (no shim)
 mkdir -p "$T/seed"
 "$ZINC" $S3 --checkpoint-dir "$T/seed" --checkpoint-interval 2 >/dev/null 2>&1
