@@ -290,7 +290,7 @@ static int nc_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp o
     } else {   /* the even split of comm.h, reduce-scattered in the tree and gathered back */
         const int W = c->world;
         long *counts = (long *)malloc((size_t)W * sizeof(long));
-        if (!counts) return fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+        if (!counts) return fail(m, (zn_nomem(err), err));
         zn_comm_even_counts(count, W, counts);
         long off = 0;
         for (int q = 0; q < c->rank; q++) off += counts[q];
@@ -354,7 +354,7 @@ extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const un
         if (m) { free(m->recs_host); free(m->slot_ptrs); }
         free(m);
         free(c);
-        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        zn_nomem(err);
         return NULL;
     }
     m->dev = dev;

@@ -170,7 +170,7 @@ static void *cuda_alloc(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCa
     return a.p;
 nomem_host:
     zn_mem_uncharge(d, accounted_n, cat);
-    zn_err(err, ZN_E_NOMEM, "out of host memory for the allocation table of gpu %d", c->gpu);
+    zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " for the allocation table of gpu %d", c->gpu);
     return NULL;
 }
 
@@ -250,7 +250,7 @@ extern "C" int zn_device_cuda_init(ZnDevice *d, int gpu, int exact, ZnErr *err) 
     if (n == 0) return zn_err(err, ZN_E_USAGE, "--backend cuda: %s", why.msg);
     if (gpu < 0 || gpu >= n) return zn_err(err, ZN_E_USAGE, "--backend cuda: gpu %d does not exist (%d visible)", gpu, n);
     ZnCudaDev *c = (ZnCudaDev *)calloc(1, sizeof *c);
-    if (!c) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!c) return zn_nomem(err);
     c->gpu = gpu;
     cudaError_t e;
     const char *what = "cudaSetDevice";

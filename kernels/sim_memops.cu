@@ -247,7 +247,7 @@ static int ops_scratch(void *ctx, int rank, size_t bytes, const void *like, void
     }
     if (bytes > s->hcap[rank]) {
         void *p = realloc(s->hscratch[rank], bytes);
-        if (!p) return zn_err(err, ZN_E_NOMEM, "cuda sim: rank %d: out of host memory for staging", rank);
+        if (!p) return zn_err(err, ZN_E_NOMEM, "cuda sim: rank %d: " ZN_NOMEM_MSG " for staging", rank);
         s->hscratch[rank] = p;
         s->hcap[rank] = bytes;
     }
@@ -278,7 +278,7 @@ extern "C" ZnCudaSim *zn_cuda_sim_new(int world, ZnErr *err) {
     for (int r = 0; ok && r < world; r++) ok = (s->tiles[r] = malloc(zn_tree_tiles_bytes(world))) != NULL;
     if (!ok) {
         zn_cuda_sim_free(s);
-        zn_err(err, ZN_E_NOMEM, "cuda sim: out of host memory");
+        zn_err(err, ZN_E_NOMEM, "cuda sim: " ZN_NOMEM_MSG);
         return NULL;
     }
     return s;

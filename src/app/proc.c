@@ -90,7 +90,7 @@ int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
     long *counts = calloc((size_t)p->world, sizeof *counts);
     p->dev = calloc(1, sizeof *p->dev);
     int rc = 0;
-    if (!all || !counts || !p->dev) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!all || !counts || !p->dev) rc = zn_nomem(err);
     /* each process binds to GPU LOCAL_RANK */
     if (!rc && (rc = zn_device_cuda_init(p->dev, p->local_rank, exact, err))) {
         free(p->dev);
@@ -137,7 +137,7 @@ int zn_proc_check_config(ZnProc *p, const ZnConfigId *id, ZnErr *err) {
     mine.summary[ZN_CONFIG_SUMMARY - 1] = 0;
     long *counts = calloc((size_t)p->world, sizeof *counts);
     int rc = 0;
-    if (!all || !counts) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!all || !counts) rc = zn_nomem(err);
     for (int q = 0; q < p->world && !rc; q++) counts[q] = (long)sizeof mine;
     if (!rc) rc = c->all_gather(c, &mine, all, counts, ZN_U8, "config_hash", err);
     for (int q = 1; q < p->world && !rc; q++) {

@@ -170,7 +170,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     res->comm_init[rank] = comm->stats;
     float *params = NULL;
     if (o->record && !(gbuf = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float)))) {
-        rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+        rc = zn_nomem(err);
         goto out;
     }
     cpu0 = zn_thread_cpu_s();   /* the steps alone, not the set-up */
@@ -233,7 +233,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         pthread_mutex_unlock(&ctx->print_lock);
     }
     params = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
-    if (!params) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
+    if (!params) { rc = zn_nomem(err); goto out; }
     if ((rc = zn_engine_gather_params(&E, params, err))) goto out;
     res->mem_end[rank] = dev->mem;
     if (rank == 0) {
@@ -279,7 +279,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         res->rec_grads = calloc((size_t)(o->steps * res->numel) + 1, sizeof(float));
         if (!res->rec_params || !res->rec_grads) {
             zn_run_result_free(res);
-            return zn_err(err, ZN_E_NOMEM, "out of host memory for %ld recorded steps", o->steps);
+            return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " for %ld recorded steps", o->steps);
         }
     }
     res->comm_init = calloc((size_t)o->world, sizeof(ZnCommStats));
@@ -288,7 +288,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end) {
         zn_run_result_free(res);
-        return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        return zn_nomem(err);
     }
     if (zn_sched_init(&ctx.sched, &o->cfg.sched, o->cfg.lr, o->cfg.beta1, o->cfg.beta2, err)) {
         zn_run_result_free(res);
@@ -296,7 +296,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     }
     if (zn_data_init(&ctx.data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed)) {
         zn_run_result_free(res);
-        return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        return zn_nomem(err);
     }
     const int my_rank = o->proc_comm ? o->proc_comm->rank : 0;
     if (o->proc_comm && o->proc_comm->world != o->world) {
@@ -343,7 +343,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
 #endif
     if (o->trace_path) {
         ctx.traces = calloc((size_t)o->world, sizeof(ZnTrace));
-        if (!ctx.traces) { zn_sim_world_free(w); rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto out; }
+        if (!ctx.traces) { zn_sim_world_free(w); rc = zn_nomem(err); goto out; }
         for (int r = 0; r < o->world; r++) { ctx.traces[r].rank = r; ctx.traces[r].t0 = t0; }
     }
     rc = zn_sim_run(w, rank_main, &ctx, err);
@@ -354,7 +354,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
 #endif
     if (!rc && ctx.traces) {
         ZnTrace **tp = malloc((size_t)o->world * sizeof *tp);
-        if (!tp) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+        if (!tp) rc = zn_nomem(err);
         for (int r = 0; r < o->world && tp; r++) tp[r] = &ctx.traces[r];
         if (tp) rc = zn_trace_write(o->trace_path, tp, o->world, err);
         free(tp);

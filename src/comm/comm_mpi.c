@@ -61,7 +61,7 @@ void zn_mpi_finalize(void) {
 static int reserve(MpiComm *m, size_t need, ZnErr *err) {
     if (need <= m->scratch_cap) return 0;
     char *p = realloc(m->scratch, need);
-    if (!p) return zn_err(err, ZN_E_NOMEM, "out of host memory (%zu bytes of collective scratch)", need);
+    if (!p) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu bytes of collective scratch)", need);
     m->scratch = p;
     m->scratch_cap = need;
     return 0;
@@ -130,7 +130,7 @@ static int scatter_sum(ZnComm *c, const void *send, void *recv, const long *coun
     if (rc != MPI_SUCCESS) return fail(m, (mpi_fail(rc, "all-to-all", err), err));
     const void *bufs[64];
     const void **b = W <= 64 ? bufs : malloc((size_t)W * sizeof *b);
-    if (!b) return fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+    if (!b) return fail(m, (zn_nomem(err), err));
     for (int q = 0; q < W; q++) b[q] = m->scratch + (size_t)q * (size_t)counts[me] * es;
     rc = zn_tree_reduce(b, W, dt, red, counts[me], recv, err);
     if (b != bufs) free(b);
@@ -178,7 +178,7 @@ static int mpi_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp 
     if (rc) return rc;
     const int W = c->world;
     long *counts = malloc((size_t)W * sizeof *counts);
-    if (!counts) return fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+    if (!counts) return fail(m, (zn_nomem(err), err));
     zn_comm_even_counts(count, W, counts);
     long off = 0;
     for (int q = 0; q < c->rank; q++) off += counts[q];
@@ -186,7 +186,7 @@ static int mpi_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp 
     char *piece = (char *)buf + (size_t)off * es;
     /* the piece is reduced into a private buffer first: buf is still being sent */
     char *tmp = malloc((size_t)counts[c->rank] * es + 1);
-    rc = tmp ? scatter_sum(c, buf, tmp, counts, dt, op, tag, err) : fail(m, (zn_err(err, ZN_E_NOMEM, "out of host memory"), err));
+    rc = tmp ? scatter_sum(c, buf, tmp, counts, dt, op, tag, err) : fail(m, (zn_nomem(err), err));
     if (!rc) {
         memcpy(piece, tmp, (size_t)counts[c->rank] * es);
         rc = gather_pieces(c, piece, buf, counts, dt, tag, err);
@@ -236,7 +236,7 @@ ZnComm *zn_comm_mpi_new(ZnErr *err) {
     }
     if (!c || !m || !m->recs || !m->cnt || !m->displ || !m->rcnt || !m->rdispl) {
         c ? (c->impl = m, zn_comm_mpi_free(c)) : free(m);
-        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        zn_nomem(err);
         return NULL;
     }
     for (int s = 1; s <= 8; s *= 2) {

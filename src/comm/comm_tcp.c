@@ -31,7 +31,7 @@ typedef struct {
 static int reserve(TcpComm *t, size_t need, ZnErr *err) {
     if (need <= t->scratch_cap) return 0;
     char *p = realloc(t->scratch, need);
-    if (!p) return zn_err(err, ZN_E_NOMEM, "out of host memory (%zu bytes of collective scratch)", need);
+    if (!p) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu bytes of collective scratch)", need);
     t->scratch = p;
     t->scratch_cap = need;
     return 0;
@@ -149,7 +149,7 @@ static int collective(ZnComm *c, ZnCollOp op, const void *send, void *recv, long
             const void *bufs[64];
             const void **b = world <= 64 ? bufs : malloc((size_t)world * sizeof *b);
             if (!b) {
-                zn_err(err, ZN_E_NOMEM, "out of host memory");
+                zn_nomem(err);
                 return fail(t, err);
             }
             b[0] = my_data;
@@ -224,7 +224,7 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
     if (!c || !t) {
         free(c);
         free(t);
-        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        zn_nomem(err);
         return NULL;
     }
     t->store = s;

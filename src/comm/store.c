@@ -363,7 +363,7 @@ ZnStore *zn_store_open(const ZnRdvSpec *spec, int rank, int world, ZnErr *err) {
     if (!s || !fd) {
         free(s);
         free(fd);
-        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        zn_nomem(err);
         return NULL;
     }
     s->rank = rank;

@@ -1194,7 +1194,7 @@ static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
     ZnHjson h;
     int hrc = zn_hjson_to_json(text, len, &h);
     if (hrc) {
-        int rc = hrc == -2 ? zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src)
+        int rc = hrc == -2 ? zn_err(x->err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG " while reading the config", x->src)
                            : syntax_error(x, text, len, h.err_at, h.why);
         zn_hjson_free(&h);
         return rc;
@@ -1205,7 +1205,7 @@ static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
     if (zn_json_failed()) {
         cJSON_Delete(root);
         zn_hjson_free(&h);
-        return zn_err(x->err, ZN_E_NOMEM, "%s: out of host memory while reading the config", x->src);
+        return zn_err(x->err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG " while reading the config", x->src);
     }
     if (!root) {
         size_t p = end ? (size_t)(end - h.json) : 0;

@@ -31,6 +31,11 @@ typedef struct ZnErr {
 #define zn_err(e, code, ...) zn_err_at(__FILE__, __LINE__, (e), (code), __VA_ARGS__)
 int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The one message of a failed host allocation, and its error (ZN_E_NOMEM,
+ * at the caller's file and line). Messages that add context splice the
+ * phrase in: "%s: " ZN_NOMEM_MSG " while reading it". */
+#define ZN_NOMEM_MSG "out of host memory"
+#define zn_nomem(e) zn_err((e), ZN_E_NOMEM, ZN_NOMEM_MSG)
 /* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The CLI's one way to report an error: "zinc: error: <what><msg>" on f,

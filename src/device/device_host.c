@@ -120,7 +120,7 @@ static void *host_alloc(ZnDevice *d, size_t alloc_n, size_t n, ZnMemCat cat, ZnE
         h = aligned_alloc(ZN_HDR, ZN_HDR);
         if (!h) {
             d->mem = before;
-            zn_err(err, ZN_E_NOMEM, "out of host memory: meta header for %s", cname);
+            zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG ": meta header for %s", cname);
             return NULL;
         }
         memset(h, 0, ZN_HDR);
@@ -131,7 +131,7 @@ static void *host_alloc(ZnDevice *d, size_t alloc_n, size_t n, ZnMemCat cat, ZnE
         h = aligned_alloc(ZN_HDR, ZN_HDR + body);
         if (!h) {
             d->mem = before;
-            zn_err(err, ZN_E_NOMEM, "out of host memory: requesting %zu bytes for %s", n, cname);
+            zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG ": requesting %zu bytes for %s", n, cname);
             return NULL;
         }
         /* zero-filled: the header line and the whole body (padding included,

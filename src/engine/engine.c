@@ -850,7 +850,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
     E->host_x = malloc((size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
     E->host_labels = malloc((size_t)(cfg->micro_batch + 1) * sizeof(int));
-    if (!E->host_x || !E->host_labels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+    if (!E->host_x || !E->host_labels) { zn_nomem(err); goto fail; }
     /* the host scratch of every step, so that a step allocates nothing
        on the host (Z-ENG-016): collective counts, a bucket's received
        pieces, the norm's partial sums, the step's losses */
@@ -866,19 +866,19 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->loss_all = malloc(ga * W * sizeof(float));
     E->loss_ordered = malloc(ga * W * sizeof(double));
     if (!E->counts || !E->pieces || !E->norm_all || !E->losses || !E->loss_all || !E->loss_ordered) {
-        zn_err(err, ZN_E_NOMEM, "out of host memory");
+        zn_nomem(err);
         goto fail;
     }
     /* tied weights: who uses what */
     E->first_use = calloc((size_t)L->nparams + 1, sizeof(int));
     E->tied_cnt = calloc((size_t)L->nparams + 1, sizeof(int));
-    if (!E->first_use || !E->tied_cnt) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+    if (!E->first_use || !E->tied_cnt) { zn_nomem(err); goto fail; }
     for (int p = 0; p < L->nparams; p++) E->first_use[p] = -1;
     for (int l = 0; l < model->nlayers; l++) {
         int pw = model->layer_param[l][0];
         if (E->first_use[pw] >= 0) {   /* a second user: the weight is tied */
             if (!E->tied_acc && !(E->tied_acc = calloc((size_t)L->nparams + 1, sizeof(float *)))) {
-                zn_err(err, ZN_E_NOMEM, "out of host memory");
+                zn_nomem(err);
                 goto fail;
             }
             if (!E->tied_acc[pw] && !(E->tied_acc[pw] = talloc(E, L->params[pw].numel, ZN_MEM_WORKSPACE, err))) goto fail;
@@ -894,7 +894,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
         /* generated on the host (padding zero), uploaded, cast on the device */
         float *h = calloc((size_t)L->aligned_numel + 1, sizeof(float));
-        if (!h) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        if (!h) { zn_nomem(err); goto fail; }
         for (int p = 0; p < L->nparams; p++)
             zn_model_init_param(model, p, seed, 0, L->params[p].numel, h + L->flat_offset[p]);
         E->k->upload(dev, E->flat_params, h, (size_t)L->aligned_numel * sizeof(float));
@@ -933,7 +933,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
         float *h = calloc((size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
-        if (!h) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        if (!h) { zn_nomem(err); goto fail; }
         for (int p = 0; p < L->nparams; p++) {
             long lo2, hi2, off;
             zn_layout_owned(L, p, E->rank, &lo2, &hi2, &off);
@@ -946,7 +946,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         E->full = calloc((size_t)L->nparams + 1, sizeof(float *));
         E->persistent = calloc((size_t)L->nparams + 1, sizeof(int));
         E->keep_after_fwd = calloc((size_t)model->nlayers + 1, sizeof(int));
-        if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_nomem(err); goto fail; }
         plan_residency(E);
         for (int p = 0; p < L->nparams; p++) {
             if (!E->persistent[p]) continue;
@@ -963,7 +963,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
            partition-sized partial sums: canonical mode's memory cost */
         while ((1L << E->nlevels) <= cfg->grad_accum) E->nlevels++;
         E->levels = calloc((size_t)E->nlevels, sizeof(float *));
-        if (!E->levels) { zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+        if (!E->levels) { zn_nomem(err); goto fail; }
         for (int k = 0; k < E->nlevels; k++)
             if (!(E->levels[k] = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     }

@@ -192,7 +192,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     zn_json_track();
     cJSON *doc = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
     if (zn_json_failed()) {
-        rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory while reading it", path);
+        rc = zn_err(err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG " while reading it", path);
         goto out;
     }
     if (!cJSON_IsObject(doc)) {
@@ -207,7 +207,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
         uint64_t got = compact ? fnv64(compact, strlen(compact)) : 0;
         cJSON_free(compact);
         if (!compact) {
-            rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory while verifying it", path);
+            rc = zn_err(err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG " while verifying it", path);
             goto out;
         }
         if (got != want) {
@@ -341,7 +341,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
         m->aliases[m->naliases++].param = p;
     }
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(doc, "config");
-    if (cfg && !(m->config = cJSON_Duplicate(cfg, 1))) rc = zn_err(err, ZN_E_NOMEM, "%s: out of host memory", path);
+    if (cfg && !(m->config = cJSON_Duplicate(cfg, 1))) rc = zn_err(err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG, path);
 out:
     cJSON_Delete(doc);
     return rc;
@@ -492,7 +492,7 @@ int zn_ckpt_manifest_check(const char *text, size_t len, const char *name, int u
     if (len > MANIFEST_MAX) return zn_err(err, ZN_E_CORRUPT, "%s: more than the %u-byte limit", name, MANIFEST_MAX);
     Manifest *m = calloc(1, sizeof *m);
     char *copy = malloc(len + 1);   /* NUL-terminated, as zn_read_file gives it */
-    int rc = m && copy ? 0 : zn_err(err, ZN_E_NOMEM, "out of host memory");
+    int rc = m && copy ? 0 : zn_nomem(err);
     if (!rc) {
         memcpy(copy, text, len);
         copy[len] = 0;
@@ -515,7 +515,7 @@ static int full_from_shards(const Manifest *m, const char *dir, float *ms, float
     long rn = m->rank_numel;
     float *a = malloc((size_t)(rn > 0 ? rn : 1) * 4), *b = malloc((size_t)(rn > 0 ? rn : 1) * 4),
           *c = malloc((size_t)(rn > 0 ? rn : 1) * 4);
-    if (!a || !b || !c) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!a || !b || !c) rc = zn_nomem(err);
     for (int r = 0; r < m->world && !rc; r++) {
         if ((rc = read_shard(m, dir, r, a, b, c, err))) break;
         for (int p = 0; p < L.nparams; p++) {
@@ -580,7 +580,7 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     float *pp = E->P.ckpt_param_partition ? download_part(E, ZN_PART_PARAMS) : NULL;
     void *p16 = NULL;
     int rc = 0;
-    if (!ms || !ea || !es || (E->P.ckpt_param_partition && !pp)) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!ms || !ea || !es || (E->P.ckpt_param_partition && !pp)) rc = zn_nomem(err);
     if (!rc) {
         e[n++] = (ZnStEntry){"fp32", ZN_F32, 1, {len}, ms};
         e[n++] = (ZnStEntry){"exp_avg", ZN_F32, 1, {len}, ea};
@@ -588,7 +588,7 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     }
     if (!rc && E->P.ckpt_param_partition) {   /* the partitioned working copy, in the model dtype */
         p16 = encode(pp, E->part_n, E->dt);
-        if (!p16) rc = zn_err(err, ZN_E_NOMEM, "out of host memory");
+        if (!p16) rc = zn_nomem(err);
         else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
     }
     if (!rc) rc = zn_st_write(path, e, n, meta, err);
@@ -608,7 +608,7 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
     const ZnModel *md = E->model;
     int ne = L->nparams + md->naliases;
     ZnStEntry *e = calloc((size_t)ne + 1, sizeof *e);
-    if (!enc || !e) { free(enc); free(e); return zn_err(err, ZN_E_NOMEM, "out of host memory"); }
+    if (!enc || !e) { free(enc); free(e); return zn_nomem(err); }
     size_t es = zn_dtype_size(E->dt);
     for (int k = 0; k < ne; k++) {   /* every parameter, then tied weights under their other names */
         int p = k < L->nparams ? k : md->aliases[k - L->nparams].param;
@@ -641,7 +641,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     /* A rank that fails returns at once, before its next collective: the
        other ranks' collective then fails with its message (Z-SIM-008), so
        nobody writes a manifest for a checkpoint with a missing shard. */
-    int rc = !all || !full ? zn_err(err, ZN_E_NOMEM, "out of host memory") : 0;
+    int rc = !all || !full ? zn_nomem(err) : 0;
     if (!rc) rc = zn_mkdir_p(tagdir, err);
     if (!rc) rc = write_shard(E, tagdir, mine, err);
     /* every rank learns every shard's size and checksum */
@@ -696,7 +696,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         join(path, tagdir, "manifest.json");
         rc = text && !zn_json_failed()
                  ? zn_write_file_atomic(path, text, strlen(text), err)
-                 : zn_err(err, ZN_E_NOMEM, "%s: out of host memory while building the manifest; %s/latest still names "
+                 : zn_err(err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG " while building the manifest; %s/latest still names "
                           "the previous checkpoint", path, dir);
         cJSON_free(text);
         /* `latest` last: it only ever names a complete checkpoint (Z-CKPT-006) */
@@ -786,7 +786,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", tag, sizeof tag, err))) return rc;
     join(tagdir, dir, tag);
     Manifest *m = calloc(1, sizeof *m);
-    if (!m) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!m) return zn_nomem(err);
     join(mpath, tagdir, universal ? "zero/optimizer_state.json" : "manifest.json");
     if ((rc = parse_manifest(m, mpath, universal ? ZN_UNIV_FORMAT : ZN_CKPT_FORMAT, err))) {
         if (!universal) {   /* a universal folder passed without --universal-checkpoint */
@@ -815,7 +815,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     float *ms = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4), *ea = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4),
           *es = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4);
     float *fm = NULL, *fa = NULL, *fs = NULL;
-    if (!ms || !ea || !es) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto done; }
+    if (!ms || !ea || !es) { rc = zn_nomem(err); goto done; }
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
     int same = !universal && m->world == E->world && zn_plan_same(&m->plan, &E->P) &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
@@ -833,7 +833,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         fm = malloc((size_t)(total + 1) * 4);
         fa = malloc((size_t)(total + 1) * 4);
         fs = malloc((size_t)(total + 1) * 4);
-        if (!fm || !fa || !fs) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto done; }
+        if (!fm || !fa || !fs) { rc = zn_nomem(err); goto done; }
         if (universal) {
             for (int p = 0; p < E->L.nparams && !rc; p++) {
                 long off = E->L.model_offset[p];
@@ -889,14 +889,14 @@ static int load_full(const char *tagdir, Manifest *m, float **fm, float **fa, fl
     *fm = calloc((size_t)total + 1, 4);
     *fa = calloc((size_t)total + 1, 4);
     *fs = calloc((size_t)total + 1, 4);
-    if (!*fm || !*fa || !*fs) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!*fm || !*fa || !*fs) return zn_nomem(err);
     return full_from_shards(m, tagdir, *fm, *fa, *fs, err);
 }
 
 int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err) {
     Manifest *m = calloc(1, sizeof *m);
     float *f[3] = {0};
-    int rc = m ? load_full(tagdir, m, &f[0], &f[1], &f[2], err) : zn_err(err, ZN_E_NOMEM, "out of host memory");
+    int rc = m ? load_full(tagdir, m, &f[0], &f[1], &f[2], err) : zn_nomem(err);
     long total = 0;
     for (int p = 0; !rc && p < m->nparams; p++) total += m->params[p].numel;
     if (!rc && total != numel) rc = zn_err(err, ZN_E_USAGE, "%s holds %ld elements, expected %ld", tagdir, total, numel);
@@ -973,7 +973,7 @@ static int cmd_to_universal(int argc, char **argv) {
     Manifest *m = calloc(1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_err(&err, ZN_E_NOMEM, "out of host memory");
+    int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
     if (!rc) rc = zn_mkdir_p(out, &err);
     UnivJob j;
     memset(&j, 0, sizeof j);
@@ -1000,7 +1000,7 @@ static int cmd_to_universal(int argc, char **argv) {
             cJSON *doc = cJSON_Parse(text);
             free(text);
             if (!doc) rc = zn_err(&err, zn_json_failed() ? ZN_E_NOMEM : ZN_E_CORRUPT, "%s: %s", src,
-                                  zn_json_failed() ? "out of host memory" : "unreadable");
+                                  zn_json_failed() ? ZN_NOMEM_MSG : "unreadable");
             else {
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
                 cJSON_ReplaceItemInObjectCaseSensitive(doc, "files", cJSON_CreateArray());
@@ -1010,7 +1010,7 @@ static int cmd_to_universal(int argc, char **argv) {
                 char dst[PATH_MAX_ZN];
                 pathf(dst, "%s/zero/optimizer_state.json", out);
                 rc = o && !zn_json_failed() ? zn_write_file_atomic(dst, o, strlen(o), &err)
-                                            : zn_err(&err, ZN_E_NOMEM, "%s: out of host memory", dst);
+                                            : zn_err(&err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG, dst);
                 cJSON_free(o);
             }
         }
@@ -1051,7 +1051,7 @@ static int cmd_consolidate(int argc, char **argv) {
     Manifest *m = calloc(1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_err(&err, ZN_E_NOMEM, "out of host memory");
+    int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
     long total = 0;
     ZnModel model;
     if (!rc && zn_model_parse(m->model, &model, &err)) {
@@ -1074,7 +1074,7 @@ static int cmd_consolidate(int argc, char **argv) {
         void *enc = encode(f[0], total, dt);
         ZnStEntry *e = calloc((size_t)ne + 1, sizeof *e);
         long *offs = calloc((size_t)m->nparams + 1, sizeof(long));
-        if (!enc || !e || !offs) rc = zn_err(&err, ZN_E_NOMEM, "out of host memory");
+        if (!enc || !e || !offs) rc = zn_nomem(&err);
         long off = 0;
         for (int p = 0; !rc && p < m->nparams; p++) { offs[p] = off; off += m->params[p].numel; }
         /* every element of the model is accounted for, no padding leaks in */
@@ -1108,7 +1108,7 @@ static int cmd_inspect(int argc, char **argv) {
     Manifest *m = calloc(1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(argv[0], m, &f[0], &f[1], &f[2], &err) : zn_err(&err, ZN_E_NOMEM, "out of host memory");
+    int rc = m ? load_full(argv[0], m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
     if (!rc) rc = verify_model_file(m, argv[0], &err);   /* load_full verified every shard */
     if (rc) {
         zn_err_print(stderr, "", &err);

@@ -255,7 +255,7 @@ static int parse_header(const char *path, long line, const char *p, size_t n, Zn
     c->step = c->val = c->skipped = -1;
     c->nfields = split(p, n, NULL, 0);
     Field *f = malloc((size_t)c->nfields * sizeof *f);
-    if (!f) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!f) return zn_nomem(err);
     split(p, n, f, c->nfields);
     int rc = 0;
     for (int i = 0; i < c->nfields && !rc; i++) {
@@ -303,7 +303,7 @@ int zn_plot_parse_csv(const char *path, const char *text, size_t len, ZnPlotMetr
             if ((rc = parse_header(path, line, p, n, m, &c, err))) goto fail;
             have_header = 1;
             f = malloc((size_t)c.nfields * sizeof *f);
-            if (!f) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+            if (!f) { rc = zn_nomem(err); goto fail; }
             continue;
         }
         int k = split(p, n, f, c.nfields);
@@ -334,7 +334,7 @@ int zn_plot_parse_csv(const char *path, const char *text, size_t len, ZnPlotMetr
             if (nx) x = nx;
             double *ny = nx ? realloc(y, (size_t)cap * sizeof *y) : NULL;
             if (ny) y = ny;
-            if (!nx || !ny) { rc = zn_err(err, ZN_E_NOMEM, "out of host memory"); goto fail; }
+            if (!nx || !ny) { rc = zn_nomem(err); goto fail; }
         }
         x[run->n] = sx;
         y[run->n] = sy;
@@ -390,7 +390,7 @@ static int read_all(const char *path, char **out, size_t *len, ZnErr *err) {
         buf = nb;
         cap *= 2;
     }
-    if (!buf) rc = zn_err(err, ZN_E_NOMEM, "out of host memory reading '%s'", path);
+    if (!buf) rc = zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " reading '%s'", path);
     else if (ferror(fp)) rc = zn_err(err, ZN_E_IO, "cannot read '%s': %s", path, strerror(errno));
     fclose(fp);
     if (rc) { free(buf); return rc; }
@@ -410,7 +410,7 @@ int zn_plot_read_csv(const char *path, ZnPlotMetric m, ZnPlotRun *run, ZnErr *er
     if (rc) return rc;
     if (!(run->name = zn_plot_default_name(path))) {
         zn_plot_run_free(run);
-        return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        return zn_nomem(err);
     }
     return 0;
 }
@@ -708,7 +708,7 @@ static void sync_dir(const char *path) {
 int zn_plot_write(const char *path, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, ZnErr *err) {
     size_t n = strlen(path);
     char *tmp = malloc(n + 5);
-    if (!tmp) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+    if (!tmp) return zn_nomem(err);
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".tmp", 5);
     FILE *f = fopen(tmp, "w");
@@ -750,7 +750,7 @@ static int split_names(const char *s, char **names, int want, ZnErr *err) {
         const char *c = strchr(p, ',');
         size_t n = c ? (size_t)(c - p) : strlen(p);
         if (n == 0) return zn_err(err, ZN_E_USAGE, "--names: name %d is empty", i + 1);
-        if (!(names[i] = malloc(n + 1))) return zn_err(err, ZN_E_NOMEM, "out of host memory");
+        if (!(names[i] = malloc(n + 1))) return zn_nomem(err);
         memcpy(names[i], p, n);
         names[i][n] = 0;
         p += n + 1;
@@ -766,7 +766,7 @@ int zn_cmd_plot(int argc, char **argv) {
     ZnPlotRun *runs = calloc((size_t)argc + 1, sizeof *runs);
     char **nm = calloc((size_t)argc + 1, sizeof *nm);
     int nfiles = 0, rc = 0;
-    if (!files || !runs || !nm) { rc = zn_err(&err, ZN_E_NOMEM, "out of host memory"); goto done; }
+    if (!files || !runs || !nm) { rc = zn_nomem(&err); goto done; }
     for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i];
         int valued = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--metric") ||
