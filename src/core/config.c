@@ -762,16 +762,28 @@ static const Key OPT_KEYS[] = {
     {"legacy_fusion", .type = K_ANY},
 };
 
+/* A section named by its "type" string (optimizer, scheduler): *t is NULL
+   when the section is null or absent. known: the types, for the message. */
+static int typed_section(Ctx *x, const cJSON *v, const char *path, const char *known, const cJSON **t) {
+    int present;
+    *t = NULL;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;
+    char tpath[PATH_LEN];
+    snprintf(tpath, sizeof tpath, "%s.type", path);
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(v, "type");
+    if (!ty) return fail(x, "%s: missing (%s)", tpath, known);
+    if ((rc = want_string(x, ty, tpath, "a string"))) return rc;
+    *t = ty;
+    return ZN_OK;
+}
+
 static int read_optimizer(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
-    if (!t) return fail(x, "optimizer.type: missing (zinc supports Adam, AdamW)");
-    rc = want_string(x, t, "optimizer.type", "a string");
-    if (rc) return rc;
+    const cJSON *t;
+    int rc = typed_section(x, v, path, "zinc supports Adam, AdamW", &t);
+    if (rc || !t) return rc;
     /* DeepSpeed lower-cases the names it knows */
     char name[64];
     snprintf(name, sizeof name, "%s", t->valuestring);
@@ -886,13 +898,9 @@ static const Key SCHED_KEYS[] = {
 static int read_scheduler(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
     ZnConfig *c = base;
-    int present;
-    int rc = section(x, v, path, &present);
-    if (rc || !present) return rc;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
-    if (!t) return fail(x, "scheduler.type: missing (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest)");
-    rc = want_string(x, t, "scheduler.type", "a string");
-    if (rc) return rc;
+    const cJSON *t;
+    int rc = typed_section(x, v, path, "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest", &t);
+    if (rc || !t) return rc;
     c->sched.type = ZN_SCHED_NONE;
     for (int i = ZN_SCHED_WARMUP_LR; i <= ZN_SCHED_LR_RANGE_TEST; i++)
         if (strcmp(t->valuestring, SCHED_NAMES[i]) == 0) c->sched.type = (ZnSchedType)i;
