@@ -50,53 +50,54 @@ static long sent_total(const ZnComm *c) {
     return s;
 }
 
-static void record(ZnTraceComm *tc, ZnCollOp op, const char *tag, double t0, long sent0, double c0) {
-    tc->cpu_s += zn_thread_cpu_s() - c0;
+/* When a forwarded call began: wall clock, thread CPU time, bytes sent. */
+typedef struct { double t0, c0; long sent0; } Mark;
+
+static Mark mark(const ZnTraceComm *tc) { return (Mark){zn_now_s(), zn_thread_cpu_s(), sent_total(tc->inner)}; }
+
+static void record(ZnTraceComm *tc, ZnCollOp op, const char *tag, Mark m) {
+    tc->cpu_s += zn_thread_cpu_s() - m.c0;
     char name[32];
     snprintf(name, sizeof name, "%s:%s", op_name[op], tag ? tag : "");
-    zn_trace_add(tc->trace, name, t0, zn_now_s(), sent_total(tc->inner) - sent0, tc->step ? *tc->step : 0);
+    zn_trace_add(tc->trace, name, m.t0, zn_now_s(), sent_total(tc->inner) - m.sent0, tc->step ? *tc->step : 0);
     tc->comm.stats = tc->inner->stats;
 }
 
 static int t_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
-    long s0 = sent_total(tc->inner);
+    Mark m = mark(tc);
     int rc = tc->inner->all_reduce(tc->inner, buf, count, dt, op, tag, err);
-    record(tc, ZN_OP_ALL_REDUCE, tag, t0, s0, c0);
+    record(tc, ZN_OP_ALL_REDUCE, tag, m);
     return rc;
 }
 static int t_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt,
                             ZnRedOp op, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
-    long s0 = sent_total(tc->inner);
+    Mark m = mark(tc);
     int rc = tc->inner->reduce_scatter(tc->inner, send, recv, counts, dt, op, tag, err);
-    record(tc, ZN_OP_REDUCE_SCATTER, tag, t0, s0, c0);
+    record(tc, ZN_OP_REDUCE_SCATTER, tag, m);
     return rc;
 }
 static int t_all_gather(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt,
                         const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
-    long s0 = sent_total(tc->inner);
+    Mark m = mark(tc);
     int rc = tc->inner->all_gather(tc->inner, send, recv, counts, dt, tag, err);
-    record(tc, ZN_OP_ALL_GATHER, tag, t0, s0, c0);
+    record(tc, ZN_OP_ALL_GATHER, tag, m);
     return rc;
 }
 static int t_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
-    long s0 = sent_total(tc->inner);
+    Mark m = mark(tc);
     int rc = tc->inner->broadcast(tc->inner, buf, count, dt, root, tag, err);
-    record(tc, ZN_OP_BROADCAST, tag, t0, s0, c0);
+    record(tc, ZN_OP_BROADCAST, tag, m);
     return rc;
 }
 static int t_barrier(ZnComm *c, const char *tag, ZnErr *err) {
     ZnTraceComm *tc = (ZnTraceComm *)c;
-    double t0 = zn_now_s(), c0 = zn_thread_cpu_s();
+    Mark m = mark(tc);
     int rc = tc->inner->barrier(tc->inner, tag, err);
-    record(tc, ZN_OP_BARRIER, tag, t0, sent_total(tc->inner), c0);
+    record(tc, ZN_OP_BARRIER, tag, m);
     return rc;
 }
 
