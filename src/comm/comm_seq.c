@@ -1,5 +1,6 @@
 /* comm_seq.c: collective-sequence records (spec Z-SEQ-001..003). */
 #include "comm/comm_seq.h"
+#include "core/hash.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,10 +20,12 @@ void zn_seq_fill(ZnSeqRec *r, long call, ZnCollOp op, ZnDtype dt, ZnRedOp red, i
     r->red = (int32_t)red;
     r->root = root;
     r->count = count;
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = ZN_FNV_INIT;
     for (int q = 0; counts && q < world; q++) {
-        uint64_t v = (uint64_t)counts[q];
-        for (int b = 0; b < 8; b++) { h ^= (v >> (8 * b)) & 0xff; h *= 0x100000001b3ull; }
+        /* the little-endian bytes of each count, whatever the host order */
+        unsigned char le[8];
+        for (int b = 0; b < 8; b++) le[b] = (unsigned char)((uint64_t)counts[q] >> (8 * b));
+        h = zn_fnv1a64(h, le, 8);
         if (q < 8) r->counts[q] = counts[q];
     }
     r->ncounts = counts ? (world < 8 ? world : 8) : 0;
