@@ -17,7 +17,7 @@
  * timeout aborts the communicator and becomes a zinc error naming the rank
  * and the collective (the engine adds the step). Before every collective
  * the ranks all-gather their sequence records (comm_seq.h), as the other
- * process backends do. */
+ * process backends do. Arguments and byte counters are comm/coll.c's. */
 #include <dlfcn.h>
 #include <nccl.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@
 #include "cuda_dev.h"
 #include "comm/nccl.h"
 extern "C" {
+#include "comm/coll.h"
 #include "comm/comm_seq.h"
 }
 
@@ -156,17 +157,16 @@ static int wait_done(ZnComm *c, const char *what, const char *tag, ZnErr *err) {
     }
 }
 
-static int check_sequence(ZnComm *c, ZnCollOp op, ZnDtype dt, ZnRedOp red, int root, long count,
-                          const long *counts, const char *tag, ZnErr *err) {
+static int check_sequence(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     NcclComm *m = (NcclComm *)c->impl;
+    const char *tag = k->tag;
     if (m->broken) {
         *err = m->broken_err;
         return err->code;
     }
     ZnSeqRec mine;
-    long total = count;
-    if (counts) { total = 0; for (int q = 0; q < c->world; q++) total += counts[q]; }
-    zn_seq_fill(&mine, ++m->calls, op, dt, red, root, total, counts, c->world, tag);
+    k->call = ++m->calls;
+    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world, tag);
     cudaStream_t st = zn_cuda_dev(m->dev)->stream;
     char *mine_dev = (char *)m->recs_dev + (size_t)c->rank * sizeof mine;
     cudaError_t e = cudaMemcpyAsync(mine_dev, &mine, sizeof mine, cudaMemcpyHostToDevice, st);
@@ -179,12 +179,6 @@ static int check_sequence(ZnComm *c, ZnCollOp op, ZnDtype dt, ZnRedOp red, int r
     if (e != cudaSuccess) return fail(m, (zn_err(err, ZN_E_COMM, "sequence record: %s", cudaGetErrorString(e)), err));
     if (zn_seq_check_all(m->recs_host, c->world, err)) return fail(m, err);
     return 0;
-}
-
-static void count_bytes(ZnComm *c, ZnCollOp op, const long *counts, long count, int root, ZnDtype dt, const char *tag) {
-    long sent, rcvd;
-    zn_comm_ring_bytes(op, c->rank, c->world, counts, count, root, dt, &sent, &rcvd);
-    zn_comm_count(c, op, tag, sent, rcvd);
 }
 
 static int equal_counts(const long *counts, int world) {
@@ -256,8 +250,7 @@ static int gather_pieces(ZnComm *c, const void *send, void *recv, const long *co
 static int nc_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, ZnRedOp op,
                              const char *tag, ZnErr *err) {
     NcclComm *m = (NcclComm *)c->impl;
-    int rc = check_sequence(c, ZN_OP_REDUCE_SCATTER, dt, op, 0, 0, counts, tag, err);
-    if (rc) return rc;
+    int rc;
     if (!m->exact && equal_counts(counts, c->world)) {   /* fast: NCCL's own reduction */
         ncclResult_t r = api.ReduceScatter(send, recv, (size_t)counts[0], nccl_type(dt), op == ZN_MAX ? ncclMax : ncclSum,
                                            m->nccl, zn_cuda_dev(m->dev)->stream);
@@ -266,22 +259,12 @@ static int nc_reduce_scatter(ZnComm *c, const void *send, void *recv, const long
     } else {
         rc = scatter_sum(c, send, recv, counts, dt, op, tag, err);
     }
-    if (!rc) count_bytes(c, ZN_OP_REDUCE_SCATTER, counts, 0, 0, dt, tag);
-    return rc;
-}
-
-static int nc_all_gather(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, const char *tag,
-                         ZnErr *err) {
-    int rc = check_sequence(c, ZN_OP_ALL_GATHER, dt, ZN_SUM, 0, 0, counts, tag, err);
-    if (!rc) rc = gather_pieces(c, send, recv, counts, dt, tag, err);
-    if (!rc) count_bytes(c, ZN_OP_ALL_GATHER, counts, 0, 0, dt, tag);
     return rc;
 }
 
 static int nc_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
     NcclComm *m = (NcclComm *)c->impl;
-    int rc = check_sequence(c, ZN_OP_ALL_REDUCE, dt, op, 0, count, NULL, tag, err);
-    if (rc) return rc;
+    int rc = 0;
     if (!m->exact) {
         ncclResult_t r = api.AllReduce(buf, buf, (size_t)count, nccl_type(dt), op == ZN_MAX ? ncclMax : ncclSum, m->nccl,
                                        zn_cuda_dev(m->dev)->stream);
@@ -307,28 +290,27 @@ static int nc_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp o
         cudaFree(tmp);
         free(counts);
     }
-    if (!rc) count_bytes(c, ZN_OP_ALL_REDUCE, NULL, count, 0, dt, tag);
     return rc;
 }
 
 static int nc_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag, ZnErr *err) {
     NcclComm *m = (NcclComm *)c->impl;
-    if (root < 0 || root >= c->world)
-        return zn_err(err, ZN_E_INTERNAL, "broadcast '%s': root %d outside 0..%d", tag ? tag : "", root, c->world - 1);
-    int rc = check_sequence(c, ZN_OP_BROADCAST, dt, ZN_SUM, root, count, NULL, tag, err);
-    if (rc) return rc;
     ncclResult_t r = api.Broadcast(buf, buf, (size_t)count, nccl_type(dt), root, m->nccl, zn_cuda_dev(m->dev)->stream);
     if (r != ncclSuccess) return nccl_fail(m, r, "broadcast", tag, err);
-    if ((rc = wait_done(c, "broadcast", tag, err))) return rc;
-    count_bytes(c, ZN_OP_BROADCAST, NULL, count, root, dt, tag);
-    return 0;
+    return wait_done(c, "broadcast", tag, err);
 }
 
-/* The sequence check is itself an all-gather every rank must reach: a barrier. */
-static int nc_barrier(ZnComm *c, const char *tag, ZnErr *err) {
-    int rc = check_sequence(c, ZN_OP_BARRIER, ZN_U8, ZN_SUM, 0, 0, NULL, tag, err);
-    if (!rc) count_bytes(c, ZN_OP_BARRIER, NULL, 0, 0, ZN_U8, tag);
-    return rc;
+/* One call the layer has checked: the sequence check, then NCCL. */
+static int nc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    int rc = check_sequence(c, k, err);
+    if (rc) return rc;
+    switch (k->op) {
+    case ZN_OP_ALL_REDUCE: return nc_all_reduce(c, k->recv, k->count, k->dt, k->red, k->tag, err);
+    case ZN_OP_REDUCE_SCATTER: return nc_reduce_scatter(c, k->send, k->recv, k->counts, k->dt, k->red, k->tag, err);
+    case ZN_OP_ALL_GATHER: return gather_pieces(c, k->send, k->recv, k->counts, k->dt, k->tag, err);
+    case ZN_OP_BROADCAST: return nc_broadcast(c, k->recv, k->count, k->dt, k->root, k->tag, err);
+    default: return 0; /* barrier: the sequence check is an all-gather every rank must reach */
+    }
 }
 
 extern "C" int zn_nccl_unique_id(unsigned char id[ZN_NCCL_ID_BYTES], ZnErr *err) {
@@ -375,14 +357,7 @@ extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const un
         free(c);
         return NULL;
     }
-    c->impl = m;
-    c->rank = rank;
-    c->world = world;
-    c->all_reduce = nc_all_reduce;
-    c->reduce_scatter = nc_reduce_scatter;
-    c->all_gather = nc_all_gather;
-    c->broadcast = nc_broadcast;
-    c->barrier = nc_barrier;
+    zn_coll_init(c, rank, world, m, nc_run);
     return c;
 }
 

@@ -9,13 +9,6 @@
 #include <string.h>
 #include "sim_world.h"
 
-static const char *const OP_NAMES[ZN_OP_N] = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier"};
-
-const char *sim_op_name(ZnCollOp op) {
-    return (unsigned)op < ZN_OP_N ? OP_NAMES[op] : "?";
-}
-
 /* ---------------------------------------------------------------- world */
 
 static void rank_init(ZnSimWorld *w, int r) {
@@ -163,7 +156,7 @@ static int sim_broken(ZnSimWorld *w, SimRank *rk, const SimPost *p, ZnErr *err) 
     ZnErr e = {0};
     const char *tag = p->tag ? p->tag : "";
     if (!w->in_run) {
-        zn_err(&e, ZN_E_USAGE, "%s '%s' called outside zn_sim_run", sim_op_name(p->op), tag);
+        zn_err(&e, ZN_E_USAGE, "%s '%s' called outside zn_sim_run", zn_coll_op_name(p->op), tag);
         return fail_with(err, &e);
     }
     if (w->mismatch) return fail_with(err, &w->mismatch_err);
@@ -177,7 +170,7 @@ static int sim_broken(ZnSimWorld *w, SimRank *rk, const SimPost *p, ZnErr *err) 
     r = lowest_exited(w, p->call);
     rk->peer_err = 1;
     zn_err(&e, ZN_E_COMM, "rank %d exited before joining %s '%s' (call #%ld)", r,
-           sim_op_name(p->op), tag, p->call);
+           zn_coll_op_name(p->op), tag, p->call);
     if (w->exit_seen_rank < 0) { /* kept in case the rank swallows it */
         w->exit_seen_rank = rk->rank;
         w->exit_seen_err = e;

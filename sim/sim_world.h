@@ -4,7 +4,7 @@
  * top of it; the reduction kernels are src/comm/sumtree.c.
  *
  * Protocol of one collective (spec Z-SIM-006..009):
- *   1. the rank checks its own arguments, then writes its record into
+ *   1. the rank checks its own arguments (comm/coll.c), then writes its record into
  *      posts[rank] (op, dtype, counts, root, tag, buffers);
  *   2. sync (may fail: a peer failed or exited, the world is broken);
  *   3. every rank compares all records with rank 0's (sequence check);
@@ -17,6 +17,8 @@
 #define ZN_SIM_WORLD_H
 #include <pthread.h>
 #include "comm/world.h"
+#include "comm/coll.h"
+#include "comm/comm_seq.h"
 
 #define ZN_SIM_MAX_WORLD 4096
 
@@ -28,18 +30,8 @@ typedef enum {
     SIM_FAILED_PEER,  /* fn returned an error after the sim reported a peer's failure to it */
 } SimRankState;
 
-typedef struct {
-    ZnCollOp op;
-    ZnDtype dt;
-    ZnRedOp red;
-    long count;          /* all_reduce, broadcast: elements; reduce_scatter, all_gather: sum of counts */
-    const long *counts;  /* reduce_scatter, all_gather: the caller's array */
-    int root;
-    const char *tag;     /* the caller's string; valid while it is inside the call */
-    const void *send;    /* input base (all_reduce, broadcast: the buffer) */
-    void *recv;          /* output base */
-    long call;           /* 1-based index of this collective in the rank's run */
-} SimPost;
+/* a rank's posted record: the checked call of comm/coll.h */
+typedef ZnCollCall SimPost;
 
 typedef struct SimRank {
     ZnComm comm;          /* handed out by zn_sim_comm; comm.impl points back here */
@@ -82,7 +74,6 @@ struct ZnSimWorld {
     void *arg;
 };
 
-const char *sim_op_name(ZnCollOp op);
 /* Fills rk->comm: rank, world, impl and the collective entry points. */
 void sim_comm_init(SimRank *rk);
 /* Steps 1-2: posts p and waits for every rank (or a failure). */

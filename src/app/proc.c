@@ -30,9 +30,9 @@ const char *zn_backend_name(ZnBackend b) {
 }
 
 uint64_t zn_fnv_str(uint64_t h, const char *s) {
-    for (; s && *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ull; }
-    h ^= 0xff;   /* a separator, so ("ab","c") and ("a","bc") differ */
-    return h * 0x100000001b3ull;
+    static const unsigned char sep = 0xff;   /* so ("ab","c") and ("a","bc") differ */
+    h = zn_fnv1a64(h, s ? s : "", s ? strlen(s) : 0);
+    return zn_fnv1a64(h, &sep, 1);
 }
 
 int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p, ZnErr *err) {

@@ -4,6 +4,7 @@
 #ifndef ZN_PROC_H
 #define ZN_PROC_H
 #include <stdint.h>
+#include "core/hash.h"
 #include "comm/comm.h"
 #include "device/device.h"
 #include "comm/rendezvous.h"
@@ -53,7 +54,6 @@ int zn_proc_check_config(ZnProc *p, const ZnConfigId *id, ZnErr *err);
 void zn_proc_end(ZnProc *p, int ok);
 
 /* FNV-1a 64 of a string, chained from h (start with ZN_FNV_INIT). */
-#define ZN_FNV_INIT 0xcbf29ce484222325ull
 uint64_t zn_fnv_str(uint64_t h, const char *s);
 
 #endif

@@ -1,7 +1,7 @@
 /* comm.h: the communicator seam. One ZnComm per rank; the engine calls it and
  * never asks which backend it runs on. Implementations: sim (threads in one
- * process, sim/sim_comm.c), tcp and mpi (one process per rank,
- * comm_tcp.c, comm_mpi.c) and nccl (kernels/comm_nccl.cu).
+ * process, sim/sim_comm.c), tcp and mpi (comm_proc.h) and nccl, all behind
+ * the entry points of comm/coll.h.
  *
  * Summation order (spec Z-SIM-002): a reduction over ranks is one fixed
  * binary tree over rank index: tree(lo, n) = x[lo] if n == 1, else
@@ -43,9 +43,12 @@ typedef struct {
 } ZnCommStats;
 
 typedef struct ZnComm ZnComm;
+struct ZnCollCall;
 struct ZnComm {
     int rank, world;
     void *impl;
+    /* the backend's data movement for one checked call (comm/coll.h) */
+    int (*run)(ZnComm *c, struct ZnCollCall *k, ZnErr *err);
     /* in place on buf (count elements) */
     int (*all_reduce)(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op,
                       const char *tag, ZnErr *err);

@@ -1,5 +1,6 @@
 /* comm_seq.c: collective-sequence records (spec Z-SEQ-001..003). */
 #include "comm/comm_seq.h"
+#include "core/hash.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,20 +20,23 @@ void zn_seq_fill(ZnSeqRec *r, long call, ZnCollOp op, ZnDtype dt, ZnRedOp red, i
     r->red = (int32_t)red;
     r->root = root;
     r->count = count;
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = ZN_FNV_INIT;
     for (int q = 0; counts && q < world; q++) {
-        uint64_t v = (uint64_t)counts[q];
-        for (int b = 0; b < 8; b++) { h ^= (v >> (8 * b)) & 0xff; h *= 0x100000001b3ull; }
+        /* the little-endian bytes of each count, whatever the host order */
+        unsigned char le[8];
+        for (int b = 0; b < 8; b++) le[b] = (unsigned char)((uint64_t)counts[q] >> (8 * b));
+        h = zn_fnv1a64(h, le, 8);
         if (q < 8) r->counts[q] = counts[q];
     }
-    r->ncounts = counts ? (world < 8 ? world : 8) : 0;
+    r->ncounts = counts ? world : 0;
     r->counts_hash = h;
     snprintf(r->tag, sizeof r->tag, "%s", tag ? tag : "");
 }
 
 static int has_counts(int op) { return op == ZN_OP_REDUCE_SCATTER || op == ZN_OP_ALL_GATHER; }
 
-/* The simulator's rule (sim_comm.c records_differ), over the wire record. */
+/* Whether two records describe different collectives; *by_counts is set
+ * when only the counts arrays tell them apart. */
 static int differ(const ZnSeqRec *a, const ZnSeqRec *b, int *by_counts) {
     *by_counts = 0;
     if (a->op != b->op || strncmp(a->tag, b->tag, sizeof a->tag)) return 1;
@@ -51,9 +55,9 @@ static void format(char *s, size_t cap, int rank, const ZnSeqRec *r, int show_co
                       zn_dtype_name((ZnDtype)r->dt), (long long)r->count);
     if (r->op == ZN_OP_BROADCAST && k < (int)cap) k += snprintf(s + k, cap - (size_t)k, " root=%d", r->root);
     if (show_counts) {
-        for (int q = 0; q < r->ncounts && k < (int)cap; q++)
+        for (int q = 0; q < r->ncounts && q < 8 && k < (int)cap; q++)
             k += snprintf(s + k, cap - (size_t)k, "%s%lld", q ? "," : " counts=[", (long long)r->counts[q]);
-        if (k < (int)cap) k += snprintf(s + k, cap - (size_t)k, "%s]", r->ncounts == 8 ? ",..." : "");
+        if (k < (int)cap) k += snprintf(s + k, cap - (size_t)k, "%s]", r->ncounts > 8 ? ",..." : "");
     }
     if (k < (int)cap) snprintf(s + k, cap - (size_t)k, " '%.*s'", (int)sizeof r->tag, r->tag);
 }

@@ -1,7 +1,7 @@
-/* comm_seq.h: the collective-sequence record that process communicators
- * exchange before every collective (spec Z-SEQ-*). The simulator compares
- * its ranks' posts directly (sim_comm.c); ranks in separate processes send
- * each other this fixed-size record instead, so a rank that issues a
+/* comm_seq.h: the collective-sequence record every communicator
+ * compare before every collective (spec Z-SEQ-*): the simulator's ranks
+ * from their posts (sim_comm.c), ranks in separate processes after
+ * exchanging this fixed-size record (comm/coll.c), so a rank that issues a
  * different collective than its peers (the stage-3 "module called a
  * different number of times on one rank" deadlock) is reported with the
  * first differing record from each side, in the simulator's words:
@@ -17,7 +17,7 @@
 typedef struct {
     uint32_t magic;
     int32_t op, dt, red, root;
-    int32_t ncounts;          /* counts shown in messages (at most 8) */
+    int32_t ncounts;          /* world (0 without counts); messages show the first 8 */
     int64_t call;             /* 1-based index of the collective on this rank */
     int64_t count;            /* all_reduce/broadcast: elements; reduce_scatter/all_gather: sum of counts */
     uint64_t counts_hash;     /* FNV-1a of the whole counts array */

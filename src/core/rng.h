@@ -4,6 +4,8 @@
 #ifndef ZN_RNG_H
 #define ZN_RNG_H
 #include <stdint.h>
+#include <string.h>
+#include "core/hash.h"
 
 /* splitmix64 finaliser: a bijective 64-bit mix. */
 static inline uint64_t zn_mix64(uint64_t z) {
@@ -21,8 +23,6 @@ static inline float zn_rng_uniform(uint64_t key, uint64_t counter) {
 }
 /* FNV-1a over a string: the key of a parameter name. */
 static inline uint64_t zn_hash_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ull; }
-    return h;
+    return zn_fnv1a64(ZN_FNV_INIT, s, strlen(s));
 }
 #endif

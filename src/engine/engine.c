@@ -16,6 +16,7 @@
  * (DeepSpeed's reduce-scatter path; Z-ENG-010), so that in fp32 without
  * accumulation all stages produce the same bits. */
 #include "engine/engine.h"
+#include "core/hash.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -778,10 +779,7 @@ void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host) {
 }
 
 uint64_t zn_digest(const float *params, long n) {
-    const unsigned char *b = (const unsigned char *)params;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (long i = 0; i < n * 4; i++) { h ^= b[i]; h *= 0x100000001b3ull; }
-    return h;
+    return zn_fnv1a64(ZN_FNV_INIT, params, (size_t)n * 4);
 }
 
 ZnLayoutOpts zn_layout_opts(const ZnConfig *cfg) {

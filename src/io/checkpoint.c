@@ -2,6 +2,7 @@
 #include "io/checkpoint.h"
 #include "core/json_track.h"
 #include "core/fileio.h"
+#include "core/hash.h"
 #include "io/safetensors.h"
 #include "core/half.h"
 #include "engine/model.h"
@@ -27,10 +28,7 @@
 /* small helpers */
 
 static uint64_t fnv64(const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 0x100000001b3ull; }
-    return h;
+    return zn_fnv1a64(ZN_FNV_INIT, p, n);
 }
 
 /* size and checksum of a whole file */

@@ -1,0 +1,327 @@
+/* coll.c: the collective layer of coll.h: entry points, argument checks and
+ * counters for every backend, and the process backends' collectives built
+ * on a byte exchange. */
+#include "comm/coll.h"
+#include "comm/comm_seq.h"
+#include "comm/sumtree.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *tag_str(const char *tag) { return tag ? tag : ""; }
+
+/* ------------------------------------------------------ argument checks */
+
+static int check_reduce(const ZnCollCall *k, ZnErr *err) {
+    if (k->dt != ZN_F32 && k->dt != ZN_F16 && k->dt != ZN_BF16 && k->dt != ZN_F64)
+        return zn_err(err, ZN_E_USAGE, "%s '%s': dtype %s cannot be reduced (fp32, fp16, bf16, fp64 can)",
+                      zn_coll_op_name(k->op), tag_str(k->tag), zn_dtype_name(k->dt));
+    if (k->red != ZN_SUM && k->red != ZN_MAX)
+        return zn_err(err, ZN_E_USAGE, "%s '%s': unknown reduction op %d", zn_coll_op_name(k->op),
+                      tag_str(k->tag), (int)k->red);
+    return 0;
+}
+
+static int check_copy_dtype(const ZnCollCall *k, ZnErr *err) {
+    if (zn_dtype_size(k->dt) == 0)
+        return zn_err(err, ZN_E_USAGE, "%s '%s': unknown dtype %d", zn_coll_op_name(k->op), tag_str(k->tag),
+                      (int)k->dt);
+    return 0;
+}
+
+static int check_count(const ZnCollCall *k, long n, const void *buf, const char *what, ZnErr *err) {
+    if (n < 0)
+        return zn_err(err, ZN_E_USAGE, "%s '%s': negative count %ld", zn_coll_op_name(k->op), tag_str(k->tag), n);
+    if (n > 0 && !buf)
+        return zn_err(err, ZN_E_USAGE, "%s '%s': %s buffer is NULL for %ld elements", zn_coll_op_name(k->op),
+                      tag_str(k->tag), what, n);
+    return 0;
+}
+
+/* Sums counts (all must be >= 0) into k->count and this rank's offset. */
+static int check_counts(ZnCollCall *k, int world, int rank, ZnErr *err) {
+    if (!k->counts)
+        return zn_err(err, ZN_E_USAGE, "%s '%s': counts is NULL", zn_coll_op_name(k->op), tag_str(k->tag));
+    long t = 0;
+    for (int q = 0; q < world; q++) {
+        if (k->counts[q] < 0)
+            return zn_err(err, ZN_E_USAGE, "%s '%s': counts[%d] = %ld is negative", zn_coll_op_name(k->op),
+                          tag_str(k->tag), q, k->counts[q]);
+        if (q == rank) k->off = t;
+        t += k->counts[q];
+    }
+    k->count = t;
+    return 0;
+}
+
+/* The one overlap allowed between a rank's piece and the whole buffer is the
+ * exact in-place position of NCCL (Z-SIM-010). */
+static int check_alias(const ZnCollCall *k, const void *piece, long len, const void *whole, ZnErr *err) {
+    size_t es = zn_dtype_size(k->dt), np = (size_t)len * es, nw = (size_t)k->count * es;
+    uintptr_t x = (uintptr_t)piece, y = (uintptr_t)whole;
+    int overlap = np > 0 && nw > 0 && x < y + nw && y < x + np;
+    if (!overlap || (const char *)piece == (const char *)whole + (size_t)k->off * es) return 0;
+    return zn_err(err, ZN_E_USAGE, "%s '%s': send and recv overlap other than in place "
+                  "(the rank's piece must sit at its own offset)", zn_coll_op_name(k->op), tag_str(k->tag));
+}
+
+static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    int rc = 0;
+    long len;
+    switch (k->op) {
+    case ZN_OP_ALL_REDUCE:
+        if (!(rc = check_reduce(k, err))) rc = check_count(k, k->count, k->recv, "the", err);
+        return rc;
+    case ZN_OP_REDUCE_SCATTER:
+        if ((rc = check_reduce(k, err)) || (rc = check_counts(k, c->world, c->rank, err))) return rc;
+        len = k->counts[c->rank];
+        if ((rc = check_count(k, k->count, k->send, "send", err))) return rc;
+        if ((rc = check_count(k, len, k->recv, "recv", err))) return rc;
+        return check_alias(k, k->recv, len, k->send, err);
+    case ZN_OP_ALL_GATHER:
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_counts(k, c->world, c->rank, err))) return rc;
+        len = k->counts[c->rank];
+        if ((rc = check_count(k, len, k->send, "send", err))) return rc;
+        if ((rc = check_count(k, k->count, k->recv, "recv", err))) return rc;
+        return check_alias(k, k->send, len, k->recv, err);
+    case ZN_OP_BROADCAST:
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_count(k, k->count, k->recv, "the", err))) return rc;
+        if (k->root < 0 || k->root >= c->world)
+            return zn_err(err, ZN_E_USAGE, "broadcast '%s': root %d is not a rank of a world of %d",
+                          tag_str(k->tag), k->root, c->world);
+        return 0;
+    default: /* barrier: no arguments */
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------- entry points */
+
+/* Check, run, and count a call that succeeded (ring model, Z-SIM-004). */
+static int call(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    int rc = check(c, k, err);
+    if (!rc) rc = c->run(c, k, err);
+    if (rc) return rc;
+    long sent, recv;
+    zn_comm_ring_bytes(k->op, c->rank, c->world, k->counts, k->count, k->root, k->dt, &sent, &recv);
+    zn_comm_count(c, k->op, k->tag, sent, recv);
+    return 0;
+}
+
+static int e_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_ALL_REDUCE, .dt = dt, .red = op, .count = count, .tag = tag, .send = buf,
+                    .recv = buf};
+    return call(c, &k, err);
+}
+
+static int e_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, ZnRedOp op,
+                            const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_REDUCE_SCATTER, .dt = dt, .red = op, .counts = counts, .tag = tag, .send = send,
+                    .recv = recv};
+    return call(c, &k, err);
+}
+
+static int e_all_gather(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, const char *tag,
+                        ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_ALL_GATHER, .dt = dt, .counts = counts, .tag = tag, .send = send, .recv = recv};
+    return call(c, &k, err);
+}
+
+static int e_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_BROADCAST, .dt = dt, .count = count, .root = root, .tag = tag, .send = buf,
+                    .recv = buf};
+    return call(c, &k, err);
+}
+
+static int e_barrier(ZnComm *c, const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_BARRIER, .dt = ZN_U8, .tag = tag};
+    return call(c, &k, err);
+}
+
+void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
+    c->rank = rank;
+    c->world = world;
+    c->impl = impl;
+    c->run = run;
+    c->all_reduce = e_all_reduce;
+    c->reduce_scatter = e_reduce_scatter;
+    c->all_gather = e_all_gather;
+    c->broadcast = e_broadcast;
+    c->barrier = e_barrier;
+}
+
+/* ------------------------------------------- process backends (tcp, mpi) */
+
+typedef struct {
+    void *x;
+    const ZnXportOps *ops;
+    long calls;
+    int broken;              /* a collective failed: later calls fail at once, the same way */
+    ZnErr broken_err;
+    ZnSeqRec *recs;          /* [world] every rank's sequence record */
+    const void **out;        /* [world] exchange arguments */
+    void **in;
+    size_t *nout, *nin;
+    const void **leaves;     /* [world] tree inputs */
+    long *even;              /* [world] all_reduce's split */
+    char *scratch;           /* every rank's slice of this rank's piece */
+    size_t scratch_cap;
+} Proc;
+
+static void clear(Proc *p, int world) {
+    memset(p->nout, 0, (size_t)world * sizeof *p->nout);
+    memset(p->nin, 0, (size_t)world * sizeof *p->nin);
+}
+
+/* Every rank's record on every rank, each compared with rank 0's: all reach
+ * the same verdict (Z-SEQ-001). */
+static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
+    ZnSeqRec mine;
+    k->call = ++p->calls;
+    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world, k->tag);
+    for (int q = 0; q < c->world; q++) {
+        p->out[q] = &mine;
+        p->in[q] = &p->recs[q];
+        p->nout[q] = p->nin[q] = sizeof mine;
+    }
+    int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    if (rc) return rc;
+    p->recs[c->rank] = mine;
+    return zn_seq_check_all(p->recs, c->world, err);
+}
+
+/* Reduce-scatter: every owner receives every rank's slice of its piece and
+ * sums them in the tree over rank index, whatever the transport's order.
+ * out may lie inside send (in place): the slices are copies by then. */
+static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts, ZnDtype dt, ZnRedOp red, void *out,
+                       ZnErr *err) {
+    const int W = c->world, me = c->rank;
+    size_t es = zn_dtype_size(dt), piece = (size_t)counts[me] * es, need = (size_t)W * piece + 1;
+    if (need > p->scratch_cap) {
+        char *s = realloc(p->scratch, need);
+        if (!s) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu bytes of collective scratch)", need);
+        p->scratch = s;
+        p->scratch_cap = need;
+    }
+    size_t off = 0;
+    for (int q = 0; q < W; q++) {
+        p->out[q] = (const char *)send + off;
+        p->nout[q] = (size_t)counts[q] * es;
+        p->in[q] = p->scratch + (size_t)q * piece;
+        p->nin[q] = piece;
+        p->leaves[q] = p->in[q];
+        off += (size_t)counts[q] * es;
+    }
+    if (piece) memcpy(p->in[me], p->out[me], piece);
+    int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    return rc ? rc : zn_tree_reduce(p->leaves, W, dt, red, counts[me], out, err);
+}
+
+/* All-gather: every rank's piece lands in recv in rank order. send may be
+ * this rank's own place in recv. */
+static int gather(ZnComm *c, Proc *p, const void *send, void *recv, const long *counts, ZnDtype dt, ZnErr *err) {
+    size_t es = zn_dtype_size(dt), off = 0;
+    for (int q = 0; q < c->world; q++) {
+        p->out[q] = send;
+        p->nout[q] = (size_t)counts[c->rank] * es;
+        p->in[q] = (char *)recv + off;
+        p->nin[q] = (size_t)counts[q] * es;
+        off += p->nin[q];
+    }
+    if (p->nin[c->rank]) memmove(p->in[c->rank], send, p->nin[c->rank]);
+    return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+}
+
+static int move(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
+    const int W = c->world, me = c->rank;
+    size_t es = zn_dtype_size(k->dt);
+    clear(p, W);
+    switch (k->op) {
+    case ZN_OP_REDUCE_SCATTER:
+        return scatter_sum(c, p, k->send, k->counts, k->dt, k->red, k->recv, err);
+    case ZN_OP_ALL_GATHER:
+        return gather(c, p, k->send, k->recv, k->counts, k->dt, err);
+    case ZN_OP_ALL_REDUCE: {
+        /* comm.h's even split reduce-scattered, then gathered back */
+        zn_comm_even_counts(k->count, W, p->even);
+        long off = 0;
+        for (int q = 0; q < me; q++) off += p->even[q];
+        char *piece = (char *)k->recv + (size_t)off * es;
+        int rc = scatter_sum(c, p, k->recv, p->even, k->dt, k->red, piece, err);
+        return rc ? rc : gather(c, p, piece, k->recv, p->even, k->dt, err);
+    }
+    case ZN_OP_BROADCAST:
+        for (int q = 0; q < W; q++) {
+            p->out[q] = k->send;
+            p->nout[q] = me == k->root ? (size_t)k->count * es : 0;
+            p->in[q] = k->recv;
+            p->nin[q] = q == k->root ? (size_t)k->count * es : 0;
+        }
+        return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    default: /* barrier: the record exchange already waited for every rank */
+        return 0;
+    }
+}
+
+static int proc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    Proc *p = c->impl;
+    if (p->broken) {
+        *err = p->broken_err;
+        return err->code;
+    }
+    int rc = sequence(c, p, k, err);
+    if (!rc) rc = move(c, p, k, err);
+    if (rc) {
+        p->broken = 1;
+        p->broken_err = *err;
+    }
+    return rc;
+}
+
+ZnComm *zn_coll_proc_new(int rank, int world, void *x, const ZnXportOps *ops, ZnErr *err) {
+    ZnComm *c = calloc(1, sizeof *c);
+    Proc *p = calloc(1, sizeof *p);
+    size_t W = (size_t)world;
+    if (p) {
+        p->x = x;
+        p->ops = ops;
+        p->recs = calloc(W, sizeof *p->recs);
+        p->out = calloc(W, sizeof *p->out);
+        p->in = calloc(W, sizeof *p->in);
+        p->nout = calloc(W, sizeof *p->nout);
+        p->nin = calloc(W, sizeof *p->nin);
+        p->leaves = calloc(W, sizeof *p->leaves);
+        p->even = calloc(W, sizeof *p->even);
+    }
+    if (c) c->impl = p;
+    if (!c || !p || !p->recs || !p->out || !p->in || !p->nout || !p->nin || !p->leaves || !p->even) {
+        if (c && p) zn_coll_proc_free(c);
+        else {
+            if (ops && x) ops->free(x);
+            free(c);
+            free(p);
+        }
+        zn_nomem(err);
+        return NULL;
+    }
+    zn_coll_init(c, rank, world, p, proc_run);
+    return c;
+}
+
+void zn_coll_proc_free(ZnComm *c) {
+    if (!c) return;
+    Proc *p = c->impl;
+    if (p) {
+        if (p->ops && p->x) p->ops->free(p->x);
+        free(p->recs);
+        free(p->out);
+        free(p->in);
+        free(p->nout);
+        free(p->nin);
+        free(p->leaves);
+        free(p->even);
+        free(p->scratch);
+        free(p);
+    }
+    free(c);
+}
