@@ -34,7 +34,7 @@ int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, .
 /* The one message of a failed host allocation, and its error (ZN_E_NOMEM,
  * at the caller's file and line). Messages that add context splice the
  * phrase in: "%s: " ZN_NOMEM_MSG " while reading it". */
-#define ZN_NOMEM_MSG ZN_NOMEM_MSG
+#define ZN_NOMEM_MSG "out of host memory"
 #define zn_nomem(e) zn_err((e), ZN_E_NOMEM, ZN_NOMEM_MSG)
 /* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

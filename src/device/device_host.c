@@ -375,12 +375,12 @@ static void pack(float *dst, int T, int R, int kc, const float *src, long sr, lo
  * training step allocates nothing after the first (Z-ENG-016). NULL when
  * it cannot be had: the plain loop then gives the same bits. */
 static pthread_key_t pack_key;
-static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
 static int pack_ok;
-static void pack_key_init(void) { pack_ok = pthread_key_create(&pack_key, free) == 0; }
+/* made before main, while there is one thread: no rank thread races on it
+   (pthread_once would do too, but helgrind cannot see its fast path) */
+__attribute__((constructor)) static void pack_key_init(void) { pack_ok = pthread_key_create(&pack_key, free) == 0; }
 
 static float *pack_scratch(void) {
-    pthread_once(&pack_once, pack_key_init);
     if (!pack_ok) return NULL;
     float *p = pthread_getspecific(pack_key);
     if (!p && (p = malloc(sizeof(float) * (KC * NC + MC * KC))) && pthread_setspecific(pack_key, p)) {
