@@ -323,6 +323,18 @@ extern "C" int zn_nccl_unique_id(unsigned char id[ZN_NCCL_ID_BYTES], ZnErr *err)
     return 0;
 }
 
+/* Frees an NcclComm at any stage of its making (m may be NULL): a failed
+ * communicator is aborted, a healthy one destroyed. */
+static void nc_free_impl(NcclComm *m) {
+    if (!m) return;
+    if (m->nccl) (m->broken ? api.CommAbort : api.CommDestroy)(m->nccl);
+    cudaFree(m->recs_dev);
+    cudaFree(m->slots);
+    free(m->recs_host);
+    free(m->slot_ptrs);
+    free(m);
+}
+
 extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const unsigned char id[ZN_NCCL_ID_BYTES],
                                     int exact, ZnErr *err) {
     if (load_nccl(err)) return NULL;
@@ -333,8 +345,7 @@ extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const un
         m->slot_ptrs = (const void **)calloc((size_t)world, sizeof(void *));
     }
     if (!c || !m || !m->recs_host || !m->slot_ptrs) {
-        if (m) { free(m->recs_host); free(m->slot_ptrs); }
-        free(m);
+        nc_free_impl(m);
         free(c);
         zn_nomem(err);
         return NULL;
@@ -350,10 +361,8 @@ extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const un
     if (e != cudaSuccess || r != ncclSuccess) {
         zn_err(err, ZN_E_COMM, "rank %d: NCCL init of %d ranks failed: %s", rank, world,
                e != cudaSuccess ? cudaGetErrorString(e) : api.GetErrorString(r));
-        cudaFree(m->recs_dev);
-        free(m->recs_host);
-        free(m->slot_ptrs);
-        free(m);
+        m->nccl = NULL;   /* a failed init leaves nothing to destroy */
+        nc_free_impl(m);
         free(c);
         return NULL;
     }
@@ -363,14 +372,6 @@ extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const un
 
 extern "C" void zn_comm_nccl_free(ZnComm *c) {
     if (!c) return;
-    NcclComm *m = (NcclComm *)c->impl;
-    if (m) {
-        if (m->nccl) (m->broken ? api.CommAbort : api.CommDestroy)(m->nccl);
-        cudaFree(m->recs_dev);
-        cudaFree(m->slots);
-        free(m->recs_host);
-        free(m->slot_ptrs);
-        free(m);
-    }
+    nc_free_impl((NcclComm *)c->impl);
     free(c);
 }

@@ -106,19 +106,27 @@ __host__ __device__ static int next_block(int n) {
     return h;
 }
 
+/* tree(0, world) as its power-of-two blocks, left to right: block b covers
+ * ranks start[b] .. start[b] + size[b] - 1. Returns the number of blocks. */
+__host__ __device__ static int tree_blocks(int world, int *start, int *size) {
+    int nb = 0;
+    for (int lo = 0, n = world; n > 0; nb++) {
+        int h = next_block(n);
+        start[nb] = lo;
+        size[nb] = h;
+        lo += h;
+        n -= h;
+    }
+    return nb;
+}
+
 template <int DT, int MAX>
 __global__ void k_tree32(const void *const *sends, int world, long off, long len, void *out) {
     for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < len; e += (long)gridDim.x * blockDim.x) {
         long i = off + e;
         /* blocks left to right, then combined right to left */
-        int start[MAX_LEVELS], size[MAX_LEVELS], nb = 0;
-        for (int lo = 0, n = world; n > 0; nb++) {
-            int h = next_block(n);
-            start[nb] = lo;
-            size[nb] = h;
-            lo += h;
-            n -= h;
-        }
+        int start[MAX_LEVELS], size[MAX_LEVELS];
+        int nb = tree_blocks(world, start, size);
         float acc = full32<DT, MAX>(sends, start[nb - 1], size[nb - 1], i);
         for (int b = nb - 2; b >= 0; b--) acc = comb<DT, MAX>(full32<DT, MAX>(sends, start[b], size[b], i), acc);
         if (DT == ZN_F16) ((uint16_t *)out)[e] = zn_f32_to_f16(acc);
@@ -131,14 +139,8 @@ template <int MAX>
 __global__ void k_tree64(const void *const *sends, int world, long off, long len, void *out) {
     for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < len; e += (long)gridDim.x * blockDim.x) {
         long i = off + e;
-        int start[MAX_LEVELS], size[MAX_LEVELS], nb = 0;
-        for (int lo = 0, n = world; n > 0; nb++) {
-            int h = next_block(n);
-            start[nb] = lo;
-            size[nb] = h;
-            lo += h;
-            n -= h;
-        }
+        int start[MAX_LEVELS], size[MAX_LEVELS];
+        int nb = tree_blocks(world, start, size);
         double acc = full64<MAX>(sends, start[nb - 1], size[nb - 1], i);
         for (int b = nb - 2; b >= 0; b--) acc = comb64<MAX>(full64<MAX>(sends, start[b], size[b], i), acc);
         ((double *)out)[e] = acc;

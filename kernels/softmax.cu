@@ -18,10 +18,8 @@ extern "C" {
 __global__ void k_rows(int B, int C, const float *logits, const int *labels, float *stats) {
     for (long b = (long)blockIdx.x * blockDim.x + threadIdx.x; b < B; b += (long)gridDim.x * blockDim.x) {
         const float *z = logits + b * C;
-        float m = z[0];
-        for (int c = 1; c < C; c++) if (z[c] > m) m = z[c];
-        float s = 0.0f;
-        for (int c = 0; c < C; c++) s += zn_expf(z[c] - m);
+        float m, s;
+        zn_softmax_row(z, C, &m, &s);
         int y = labels[b];
         stats[b] = m;
         stats[B + b] = s;

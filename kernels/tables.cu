@@ -18,24 +18,22 @@
     .sumsq_fixed = zn_cuda_sumsq_fixed,     \
     .adam = zn_cuda_adam
 
-extern "C" const ZnKernels zn_cuda_kernels_exact = {
-    SHARED_KERNELS,
-    .gemm_nt = zn_cuda_gemm_nt_exact,
-    .gemm_nn = zn_cuda_gemm_nn_exact,
-    .gemm_tn = zn_cuda_gemm_tn_exact,
-    .colsum = zn_cuda_colsum,
-    .relu_fwd = zn_cuda_relu_fwd,
-    .relu_bwd = zn_cuda_relu_bwd,
-    .softmax_xent = zn_cuda_softmax_xent,
-};
+/* after the GEMMs: C++ wants designators in declaration order */
+#define SHARED_TAIL_KERNELS                 \
+    .colsum = zn_cuda_colsum,               \
+    .relu_fwd = zn_cuda_relu_fwd,           \
+    .relu_bwd = zn_cuda_relu_bwd,           \
+    .softmax_xent = zn_cuda_softmax_xent
 
-extern "C" const ZnKernels zn_cuda_kernels_fast = {
-    SHARED_KERNELS,
-    .gemm_nt = zn_cuda_gemm_nt_fast,
-    .gemm_nn = zn_cuda_gemm_nn_fast,
-    .gemm_tn = zn_cuda_gemm_tn_fast,
-    .colsum = zn_cuda_colsum,
-    .relu_fwd = zn_cuda_relu_fwd,
-    .relu_bwd = zn_cuda_relu_bwd,
-    .softmax_xent = zn_cuda_softmax_xent,
-};
+/* a table: the shared kernels around one mode's GEMMs */
+#define KERNEL_TABLE(mode)                  \
+    {                                       \
+        SHARED_KERNELS,                     \
+        .gemm_nt = zn_cuda_gemm_nt_##mode,  \
+        .gemm_nn = zn_cuda_gemm_nn_##mode,  \
+        .gemm_tn = zn_cuda_gemm_tn_##mode,  \
+        SHARED_TAIL_KERNELS,                \
+    }
+
+extern "C" const ZnKernels zn_cuda_kernels_exact = KERNEL_TABLE(exact);
+extern "C" const ZnKernels zn_cuda_kernels_fast = KERNEL_TABLE(fast);

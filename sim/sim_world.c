@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sim_world.h"
+#include "core/alloc.h"
 
 /* ---------------------------------------------------------------- world */
 
@@ -23,14 +24,14 @@ ZnSimWorld *zn_sim_world_new(int world, ZnErr *err) {
         zn_err(err, ZN_E_USAGE, "sim world size %d out of range 1..%d", world, ZN_SIM_MAX_WORLD);
         return NULL;
     }
-    ZnSimWorld *w = calloc(1, sizeof *w);
+    ZnSimWorld *w = zn_calloc(ZN_HOST_COMM, 1, sizeof *w);
     if (!w) goto nomem;
     w->world = world;
-    w->ranks = calloc((size_t)world, sizeof *w->ranks);
-    w->posts = calloc((size_t)world, sizeof *w->posts);
+    w->ranks = zn_calloc(ZN_HOST_COMM, (size_t)world, sizeof *w->ranks);
+    w->posts = zn_calloc(ZN_HOST_COMM, (size_t)world, sizeof *w->posts);
     if (!w->ranks || !w->posts) goto nomem;
     for (int r = 0; r < world; r++)
-        if (!(w->ranks[r].sends = calloc((size_t)world, sizeof *w->ranks[r].sends))) goto nomem;
+        if (!(w->ranks[r].sends = zn_calloc(ZN_HOST_COMM, (size_t)world, sizeof *w->ranks[r].sends))) goto nomem;
     /* default attributes: a plain mutex; the sim never locks it twice */
     if (pthread_mutex_init(&w->mu, NULL) != 0) goto nomem;
     if (pthread_cond_init(&w->cv, NULL) != 0) {
@@ -72,7 +73,7 @@ ZnComm *zn_sim_comm(ZnSimWorld *w, int rank) {
 
 int sim_reserve(void **buf, size_t *cap, size_t need, ZnErr *err) {
     if (need <= *cap) return 0;
-    void *p = realloc(*buf, need);
+    void *p = zn_realloc(ZN_HOST_COMM, *buf, need);
     if (!p) return zn_err(err, ZN_E_NOMEM, "sim: cannot allocate %zu bytes of scratch", need);
     *buf = p;
     *cap = need;

@@ -316,6 +316,20 @@ if [ $rc = 1 ] && grep -qx "FAIL $T/cases/a/bad.json: not JSON (byte 12)" "$T/ou
   ok "Z-SPEC-002 a bad case file is a failed case named by its path"
 else bad Z-SPEC-002 "rc $rc: $(cat "$T/out")"; fi
 
+# spec: Z-SPEC-003 spec coverage fails on an uncovered clause, an unknown id
+# and a clause id defined twice (a tree of its own: SPEC.md, one case, one test)
+A=Z-AB   # the ids are put together here, so that this file names none of them
+mkdir -p "$T/tree/spec/cases/a" "$T/tree/tests"
+printf -- "- **$A-001** one\n- **$A-002** two\n- **$A-001** one again\n" >"$T/tree/spec/SPEC.md"
+printf '{"id": "x", "clauses": ["%s", "%s"]}\n' "$A-002" "$A-009" >"$T/tree/spec/cases/a/x.json"
+printf '/* spec: %s */\n' "$A-002" >"$T/tree/tests/test_x.c"
+Z=$ZINC; case "$Z" in /*) ;; *) Z="$(pwd)/$Z" ;; esac
+(cd "$T/tree" && "$Z" spec coverage) >"$T/out" 2>&1; rc=$?
+if [ $rc = 1 ] && grep -qx "defined twice $A-001" "$T/out" && grep -q "^unknown   $A-009 " "$T/out" && \
+   grep -qx "spec coverage: 2 clauses, 1 covered, 1 uncovered, 1 unknown ids" "$T/out" && grep -qx "uncovered $A-001" "$T/out"; then
+  ok "Z-SPEC-003 spec coverage names uncovered, unknown and twice-defined ids"
+else bad Z-SPEC-003 "rc $rc: $(cat "$T/out")"; fi
+
 # spec: Z-ERR-001 --verbose names the source line that wrote the error; without it, the message alone
 "$ZINC" train --verbose --steps 1 --stage 7 >"$T/out" 2>"$T/err"; rc=$?
 "$ZINC" --verbose ckpt inspect "$T/nothing" >"$T/out" 2>"$T/err2"; rc2=$?

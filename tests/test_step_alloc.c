@@ -1,5 +1,5 @@
 /* test_step_alloc.c: after its first step, a training step allocates
- * nothing on the host (spec Z-ENG-016).
+ * nothing on the host (spec Z-ENG-017).
  *
  * This binary is linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
  * (Makefile): every call zinc's code (engine, device, simulator) makes to
@@ -59,7 +59,7 @@ static int rank_fn(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     return rc;
 }
 
-/* spec: Z-ENG-016 no host allocation in steps 2..4 at any stage and dtype,
+/* spec: Z-ENG-017 no host allocation in steps 2..4 at any stage and dtype,
  * with gradient accumulation and with a tied weight */
 static void test_steps_allocate_nothing(void **state) {
     (void)state;

@@ -1,5 +1,6 @@
 /* cli_train.c: `zinc train` and the flags it shares with the other tools. */
 #include "app/cli.h"
+#include "core/alloc.h"
 #include "app/proc.h"
 #include <errno.h>
 #include <math.h>
@@ -216,13 +217,13 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     if (o->universal && !o->resume)
         return zn_err(err, ZN_E_USAGE, "--universal-checkpoint only applies with --resume");
     snprintf(o->model_spec, sizeof o->model_spec, "%s", f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL);
-    o->config_text = config_text ? strdup(config_text) : NULL;
+    o->config_text = config_text ? zn_strdup(ZN_HOST_APP, config_text) : NULL;
     if (!config_text && f->config_path) {   /* what was read from the file, for the manifest */
         size_t n;
         char *buf = NULL;
         FILE *cf = fopen(f->config_path, "rb");
         if (cf) {
-            buf = malloc(1 << 20);
+            buf = zn_malloc(ZN_HOST_APP, 1 << 20);
             n = buf ? fread(buf, 1, (1 << 20) - 1, cf) : 0;
             if (buf) buf[n] = 0;
             fclose(cf);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/err.h"
+#include "core/alloc.h"
 #include "comm/rendezvous.h"
 
 #define MAX_PROCS 1024
@@ -145,8 +146,8 @@ static int spawn(Child *c, char **argv, const char *self, ZnErr *err) {
     c->pid = pid;
     c->fd[0] = out[0];
     c->fd[1] = er[0];
-    c->buf[0] = malloc(LINE_MAX_LEN + 1);
-    c->buf[1] = malloc(LINE_MAX_LEN + 1);
+    c->buf[0] = zn_malloc(ZN_HOST_APP, LINE_MAX_LEN + 1);
+    c->buf[1] = zn_malloc(ZN_HOST_APP, LINE_MAX_LEN + 1);
     if (!c->buf[0] || !c->buf[1]) return zn_err(err, ZN_E_NOMEM, "out of memory");
     return 0;
 }
@@ -184,8 +185,8 @@ static int supervise(Child *k, int n) {
     double stop_at = 0;          /* when SIGKILL follows SIGTERM */
     double decide_at = 0;        /* when the failures seen so far are judged */
     int live = n, open_fds = 2 * n;
-    struct pollfd *pf = calloc((size_t)open_fds + 1, sizeof *pf);
-    int *who = calloc((size_t)open_fds + 1, sizeof *who);
+    struct pollfd *pf = zn_calloc(ZN_HOST_APP, (size_t)open_fds + 1, sizeof *pf);
+    int *who = zn_calloc(ZN_HOST_APP, (size_t)open_fds + 1, sizeof *who);
     if (!pf || !who) { free(pf); free(who); signal_all(k, n, SIGKILL); return 1; }
     while (live > 0 || open_fds > 0) {
         if (got_signal) {   /* forward, then give them the grace period */
@@ -291,7 +292,7 @@ int zn_cmd_launch(int argc, char **argv) {
     sigaction(SIGHUP, &sa, NULL);
 
     ZnErr err = {0};
-    Child *k = calloc((size_t)nproc, sizeof *k);
+    Child *k = zn_calloc(ZN_HOST_APP, (size_t)nproc, sizeof *k);
     if (!k) { fprintf(stderr, "zinc: error: out of memory\n"); return 1; }
     int n = 0, rc = 0;
     if (wants_mpi(ncmd, cmd)) {
@@ -304,7 +305,7 @@ int zn_cmd_launch(int argc, char **argv) {
         /* mpirun -np N [--allow-run-as-root] --oversubscribe --bind-to none --tag-output CMD... */
         char np[16];
         snprintf(np, sizeof np, "%d", nproc);
-        char **mv = calloc((size_t)ncmd + 12, sizeof *mv);
+        char **mv = zn_calloc(ZN_HOST_APP, (size_t)ncmd + 12, sizeof *mv);
         if (!mv) { free(k); return 1; }
         int j = 0;
         mv[j++] = "mpirun";

@@ -1,5 +1,6 @@
 /* proc.c: joining a multi-process run (spec Z-PROC-001, Z-PROC-005). */
 #include "app/proc.h"
+#include "core/alloc.h"
 #include "comm/comm_proc.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,9 +87,9 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
 
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
 #if ZN_HAVE_CUDA
-    unsigned char id[ZN_NCCL_ID_BYTES] = {0}, *all = calloc((size_t)p->world, ZN_NCCL_ID_BYTES);
-    long *counts = calloc((size_t)p->world, sizeof *counts);
-    p->dev = calloc(1, sizeof *p->dev);
+    unsigned char id[ZN_NCCL_ID_BYTES] = {0}, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world, ZN_NCCL_ID_BYTES);
+    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world, sizeof *counts);
+    p->dev = zn_calloc(ZN_HOST_APP, 1, sizeof *p->dev);
     int rc = 0;
     if (!all || !counts || !p->dev) rc = zn_nomem(err);
     /* each process binds to GPU LOCAL_RANK */
@@ -133,9 +134,9 @@ static void first_difference(int q, const char *a, const char *b, char *out, siz
 
 int zn_proc_check_config(ZnProc *p, const ZnConfigId *id, ZnErr *err) {
     ZnComm *c = p->boot ? p->boot : p->comm;
-    ZnConfigId mine = *id, *all = calloc((size_t)p->world, sizeof *all);
+    ZnConfigId mine = *id, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world, sizeof *all);
     mine.summary[ZN_CONFIG_SUMMARY - 1] = 0;
-    long *counts = calloc((size_t)p->world, sizeof *counts);
+    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world, sizeof *counts);
     int rc = 0;
     if (!all || !counts) rc = zn_nomem(err);
     for (int q = 0; q < p->world && !rc; q++) counts[q] = (long)sizeof mine;

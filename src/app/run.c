@@ -1,5 +1,6 @@
 /* run.c: drive a simulated run. Rank 0 prints; every rank trains. */
 #include "app/run.h"
+#include "core/alloc.h"
 #include "engine/engine.h"
 #include "engine/data.h"
 #include "engine/lr_schedule.h"
@@ -147,21 +148,21 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
                            rank == o->hooks.fault_rank ? o->hooks.fault_step : 0, o->hooks.fault_index, o->hooks.fault_delta};
     hooks.repeat_on = o->hooks.repeat_on && rank == o->hooks.repeat_rank;
     hooks.repeat_layer = o->hooks.repeat_layer;
-    /* with a trace, every collective goes through the tracing communicator */
-    ZnTraceComm tc;
+    /* with a trace, the tracer watches every collective */
+    ZnTraceWatch tw;
     long trace_step = 0;
     double cpu0 = 0.0;
-    if (ctx->traces || o->measure_cpu) {
-        zn_trace_comm_init(&tc, comm, ctx->traces ? &ctx->traces[rank] : NULL, &trace_step);
-        comm = &tc.comm;
-    }
+    zn_trace_watch_init(&tw, ctx->traces ? &ctx->traces[rank] : NULL, &trace_step);
+    if (ctx->traces || o->measure_cpu) comm->watch = &tw.watch;
     rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, dev, &hooks, err);
     if (rc) {
+        comm->watch = NULL;
         if (!o->proc_dev) rank_device_free(ctx, rank, &own);
         return rc;
     }
     if (o->resume && (rc = zn_ckpt_load(&E, o->ckpt_dir, o->ckpt_tag, o->universal, err))) {
         zn_engine_free(&E);
+        comm->watch = NULL;
         if (!o->proc_dev) rank_device_free(ctx, rank, &own);
         return rc;
     }
@@ -169,12 +170,12 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     float *gbuf = NULL;
     res->comm_init[rank] = comm->stats;
     float *params = NULL;
-    if (o->record && !(gbuf = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float)))) {
+    if (o->record && !(gbuf = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float)))) {
         rc = zn_nomem(err);
         goto out;
     }
     cpu0 = zn_thread_cpu_s();   /* the steps alone, not the set-up */
-    if (ctx->traces || o->measure_cpu) tc.cpu_s = 0.0;
+    tw.cpu_s = 0.0;
     for (long t = E.global_step; t < o->steps; t++) {
         ZnStepResult sr;
         trace_step = t + 1;
@@ -232,7 +233,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run");
         pthread_mutex_unlock(&ctx->print_lock);
     }
-    params = malloc((size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
+    params = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
     if (!params) { rc = zn_nomem(err); goto out; }
     if ((rc = zn_engine_gather_params(&E, params, err))) goto out;
     res->mem_end[rank] = dev->mem;
@@ -244,10 +245,11 @@ out:
     free(params);
     free(gbuf);
     zn_engine_free(&E);
+    comm->watch = NULL;
     if (o->measure_cpu) {
         pthread_mutex_lock(&ctx->print_lock);
         res->cpu_total_s += zn_thread_cpu_s() - cpu0;
-        res->cpu_comm_s += tc.cpu_s;
+        res->cpu_comm_s += tw.cpu_s;
         pthread_mutex_unlock(&ctx->print_lock);
     }
     if (!rc && dev->mem.nallocs != 0)
@@ -267,24 +269,24 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->steps = o->steps;
     res->world = o->world;
     res->numel = zn_model_numel(&o->model);
-    res->loss = calloc((size_t)o->steps + 1, sizeof(double));
-    res->grad_norm = calloc((size_t)o->steps + 1, sizeof(double));
-    res->lr = calloc((size_t)o->steps + 1, sizeof(double));
-    res->scale = calloc((size_t)o->steps + 1, sizeof(double));
-    res->scale_after = calloc((size_t)o->steps + 1, sizeof(double));
-    res->skipped = calloc((size_t)o->steps + 1, sizeof(int));
-    res->params = calloc((size_t)res->numel + 1, sizeof(float));
+    res->loss = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
+    res->grad_norm = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
+    res->lr = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
+    res->scale = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
+    res->scale_after = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
+    res->skipped = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(int));
+    res->params = zn_calloc(ZN_HOST_APP, (size_t)res->numel + 1, sizeof(float));
     if (o->record) {
-        res->rec_params = calloc((size_t)(o->steps * res->numel) + 1, sizeof(float));
-        res->rec_grads = calloc((size_t)(o->steps * res->numel) + 1, sizeof(float));
+        res->rec_params = zn_calloc(ZN_HOST_APP, (size_t)(o->steps * res->numel) + 1, sizeof(float));
+        res->rec_grads = zn_calloc(ZN_HOST_APP, (size_t)(o->steps * res->numel) + 1, sizeof(float));
         if (!res->rec_params || !res->rec_grads) {
             zn_run_result_free(res);
             return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " for %ld recorded steps", o->steps);
         }
     }
-    res->comm_init = calloc((size_t)o->world, sizeof(ZnCommStats));
-    res->comm_end = calloc((size_t)o->world, sizeof(ZnCommStats));
-    res->mem_end = calloc((size_t)o->world, sizeof(ZnMemStats));
+    res->comm_init = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnCommStats));
+    res->comm_end = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnCommStats));
+    res->mem_end = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnMemStats));
     if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end) {
         zn_run_result_free(res);
@@ -342,7 +344,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     }
 #endif
     if (o->trace_path) {
-        ctx.traces = calloc((size_t)o->world, sizeof(ZnTrace));
+        ctx.traces = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnTrace));
         if (!ctx.traces) { zn_sim_world_free(w); rc = zn_nomem(err); goto out; }
         for (int r = 0; r < o->world; r++) { ctx.traces[r].rank = r; ctx.traces[r].t0 = t0; }
     }
@@ -353,7 +355,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     zn_cuda_sim_free(ctx.cuda_sim);
 #endif
     if (!rc && ctx.traces) {
-        ZnTrace **tp = malloc((size_t)o->world * sizeof *tp);
+        ZnTrace **tp = zn_malloc(ZN_HOST_APP, (size_t)o->world * sizeof *tp);
         if (!tp) rc = zn_nomem(err);
         for (int r = 0; r < o->world && tp; r++) tp[r] = &ctx.traces[r];
         if (tp) rc = zn_trace_write(o->trace_path, tp, o->world, err);
@@ -373,17 +375,7 @@ out:
 }
 
 void zn_run_result_free(ZnRunResult *res) {
-    free(res->loss);
-    free(res->grad_norm);
-    free(res->lr);
-    free(res->scale);
-    free(res->scale_after);
-    free(res->skipped);
-    free(res->params);
-    free(res->rec_params);
-    free(res->rec_grads);
-    free(res->comm_init);
-    free(res->comm_end);
-    free(res->mem_end);
+    ZN_FREE_ALL(res->loss, res->grad_norm, res->lr, res->scale, res->scale_after, res->skipped, res->params,
+                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end);
     memset(res, 0, sizeof *res);
 }

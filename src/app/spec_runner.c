@@ -19,6 +19,7 @@
  * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
  * steps, config (deep-merged into the case's config). */
 #include "app/cli.h"
+#include "core/alloc.h"
 #include "core/layout.h"
 #include "engine/lr_schedule.h"
 #include "engine/engine.h"
@@ -233,7 +234,7 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     char *text = NULL;
     const char *raw = jstr(cs, "config_text");
     if (raw) {
-        text = strdup(raw);
+        text = zn_strdup(ZN_HOST_APP, raw);
     } else {
         cJSON *base = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cs, "config"), 1);
         if (!base) base = cJSON_CreateObject();
@@ -372,7 +373,7 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
     const char *experr = jstr(expect, "error");
     int nruns = cJSON_IsArray(runs) ? cJSON_GetArraySize(runs) : 1;
     if (nruns < 1 || nruns > MAX_RUNS) { snprintf(why, wn, "bad 'runs'"); return 1; }
-    CaseRun *cr = calloc((size_t)nruns, sizeof *cr);
+    CaseRun *cr = zn_calloc(ZN_HOST_APP, (size_t)nruns, sizeof *cr);
     if (!cr) { snprintf(why, wn, "out of memory"); return 1; }
     int fail = 0;
     for (int i = 0; i < nruns && !fail; i++) {
@@ -546,12 +547,12 @@ static int collect_case(const char *path, const struct stat *st, int type, struc
     if (type != FTW_F || l < 6 || strcmp(path + l - 5, ".json")) return 0;
     if (walk.n == walk.cap) {
         int cap = walk.cap ? 2 * walk.cap : 64;
-        char **nv = realloc(walk.v, (size_t)cap * sizeof *nv);
+        char **nv = zn_realloc(ZN_HOST_APP, walk.v, (size_t)cap * sizeof *nv);
         if (!nv) { walk.oom = 1; return 1; }
         walk.v = nv;
         walk.cap = cap;
     }
-    if (!(walk.v[walk.n] = strdup(path))) { walk.oom = 1; return 1; }
+    if (!(walk.v[walk.n] = zn_strdup(ZN_HOST_APP, path))) { walk.oom = 1; return 1; }
     walk.n++;
     return 0;
 }
@@ -585,9 +586,9 @@ static int spec_run(int argc, char **argv) {
     for (int i = 0; i < argc && !bad; i++) {
         if (is_dir(argv[i])) bad = list_cases(argv[i], &files, &n);
         else {   /* a file: run as given (an unreadable one fails below) */
-            char **nv = realloc(files, (size_t)(n + 1) * sizeof *nv);
+            char **nv = zn_realloc(ZN_HOST_APP, files, (size_t)(n + 1) * sizeof *nv);
             if (nv) files = nv;
-            if (!nv || !(files[n] = strdup(argv[i]))) bad = -1;
+            if (!nv || !(files[n] = zn_strdup(ZN_HOST_APP, argv[i]))) bad = -1;
             else n++;
         }
         if (bad) fprintf(stderr, "zinc: error: cannot list the cases of %s%s\n", argv[i],
@@ -630,8 +631,9 @@ static int spec_run(int argc, char **argv) {
     return failed ? 1 : 0;
 }
 
-/* Clause ids defined in SPEC.md ("**Z-ABC-123**") and mentioned elsewhere. */
-static int collect_ids(const char *text, char ids[][24], int cap, int defs_only) {
+/* Clause ids defined in SPEC.md ("**Z-ABC-123**") and mentioned elsewhere,
+   each once; with twice, a definition seen before is printed and counted. */
+static int collect_ids(const char *text, char ids[][24], int cap, int defs_only, int *twice) {
     int n = 0;
     for (const char *p = text; (p = strstr(p, "Z-")); p++) {
         if (defs_only && (p < text + 2 || strncmp(p - 2, "**", 2))) continue;
@@ -647,6 +649,7 @@ static int collect_ids(const char *text, char ids[][24], int cap, int defs_only)
         id[q - p] = 0;
         int seen = 0;
         for (int i = 0; i < n; i++) if (!strcmp(ids[i], id)) seen = 1;
+        if (seen && twice) { printf("defined twice %s\n", id); (*twice)++; }
         if (!seen && n < cap) strcpy(ids[n++], id);
     }
     return n;
@@ -658,7 +661,7 @@ static void note_ids(const char *path, char used[][24], int *nu) {
     char *t = read_file(path, NULL);
     if (!t) return;
     static char tmp[4096][24];
-    int k = collect_ids(t, tmp, 4096, 0);
+    int k = collect_ids(t, tmp, 4096, 0, NULL);
     for (int i = 0; i < k; i++) {
         int seen = 0;
         for (int j = 0; j < *nu; j++) if (!strcmp(used[j], tmp[i])) seen = 1;
@@ -671,7 +674,8 @@ static int spec_coverage(void) {
     static char defs[2048][24], used[4096][24];
     char *spec = read_file("spec/SPEC.md", NULL);
     if (!spec) { fprintf(stderr, "zinc: error: cannot read spec/SPEC.md (run from the repository root)\n"); return 2; }
-    int nd = collect_ids(spec, defs, 2048, 1);
+    int twice = 0;   /* a clause id defined twice is an error: a case could name either */
+    int nd = collect_ids(spec, defs, 2048, 1, &twice);
     free(spec);
     int nu = 0;
     /* the case files at any depth; the test sources of tests/ and tests/fuzz */
@@ -714,7 +718,7 @@ static int spec_coverage(void) {
     }
     printf("spec coverage: %d clauses, %d covered, %d uncovered, %d unknown ids\n", nd, nd - uncovered,
            uncovered, unknown);
-    return uncovered || unknown ? 1 : 0;
+    return uncovered || unknown || twice ? 1 : 0;
 }
 
 int zn_cmd_spec(int argc, char **argv) {

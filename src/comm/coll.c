@@ -2,6 +2,7 @@
  * counters for every backend, and the process backends' collectives built
  * on a byte exchange. */
 #include "comm/coll.h"
+#include "core/alloc.h"
 #include "comm/comm_seq.h"
 #include "comm/sumtree.h"
 #include <stdint.h>
@@ -99,13 +100,16 @@ static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
 
 /* Check, run, and count a call that succeeded (ring model, Z-SIM-004). */
 static int call(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    if (c->watch) c->watch->begin(c->watch, c);
     int rc = check(c, k, err);
     if (!rc) rc = c->run(c, k, err);
-    if (rc) return rc;
-    long sent, recv;
-    zn_comm_ring_bytes(k->op, c->rank, c->world, k->counts, k->count, k->root, k->dt, &sent, &recv);
-    zn_comm_count(c, k->op, k->tag, sent, recv);
-    return 0;
+    if (!rc) {
+        long sent, recv;
+        zn_comm_ring_bytes(k->op, c->rank, c->world, k->counts, k->count, k->root, k->dt, &sent, &recv);
+        zn_comm_count(c, k->op, k->tag, sent, recv);
+    }
+    if (c->watch) c->watch->end(c->watch, c, k->op, k->tag);
+    return rc;
 }
 
 static int e_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
@@ -143,6 +147,7 @@ void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
     c->world = world;
     c->impl = impl;
     c->run = run;
+    c->watch = NULL;
     c->all_reduce = e_all_reduce;
     c->reduce_scatter = e_reduce_scatter;
     c->all_gather = e_all_gather;
@@ -198,7 +203,7 @@ static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts,
     const int W = c->world, me = c->rank;
     size_t es = zn_dtype_size(dt), piece = (size_t)counts[me] * es, need = (size_t)W * piece + 1;
     if (need > p->scratch_cap) {
-        char *s = realloc(p->scratch, need);
+        char *s = zn_realloc(ZN_HOST_COMM, p->scratch, need);
         if (!s) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu bytes of collective scratch)", need);
         p->scratch = s;
         p->scratch_cap = need;
@@ -279,19 +284,19 @@ static int proc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
 }
 
 ZnComm *zn_coll_proc_new(int rank, int world, void *x, const ZnXportOps *ops, ZnErr *err) {
-    ZnComm *c = calloc(1, sizeof *c);
-    Proc *p = calloc(1, sizeof *p);
+    ZnComm *c = zn_calloc(ZN_HOST_COMM, 1, sizeof *c);
+    Proc *p = zn_calloc(ZN_HOST_COMM, 1, sizeof *p);
     size_t W = (size_t)world;
     if (p) {
         p->x = x;
         p->ops = ops;
-        p->recs = calloc(W, sizeof *p->recs);
-        p->out = calloc(W, sizeof *p->out);
-        p->in = calloc(W, sizeof *p->in);
-        p->nout = calloc(W, sizeof *p->nout);
-        p->nin = calloc(W, sizeof *p->nin);
-        p->leaves = calloc(W, sizeof *p->leaves);
-        p->even = calloc(W, sizeof *p->even);
+        p->recs = zn_calloc(ZN_HOST_COMM, W, sizeof *p->recs);
+        p->out = zn_calloc(ZN_HOST_COMM, W, sizeof *p->out);
+        p->in = zn_calloc(ZN_HOST_COMM, W, sizeof *p->in);
+        p->nout = zn_calloc(ZN_HOST_COMM, W, sizeof *p->nout);
+        p->nin = zn_calloc(ZN_HOST_COMM, W, sizeof *p->nin);
+        p->leaves = zn_calloc(ZN_HOST_COMM, W, sizeof *p->leaves);
+        p->even = zn_calloc(ZN_HOST_COMM, W, sizeof *p->even);
     }
     if (c) c->impl = p;
     if (!c || !p || !p->recs || !p->out || !p->in || !p->nout || !p->nin || !p->leaves || !p->even) {
@@ -313,15 +318,7 @@ void zn_coll_proc_free(ZnComm *c) {
     Proc *p = c->impl;
     if (p) {
         if (p->ops && p->x) p->ops->free(p->x);
-        free(p->recs);
-        free(p->out);
-        free(p->in);
-        free(p->nout);
-        free(p->nin);
-        free(p->leaves);
-        free(p->even);
-        free(p->scratch);
-        free(p);
+        ZN_FREE_ALL(p->recs, p->out, p->in, p->nout, p->nin, p->leaves, p->even, p->scratch, p);
     }
     free(c);
 }

@@ -44,6 +44,14 @@ typedef struct {
 
 typedef struct ZnComm ZnComm;
 struct ZnCollCall;
+/* What watches a communicator (the tracer, the CPU-time meter): the
+ * collective layer calls begin before and end after every collective,
+ * failed ones included, once its bytes are counted. */
+typedef struct ZnCommWatch ZnCommWatch;
+struct ZnCommWatch {
+    void (*begin)(ZnCommWatch *w, const ZnComm *c);
+    void (*end)(ZnCommWatch *w, const ZnComm *c, ZnCollOp op, const char *tag);
+};
 struct ZnComm {
     int rank, world;
     void *impl;
@@ -65,6 +73,7 @@ struct ZnComm {
                      const char *tag, ZnErr *err);
     int (*barrier)(ZnComm *c, const char *tag, ZnErr *err);
     ZnCommStats stats;
+    ZnCommWatch *watch;   /* NULL: nobody watches */
 };
 
 /* The even split of comm.h: counts[r] for n elements over world ranks (the

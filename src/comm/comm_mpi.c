@@ -7,6 +7,7 @@
  * simulator's tree over rank index whatever MPI's own algorithms would do,
  * and the sequence records are checked before every collective. */
 #include "comm/comm_proc.h"
+#include "core/alloc.h"
 #include "comm/coll.h"
 #include <stdlib.h>
 
@@ -74,7 +75,7 @@ static const ZnXportOps mpi_ops = {mpi_exchange, free};
 ZnComm *zn_comm_mpi_new(ZnErr *err) {
     int rank, world;
     if (zn_mpi_init(&rank, &world, err)) return NULL;
-    Mpi *m = calloc(1, sizeof *m);
+    Mpi *m = zn_calloc(ZN_HOST_COMM, 1, sizeof *m);
     if (!m) {
         zn_nomem(err);
         return NULL;

@@ -5,6 +5,7 @@
  * collectives on top are comm/coll.c's. Simple; meant for tests and small
  * runs, not speed (rank 0 moves every byte). */
 #include "comm/comm_proc.h"
+#include "core/alloc.h"
 #include "comm/coll.h"
 #include "comm/comm_seq.h"
 #include <stdint.h>
@@ -80,7 +81,7 @@ static int root_gather(Tcp *t, const size_t *nin, ZnErr *err) {
         /* the stream cannot be trusted past a bad header */
         if (bad) return zn_err(err, ZN_E_COMM, "rank %d sent a malformed exchange header", s);
         if (used + total + 1 > t->scratch_cap) {
-            char *p = realloc(t->scratch, used + total + 1);
+            char *p = zn_realloc(ZN_HOST_COMM, t->scratch, used + total + 1);
             if (!p) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu bytes of collective scratch)", used + total + 1);
             t->scratch = p;
             t->scratch_cap = used + total + 1;
@@ -134,14 +135,14 @@ static void tcp_free(void *x) {
 static const ZnXportOps tcp_ops = {tcp_exchange, tcp_free};
 
 ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
-    Tcp *t = calloc(1, sizeof *t);
+    Tcp *t = zn_calloc(ZN_HOST_COMM, 1, sizeof *t);
     int W = zn_store_world(s);
     if (t) {
         t->store = s;
         t->rank = zn_store_rank(s);
         t->world = W;
-        t->hdr = calloc((size_t)W * (size_t)(W + 1), sizeof *t->hdr);
-        t->at = calloc((size_t)W, sizeof *t->at);
+        t->hdr = zn_calloc(ZN_HOST_COMM, (size_t)W * (size_t)(W + 1), sizeof *t->hdr);
+        t->at = zn_calloc(ZN_HOST_COMM, (size_t)W, sizeof *t->at);
     }
     if (!t || !t->hdr || !t->at) {
         if (t) tcp_free(t);

@@ -1,5 +1,6 @@
 /* store.c: the rendezvous store over TCP (spec Z-RDV-004..008). */
 #include "comm/store.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -358,11 +359,10 @@ static int connect_to(ZnStore *s, const ZnRdvSpec *spec, double deadline, ZnErr 
 }
 
 ZnStore *zn_store_open(const ZnRdvSpec *spec, int rank, int world, ZnErr *err) {
-    ZnStore *s = calloc(1, sizeof *s);
-    int *fd = calloc((size_t)world, sizeof(int));
+    ZnStore *s = zn_calloc(ZN_HOST_COMM, 1, sizeof *s);
+    int *fd = zn_calloc(ZN_HOST_COMM, (size_t)world, sizeof(int));
     if (!s || !fd) {
-        free(s);
-        free(fd);
+        ZN_FREE_ALL(s, fd);
         zn_nomem(err);
         return NULL;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include "comm/sumtree.h"
+#include "core/alloc.h"
 
 /* Elements reduced at a time: a tile per tree level stays in L1/L2. */
 #define ZN_SIM_TILE 2048
@@ -238,7 +239,7 @@ void zn_tree_reduce_host(const void *const *sends, int world, ZnDtype dt, ZnRedO
 }
 
 int zn_tree_reduce(const void *const *bufs, int n, ZnDtype dt, ZnRedOp op, long len, void *out, ZnErr *err) {
-    void *tiles = malloc(zn_tree_tiles_bytes(n));
+    void *tiles = zn_malloc(ZN_HOST_COMM, zn_tree_tiles_bytes(n));
     if (!tiles) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " for a reduction over %d ranks", n);
     zn_tree_reduce_host(bufs, n, dt, op, 0, len, out, tiles);
     free(tiles);

@@ -13,6 +13,7 @@
  *      more than one key.
  * Nothing here keeps state between calls; all memory is freed before return. */
 #include "core/config.h"
+#include "core/alloc.h"
 #include "core/json_track.h"
 #include "core/hjson.h"
 #include "core/plan.h"
@@ -169,13 +170,22 @@ static void render(const cJSON *v, char *buf, size_t n) {
     else snprintf(buf, n, "?");
 }
 
+static int is_auto(const cJSON *v) {
+    return cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
+}
+
+/* The one "PATH: expected WANT, got VALUE" error. With no_auto, the string
+ * "auto" (which DeepSpeed's HF integration fills in) gets its own message. */
+static int expected(Ctx *x, const cJSON *v, const char *path, const char *want, int no_auto) {
+    if (no_auto && is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
+    char got[64];
+    render(v, got, sizeof got);
+    return fail(x, "%s: expected %s, got %s", path, want, got);
+}
+
 static void join(char *out, const char *path, const char *key) {
     if (path[0]) snprintf(out, PATH_LEN, "%s.%s", path, key);
     else snprintf(out, PATH_LEN, "%s", key);
-}
-
-static int is_auto(const cJSON *v) {
-    return cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -419,17 +429,12 @@ static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *ke
 static int section(Ctx *x, const cJSON *v, const char *path, int *present) {
     *present = cJSON_IsObject(v);
     if (cJSON_IsNull(v) || cJSON_IsObject(v)) return ZN_OK;
-    char got[64];
-    render(v, got, sizeof got);
-    return fail(x, "%s: expected an object, got %s", path, got);
+    return expected(x, v, path, "an object", 0);
 }
 
 static int want_string(Ctx *x, const cJSON *v, const char *path, const char *want) {
     if (cJSON_IsString(v) && !is_auto(v)) return ZN_OK;
-    char got[64];
-    render(v, got, sizeof got);
-    if (is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
-    return fail(x, "%s: expected %s, got %s", path, want, got);
+    return expected(x, v, path, want, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -450,19 +455,13 @@ static int read_stage(Ctx *x, const Key *k, const cJSON *v, const char *path, vo
             return ZN_OK;
         }
     }
-    char got[64];
-    render(v, got, sizeof got);
-    if (is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
-    return fail(x, "%s: expected an integer 0..3, got %s", path, got);
+    return expected(x, v, path, "an integer 0..3", 1);
 }
 
 static int read_bool_to(Ctx *x, const cJSON *v, const char *path, int null_ok, int *out) {
     if (cJSON_IsBool(v)) { *out = cJSON_IsTrue(v); return ZN_OK; }
     if (null_ok && cJSON_IsNull(v)) { *out = 0; return ZN_OK; }
-    char got[64];
-    render(v, got, sizeof got);
-    if (is_auto(v)) return fail(x, "%s: \"auto\" is not supported for this key", path);
-    return fail(x, "%s: expected true or false%s, got %s", path, null_ok ? " or null" : "", got);
+    return expected(x, v, path, null_ok ? "true or false or null" : "true or false", 1);
 }
 
 static int read_legacy_stage1(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -508,9 +507,7 @@ static int read_device(Ctx *x, const Key *k, const cJSON *v, const char *path, v
         if (strcmp(s, "cpu") == 0) { o->device = ZN_OFFLOAD_CPU; return ZN_OK; }
         if (strcmp(s, "nvme") == 0) { o->device = ZN_OFFLOAD_NVME; return ZN_OK; }
     }
-    char got[64];
-    render(v, got, sizeof got);
-    return fail(x, "%s: expected \"none\", \"cpu\" or \"nvme\", got %s", path, got);
+    return expected(x, v, path, "\"none\", \"cpu\" or \"nvme\"", 0);
 }
 
 static int read_nvme_path(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -716,9 +713,7 @@ static int read_betas(Ctx *x, const Key *k, const cJSON *v, const char *path, vo
         }
     } else {
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) {
-            char got[64];
-            render(v, got, sizeof got);
-            return fail(x, "%s: expected [beta1, beta2], two numbers in [0, 1), got %s", path, got);
+            return expected(x, v, path, "[beta1, beta2], two numbers in [0, 1)", 0);
         }
         int i = 0;
         for (const cJSON *e = v->child; e; e = e->next, i++) {
@@ -897,10 +892,10 @@ static const Key SCHED_KEYS[] = {
 
 static int read_scheduler(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
     (void)k;
-    ZnConfig *c = base;
     const cJSON *t;
     int rc = typed_section(x, v, path, "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest", &t);
     if (rc || !t) return rc;
+    ZnConfig *c = base;
     c->sched.type = ZN_SCHED_NONE;
     for (int i = ZN_SCHED_WARMUP_LR; i <= ZN_SCHED_LR_RANGE_TEST; i++)
         if (strcmp(t->valuestring, SCHED_NAMES[i]) == 0) c->sched.type = (ZnSchedType)i;
@@ -920,9 +915,7 @@ static int read_allreduce_op(Ctx *x, const Key *k, const cJSON *v, const char *p
     ZnConfig *c = base;
     if (cJSON_IsString(v) && strcasecmp(v->valuestring, "mean") == 0) { c->allreduce_sum = 0; return ZN_OK; }
     if (cJSON_IsString(v) && strcasecmp(v->valuestring, "sum") == 0) { c->allreduce_sum = 1; return ZN_OK; }
-    char got[64];
-    render(v, got, sizeof got);
-    return fail(x, "%s: expected \"mean\" or \"sum\", got %s", path, got);
+    return expected(x, v, path, "\"mean\" or \"sum\"", 0);
 }
 
 static int read_comm_dtype(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -934,9 +927,7 @@ static int read_comm_dtype(Ctx *x, const Key *k, const cJSON *v, const char *pat
         if (strcasecmp(v->valuestring, "fp16") == 0) { c->communication_data_type = ZN_F16; return ZN_OK; }
         if (strcasecmp(v->valuestring, "bf16") == 0) { c->communication_data_type = ZN_BF16; return ZN_OK; }
     }
-    char got[64];
-    render(v, got, sizeof got);
-    return fail(x, "%s: expected \"fp32\", \"fp16\", \"bf16\" or null, got %s", path, got);
+    return expected(x, v, path, "\"fp32\", \"fp16\", \"bf16\" or null", 0);
 }
 
 static int read_tag_validation(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -944,9 +935,7 @@ static int read_tag_validation(Ctx *x, const Key *k, const cJSON *v, const char 
     if (cJSON_IsString(v) && (strcasecmp(v->valuestring, "ignore") == 0 ||
                               strcasecmp(v->valuestring, "warn") == 0 || strcasecmp(v->valuestring, "fail") == 0))
         return ZN_OK;
-    char got[64];
-    render(v, got, sizeof got);
-    return fail(x, "%s: expected \"Ignore\", \"Warn\" or \"Fail\", got %s", path, got);
+    return expected(x, v, path, "\"Ignore\", \"Warn\" or \"Fail\"", 0);
 }
 
 static const Key CHECKPOINT_KEYS[] = {
@@ -1154,7 +1143,7 @@ static int check_duplicates(Ctx *x, const cJSON *node, char *path, size_t plen) 
         size_t n = 0;
         for (const cJSON *it = node->child; it; it = it->next) n++;
         if (n > 1) {
-            KeyRef *refs = malloc(n * sizeof *refs);
+            KeyRef *refs = zn_malloc(ZN_HOST_CORE, n * sizeof *refs);
             if (!refs) return zn_err(x->err, ZN_E_NOMEM, "%s: out of memory", x->src);
             size_t i = 0;
             for (const cJSON *it = node->child; it; it = it->next, i++) refs[i] = (KeyRef){it->string, i};
@@ -1410,7 +1399,7 @@ int zn_config_load(const char *path, const ZnConfigArgs *args, ZnConfig *out, Zn
     FILE *f = fopen(path, "rb");
     if (!f) return zn_err(err, ZN_E_USAGE, "cannot open '%s': %s", path, strerror(errno));
     /* read one byte past the cap to tell "exactly 16 MiB" from "more" */
-    char *buf = malloc((size_t)MAX_CONFIG_BYTES + 1);
+    char *buf = zn_malloc(ZN_HOST_CORE, (size_t)MAX_CONFIG_BYTES + 1);
     if (!buf) {
         fclose(f);
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);

@@ -61,24 +61,20 @@ typedef struct {
     int log_trace_cache_warnings;       /* 0 */
 } ZnZeroConfig;
 
+/* The fp16 and bf16 sections (their defaults live in config.c's key tables,
+ * like every key's) */
 typedef struct {
-    int enabled;                 /* 0 */
-    int auto_cast;               /* 0 */
+    int enabled, auto_cast;
     double loss_scale;           /* 0 = dynamic */
-    int initial_scale_power;     /* 16 */
-    long loss_scale_window;      /* 1000 */
-    int hysteresis;              /* 2 */
-    int consecutive_hysteresis;  /* 0 */
-    double min_loss_scale;       /* 1 */
-    int fp16_master_weights_and_grads; /* 0 */
+    int initial_scale_power, hysteresis, consecutive_hysteresis;
+    long loss_scale_window;
+    double min_loss_scale;
+    int fp16_master_weights_and_grads;
 } ZnFp16Config;
 
 typedef struct {
-    int enabled;                 /* 0 */
-    int immediate_grad_update;   /* 0 */
-    int check_grad_overflow;     /* 1 */
-    int bf16_master_weights_and_grads; /* 0 */
-    int bf16_optimizer_states;   /* 0 */
+    int enabled, immediate_grad_update, check_grad_overflow;
+    int bf16_master_weights_and_grads, bf16_optimizer_states;
 } ZnBf16Config;
 
 /* Scheduler parameters; a field not given keeps DeepSpeed's default. NaN

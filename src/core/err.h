@@ -32,10 +32,14 @@ typedef struct ZnErr {
 int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* The one message of a failed host allocation, and its error (ZN_E_NOMEM,
- * at the caller's file and line). Messages that add context splice the
- * phrase in: "%s: " ZN_NOMEM_MSG " while reading it". */
+ * at the caller's file and line). When this thread's last allocation
+ * through core/alloc.h failed and no error has named it yet, the message
+ * says its size and category: "out of host memory (4096 bytes for io)".
+ * Messages that add context splice the phrase in: "%s: " ZN_NOMEM_MSG
+ * " while reading it". (Defined in core/alloc.c.) */
 #define ZN_NOMEM_MSG "out of host memory"
-#define zn_nomem(e) zn_err((e), ZN_E_NOMEM, ZN_NOMEM_MSG)
+#define zn_nomem(e) zn_nomem_at(__FILE__, __LINE__, (e))
+int zn_nomem_at(const char *file, int line, ZnErr *e);
 /* Prepends context ("rank 2, step 7: ") to an existing message; returns e->code. */
 int zn_err_prefix(ZnErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The CLI's one way to report an error: "zinc: error: <what><msg>" on f,

@@ -3,6 +3,7 @@
  * Every system call that can fail in a way a test wants to provoke goes
  * through gate() first, which counts it and may fail or "crash" it. */
 #include "core/fileio.h"
+#include "core/alloc.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -208,7 +209,7 @@ int zn_read_file(const char *path, size_t max_size, char **buf, size_t *n, ZnErr
         return zn_err(err, ZN_E_CORRUPT, "%s: file is %llu bytes, more than the %zu-byte limit",
                       path, (unsigned long long)size, max_size);
     }
-    char *b = malloc((size_t)size + 1);
+    char *b = zn_malloc(ZN_HOST_CORE, (size_t)size + 1);
     if (!b) {
         close(fd);
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory for %llu bytes", path, (unsigned long long)size);
@@ -228,9 +229,9 @@ int zn_read_file(const char *path, size_t max_size, char **buf, size_t *n, ZnErr
 /* "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/". Returns malloc'd or NULL. */
 static char *parent_dir(const char *path) {
     const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+    if (!slash) return zn_strdup(ZN_HOST_CORE, ".");
+    if (slash == path) return zn_strdup(ZN_HOST_CORE, "/");
+    return zn_strndup(ZN_HOST_CORE, path, (size_t)(slash - path));
 }
 
 int zn_fsync_dir(const char *dir, ZnErr *err) {
@@ -257,7 +258,7 @@ int zn_fsync_dir(const char *dir, ZnErr *err) {
 int zn_mkdir_p(const char *path, ZnErr *err) {
     size_t len = strlen(path);
     if (len == 0) return zn_err(err, ZN_E_USAGE, "empty directory path");
-    char *p = strdup(path);
+    char *p = zn_strdup(ZN_HOST_CORE, path);
     if (!p) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
     int rc = ZN_OK;
     /* walk every prefix ending before a '/', then the whole path */
@@ -309,12 +310,12 @@ int zn_writer_open(ZnWriter **out, const char *path, ZnErr *err) {
     *out = NULL;
     size_t plen = strlen(path);
     if (plen == 0 || path[plen - 1] == '/') return zn_err(err, ZN_E_USAGE, "'%s' is not a file path", path);
-    ZnWriter *w = calloc(1, sizeof *w);
+    ZnWriter *w = zn_calloc(ZN_HOST_CORE, 1, sizeof *w);
     if (!w) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
     w->fd = -1;
-    w->path = strdup(path);
+    w->path = zn_strdup(ZN_HOST_CORE, path);
     size_t tlen = plen + 32;
-    w->tmp = malloc(tlen);
+    w->tmp = zn_malloc(ZN_HOST_CORE, tlen);
     if (!w->path || !w->tmp) {
         writer_free(w);
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);

@@ -4,6 +4,7 @@
  * quoteless and single-quoted strings quoted. It decides structure only;
  * cJSON still judges every string escape and number. */
 #include "core/hjson.h"
+#include "core/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +31,9 @@ static int fail(P *p, size_t at, const char *why) {
 static int put(P *p, char c, size_t at) {
     if (p->len + 1 >= p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 256;
-        char *o = realloc(p->o, cap);
+        char *o = zn_realloc(ZN_HOST_CORE, p->o, cap);
         if (o) p->o = o;
-        size_t *m = o ? realloc(p->m, cap * sizeof *m) : NULL;
+        size_t *m = o ? zn_realloc(ZN_HOST_CORE, p->m, cap * sizeof *m) : NULL;
         if (!o || !m) { p->oom = 1; return -1; }
         p->m = m;
         p->cap = cap;

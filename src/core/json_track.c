@@ -1,6 +1,7 @@
 /* json_track.c: cJSON allocations that remember their failures (see
  * json_track.h). */
 #include "core/json_track.h"
+#include "core/alloc.h"
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@ static _Thread_local int failed;   /* C11 thread storage: rank threads build the
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void *tracked_malloc(size_t n) {
-    void *p = malloc(n);
+    void *p = zn_malloc(ZN_HOST_CORE, n);
     if (!p) failed = 1;
     return p;
 }

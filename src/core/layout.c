@@ -7,6 +7,7 @@
  *              (partition_parameters.py), chunks grouped into sub-groups;
  * plus the gradient bucket plans for all stages. Pure: no I/O, no globals. */
 #include "core/layout.h"
+#include "core/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,7 +99,7 @@ static void build_s3_partitions(ZnLayout *L) {
  * sub-group once its Σpn reaches >= sub_group_size (and at the last param).
  * sub_group_size <= 0: unlimited (Z-LAY-011). */
 static int build_subgroups(ZnLayout *L, long sub_group_size) {
-    L->subgroup_first = calloc((size_t)L->nparams + 2, sizeof(int));
+    L->subgroup_first = zn_calloc(ZN_HOST_CORE, (size_t)L->nparams + 2, sizeof(int));
     if (!L->subgroup_first) return ZN_E_NOMEM;
     L->nsubgroups = 0;
     if (L->nparams == 0) return 0;      /* no params: no sub-group; first = {0} */
@@ -201,21 +202,21 @@ static void finish_s3_buckets(ZnLayout *L) {
 
 static int build_buckets(ZnLayout *L, long limit) {
     int n = L->nparams, rc = ZN_E_NOMEM;
-    int *bid = malloc(sizeof(int) * (size_t)(n + 1));
-    int *eidx = malloc(sizeof(int) * (size_t)(n + 1));
-    long *cursor = calloc((size_t)n + 1, sizeof(long));
+    int *bid = zn_malloc(ZN_HOST_CORE, sizeof(int) * (size_t)(n + 1));
+    int *eidx = zn_malloc(ZN_HOST_CORE, sizeof(int) * (size_t)(n + 1));
+    long *cursor = zn_calloc(ZN_HOST_CORE, (size_t)n + 1, sizeof(long));
     if (!bid || !eidx || !cursor) goto out;
     L->nbuckets = assign_buckets(L, limit, bid);
-    L->buckets = calloc((size_t)L->nbuckets + 1, sizeof(ZnBucket));
+    L->buckets = zn_calloc(ZN_HOST_CORE, (size_t)L->nbuckets + 1, sizeof(ZnBucket));
     if (!L->buckets) goto out;
     for (int p = 0; p < n; p++)
         if (bid[p] >= 0) L->buckets[bid[p]].nentries++;
     for (int b = 0; b < L->nbuckets; b++) {
         ZnBucket *B = &L->buckets[b];
-        B->e = calloc((size_t)B->nentries, sizeof(ZnBucketEntry));
+        B->e = zn_calloc(ZN_HOST_CORE, (size_t)B->nentries, sizeof(ZnBucketEntry));
         if (!B->e) goto out;
         if (L->shard != ZN_SHARD_NONE) {
-            B->counts = calloc((size_t)L->world, sizeof(long));
+            B->counts = zn_calloc(ZN_HOST_CORE, (size_t)L->world, sizeof(long));
             if (!B->counts) goto out;
         }
         B->nentries = 0;                     /* refilled below */
@@ -260,10 +261,10 @@ int zn_layout_build(ZnLayout *L, const ZnParamSpec *params, int nparams, int wor
     L->stage = stage;
     L->shard = zn_plan_shard(stage);
     size_t n = (size_t)nparams + 1;          /* +1: no zero-size allocations */
-    L->params = calloc(n, sizeof(ZnParamSpec));
-    L->flat_order = calloc(n, sizeof(int));
-    L->flat_offset = calloc(n, sizeof(long));
-    L->model_offset = calloc(n, sizeof(long));
+    L->params = zn_calloc(ZN_HOST_CORE, n, sizeof(ZnParamSpec));
+    L->flat_order = zn_calloc(ZN_HOST_CORE, n, sizeof(int));
+    L->flat_offset = zn_calloc(ZN_HOST_CORE, n, sizeof(long));
+    L->model_offset = zn_calloc(ZN_HOST_CORE, n, sizeof(long));
     if (!L->params || !L->flat_order || !L->flat_offset || !L->model_offset) goto nomem;
     if (nparams > 0) memcpy(L->params, params, sizeof(ZnParamSpec) * (size_t)nparams);
     for (int p = 0; p < nparams; p++) {
@@ -273,8 +274,8 @@ int zn_layout_build(ZnLayout *L, const ZnParamSpec *params, int nparams, int wor
     build_flat_order(L, o->round_robin_gradients);
     build_flat_offsets(L);
     if (L->shard == ZN_SHARD_PARAM) {
-        L->s3_pn = calloc(n, sizeof(long));
-        L->s3_off = calloc(n, sizeof(long));
+        L->s3_pn = zn_calloc(ZN_HOST_CORE, n, sizeof(long));
+        L->s3_off = zn_calloc(ZN_HOST_CORE, n, sizeof(long));
         if (!L->s3_pn || !L->s3_off) goto nomem;
         build_s3_partitions(L);
         if (build_subgroups(L, o->sub_group_size)) goto nomem;
@@ -293,14 +294,8 @@ void zn_layout_free(ZnLayout *L) {
         free(L->buckets[b].e);
         free(L->buckets[b].counts);
     }
-    free(L->buckets);
-    free(L->params);
-    free(L->flat_order);
-    free(L->flat_offset);
-    free(L->model_offset);
-    free(L->s3_pn);
-    free(L->s3_off);
-    free(L->subgroup_first);
+    ZN_FREE_ALL(L->buckets, L->params, L->flat_order, L->flat_offset, L->model_offset, L->s3_pn, L->s3_off,
+                L->subgroup_first);
     memset(L, 0, sizeof *L);
 }
 

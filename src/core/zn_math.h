@@ -113,4 +113,16 @@ static inline ZN_HD float zn_logf(float x) {
     return r + fe * 0.693359375f;
 }
 
+/* One softmax row z[0..C): its max *m and the sum *s of exp(z[c] - m) in
+ * column order (subtracting the max keeps expf from overflowing). The host
+ * and CUDA cross-entropy both start here, so they agree bit for bit. */
+static inline ZN_HD void zn_softmax_row(const float *z, int C, float *m, float *s) {
+    float mx = z[0];
+    for (int c = 1; c < C; c++) if (z[c] > mx) mx = z[c];
+    float sum = 0.0f;
+    for (int c = 0; c < C; c++) sum += zn_expf(z[c] - mx);
+    *m = mx;
+    *s = sum;
+}
+
 #endif

@@ -12,6 +12,7 @@
  * later: a partial sum parked in C and reloaded is the same float. */
 #include <pthread.h>
 #include "device/device.h"
+#include "core/alloc.h"
 #include "core/zn_math.h"
 #include "core/half.h"
 #include <limits.h>
@@ -372,7 +373,7 @@ static void pack(float *dst, int T, int R, int kc, const float *src, long sr, lo
  * columns are summed one element at a time, k in order. */
 /* The GEMM's packing scratch: one per thread (the simulator's ranks are
  * threads), made by its first GEMM and freed when the thread ends, so a
- * training step allocates nothing after the first (Z-ENG-016). NULL when
+ * training step allocates nothing after the first (Z-ENG-017). NULL when
  * it cannot be had: the plain loop then gives the same bits. */
 static pthread_key_t pack_key;
 static int pack_ok;
@@ -383,7 +384,7 @@ __attribute__((constructor)) static void pack_key_init(void) { pack_ok = pthread
 static float *pack_scratch(void) {
     if (!pack_ok) return NULL;
     float *p = pthread_getspecific(pack_key);
-    if (!p && (p = malloc(sizeof(float) * (KC * NC + MC * KC))) && pthread_setspecific(pack_key, p)) {
+    if (!p && (p = zn_malloc(ZN_HOST_ENGINE, sizeof(float) * (KC * NC + MC * KC))) && pthread_setspecific(pack_key, p)) {
         free(p);
         p = NULL;
     }
@@ -491,10 +492,8 @@ static float host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, c
     float total = 0.0f;
     for (long b = 0; b < B; b++) {
         const float *z = logits + b * C;
-        float m = z[0];
-        for (int c = 1; c < C; c++) if (z[c] > m) m = z[c];
-        float s = 0.0f;
-        for (int c = 0; c < C; c++) s += zn_expf(z[c] - m);
+        float m, s;
+        zn_softmax_row(z, C, &m, &s);
         int y = labels[b];
         total += zn_logf(s) - (z[y] - m);
         if (dlogits) {

@@ -4,6 +4,7 @@
  * Counter-based, so sample i is the same bits whoever computes it and
  * whatever batch it falls in. */
 #include "engine/data.h"
+#include "core/alloc.h"
 #include "core/rng.h"
 #include <stdlib.h>
 
@@ -23,7 +24,7 @@ int zn_data_init(ZnData *d, int d_in, int classes, uint64_t seed) {
     /* no features or no classes: nothing sensible to generate */
     if (d_in < 1 || classes < 1) return -1;
     size_t n = (size_t)d_in * (size_t)classes;
-    d->teacher = malloc(n * sizeof(float));
+    d->teacher = zn_malloc(ZN_HOST_ENGINE, n * sizeof(float));
     if (!d->teacher) return -1;
     uint64_t key = teacher_key(seed);
     for (size_t i = 0; i < n; i++)

@@ -16,6 +16,7 @@
  * (DeepSpeed's reduce-scatter path; Z-ENG-010), so that in fp32 without
  * accumulation all stages produce the same bits. */
 #include "engine/engine.h"
+#include "core/alloc.h"
 #include "core/hash.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -846,36 +847,36 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if ((size_t)cfg->grad_accum * sizeof(float) > per_rank) per_rank = (size_t)cfg->grad_accum * sizeof(float);
     E->scratch_bytes = per_rank * (size_t)E->world;
     if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
-    E->host_x = malloc((size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
-    E->host_labels = malloc((size_t)(cfg->micro_batch + 1) * sizeof(int));
+    E->host_x = zn_malloc(ZN_HOST_ENGINE, (size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
+    E->host_labels = zn_malloc(ZN_HOST_ENGINE, (size_t)(cfg->micro_batch + 1) * sizeof(int));
     if (!E->host_x || !E->host_labels) { zn_nomem(err); goto fail; }
     /* the host scratch of every step, so that a step allocates nothing
-       on the host (Z-ENG-016): collective counts, a bucket's received
+       on the host (Z-ENG-017): collective counts, a bucket's received
        pieces, the norm's partial sums, the step's losses */
     for (int b = 0; b < L->nbuckets; b++) {
         int np = L->shard == ZN_SHARD_FLAT ? zn_layout_recv_pieces(L, b, E->rank, NULL, 0) : 0;
         if (np > E->npieces) E->npieces = np;
     }
     const size_t ga = (size_t)cfg->grad_accum, W = (size_t)E->world;
-    E->counts = malloc(W * sizeof(long));
-    E->pieces = malloc((size_t)(E->npieces + 1) * sizeof(ZnRecvPiece));
-    E->norm_all = malloc(2 * W * sizeof(uint64_t));
-    E->losses = malloc(ga * sizeof(float));
-    E->loss_all = malloc(ga * W * sizeof(float));
-    E->loss_ordered = malloc(ga * W * sizeof(double));
+    E->counts = zn_malloc(ZN_HOST_ENGINE, W * sizeof(long));
+    E->pieces = zn_malloc(ZN_HOST_ENGINE, (size_t)(E->npieces + 1) * sizeof(ZnRecvPiece));
+    E->norm_all = zn_malloc(ZN_HOST_ENGINE, 2 * W * sizeof(uint64_t));
+    E->losses = zn_malloc(ZN_HOST_ENGINE, ga * sizeof(float));
+    E->loss_all = zn_malloc(ZN_HOST_ENGINE, ga * W * sizeof(float));
+    E->loss_ordered = zn_malloc(ZN_HOST_ENGINE, ga * W * sizeof(double));
     if (!E->counts || !E->pieces || !E->norm_all || !E->losses || !E->loss_all || !E->loss_ordered) {
         zn_nomem(err);
         goto fail;
     }
     /* tied weights: who uses what */
-    E->first_use = calloc((size_t)L->nparams + 1, sizeof(int));
-    E->tied_cnt = calloc((size_t)L->nparams + 1, sizeof(int));
+    E->first_use = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(int));
+    E->tied_cnt = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(int));
     if (!E->first_use || !E->tied_cnt) { zn_nomem(err); goto fail; }
     for (int p = 0; p < L->nparams; p++) E->first_use[p] = -1;
     for (int l = 0; l < model->nlayers; l++) {
         int pw = model->layer_param[l][0];
         if (E->first_use[pw] >= 0) {   /* a second user: the weight is tied */
-            if (!E->tied_acc && !(E->tied_acc = calloc((size_t)L->nparams + 1, sizeof(float *)))) {
+            if (!E->tied_acc && !(E->tied_acc = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *)))) {
                 zn_nomem(err);
                 goto fail;
             }
@@ -891,7 +892,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if (E->P.params == ZN_HOLD_FULL) {
         if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
         /* generated on the host (padding zero), uploaded, cast on the device */
-        float *h = calloc((size_t)L->aligned_numel + 1, sizeof(float));
+        float *h = zn_calloc(ZN_HOST_ENGINE, (size_t)L->aligned_numel + 1, sizeof(float));
         if (!h) { zn_nomem(err); goto fail; }
         for (int p = 0; p < L->nparams; p++)
             zn_model_init_param(model, p, seed, 0, L->params[p].numel, h + L->flat_offset[p]);
@@ -930,7 +931,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (!(E->param_part = talloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
-        float *h = calloc((size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
+        float *h = zn_calloc(ZN_HOST_ENGINE, (size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
         if (!h) { zn_nomem(err); goto fail; }
         for (int p = 0; p < L->nparams; p++) {
             long lo2, hi2, off;
@@ -941,9 +942,9 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         free(h);
         round_dt(E, E->param_part, E->part_n);
         dcopy(E, E->master, E->param_part, E->part_n);
-        E->full = calloc((size_t)L->nparams + 1, sizeof(float *));
-        E->persistent = calloc((size_t)L->nparams + 1, sizeof(int));
-        E->keep_after_fwd = calloc((size_t)model->nlayers + 1, sizeof(int));
+        E->full = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
+        E->persistent = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(int));
+        E->keep_after_fwd = zn_calloc(ZN_HOST_ENGINE, (size_t)model->nlayers + 1, sizeof(int));
         if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_nomem(err); goto fail; }
         plan_residency(E);
         for (int p = 0; p < L->nparams; p++) {
@@ -960,7 +961,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         /* the binary counter over GA micro-steps needs floor(log2 GA) + 1
            partition-sized partial sums: canonical mode's memory cost */
         while ((1L << E->nlevels) <= cfg->grad_accum) E->nlevels++;
-        E->levels = calloc((size_t)E->nlevels, sizeof(float *));
+        E->levels = zn_calloc(ZN_HOST_ENGINE, (size_t)E->nlevels, sizeof(float *));
         if (!E->levels) { zn_nomem(err); goto fail; }
         for (int k = 0; k < E->nlevels; k++)
             if (!(E->levels[k] = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
@@ -1000,15 +1001,8 @@ void zn_engine_free(ZnEngine *E) {
         zn_dev_free(E->dev, E->scratch);
         for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
     }
-    free(E->levels);
-    free(E->counts);
-    free(E->pieces);
-    free(E->norm_all);
-    free(E->losses);
-    free(E->loss_all);
-    free(E->loss_ordered);
-    free(E->host_x);
-    free(E->host_labels);
+    ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered,
+                E->host_x, E->host_labels);
     zn_layout_free(&E->L);
     memset(E, 0, sizeof *E);
 }

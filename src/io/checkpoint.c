@@ -1,5 +1,6 @@
 /* checkpoint.c: save, verify, load, reshard, convert (spec Z-CKPT-*). */
 #include "io/checkpoint.h"
+#include "core/alloc.h"
 #include "core/json_track.h"
 #include "core/fileio.h"
 #include "core/hash.h"
@@ -76,11 +77,11 @@ static ZnDtype dtype_from_name(const char *s) {
 /* model-dtype values (fp32 on the 16-bit grid) as the bytes the dtype stores */
 static void *encode(const float *x, long n, ZnDtype dt) {
     if (dt == ZN_F32) {
-        float *o = malloc((size_t)(n > 0 ? n : 1) * 4);
+        float *o = zn_malloc(ZN_HOST_IO, (size_t)(n > 0 ? n : 1) * 4);
         if (o) memcpy(o, x, (size_t)n * 4);
         return o;
     }
-    uint16_t *o = malloc((size_t)(n > 0 ? n : 1) * 2);
+    uint16_t *o = zn_malloc(ZN_HOST_IO, (size_t)(n > 0 ? n : 1) * 2);
     for (long i = 0; o && i < n; i++) o[i] = dt == ZN_F16 ? zn_f32_to_f16(x[i]) : zn_f32_to_bf16(x[i]);
     return o;
 }
@@ -488,8 +489,8 @@ static int saved_layout(const Manifest *m, ZnLayout *L, ZnErr *err) {
 
 int zn_ckpt_manifest_check(const char *text, size_t len, const char *name, int universal, ZnErr *err) {
     if (len > MANIFEST_MAX) return zn_err(err, ZN_E_CORRUPT, "%s: more than the %u-byte limit", name, MANIFEST_MAX);
-    Manifest *m = calloc(1, sizeof *m);
-    char *copy = malloc(len + 1);   /* NUL-terminated, as zn_read_file gives it */
+    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
+    char *copy = zn_malloc(ZN_HOST_IO, len + 1);   /* NUL-terminated, as zn_read_file gives it */
     int rc = m && copy ? 0 : zn_nomem(err);
     if (!rc) {
         memcpy(copy, text, len);
@@ -511,8 +512,8 @@ static int full_from_shards(const Manifest *m, const char *dir, float *ms, float
     int rc = saved_layout(m, &L, err);
     if (rc) return rc;
     long rn = m->rank_numel;
-    float *a = malloc((size_t)(rn > 0 ? rn : 1) * 4), *b = malloc((size_t)(rn > 0 ? rn : 1) * 4),
-          *c = malloc((size_t)(rn > 0 ? rn : 1) * 4);
+    float *a = zn_malloc(ZN_HOST_IO, (size_t)(rn > 0 ? rn : 1) * 4), *b = zn_malloc(ZN_HOST_IO, (size_t)(rn > 0 ? rn : 1) * 4),
+          *c = zn_malloc(ZN_HOST_IO, (size_t)(rn > 0 ? rn : 1) * 4);
     if (!a || !b || !c) rc = zn_nomem(err);
     for (int r = 0; r < m->world && !rc; r++) {
         if ((rc = read_shard(m, dir, r, a, b, c, err))) break;
@@ -556,7 +557,7 @@ static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
 /* A host copy of one of this rank's partitions (E->part_n floats). */
 static float *download_part(ZnEngine *E, ZnPartState which) {
     size_t bytes = (size_t)E->part_n * sizeof(float);
-    float *h = malloc(bytes ? bytes : 1);
+    float *h = zn_malloc(ZN_HOST_IO, bytes ? bytes : 1);
     if (h) zn_engine_read_part(E, which, h);
     return h;
 }
@@ -590,11 +591,7 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
         else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
     }
     if (!rc) rc = zn_st_write(path, e, n, meta, err);
-    free(p16);
-    free(ms);
-    free(ea);
-    free(es);
-    free(pp);
+    ZN_FREE_ALL(p16, ms, ea, es, pp);
     if (!rc) rc = file_sum(path, &out[0], &out[1], err);
     return rc;
 }
@@ -605,7 +602,7 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
     void *enc = encode(full, total, E->dt);
     const ZnModel *md = E->model;
     int ne = L->nparams + md->naliases;
-    ZnStEntry *e = calloc((size_t)ne + 1, sizeof *e);
+    ZnStEntry *e = zn_calloc(ZN_HOST_IO, (size_t)ne + 1, sizeof *e);
     if (!enc || !e) { free(enc); free(e); return zn_nomem(err); }
     size_t es = zn_dtype_size(E->dt);
     for (int k = 0; k < ne; k++) {   /* every parameter, then tied weights under their other names */
@@ -634,8 +631,8 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     join(tagdir, dir, tag);
     const ZnLayout *L = &E->L;
     uint64_t mine[2] = {0, 0}, model_sum[2] = {0, 0};
-    uint64_t *all = calloc((size_t)E->world * 2, sizeof(uint64_t));
-    float *full = malloc((size_t)(L->total_numel > 0 ? L->total_numel : 1) * sizeof(float));
+    uint64_t *all = zn_calloc(ZN_HOST_IO, (size_t)E->world * 2, sizeof(uint64_t));
+    float *full = zn_malloc(ZN_HOST_IO, (size_t)(L->total_numel > 0 ? L->total_numel : 1) * sizeof(float));
     /* A rank that fails returns at once, before its next collective: the
        other ranks' collective then fails with its message (Z-SIM-008), so
        nobody writes a manifest for a checkpoint with a missing shard. */
@@ -783,7 +780,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     if (tag_in) pathf(tag, "%s", tag_in);
     else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", tag, sizeof tag, err))) return rc;
     join(tagdir, dir, tag);
-    Manifest *m = calloc(1, sizeof *m);
+    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     if (!m) return zn_nomem(err);
     join(mpath, tagdir, universal ? "zero/optimizer_state.json" : "manifest.json");
     if ((rc = parse_manifest(m, mpath, universal ? ZN_UNIV_FORMAT : ZN_CKPT_FORMAT, err))) {
@@ -810,8 +807,8 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         goto out;
     }
     const long total = E->L.total_numel;
-    float *ms = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4), *ea = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4),
-          *es = malloc((size_t)(E->part_n > 0 ? E->part_n : 1) * 4);
+    float *ms = zn_malloc(ZN_HOST_IO, (size_t)(E->part_n > 0 ? E->part_n : 1) * 4), *ea = zn_malloc(ZN_HOST_IO, (size_t)(E->part_n > 0 ? E->part_n : 1) * 4),
+          *es = zn_malloc(ZN_HOST_IO, (size_t)(E->part_n > 0 ? E->part_n : 1) * 4);
     float *fm = NULL, *fa = NULL, *fs = NULL;
     if (!ms || !ea || !es) { rc = zn_nomem(err); goto done; }
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
@@ -828,9 +825,9 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         }
         rc = read_shard(m, tagdir, E->rank, ms, ea, es, err);
     } else {      /* a remap through the full vectors (Z-CKPT-004) */
-        fm = malloc((size_t)(total + 1) * 4);
-        fa = malloc((size_t)(total + 1) * 4);
-        fs = malloc((size_t)(total + 1) * 4);
+        fm = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);
+        fa = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);
+        fs = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);
         if (!fm || !fa || !fs) { rc = zn_nomem(err); goto done; }
         if (universal) {
             for (int p = 0; p < E->L.nparams && !rc; p++) {
@@ -853,12 +850,7 @@ done:
     /* a rank that could not read returns here; the others' next collective
        fails with its message (Z-SIM-008), and the run ends with it */
     if (!rc) rc = zn_engine_set_state(E, &m->st, ms, ea, es, err);
-    free(ms);
-    free(ea);
-    free(es);
-    free(fm);
-    free(fa);
-    free(fs);
+    ZN_FREE_ALL(ms, ea, es, fm, fa, fs);
 out:
     cJSON_Delete(m->config);
     free(m);
@@ -884,15 +876,26 @@ static int load_full(const char *tagdir, Manifest *m, float **fm, float **fa, fl
     if (rc) return rc;
     long total = 0;
     for (int p = 0; p < m->nparams; p++) total += m->params[p].numel;
-    *fm = calloc((size_t)total + 1, 4);
-    *fa = calloc((size_t)total + 1, 4);
-    *fs = calloc((size_t)total + 1, 4);
+    *fm = zn_calloc(ZN_HOST_IO, (size_t)total + 1, 4);
+    *fa = zn_calloc(ZN_HOST_IO, (size_t)total + 1, 4);
+    *fs = zn_calloc(ZN_HOST_IO, (size_t)total + 1, 4);
     if (!*fm || !*fa || !*fs) return zn_nomem(err);
     return full_from_shards(m, tagdir, *fm, *fa, *fs, err);
 }
 
+/* Frees what load_full loaded: the manifest m (may be NULL) and the three
+ * full fp32 arrays (master, exp_avg, exp_avg_sq). */
+static void full_free(Manifest *m, float **f) {
+    for (int s = 0; s < 3; s++) free(f[s]);
+    if (m) cJSON_Delete(m->config);
+    free(m);
+}
+
+/* A ckpt command's exit code: 0, 2 for a usage error, 1 for any other. */
+static int exit_code(int rc) { return rc ? (rc == ZN_E_USAGE ? 2 : 1) : 0; }
+
 int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err) {
-    Manifest *m = calloc(1, sizeof *m);
+    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     int rc = m ? load_full(tagdir, m, &f[0], &f[1], &f[2], err) : zn_nomem(err);
     long total = 0;
@@ -903,9 +906,7 @@ int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *
         memcpy(exp_avg, f[1], (size_t)numel * 4);
         memcpy(exp_avg_sq, f[2], (size_t)numel * 4);
     }
-    for (int s = 0; s < 3; s++) free(f[s]);
-    if (m) cJSON_Delete(m->config);
-    free(m);
+    full_free(m, f);
     return rc;
 }
 
@@ -968,7 +969,7 @@ static int cmd_to_universal(int argc, char **argv) {
     }
     if (!in || !out) return ckpt_usage("to-universal needs --input-folder and --output-folder");
     if (strlen(in) > PATH_ROOT_MAX || strlen(out) > PATH_ROOT_MAX) return ckpt_usage("path too long");
-    Manifest *m = calloc(1, sizeof *m);
+    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
     int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
@@ -1026,10 +1027,8 @@ static int cmd_to_universal(int argc, char **argv) {
     }
     if (!rc) printf("wrote universal checkpoint %s: %d parameters, optimizer step %ld\n", out, m->nparams, m->st.opt_step);
     else zn_err_print(stderr, "", &err);
-    for (int s = 0; s < 3; s++) free(f[s]);
-    if (m) cJSON_Delete(m->config);
-    free(m);
-    return rc ? (rc == ZN_E_USAGE ? 2 : 1) : 0;
+    full_free(m, f);
+    return exit_code(rc);
 }
 
 static int cmd_consolidate(int argc, char **argv) {
@@ -1046,7 +1045,7 @@ static int cmd_consolidate(int argc, char **argv) {
     }
     if (!in || !out) return ckpt_usage("consolidate needs --input and --output");
     if (strlen(in) > PATH_ROOT_MAX) return ckpt_usage("path too long");
-    Manifest *m = calloc(1, sizeof *m);
+    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
     int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
@@ -1070,8 +1069,8 @@ static int cmd_consolidate(int argc, char **argv) {
            zero_to_fp32 dropped them: issue #1896) */
         int ne = m->nparams + model.naliases;
         void *enc = encode(f[0], total, dt);
-        ZnStEntry *e = calloc((size_t)ne + 1, sizeof *e);
-        long *offs = calloc((size_t)m->nparams + 1, sizeof(long));
+        ZnStEntry *e = zn_calloc(ZN_HOST_IO, (size_t)ne + 1, sizeof *e);
+        long *offs = zn_calloc(ZN_HOST_IO, (size_t)m->nparams + 1, sizeof(long));
         if (!enc || !e || !offs) rc = zn_nomem(&err);
         long off = 0;
         for (int p = 0; !rc && p < m->nparams; p++) { offs[p] = off; off += m->params[p].numel; }
@@ -1094,16 +1093,14 @@ static int cmd_consolidate(int argc, char **argv) {
     if (!rc) printf("wrote %s: %d tensors (%d tied), %ld parameters, %s\n", out, m->nparams + model.naliases,
                     model.naliases, total, zn_dtype_name(dt));
     else zn_err_print(stderr, "", &err);
-    for (int s = 0; s < 3; s++) free(f[s]);
-    if (m) cJSON_Delete(m->config);
-    free(m);
-    return rc ? (rc == ZN_E_USAGE ? 2 : 1) : 0;
+    full_free(m, f);
+    return exit_code(rc);
 }
 
 static int cmd_inspect(int argc, char **argv) {
     if (argc != 1) return ckpt_usage("inspect takes one checkpoint folder");
     if (strlen(argv[0]) > PATH_ROOT_MAX) return ckpt_usage("path too long");
-    Manifest *m = calloc(1, sizeof *m);
+    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
     int rc = m ? load_full(argv[0], m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
@@ -1126,10 +1123,8 @@ static int cmd_inspect(int argc, char **argv) {
                    (unsigned long long)m->files[i].hash);
         printf("checkpoint %s: OK\n", argv[0]);
     }
-    for (int s = 0; s < 3; s++) free(f[s]);
-    if (m) cJSON_Delete(m->config);
-    free(m);
-    return rc ? (rc == ZN_E_USAGE ? 2 : 1) : 0;
+    full_free(m, f);
+    return exit_code(rc);
 }
 
 int zn_cmd_ckpt(int argc, char **argv) {

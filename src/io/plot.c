@@ -6,6 +6,7 @@
  * hand with fprintf: it is a few dozen elements, and doing it here keeps zinc
  * free of a graphics dependency. */
 #include "io/plot.h"
+#include "core/alloc.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -254,7 +255,7 @@ static int parse_header(const char *path, long line, const char *p, size_t n, Zn
     const char *want = metric_col[m];
     c->step = c->val = c->skipped = -1;
     c->nfields = split(p, n, NULL, 0);
-    Field *f = malloc((size_t)c->nfields * sizeof *f);
+    Field *f = zn_malloc(ZN_HOST_IO, (size_t)c->nfields * sizeof *f);
     if (!f) return zn_nomem(err);
     split(p, n, f, c->nfields);
     int rc = 0;
@@ -302,7 +303,7 @@ int zn_plot_parse_csv(const char *path, const char *text, size_t len, ZnPlotMetr
         if (!have_header) {
             if ((rc = parse_header(path, line, p, n, m, &c, err))) goto fail;
             have_header = 1;
-            f = malloc((size_t)c.nfields * sizeof *f);
+            f = zn_malloc(ZN_HOST_IO, (size_t)c.nfields * sizeof *f);
             if (!f) { rc = zn_nomem(err); goto fail; }
             continue;
         }
@@ -330,9 +331,9 @@ int zn_plot_parse_csv(const char *path, const char *text, size_t len, ZnPlotMetr
         if (m == ZN_PLOT_GRAD_NORM && (sy < 0 || (sk != 0 && !isnan(sk)))) sy = NAN;
         if (run->n == cap) {
             cap = cap ? 2 * cap : 256;
-            double *nx = realloc(x, (size_t)cap * sizeof *x);
+            double *nx = zn_realloc(ZN_HOST_IO, x, (size_t)cap * sizeof *x);
             if (nx) x = nx;
-            double *ny = nx ? realloc(y, (size_t)cap * sizeof *y) : NULL;
+            double *ny = nx ? zn_realloc(ZN_HOST_IO, y, (size_t)cap * sizeof *y) : NULL;
             if (ny) y = ny;
             if (!nx || !ny) { rc = zn_nomem(err); goto fail; }
         }
@@ -367,7 +368,7 @@ char *zn_plot_default_name(const char *path) {
     const char *dot = strrchr(b, '.');
     /* a leading dot is a hidden file's name, not an extension */
     if (dot && dot != b) n = (size_t)(dot - b);
-    char *s = malloc(n + 1);
+    char *s = zn_malloc(ZN_HOST_IO, n + 1);
     if (!s) return NULL;
     memcpy(s, b, n);
     s[n] = 0;
@@ -380,12 +381,12 @@ static int read_all(const char *path, char **out, size_t *len, ZnErr *err) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return zn_err(err, ZN_E_IO, "cannot open '%s': %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = zn_malloc(ZN_HOST_IO, cap);
     int rc = 0;
     while (buf) {
         n += fread(buf + n, 1, cap - n, fp);
         if (n < cap) break;
-        char *nb = realloc(buf, cap * 2);
+        char *nb = zn_realloc(ZN_HOST_IO, buf, cap * 2);
         if (!nb) { free(buf); buf = NULL; break; }
         buf = nb;
         cap *= 2;
@@ -707,7 +708,7 @@ static void sync_dir(const char *path) {
 
 int zn_plot_write(const char *path, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, ZnErr *err) {
     size_t n = strlen(path);
-    char *tmp = malloc(n + 5);
+    char *tmp = zn_malloc(ZN_HOST_IO, n + 5);
     if (!tmp) return zn_nomem(err);
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".tmp", 5);
@@ -750,7 +751,7 @@ static int split_names(const char *s, char **names, int want, ZnErr *err) {
         const char *c = strchr(p, ',');
         size_t n = c ? (size_t)(c - p) : strlen(p);
         if (n == 0) return zn_err(err, ZN_E_USAGE, "--names: name %d is empty", i + 1);
-        if (!(names[i] = malloc(n + 1))) return zn_nomem(err);
+        if (!(names[i] = zn_malloc(ZN_HOST_IO, n + 1))) return zn_nomem(err);
         memcpy(names[i], p, n);
         names[i][n] = 0;
         p += n + 1;
@@ -762,9 +763,9 @@ int zn_cmd_plot(int argc, char **argv) {
     ZnErr err = {0};
     ZnPlotOpts o = {ZN_PLOT_LOSS, NULL, 0};
     const char *out = NULL, *names = NULL;
-    const char **files = calloc((size_t)argc + 1, sizeof *files);
-    ZnPlotRun *runs = calloc((size_t)argc + 1, sizeof *runs);
-    char **nm = calloc((size_t)argc + 1, sizeof *nm);
+    const char **files = zn_calloc(ZN_HOST_IO, (size_t)argc + 1, sizeof *files);
+    ZnPlotRun *runs = zn_calloc(ZN_HOST_IO, (size_t)argc + 1, sizeof *runs);
+    char **nm = zn_calloc(ZN_HOST_IO, (size_t)argc + 1, sizeof *nm);
     int nfiles = 0, rc = 0;
     if (!files || !runs || !nm) { rc = zn_nomem(&err); goto done; }
     for (int i = 0; i < argc && !rc; i++) {

@@ -8,6 +8,7 @@
  * safetensors README "Format" and safetensors/src/tensor.rs
  * (SafeTensors::read_metadata, Metadata::validate, prepare). */
 #include "io/safetensors.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -87,7 +88,7 @@ static void sb_put(Sb *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = zn_realloc(ZN_HOST_IO, b->p, cap);
         if (!p) {
             b->oom = 1;
             return;
@@ -229,7 +230,7 @@ static int collect_meta(const char *const *kv, KV **out, int *nout, ZnErr *err) 
         if (++n > ZN_ST_MAX_META) return zn_err(err, ZN_E_USAGE, "safetensors: more than %d metadata entries", ZN_ST_MAX_META);
     }
     if (n == 0) return ZN_OK;
-    KV *m = malloc((size_t)n * sizeof *m);
+    KV *m = zn_malloc(ZN_HOST_IO, (size_t)n * sizeof *m);
     if (!m) return zn_err(err, ZN_E_NOMEM, "safetensors: out of memory");
     for (int i = 0; i < n; i++) {
         m[i].k = kv[2 * i];
@@ -272,7 +273,7 @@ static int write_body(const char *path, const Sb *h, const WItem *items, int n, 
 int zn_st_write(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnErr *err) {
     if (n < 0 || n > ZN_ST_MAX_TENSORS || (n > 0 && !entries))
         return zn_err(err, ZN_E_USAGE, "%s: %d tensors (0..%d supported)", path, n, ZN_ST_MAX_TENSORS);
-    WItem *items = malloc((size_t)(n ? n : 1) * sizeof *items);
+    WItem *items = zn_malloc(ZN_HOST_IO, (size_t)(n ? n : 1) * sizeof *items);
     if (!items) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
     int rc = ZN_OK;
     for (int i = 0; i < n && !rc; i++) {
@@ -594,7 +595,7 @@ static int take_meta(ZnStFile *f, const cJSON *m, char **arena, ZnErr *err) {
     if (!cJSON_IsObject(m)) return corrupt(f, err, "__metadata__ must be an object of strings, got %s", json_type(m));
     int n = cJSON_GetArraySize(m);
     if (n > ZN_ST_MAX_META) return corrupt(f, err, "__metadata__ has more than %d entries", ZN_ST_MAX_META);
-    f->meta = malloc((size_t)(n ? n : 1) * sizeof *f->meta);
+    f->meta = zn_malloc(ZN_HOST_IO, (size_t)(n ? n : 1) * sizeof *f->meta);
     if (!f->meta) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", f->path);
     for (const cJSON *x = m->child; x; x = x->next) {
         if (!cJSON_IsString(x))
@@ -634,8 +635,8 @@ static int walk_root(ZnStFile *f, const cJSON *root, ZnErr *err) {
     /* "__metadata__" spelled with escapes slips past the byte scan */
     if (nmeta_obj > 1) return corrupt(f, err, "key '__metadata__' appears twice");
     if (ntensors > ZN_ST_MAX_TENSORS) return corrupt(f, err, "more than %d tensors", ZN_ST_MAX_TENSORS);
-    f->arena = malloc(arena_size(root));
-    f->t = calloc((size_t)(ntensors ? ntensors : 1), sizeof *f->t);
+    f->arena = zn_malloc(ZN_HOST_IO, arena_size(root));
+    f->t = zn_calloc(ZN_HOST_IO, (size_t)(ntensors ? ntensors : 1), sizeof *f->t);
     if (!f->arena || !f->t) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", f->path);
     char *a = f->arena;
     for (const cJSON *x = root->child; x; x = x->next) {
@@ -673,8 +674,8 @@ static int nameidx_cmp(const void *a, const void *b) {
 }
 
 static int index_names(ZnStFile *f, ZnErr *err) {
-    NameIdx *tmp = malloc((size_t)(f->n ? f->n : 1) * sizeof *tmp);
-    f->by_name = malloc((size_t)(f->n ? f->n : 1) * sizeof *f->by_name);
+    NameIdx *tmp = zn_malloc(ZN_HOST_IO, (size_t)(f->n ? f->n : 1) * sizeof *tmp);
+    f->by_name = zn_malloc(ZN_HOST_IO, (size_t)(f->n ? f->n : 1) * sizeof *f->by_name);
     if (!tmp || !f->by_name) {
         free(tmp);
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory", f->path);
@@ -759,7 +760,7 @@ static int read_header(ZnStFile *f, char **hbuf, ZnErr *err) {
     if (n == 0) return corrupt(f, err, "byte 0: header length is 0; the header must be a JSON object");
     f->header_len = n;
     f->data_start = 8 + n;
-    char *h = malloc((size_t)n + 1);
+    char *h = zn_malloc(ZN_HOST_IO, (size_t)n + 1);
     if (!h) return zn_err(err, ZN_E_NOMEM, "%s: out of memory for a %llu-byte header", f->path, (unsigned long long)n);
     rc = zn_pread_full(f->fd, h, (size_t)n, 8, f->path, err);
     if (rc) {
@@ -794,10 +795,10 @@ static int parse_header(ZnStFile *f, char *h, ZnErr *err) {
 
 int zn_st_open(ZnStFile **out, const char *path, ZnErr *err) {
     *out = NULL;
-    ZnStFile *f = calloc(1, sizeof *f);
+    ZnStFile *f = zn_calloc(ZN_HOST_IO, 1, sizeof *f);
     if (!f) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
     f->fd = -1;
-    f->path = strdup(path);
+    f->path = zn_strdup(ZN_HOST_IO, path);
     if (!f->path) {
         free(f);
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
@@ -823,12 +824,7 @@ int zn_st_open(ZnStFile **out, const char *path, ZnErr *err) {
 void zn_st_close(ZnStFile *f) {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
-    free(f->path);
-    free(f->t);
-    free(f->by_name);
-    free(f->meta);
-    free(f->arena);
-    free(f);
+    ZN_FREE_ALL(f->path, f->t, f->by_name, f->meta, f->arena, f);
 }
 
 /* ------------------------------------------------------------------------ */

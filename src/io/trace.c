@@ -1,5 +1,6 @@
-/* trace.c: trace buffers, the tracing communicator, the JSON writer. */
+/* trace.c: trace buffers, the tracer (a communicator watch), the JSON writer. */
 #include "io/trace.h"
+#include "core/alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ void zn_trace_add(ZnTrace *t, const char *name, double start_s, double end_s, lo
     if (!t) return;
     if (t->n == t->cap) {
         int cap = t->cap ? 2 * t->cap : 256;
-        ZnTraceEvent *ev = realloc(t->ev, (size_t)cap * sizeof *ev);
+        ZnTraceEvent *ev = zn_realloc(ZN_HOST_IO, t->ev, (size_t)cap * sizeof *ev);
         if (!ev) return;   /* a trace is best effort: drop the event, never fail the run */
         t->ev = ev;
         t->cap = cap;
@@ -40,7 +41,7 @@ void zn_trace_free(ZnTrace *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* ---- the tracing communicator: forward, then record */
+/* ---- the tracer: a watch on the collective layer */
 
 static const char *op_name[ZN_OP_N] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier"};
 
@@ -50,71 +51,27 @@ static long sent_total(const ZnComm *c) {
     return s;
 }
 
-/* When a forwarded call began: wall clock, thread CPU time, bytes sent. */
-typedef struct { double t0, c0; long sent0; } Mark;
+static void watch_begin(ZnCommWatch *w, const ZnComm *c) {
+    ZnTraceWatch *tw = (ZnTraceWatch *)w;
+    tw->t0 = zn_now_s();
+    tw->c0 = zn_thread_cpu_s();
+    tw->sent0 = sent_total(c);
+}
 
-static Mark mark(const ZnTraceComm *tc) { return (Mark){zn_now_s(), zn_thread_cpu_s(), sent_total(tc->inner)}; }
-
-static void record(ZnTraceComm *tc, ZnCollOp op, const char *tag, Mark m) {
-    tc->cpu_s += zn_thread_cpu_s() - m.c0;
+static void watch_end(ZnCommWatch *w, const ZnComm *c, ZnCollOp op, const char *tag) {
+    ZnTraceWatch *tw = (ZnTraceWatch *)w;
+    tw->cpu_s += zn_thread_cpu_s() - tw->c0;
     char name[32];
     snprintf(name, sizeof name, "%s:%s", op_name[op], tag ? tag : "");
-    zn_trace_add(tc->trace, name, m.t0, zn_now_s(), sent_total(tc->inner) - m.sent0, tc->step ? *tc->step : 0);
-    tc->comm.stats = tc->inner->stats;
+    zn_trace_add(tw->trace, name, tw->t0, zn_now_s(), sent_total(c) - tw->sent0, tw->step ? *tw->step : 0);
 }
 
-static int t_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
-    ZnTraceComm *tc = (ZnTraceComm *)c;
-    Mark m = mark(tc);
-    int rc = tc->inner->all_reduce(tc->inner, buf, count, dt, op, tag, err);
-    record(tc, ZN_OP_ALL_REDUCE, tag, m);
-    return rc;
-}
-static int t_reduce_scatter(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt,
-                            ZnRedOp op, const char *tag, ZnErr *err) {
-    ZnTraceComm *tc = (ZnTraceComm *)c;
-    Mark m = mark(tc);
-    int rc = tc->inner->reduce_scatter(tc->inner, send, recv, counts, dt, op, tag, err);
-    record(tc, ZN_OP_REDUCE_SCATTER, tag, m);
-    return rc;
-}
-static int t_all_gather(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt,
-                        const char *tag, ZnErr *err) {
-    ZnTraceComm *tc = (ZnTraceComm *)c;
-    Mark m = mark(tc);
-    int rc = tc->inner->all_gather(tc->inner, send, recv, counts, dt, tag, err);
-    record(tc, ZN_OP_ALL_GATHER, tag, m);
-    return rc;
-}
-static int t_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, const char *tag, ZnErr *err) {
-    ZnTraceComm *tc = (ZnTraceComm *)c;
-    Mark m = mark(tc);
-    int rc = tc->inner->broadcast(tc->inner, buf, count, dt, root, tag, err);
-    record(tc, ZN_OP_BROADCAST, tag, m);
-    return rc;
-}
-static int t_barrier(ZnComm *c, const char *tag, ZnErr *err) {
-    ZnTraceComm *tc = (ZnTraceComm *)c;
-    Mark m = mark(tc);
-    int rc = tc->inner->barrier(tc->inner, tag, err);
-    record(tc, ZN_OP_BARRIER, tag, m);
-    return rc;
-}
-
-void zn_trace_comm_init(ZnTraceComm *tc, ZnComm *inner, ZnTrace *trace, const long *step) {
-    memset(tc, 0, sizeof *tc);
-    tc->inner = inner;
-    tc->trace = trace;
-    tc->step = step;
-    tc->comm.rank = inner->rank;
-    tc->comm.world = inner->world;
-    tc->comm.impl = tc;
-    tc->comm.all_reduce = t_all_reduce;
-    tc->comm.reduce_scatter = t_reduce_scatter;
-    tc->comm.all_gather = t_all_gather;
-    tc->comm.broadcast = t_broadcast;
-    tc->comm.barrier = t_barrier;
-    tc->comm.stats = inner->stats;
+void zn_trace_watch_init(ZnTraceWatch *tw, ZnTrace *trace, const long *step) {
+    memset(tw, 0, sizeof *tw);
+    tw->watch.begin = watch_begin;
+    tw->watch.end = watch_end;
+    tw->trace = trace;
+    tw->step = step;
 }
 
 /* ---- writer */

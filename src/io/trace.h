@@ -25,17 +25,20 @@ double zn_thread_cpu_s(void);   /* CPU time of the calling thread */
 void zn_trace_add(ZnTrace *t, const char *name, double start_s, double end_s, long bytes, long step);
 void zn_trace_free(ZnTrace *t);
 
-/* A communicator that forwards to `inner` and records one event per call
- * (name "<op>:<tag>", bytes sent from inner's counters). `*step` is read at
- * each call to label the event. The wrapper's stats mirror inner's. */
+/* The tracer: a watch on a communicator (comm.h) that records one event per
+ * collective (name "<op>:<tag>", bytes this rank sent, from the
+ * communicator's counters) and adds up the thread CPU time spent inside
+ * them. `*step` is read at each call to label the event; trace may be NULL
+ * (then it only measures CPU time). */
 typedef struct {
-    ZnComm comm;         /* first: a ZnTraceComm* is a ZnComm* */
-    ZnComm *inner;
-    ZnTrace *trace;      /* may be NULL: then the wrapper only times */
+    ZnCommWatch watch;   /* first: what comm->watch points at */
+    ZnTrace *trace;
     const long *step;
     double cpu_s;        /* this rank's thread CPU time spent inside collectives */
-} ZnTraceComm;
-void zn_trace_comm_init(ZnTraceComm *tc, ZnComm *inner, ZnTrace *trace, const long *step);
+    double t0, c0;       /* the current call's start: wall clock, thread CPU time */
+    long sent0;          /* and the bytes sent before it */
+} ZnTraceWatch;
+void zn_trace_watch_init(ZnTraceWatch *tw, ZnTrace *trace, const long *step);
 
 /* Writes all ranks' traces as one JSON file (atomically: temp + rename). */
 int zn_trace_write(const char *path, ZnTrace *const *traces, int n, ZnErr *err);

@@ -1,0 +1,38 @@
+/* alloc.h: zinc's host allocations. Every malloc/calloc/realloc/strdup of
+ * src/ and sim/ goes through these with a category (who holds the memory),
+ * so that a failure can say what it was for and the per-category counts
+ * show where a run allocates (spec Z-ERR-002). Memory from them is freed
+ * with free(). The device's own memory (device/device.h) has its own
+ * accounting by tensor kind; this is the host side of the process. */
+#ifndef ZN_ALLOC_H
+#define ZN_ALLOC_H
+#include <stddef.h>
+#include "core/err.h"
+
+typedef enum {
+    ZN_HOST_CORE = 0,   /* config, layout, plan, file reading */
+    ZN_HOST_ENGINE,     /* the engine's host scratch, data, the model */
+    ZN_HOST_COMM,       /* communicators, collective buffers, the store */
+    ZN_HOST_IO,         /* checkpoints, safetensors, traces, plots */
+    ZN_HOST_APP,        /* runs, results, processes, the CLI */
+    ZN_HOST_NCAT
+} ZnHostCat;
+
+void *zn_malloc(ZnHostCat cat, size_t n);
+void *zn_calloc(ZnHostCat cat, size_t count, size_t size);
+void *zn_realloc(ZnHostCat cat, void *p, size_t n);
+char *zn_strdup(ZnHostCat cat, const char *s);
+char *zn_strndup(ZnHostCat cat, const char *s, size_t n);   /* at most n bytes of s, then a NUL */
+
+/* What a category has asked for since the process started: calls,
+ * bytes requested, calls that failed (all threads; atomic counters). */
+typedef struct { long calls, failed; unsigned long long bytes; } ZnHostAllocStats;
+ZnHostAllocStats zn_host_alloc_stats(ZnHostCat cat);
+const char *zn_host_cat_name(ZnHostCat cat);
+
+/* Frees every pointer of a list (NULLs allowed): ZN_FREE_ALL(a, b, c). */
+void zn_free_each(void *const *p, size_t n);
+#define ZN_FREE_ALL(...) \
+    zn_free_each((void *const[]){__VA_ARGS__}, sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+
+#endif
