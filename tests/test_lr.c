@@ -36,31 +36,21 @@
 /* DeepSpeed's constructor defaults, as zn_config_defaults sets them (the test
    does not link config.c); WarmupDecayLR's warmup_max_lr default is 0.001 */
 static ZnSchedConfig dflt(ZnSchedType ty) {
-    ZnSchedConfig c;
-    memset(&c, 0, sizeof c);
-    c.type = ty;
-    c.warmup_min_lr = 0.0;
-    c.warmup_max_lr = ty == ZN_SCHED_WARMUP_DECAY_LR ? 0.001 : NAN;
-    c.warmup_num_steps = 1000;
-    c.warmup_type_linear = 0;
-    c.total_num_steps = -1;
-    c.warmup_min_ratio = 0.0;
-    c.cos_min_ratio = 1e-4;
-    c.cycle_min_lr = c.cycle_max_lr = NAN;
-    c.decay_lr_rate = 0.0;
-    c.cycle_first_step_size = 2000;
-    c.cycle_second_step_size = -1;
-    c.cycle_first_stair_count = 0;
-    c.cycle_second_stair_count = -1;
-    c.decay_step_size = 0;
-    c.cycle_momentum = 1;
-    c.cycle_min_mom = 0.8;
-    c.cycle_max_mom = 0.9;
-    c.decay_mom_rate = 0.0;
-    c.lr_range_test_min_lr = 1e-3;
-    c.lr_range_test_step_rate = 1.0;
-    c.lr_range_test_step_size = 2000;
-    c.lr_range_test_staircase = 0;
+    ZnSchedConfig c = {
+        .type = ty,
+        /* WarmupLR, WarmupDecayLR, WarmupCosineLR */
+        .warmup_min_lr = 0.0, .warmup_max_lr = ty == ZN_SCHED_WARMUP_DECAY_LR ? 0.001 : NAN,
+        .warmup_num_steps = 1000, .warmup_type_linear = 0, .total_num_steps = -1,
+        .warmup_min_ratio = 0.0, .cos_min_ratio = 1e-4,
+        /* OneCycle */
+        .cycle_min_lr = NAN, .cycle_max_lr = NAN, .decay_lr_rate = 0.0,
+        .cycle_first_step_size = 2000, .cycle_second_step_size = -1,
+        .cycle_first_stair_count = 0, .cycle_second_stair_count = -1, .decay_step_size = 0,
+        .cycle_momentum = 1, .cycle_min_mom = 0.8, .cycle_max_mom = 0.9, .decay_mom_rate = 0.0,
+        /* LRRangeTest */
+        .lr_range_test_min_lr = 1e-3, .lr_range_test_step_rate = 1.0,
+        .lr_range_test_step_size = 2000, .lr_range_test_staircase = 0,
+    };
     return c;
 }
 
@@ -250,17 +240,11 @@ static void py_cycle(const PyCycle *p, long t, double *lr, double *mom) {
 
 static ZnSchedConfig cycle_cfg(const PyCycle *p) {
     ZnSchedConfig c = dflt(ZN_SCHED_ONE_CYCLE);
-    c.cycle_min_lr = p->min_lr;
-    c.cycle_max_lr = p->max_lr;
-    c.decay_lr_rate = p->decay_lr_rate;
-    c.cycle_first_step_size = p->first;
-    c.cycle_second_step_size = p->second;
-    c.cycle_first_stair_count = p->stair1;
-    c.cycle_second_stair_count = p->stair2;
+    c.cycle_min_lr = p->min_lr, c.cycle_max_lr = p->max_lr, c.decay_lr_rate = p->decay_lr_rate;
+    c.cycle_first_step_size = p->first, c.cycle_second_step_size = p->second;
+    c.cycle_first_stair_count = p->stair1, c.cycle_second_stair_count = p->stair2;
     c.decay_step_size = p->decay_step_size;
-    c.cycle_min_mom = p->min_mom;
-    c.cycle_max_mom = p->max_mom;
-    c.decay_mom_rate = p->decay_mom_rate;
+    c.cycle_min_mom = p->min_mom, c.cycle_max_mom = p->max_mom, c.decay_mom_rate = p->decay_mom_rate;
     return c;
 }
 
@@ -268,11 +252,8 @@ static ZnSchedConfig cycle_cfg(const PyCycle *p) {
    the warmup bounds, warmup length, total length and warmup type given */
 static ZnSchedConfig warm_cfg(ZnSchedType ty, double min_lr, double max_lr, long n, long T, int linear) {
     ZnSchedConfig c = dflt(ty);
-    c.warmup_min_lr = min_lr;
-    c.warmup_max_lr = max_lr;
-    c.warmup_num_steps = n;
-    c.total_num_steps = T;
-    c.warmup_type_linear = linear;
+    c.warmup_min_lr = min_lr, c.warmup_max_lr = max_lr;
+    c.warmup_num_steps = n, c.total_num_steps = T, c.warmup_type_linear = linear;
     return c;
 }
 
@@ -280,21 +261,16 @@ static ZnSchedConfig warm_cfg(ZnSchedType ty, double min_lr, double max_lr, long
    and the warmup type */
 static ZnSchedConfig cos_cfg(long n, long T, double wmin, double cmin, int linear) {
     ZnSchedConfig c = dflt(ZN_SCHED_WARMUP_COSINE_LR);
-    c.warmup_num_steps = n;
-    c.total_num_steps = T;
-    c.warmup_min_ratio = wmin;
-    c.cos_min_ratio = cmin;
-    c.warmup_type_linear = linear;
+    c.warmup_num_steps = n, c.total_num_steps = T, c.warmup_type_linear = linear;
+    c.warmup_min_ratio = wmin, c.cos_min_ratio = cmin;
     return c;
 }
 
 /* An LRRangeTest schedule */
 static ZnSchedConfig range_cfg(double min_lr, double rate, long size, int staircase) {
     ZnSchedConfig c = dflt(ZN_SCHED_LR_RANGE_TEST);
-    c.lr_range_test_min_lr = min_lr;
-    c.lr_range_test_step_rate = rate;
-    c.lr_range_test_step_size = size;
-    c.lr_range_test_staircase = staircase;
+    c.lr_range_test_min_lr = min_lr, c.lr_range_test_step_rate = rate;
+    c.lr_range_test_step_size = size, c.lr_range_test_staircase = staircase;
     return c;
 }
 
