@@ -71,9 +71,8 @@ typedef struct {
 static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     LoadCtx *c = arg;
     ZnDevice dev;
-    zn_device_host_init(&dev);
     ZnEngine E;
-    int rc = zn_engine_init(&E, &c->cfg, &c->model, &c->data, comm, &dev, NULL, err);
+    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
     if (rc) return rc;
     long n = zn_model_numel(&c->model);
     float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
@@ -114,15 +113,10 @@ static void test_reshard_3_to_5(void **st) {
     c.s = malloc(n * 4);
     assert_int_equal(zn_data_init(&c.data, c.model.dims[0], c.model.dims[c.model.nlayers], 1234), 0);
     for (int stage = 0; stage <= 3; stage++) {
-        ZnConfigArgs args;
-        zn_config_args_init(&args);
-        args.world_size = 5;
-        args.stage = stage;
+        ZnConfigArgs args = zt_args(5, stage, -1, -1, -1);
         args.train_batch_size = 10;
-        if (zn_config_parse(CFG, strlen(CFG), "cfg", &args, &c.cfg, &err)) fail_msg("%s", err.msg);
-        ZnSimWorld *w = zn_sim_world_new(5, &err);
-        if (zn_sim_run(w, load_rank, &c, &err)) fail_msg("stage %d: %s", stage, err.msg);
-        zn_sim_world_free(w);
+        zt_config(&c.cfg, CFG, &args);
+        if (zt_sim_run(5, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", stage, err.msg);
         assert_memory_equal(c.m, m, n * 4);
         assert_memory_equal(c.a, a, n * 4);
         assert_memory_equal(c.s, s, n * 4);

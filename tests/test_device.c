@@ -612,30 +612,16 @@ static int far_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
 }
 
 static void far_run(FarCtx *c, int world, ZnErr *err) {
-    ZnSimWorld *w = zn_sim_world_new(world, err);
-    assert_non_null(w);
-    alarm(60);   /* a hang fails the test instead of the suite */
-    int rc = zn_sim_run(w, far_rank, c, err);
-    alarm(0);
-    zn_sim_world_free(w);
-    if (rc) fail_msg("%s", err->msg);
+    if (zt_sim_run(world, far_rank, c, 60, err)) fail_msg("%s", err->msg);
 }
 
 static void far_config(FarCtx *c, int world, int stage, ZnDtype dt, int canonical) {
-    ZnErr err;
-    ZnConfigArgs args;
-    zn_config_args_init(&args);
-    args.world_size = world;
-    args.stage = stage;
-    args.micro_batch = 2;
-    args.grad_accum = 2;
-    args.dtype = (int)dt;
+    ZnConfigArgs args = zt_args(world, stage, 2, 2, (int)dt);
     args.canonical = canonical;
     args.max_grad_norm = 0.5;
     /* stage 3: biases persist, weights are gathered and released per use */
-    const char *cfg = "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
-                      " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}";
-    if (zn_config_parse(cfg, strlen(cfg), "cfg", &args, &c->cfg, &err)) fail_msg("%s", err.msg);
+    zt_config(&c->cfg, "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
+                       " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}", &args);
 }
 
 /* spec: Z-DEV-001 the engine (training, gathers, checkpoint save and load,

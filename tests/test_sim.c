@@ -152,20 +152,10 @@ static int bad_elem(ZnErr *err, const char *what, ZnDtype dt, int rank, long i, 
                   zn_dtype_name(dt), rank, i, (unsigned long long)g, (unsigned long long)w);
 }
 
-/* Runs fn on a fresh world of `world` ranks and frees it; returns
-   zn_sim_run's result (its message in *err). */
-static int run_fresh(int world, ZnRankFn fn, void *arg, ZnErr *err) {
-    ZnSimWorld *w = zn_sim_world_new(world, err);
-    assert_non_null(w);
-    int rc = zn_sim_run(w, fn, arg, err);
-    zn_sim_world_free(w);
-    return rc;
-}
-
 /* Runs fn on a fresh world; fails the test with the run's message. */
 static void run_ok(int world, ZnRankFn fn, void *arg) {
     ZnErr err = {0};
-    if (run_fresh(world, fn, arg, &err)) fail_msg("world %d: %s", world, err.msg);
+    if (zt_sim_run(world, fn, arg, 0, &err)) fail_msg("world %d: %s", world, err.msg);
 }
 
 /* Bytes the ring model of comm.h assigns, recomputed here from its text. */
@@ -924,7 +914,7 @@ static void test_failing_rank_propagates(void **state) {
         alarm(HANG_LIMIT_S);
         Ctx cx = {.world = 4, .arg_i = kind};
         ZnErr err = {0};
-        int rc = run_fresh(4, rank_fail, &cx, &err);
+        int rc = zt_sim_run(4, rank_fail, &cx, 0, &err);
         assert_int_equal(rc, ZN_E_NUMERIC); /* the first-hand error, not the echoes */
         assert_string_equal(err.msg, "rank 2: loss scale at its minimum");
         for (int r = 0; r < 4; r++) {
@@ -996,7 +986,7 @@ static void test_rank_exiting_early_is_reported(void **state) {
         alarm(HANG_LIMIT_S);
         Ctx cx = {.world = 3, .arg_i = swallow};
         ZnErr err = {0};
-        int rc = run_fresh(3, rank_early_exit, &cx, &err);
+        int rc = zt_sim_run(3, rank_early_exit, &cx, 0, &err);
         assert_int_equal(rc, ZN_E_COMM);
         const char *want = "rank 1 exited before joining all_reduce 'loss' (call #3)";
         for (int r = 0; r < 3; r += 2) {
