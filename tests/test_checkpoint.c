@@ -29,12 +29,7 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 static int train(const char *dir, int world, int stage, long steps, long interval, int resume, ZnErr *err) {
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = MODEL;
-    f.steps = steps;
-    f.args.world_size = world;
-    f.args.stage = stage;
+    ZnTrainFlags f = zt_train_flags(MODEL, steps, world, stage);
     f.args.train_batch_size = 12;
     f.ckpt_dir = dir;
     f.ckpt_interval = interval;
@@ -70,11 +65,11 @@ typedef struct {
 
 static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     LoadCtx *c = arg;
+    long n = zn_model_numel(&c->model);
     ZnDevice dev;
     ZnEngine E;
     int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
     if (rc) return rc;
-    long n = zn_model_numel(&c->model);
     float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
     rc = zn_ckpt_load(&E, c->dir, NULL, 0, err);
     if (!rc) rc = zn_engine_gather_params(&E, m, err);
@@ -429,12 +424,7 @@ static void test_bad_tags(void **st) {
         assert_str_contains(err.msg, "latest");
     }
     /* the same rules for --checkpoint-tag, as a usage error */
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = MODEL;
-    f.steps = 3;
-    f.args.world_size = 2;
-    f.args.stage = 2;
+    ZnTrainFlags f = zt_train_flags(MODEL, 3, 2, 2);
     f.args.train_batch_size = 12;
     f.ckpt_dir = dir;
     f.resume = 1;
@@ -457,11 +447,7 @@ static void test_missing_and_foreign(void **st) {
     ZnErr err;
     char path[512];
     /* another model */
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = "mlp:10,16,6";
-    f.steps = 3;
-    f.args.world_size = 2;
+    ZnTrainFlags f = zt_train_flags("mlp:10,16,6", 3, 2, -1);
     f.args.train_batch_size = 12;
     f.ckpt_dir = dir;
     f.resume = 1;

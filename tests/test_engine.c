@@ -80,12 +80,7 @@ static void reference_grad(const ZnModel *m, uint64_t seed, int nsamples, double
 
 static int run_model(const char *model, long steps, int record, const char *config, int world, int stage,
                      ZnRunResult *res, ZnRunOpts *o) {
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = model;
-    f.steps = steps;
-    f.args.world_size = world;
-    f.args.stage = stage;
+    ZnTrainFlags f = zt_train_flags(model, steps, world, stage);
     ZnErr err;
     if (zn_train_resolve(&f, config, o, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     o->record = record;

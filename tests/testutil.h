@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/data.h"
 #include "comm/world.h"
+#include "app/cli.h"
 
 /* bitwise float compare: equal bits, not just equal values */
 static inline int zt_same_bits(float a, float b) {
@@ -87,6 +88,18 @@ static inline int zt_sim_run(int world, ZnRankFn fn, void *arg, unsigned alarm_s
     if (alarm_s) alarm(0);
     zn_sim_world_free(w);
     return rc;
+}
+
+/* The flags of `zinc train --model model --steps steps --world-size world
+   --stage stage` (stage -1: not given). */
+static inline ZnTrainFlags zt_train_flags(const char *model, long steps, int world, int stage) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = model;
+    f.steps = steps;
+    f.args.world_size = world;
+    f.args.stage = stage;
+    return f;
 }
 
 #define assert_str_contains(hay, needle)                                        \
