@@ -1194,7 +1194,6 @@ int main(void) {
         cmocka_unit_test(test_bad_arguments_rejected),
         cmocka_unit_test(test_nested_run_refused),
     };
-    /* ZT_FILTER=test_name (cmocka glob) runs a subset, e.g. under DRD */
-    if (getenv("ZT_FILTER")) cmocka_set_test_filter(getenv("ZT_FILTER"));
+    zt_filter_from_env();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

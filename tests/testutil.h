@@ -102,6 +102,13 @@ static inline ZnTrainFlags zt_train_flags(const char *model, long steps, int wor
     return f;
 }
 
+/* ZT_FILTER=test_name (a cmocka glob) runs a subset of a test binary, e.g.
+   under DRD: main calls this before cmocka_run_group_tests. */
+static inline void zt_filter_from_env(void) {
+    const char *f = getenv("ZT_FILTER");
+    if (f) cmocka_set_test_filter(f);
+}
+
 #define assert_str_contains(hay, needle)                                        \
     do {                                                                        \
         if (!strstr((hay), (needle)))                                           \
