@@ -29,12 +29,7 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 static int train(const char *dir, int world, int stage, long steps, long interval, int resume, ZnErr *err) {
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = MODEL;
-    f.steps = steps;
-    f.args.world_size = world;
-    f.args.stage = stage;
+    ZnTrainFlags f = zt_train_flags(MODEL, steps, world, stage);
     f.args.train_batch_size = 12;
     f.ckpt_dir = dir;
     f.ckpt_interval = interval;
@@ -70,12 +65,11 @@ typedef struct {
 
 static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     LoadCtx *c = arg;
-    ZnDevice dev;
-    zn_device_host_init(&dev);
-    ZnEngine E;
-    int rc = zn_engine_init(&E, &c->cfg, &c->model, &c->data, comm, &dev, NULL, err);
-    if (rc) return rc;
     long n = zn_model_numel(&c->model);
+    ZnDevice dev;
+    ZnEngine E;
+    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
+    if (rc) return rc;
     float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
     rc = zn_ckpt_load(&E, c->dir, NULL, 0, err);
     if (!rc) rc = zn_engine_gather_params(&E, m, err);
@@ -114,15 +108,10 @@ static void test_reshard_3_to_5(void **st) {
     c.s = malloc(n * 4);
     assert_int_equal(zn_data_init(&c.data, c.model.dims[0], c.model.dims[c.model.nlayers], 1234), 0);
     for (int stage = 0; stage <= 3; stage++) {
-        ZnConfigArgs args;
-        zn_config_args_init(&args);
-        args.world_size = 5;
-        args.stage = stage;
+        ZnConfigArgs args = zt_args(5, stage, -1, -1, -1);
         args.train_batch_size = 10;
-        if (zn_config_parse(CFG, strlen(CFG), "cfg", &args, &c.cfg, &err)) fail_msg("%s", err.msg);
-        ZnSimWorld *w = zn_sim_world_new(5, &err);
-        if (zn_sim_run(w, load_rank, &c, &err)) fail_msg("stage %d: %s", stage, err.msg);
-        zn_sim_world_free(w);
+        zt_config(&c.cfg, CFG, &args);
+        if (zt_sim_run(5, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", stage, err.msg);
         assert_memory_equal(c.m, m, n * 4);
         assert_memory_equal(c.a, a, n * 4);
         assert_memory_equal(c.s, s, n * 4);
@@ -435,12 +424,7 @@ static void test_bad_tags(void **st) {
         assert_str_contains(err.msg, "latest");
     }
     /* the same rules for --checkpoint-tag, as a usage error */
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = MODEL;
-    f.steps = 3;
-    f.args.world_size = 2;
-    f.args.stage = 2;
+    ZnTrainFlags f = zt_train_flags(MODEL, 3, 2, 2);
     f.args.train_batch_size = 12;
     f.ckpt_dir = dir;
     f.resume = 1;
@@ -463,11 +447,7 @@ static void test_missing_and_foreign(void **st) {
     ZnErr err;
     char path[512];
     /* another model */
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = "mlp:10,16,6";
-    f.steps = 3;
-    f.args.world_size = 2;
+    ZnTrainFlags f = zt_train_flags("mlp:10,16,6", 3, 2, -1);
     f.args.train_batch_size = 12;
     f.ckpt_dir = dir;
     f.resume = 1;

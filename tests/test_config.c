@@ -18,6 +18,22 @@ static ZnConfigArgs no_args(void) {
     return a;
 }
 
+/* sets the batch flags: --world-size, --micro-batch, --grad-accum */
+static void args_batch(ZnConfigArgs *a, int world, long micro, long accum) {
+    a->world_size = world;
+    a->micro_batch = micro;
+    a->grad_accum = accum;
+}
+
+/* sets the optimizer flags: --lr, --weight-decay, --beta1, --beta2, --eps */
+static void args_adam(ZnConfigArgs *a, double lr, double wd, double b1, double b2, double eps) {
+    a->lr = lr;
+    a->weight_decay = wd;
+    a->beta1 = b1;
+    a->beta2 = b2;
+    a->eps = eps;
+}
+
 static int parse(const char *json, const ZnConfigArgs *a, ZnConfig *c, ZnErr *e) {
     memset(e, 0, sizeof *e);
     return zn_config_parse(json, json ? strlen(json) : 0, SRC, a, c, e);
@@ -795,16 +811,10 @@ static void test_batch_key_types(void **state) {
 static void test_args_override(void **state) {
     (void)state;
     ZnConfigArgs a = no_args();
-    a.world_size = 4;
-    a.micro_batch = 2;
-    a.grad_accum = 3;
+    args_batch(&a, 4, 2, 3);
     a.stage = 3;
     a.seed = 7;
-    a.lr = 0.25;
-    a.weight_decay = 0.01;
-    a.beta1 = 0.8;
-    a.beta2 = 0.95;
-    a.eps = 1e-6;
+    args_adam(&a, 0.25, 0.01, 0.8, 0.95, 1e-6);
     a.max_grad_norm = 0.5;
     a.warmup_steps = 10;
     a.dtype = ZN_BF16;
@@ -900,9 +910,7 @@ static void test_auto_batch_triad(void **state) {
     const char *all_auto = "{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": \"auto\","
                            " \"gradient_accumulation_steps\": \"auto\"}";
     ZnConfigArgs a = no_args();
-    a.world_size = 4;
-    a.micro_batch = 2;
-    a.grad_accum = 3;
+    args_batch(&a, 4, 2, 3);
     ZnConfig c = ok_with(all_auto, &a);
     assert_true(c.train_batch_size == 24 && c.micro_batch == 2 && c.grad_accum == 3);
     /* accumulation arg unset: "auto" is "not given" and DeepSpeed's inference fills it */
@@ -935,11 +943,7 @@ static void test_auto_optimizer_params(void **state) {
     const char *j = "{" MB ", \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\","
                     " \"betas\": \"auto\", \"eps\": \"auto\", \"weight_decay\": \"auto\"}}}";
     ZnConfigArgs a = no_args();
-    a.lr = 3e-4;
-    a.beta1 = 0.85;
-    a.beta2 = 0.98;
-    a.eps = 1e-7;
-    a.weight_decay = 0.1;
+    args_adam(&a, 3e-4, 0.1, 0.85, 0.98, 1e-7);
     ZnConfig c = ok_with(j, &a);
     assert_true(c.lr == 3e-4 && c.beta1 == 0.85 && c.beta2 == 0.98 && c.eps == 1e-7 && c.weight_decay == 0.1);
     a.lr = NAN;
@@ -1129,15 +1133,9 @@ static void test_users_hf_config(void **state) {
         "  \"sparse_attention\": {}, \"data_efficiency\": {}, \"compression_training\": {}\n"
         "}\n";
     ZnConfigArgs a = no_args();
-    a.world_size = 8;
-    a.micro_batch = 4;
-    a.grad_accum = 2;
+    args_batch(&a, 8, 4, 2);
     a.max_grad_norm = 1.0;
-    a.lr = 5e-5;
-    a.beta1 = 0.9;
-    a.beta2 = 0.999;
-    a.eps = 1e-8;
-    a.weight_decay = 0.0;
+    args_adam(&a, 5e-5, 0.0, 0.9, 0.999, 1e-8);
     a.warmup_steps = 100;
     a.dtype = ZN_BF16;
     a.hidden_size = 4096;

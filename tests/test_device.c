@@ -16,6 +16,15 @@
 static uint32_t bits(float f) { return zn_f32_bits(f); }
 static float fbits(uint32_t u) { return zn_bits_f32(u); }
 
+/* Frees the n device buffers in bufs and checks that none is left (the
+   test freed everything it allocated). */
+static void free_all_check(ZnDevice *d, void *const *bufs, int n) {
+    for (int i = 0; i < n; i++) zn_dev_free(d, bufs[i]);
+    assert_int_equal(d->mem.nallocs, 0);
+}
+#define FREE_ALL(d, ...) \
+    free_all_check((d), (void *const[]){__VA_ARGS__}, (int)(sizeof((void *[]){__VA_ARGS__}) / sizeof(void *)))
+
 /* A fresh host device and n floats of its memory holding x. */
 static float *dev_floats(ZnDevice *d, const float *x, long n) {
     ZnErr err;
@@ -54,9 +63,7 @@ static void test_move_bits(void **st) {
     d.k->download(&d, NULL, NULL, 0);
     d.k->copy(&d, NULL, NULL, 0);
     d.k->zero(&d, NULL, 0);
-    zn_dev_free(&d, a);
-    zn_dev_free(&d, b);
-    assert_int_equal(d.mem.nallocs, 0);
+    FREE_ALL(&d, a, b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -206,12 +213,7 @@ static void test_pack_unpack(void **st) {
     free(src);
     free(rt);
     free(rd);
-    zn_dev_free(&d, dx);
-    zn_dev_free(&d, dr);
-    zn_dev_free(&d, d16);
-    zn_dev_free(&d, a);
-    zn_dev_free(&d, h);
-    assert_int_equal(d.mem.nallocs, 0);
+    FREE_ALL(&d, dx, dr, d16, a, h);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -331,11 +333,7 @@ static void test_adam(void **st) {
     }
     for (int k = 0; k < 4; k++) free(hp_[k]);
     free(hw);
-    zn_dev_free(&d, p);
-    zn_dev_free(&d, g);
-    zn_dev_free(&d, m);
-    zn_dev_free(&d, v);
-    assert_int_equal(d.mem.nallocs, 0);
+    FREE_ALL(&d, p, g, m, v);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -612,30 +610,16 @@ static int far_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
 }
 
 static void far_run(FarCtx *c, int world, ZnErr *err) {
-    ZnSimWorld *w = zn_sim_world_new(world, err);
-    assert_non_null(w);
-    alarm(60);   /* a hang fails the test instead of the suite */
-    int rc = zn_sim_run(w, far_rank, c, err);
-    alarm(0);
-    zn_sim_world_free(w);
-    if (rc) fail_msg("%s", err->msg);
+    if (zt_sim_run(world, far_rank, c, 60, err)) fail_msg("%s", err->msg);
 }
 
 static void far_config(FarCtx *c, int world, int stage, ZnDtype dt, int canonical) {
-    ZnErr err;
-    ZnConfigArgs args;
-    zn_config_args_init(&args);
-    args.world_size = world;
-    args.stage = stage;
-    args.micro_batch = 2;
-    args.grad_accum = 2;
-    args.dtype = (int)dt;
+    ZnConfigArgs args = zt_args(world, stage, 2, 2, (int)dt);
     args.canonical = canonical;
     args.max_grad_norm = 0.5;
     /* stage 3: biases persist, weights are gathered and released per use */
-    const char *cfg = "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
-                      " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}";
-    if (zn_config_parse(cfg, strlen(cfg), "cfg", &args, &c->cfg, &err)) fail_msg("%s", err.msg);
+    zt_config(&c->cfg, "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
+                       " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}", &args);
 }
 
 /* spec: Z-DEV-001 the engine (training, gathers, checkpoint save and load,

@@ -80,12 +80,7 @@ static void reference_grad(const ZnModel *m, uint64_t seed, int nsamples, double
 
 static int run_model(const char *model, long steps, int record, const char *config, int world, int stage,
                      ZnRunResult *res, ZnRunOpts *o) {
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = model;
-    f.steps = steps;
-    f.args.world_size = world;
-    f.args.stage = stage;
+    ZnTrainFlags f = zt_train_flags(model, steps, world, stage);
     ZnErr err;
     if (zn_train_resolve(&f, config, o, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     o->record = record;
@@ -258,14 +253,10 @@ typedef struct {
 
 static int divergent_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     DivCtx *c = arg;
+    ZnEngineHooks hooks = {.repeat_on = rank == 1, .repeat_layer = 0};
     ZnDevice dev;
-    zn_device_host_init(&dev);
-    ZnEngineHooks hooks;
-    memset(&hooks, 0, sizeof hooks);
-    hooks.repeat_on = rank == 1;
-    hooks.repeat_layer = 0;
     ZnEngine E;
-    int rc = zn_engine_init(&E, &c->cfg, &c->model, &c->data, comm, &dev, &hooks, err);
+    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, &hooks, err);
     if (rc) return rc;
     ZnStepResult sr;
     for (int t = 0; t < 2 && !rc; t++) rc = zn_engine_train_step(&E, &sr, err);
@@ -281,20 +272,11 @@ static void test_divergent_control_flow(void **st) {
     DivCtx c;
     ZnErr err;
     assert_int_equal(zn_model_parse("mlp:6,8,5,4", &c.model, &err), 0);
-    ZnConfigArgs args;
-    zn_config_args_init(&args);
-    args.world_size = 3;
-    args.stage = 3;
-    args.micro_batch = 2;
-    const char *cfg = "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 0,"
-                      " \"stage3_max_reuse_distance\": 0}}";
-    assert_int_equal(zn_config_parse(cfg, strlen(cfg), "cfg", &args, &c.cfg, &err), 0);
+    ZnConfigArgs args = zt_args(3, 3, 2, -1, -1);
+    zt_config(&c.cfg, "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 0,"
+                      " \"stage3_max_reuse_distance\": 0}}", &args);
     assert_int_equal(zn_data_init(&c.data, 6, 4, 1234), 0);
-    ZnSimWorld *w = zn_sim_world_new(3, &err);
-    alarm(60);   /* a hang fails the test instead of the suite */
-    int rc = zn_sim_run(w, divergent_rank, &c, &err);
-    alarm(0);
-    zn_sim_world_free(w);
+    int rc = zt_sim_run(3, divergent_rank, &c, 60, &err);
     zn_data_free(&c.data);
     assert_int_equal(rc, ZN_E_COMM);
     assert_str_contains(err.msg, "collective mismatch at call #");

@@ -282,7 +282,6 @@ int main(void) {
         cmocka_unit_test(test_f32_to_f16_random_vs_search),
         cmocka_unit_test(test_independent_of_fpu_rounding_mode),
     };
-    /* ZT_FILTER=test_name (cmocka glob) runs a subset, e.g. under DRD */
-    if (getenv("ZT_FILTER")) cmocka_set_test_filter(getenv("ZT_FILTER"));
+    zt_filter_from_env();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,30 +6,17 @@
 #include <float.h>
 #include "engine/loss_scaler.h"
 
-/* DeepSpeed 0.19.6's fp16 defaults (precision_config.py DeepSpeedFP16Config),
- * written out here because this test does not link config.c */
-static ZnFp16Config fp16_defaults(void) {
-    ZnFp16Config c;
-    memset(&c, 0, sizeof c);
-    c.enabled = 1;
-    c.loss_scale = 0.0;
-    c.initial_scale_power = 16;
-    c.loss_scale_window = 1000;
-    c.hysteresis = 2;
-    c.consecutive_hysteresis = 0;
-    c.min_loss_scale = 1.0;
+/* the fp16 section DeepSpeed's ZeRO overflow tests use */
+static ZnFp16Config fp16_cfg(int power, long window, int hysteresis, double min_scale, int consecutive) {
+    ZnFp16Config c = {.enabled = 1, .loss_scale = 0.0, .initial_scale_power = power, .loss_scale_window = window,
+                      .hysteresis = hysteresis, .consecutive_hysteresis = consecutive, .min_loss_scale = min_scale};
     return c;
 }
 
-/* the fp16 section DeepSpeed's ZeRO overflow tests use */
-static ZnFp16Config fp16_cfg(int power, long window, int hysteresis, double min_scale, int consecutive) {
-    ZnFp16Config c = fp16_defaults();
-    c.initial_scale_power = power;
-    c.loss_scale_window = window;
-    c.hysteresis = hysteresis;
-    c.min_loss_scale = min_scale;
-    c.consecutive_hysteresis = consecutive;
-    return c;
+/* DeepSpeed 0.19.6's fp16 defaults (precision_config.py DeepSpeedFP16Config),
+ * written out here because this test does not link config.c */
+static ZnFp16Config fp16_defaults(void) {
+    return fp16_cfg(16, 1000, 2, 1.0, 0);
 }
 
 /* a dynamic fp16 scaler built from fp16_cfg's parameters: most tests start

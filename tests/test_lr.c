@@ -36,31 +36,21 @@
 /* DeepSpeed's constructor defaults, as zn_config_defaults sets them (the test
    does not link config.c); WarmupDecayLR's warmup_max_lr default is 0.001 */
 static ZnSchedConfig dflt(ZnSchedType ty) {
-    ZnSchedConfig c;
-    memset(&c, 0, sizeof c);
-    c.type = ty;
-    c.warmup_min_lr = 0.0;
-    c.warmup_max_lr = ty == ZN_SCHED_WARMUP_DECAY_LR ? 0.001 : NAN;
-    c.warmup_num_steps = 1000;
-    c.warmup_type_linear = 0;
-    c.total_num_steps = -1;
-    c.warmup_min_ratio = 0.0;
-    c.cos_min_ratio = 1e-4;
-    c.cycle_min_lr = c.cycle_max_lr = NAN;
-    c.decay_lr_rate = 0.0;
-    c.cycle_first_step_size = 2000;
-    c.cycle_second_step_size = -1;
-    c.cycle_first_stair_count = 0;
-    c.cycle_second_stair_count = -1;
-    c.decay_step_size = 0;
-    c.cycle_momentum = 1;
-    c.cycle_min_mom = 0.8;
-    c.cycle_max_mom = 0.9;
-    c.decay_mom_rate = 0.0;
-    c.lr_range_test_min_lr = 1e-3;
-    c.lr_range_test_step_rate = 1.0;
-    c.lr_range_test_step_size = 2000;
-    c.lr_range_test_staircase = 0;
+    ZnSchedConfig c = {
+        .type = ty,
+        /* WarmupLR, WarmupDecayLR, WarmupCosineLR */
+        .warmup_min_lr = 0.0, .warmup_max_lr = ty == ZN_SCHED_WARMUP_DECAY_LR ? 0.001 : NAN,
+        .warmup_num_steps = 1000, .warmup_type_linear = 0, .total_num_steps = -1,
+        .warmup_min_ratio = 0.0, .cos_min_ratio = 1e-4,
+        /* OneCycle */
+        .cycle_min_lr = NAN, .cycle_max_lr = NAN, .decay_lr_rate = 0.0,
+        .cycle_first_step_size = 2000, .cycle_second_step_size = -1,
+        .cycle_first_stair_count = 0, .cycle_second_stair_count = -1, .decay_step_size = 0,
+        .cycle_momentum = 1, .cycle_min_mom = 0.8, .cycle_max_mom = 0.9, .decay_mom_rate = 0.0,
+        /* LRRangeTest */
+        .lr_range_test_min_lr = 1e-3, .lr_range_test_step_rate = 1.0,
+        .lr_range_test_step_size = 2000, .lr_range_test_staircase = 0,
+    };
     return c;
 }
 
@@ -250,17 +240,37 @@ static void py_cycle(const PyCycle *p, long t, double *lr, double *mom) {
 
 static ZnSchedConfig cycle_cfg(const PyCycle *p) {
     ZnSchedConfig c = dflt(ZN_SCHED_ONE_CYCLE);
-    c.cycle_min_lr = p->min_lr;
-    c.cycle_max_lr = p->max_lr;
-    c.decay_lr_rate = p->decay_lr_rate;
-    c.cycle_first_step_size = p->first;
-    c.cycle_second_step_size = p->second;
-    c.cycle_first_stair_count = p->stair1;
-    c.cycle_second_stair_count = p->stair2;
+    c.cycle_min_lr = p->min_lr, c.cycle_max_lr = p->max_lr, c.decay_lr_rate = p->decay_lr_rate;
+    c.cycle_first_step_size = p->first, c.cycle_second_step_size = p->second;
+    c.cycle_first_stair_count = p->stair1, c.cycle_second_stair_count = p->stair2;
     c.decay_step_size = p->decay_step_size;
-    c.cycle_min_mom = p->min_mom;
-    c.cycle_max_mom = p->max_mom;
-    c.decay_mom_rate = p->decay_mom_rate;
+    c.cycle_min_mom = p->min_mom, c.cycle_max_mom = p->max_mom, c.decay_mom_rate = p->decay_mom_rate;
+    return c;
+}
+
+/* A warmup schedule (WarmupLR, WarmupDecayLR) from DeepSpeed's defaults with
+   the warmup bounds, warmup length, total length and warmup type given */
+static ZnSchedConfig warm_cfg(ZnSchedType ty, double min_lr, double max_lr, long n, long T, int linear) {
+    ZnSchedConfig c = dflt(ty);
+    c.warmup_min_lr = min_lr, c.warmup_max_lr = max_lr;
+    c.warmup_num_steps = n, c.total_num_steps = T, c.warmup_type_linear = linear;
+    return c;
+}
+
+/* A WarmupCosineLR schedule: warmup length, total length, the two ratios
+   and the warmup type */
+static ZnSchedConfig cos_cfg(long n, long T, double wmin, double cmin, int linear) {
+    ZnSchedConfig c = dflt(ZN_SCHED_WARMUP_COSINE_LR);
+    c.warmup_num_steps = n, c.total_num_steps = T, c.warmup_type_linear = linear;
+    c.warmup_min_ratio = wmin, c.cos_min_ratio = cmin;
+    return c;
+}
+
+/* An LRRangeTest schedule */
+static ZnSchedConfig range_cfg(double min_lr, double rate, long size, int staircase) {
+    ZnSchedConfig c = dflt(ZN_SCHED_LR_RANGE_TEST);
+    c.lr_range_test_min_lr = min_lr, c.lr_range_test_step_rate = rate;
+    c.lr_range_test_step_size = size, c.lr_range_test_staircase = staircase;
     return c;
 }
 
@@ -446,94 +456,51 @@ enum {
    when the formula goes through log or cos, whose last bit may differ on
    another libm (those are compared within 1e-15 relative, the rest exactly). */
 static ZnSchedConfig golden_cfg(int id, double *opt_lr, int *trans) {
-    ZnSchedConfig c;
+    /* OneCycle: min/max lr, lr rate, first/second step size, stair counts,
+       decay step size, min/max momentum, momentum rate */
+    const PyCycle cyc = {1e-5, 1e-2, 1e-3, 10, -1, 0, -1, 10, 0.08, 0.09, 1e-3};
+    const PyCycle asym = {0.001, 0.01, 0.0, 10, 21, 0, -1, 0, 0.8, 0.9, 0.0};
+    const PyCycle stair = {0.001, 0.01, 0.0, 10, 21, 2, 3, 0, 0.8, 0.9, 0.0};
     *opt_lr = OPT_LR;
     *trans = 0;
     switch (id) {
     case G_WARM_LOG:
+        *trans = 1;
+        return warm_cfg(ZN_SCHED_WARMUP_LR, 0.1, 0.2, 10, -1, 0);
     case G_WARM_LIN:
-        c = dflt(ZN_SCHED_WARMUP_LR);
-        c.warmup_min_lr = 0.1;
-        c.warmup_max_lr = 0.2;
-        c.warmup_num_steps = id == G_WARM_LOG ? 10 : 15;
-        c.warmup_type_linear = id == G_WARM_LIN;
-        *trans = id == G_WARM_LOG;
-        return c;
+        return warm_cfg(ZN_SCHED_WARMUP_LR, 0.1, 0.2, 15, -1, 1);
     case G_WARM_DFLT:
         *trans = 1;
         return dflt(ZN_SCHED_WARMUP_LR);
     case G_WARM_ONE:
-        c = dflt(ZN_SCHED_WARMUP_LR);
-        c.warmup_num_steps = 1;
         *opt_lr = 0.003;
         *trans = 1;
-        return c;
+        return warm_cfg(ZN_SCHED_WARMUP_LR, 0.0, NAN, 1, -1, 0);
     case G_DECAY:
-        c = dflt(ZN_SCHED_WARMUP_DECAY_LR);
-        c.total_num_steps = 20;
-        c.warmup_min_lr = 0.1;
-        c.warmup_max_lr = 0.2;
-        c.warmup_num_steps = 10;
         *trans = 1;
-        return c;
-    case G_DECAY_LIN:
-        c = dflt(ZN_SCHED_WARMUP_DECAY_LR);
-        c.total_num_steps = 33;
-        c.warmup_num_steps = 7;
-        c.warmup_type_linear = 1;
-        return c;
+        return warm_cfg(ZN_SCHED_WARMUP_DECAY_LR, 0.1, 0.2, 10, 20, 0);
+    case G_DECAY_LIN:   /* default bounds 0 and 0.001 */
+        return warm_cfg(ZN_SCHED_WARMUP_DECAY_LR, 0.0, 0.001, 7, 33, 1);
     case G_COS:
-        c = dflt(ZN_SCHED_WARMUP_COSINE_LR);
-        c.total_num_steps = 100;
-        c.warmup_num_steps = 10;
-        c.cos_min_ratio = 0.1;
-        c.warmup_min_ratio = 0.2;
         *opt_lr = 0.0015;
         *trans = 1;
-        return c;
+        return cos_cfg(10, 100, 0.2, 0.1, 0);
     case G_COS_LIN:
-        c = dflt(ZN_SCHED_WARMUP_COSINE_LR);
-        c.total_num_steps = 600;
-        c.warmup_num_steps = 300;
-        c.cos_min_ratio = 0.0;
-        c.warmup_min_ratio = 0.0;
-        c.warmup_type_linear = 1;
         *opt_lr = 0.0015;
         *trans = 1;
-        return c;
+        return cos_cfg(300, 600, 0.0, 0.0, 1);
     case G_CYC:
-        c = dflt(ZN_SCHED_ONE_CYCLE);
-        c.cycle_min_lr = 1e-5;
-        c.cycle_max_lr = 1e-2;
-        c.decay_lr_rate = 1e-3;
-        c.cycle_first_step_size = 10;
-        c.decay_step_size = 10;
-        c.cycle_min_mom = 0.08;
-        c.cycle_max_mom = 0.09;
-        c.decay_mom_rate = 1e-3;
-        return c;
+        return cycle_cfg(&cyc);
     case G_CYC_ASYM:
-    case G_CYC_STAIR:
-        c = dflt(ZN_SCHED_ONE_CYCLE);
-        c.cycle_min_lr = 0.001;
-        c.cycle_max_lr = 0.01;
-        c.cycle_first_step_size = 10;
-        c.cycle_second_step_size = 21;
-        if (id == G_CYC_STAIR) {
-            c.cycle_first_stair_count = 2;
-            c.cycle_second_stair_count = 3;
-        }
         *opt_lr = 0.001;
-        return c;
+        return cycle_cfg(&asym);
+    case G_CYC_STAIR:
+        *opt_lr = 0.001;
+        return cycle_cfg(&stair);
     case G_RANGE:
     case G_RANGE_ST:
     default:
-        c = dflt(ZN_SCHED_LR_RANGE_TEST);
-        c.lr_range_test_min_lr = 1e-2;
-        c.lr_range_test_step_rate = 1e-2;
-        c.lr_range_test_step_size = 19;
-        c.lr_range_test_staircase = id == G_RANGE_ST;
-        return c;
+        return range_cfg(1e-2, 1e-2, 19, id == G_RANGE_ST);
     }
 }
 

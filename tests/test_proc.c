@@ -23,6 +23,20 @@ static void clear_env(void) {
     for (int i = 0; all_vars[i]; i++) unsetenv(all_vars[i]);
 }
 
+/* Sets each NAME to its value (pairs, NULL-ended), reads the launcher
+   environment and checks the scheme, rank and world it finds; returns it
+   for the checks of the other fields. */
+static ZnProcEnv env_read(const char *const *vars, const char *source, int rank, int world) {
+    for (int i = 0; vars[i]; i += 2) setenv(vars[i], vars[i + 1], 1);
+    ZnProcEnv pe;
+    ZnErr err;
+    assert_int_equal(zn_proc_env(&pe, &err), 0);
+    assert_string_equal(pe.source, source);
+    assert_int_equal(pe.rank, rank);
+    assert_int_equal(pe.world, world);
+    return pe;
+}
+
 /* spec: Z-RDV-001 identity from each launcher's variables; Z-RDV-003 the
  * first scheme found wins (torchrun, then OpenMPI, Slurm, PMI) */
 static void test_env_schemes(void **st) {
@@ -34,44 +48,28 @@ static void test_env_schemes(void **st) {
     assert_int_equal(pe.world, 0);
     assert_string_equal(pe.source, "none");
 
-    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-    setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
-    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
-    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
-    assert_int_equal(zn_proc_env(&pe, &err), 0);
-    assert_string_equal(pe.source, "openmpi");
-    assert_int_equal(pe.rank, 3);
-    assert_int_equal(pe.world, 8);
+    const char *ompi[] = {"OMPI_COMM_WORLD_RANK", "3", "OMPI_COMM_WORLD_SIZE", "8", "OMPI_COMM_WORLD_LOCAL_RANK", "1",
+                          "OMPI_COMM_WORLD_LOCAL_SIZE", "2", NULL};
+    pe = env_read(ompi, "openmpi", 3, 8);
     assert_int_equal(pe.local_rank, 1);
     assert_int_equal(pe.local_world, 2);
 
-    setenv("RANK", "5", 1);   /* torchrun's variables win */
-    setenv("WORLD_SIZE", "6", 1);
-    setenv("LOCAL_RANK", "0", 1);
-    setenv("MASTER_ADDR", "node7", 1);
-    setenv("MASTER_PORT", "1234", 1);
-    assert_int_equal(zn_proc_env(&pe, &err), 0);
-    assert_string_equal(pe.source, "torchrun");
-    assert_int_equal(pe.rank, 5);
-    assert_int_equal(pe.world, 6);
+    /* torchrun's variables win */
+    const char *torchrun[] = {"RANK", "5", "WORLD_SIZE", "6", "LOCAL_RANK", "0", "MASTER_ADDR", "node7",
+                              "MASTER_PORT", "1234", NULL};
+    pe = env_read(torchrun, "torchrun", 5, 6);
     assert_string_equal(pe.master_addr, "node7");
     assert_int_equal(pe.master_port, 1234);
 
     clear_env();
-    setenv("SLURM_PROCID", "2", 1);
-    setenv("SLURM_NTASKS", "4", 1);
-    setenv("SLURM_LOCALID", "0", 1);
-    setenv("SLURM_NTASKS_PER_NODE", "2(x2)", 1);   /* Slurm's own notation: not read */
-    assert_int_equal(zn_proc_env(&pe, &err), 0);
-    assert_string_equal(pe.source, "slurm");
-    assert_int_equal(pe.rank, 2);
-    assert_int_equal(pe.world, 4);
+    /* Slurm's own notation "2(x2)" for SLURM_NTASKS_PER_NODE: not read */
+    const char *slurm[] = {"SLURM_PROCID", "2", "SLURM_NTASKS", "4", "SLURM_LOCALID", "0",
+                           "SLURM_NTASKS_PER_NODE", "2(x2)", NULL};
+    env_read(slurm, "slurm", 2, 4);
 
     clear_env();
-    setenv("PMI_RANK", "1", 1);
-    setenv("PMI_SIZE", "2", 1);
-    assert_int_equal(zn_proc_env(&pe, &err), 0);
-    assert_string_equal(pe.source, "pmi");
+    const char *pmi[] = {"PMI_RANK", "1", "PMI_SIZE", "2", NULL};
+    pe = env_read(pmi, "pmi", 1, 2);
     assert_int_equal(pe.local_rank, 0);
     clear_env();
 }

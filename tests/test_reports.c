@@ -28,12 +28,7 @@ static char *run_captured(ZnRunOpts *o, ZnRunResult *res) {
 }
 
 static void resolve(const char *cfg, int world, int stage, long steps, ZnRunOpts *o) {
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = "mlp:12,16,6";
-    f.steps = steps;
-    f.args.world_size = world;
-    f.args.stage = stage;
+    ZnTrainFlags f = zt_train_flags("mlp:12,16,6", steps, world, stage);
     ZnErr err;
     if (zn_train_resolve(&f, cfg, o, &err)) fail_msg("%s", err.msg);
     zn_run_opts_free(o);   /* only the recorded config text */

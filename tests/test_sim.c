@@ -155,11 +155,7 @@ static int bad_elem(ZnErr *err, const char *what, ZnDtype dt, int rank, long i, 
 /* Runs fn on a fresh world; fails the test with the run's message. */
 static void run_ok(int world, ZnRankFn fn, void *arg) {
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(world, &err);
-    assert_non_null(w);
-    int rc = zn_sim_run(w, fn, arg, &err);
-    zn_sim_world_free(w);
-    if (rc) fail_msg("world %d: %s", world, err.msg);
+    if (zt_sim_run(world, fn, arg, 0, &err)) fail_msg("world %d: %s", world, err.msg);
 }
 
 /* Bytes the ring model of comm.h assigns, recomputed here from its text. */
@@ -198,6 +194,38 @@ static int check_stats(Ctx *cx, ZnComm *c, ZnErr *err) {
     return 0;
 }
 
+/* Runs fn on worlds of 1 to 9 ranks, each with a fresh Ctx whose arg_i is
+   arg_i. */
+static void run_worlds_1_to_9(ZnRankFn fn, int arg_i) {
+    for (int w = 1; w <= 9; w++) {
+        Ctx cx = {.world = w, .arg_i = arg_i};
+        run_ok(w, fn, &cx);
+    }
+}
+
+/* Where this rank's piece starts in the concatenation of counts; *total
+   gets the concatenation's length. */
+static long piece_offset(const ZnComm *c, const long *counts, long *total) {
+    long off = 0;
+    *total = 0;
+    for (int q = 0; q < c->world; q++) {
+        if (q == c->rank) off = *total;
+        *total += counts[q];
+    }
+    return off;
+}
+
+/* mallocs a send buffer of ns elements and a receive buffer of nr (each one
+   byte more, so that 0 elements is not a NULL); frees both on failure */
+static int alloc_pair(long ns, long nr, size_t es, char **send, char **recv, ZnErr *err) {
+    *send = malloc((size_t)ns * es + 1);
+    *recv = malloc((size_t)nr * es + 1);
+    if (*send && *recv) return 0;
+    free(*send);
+    free(*recv);
+    return zn_err(err, ZN_E_NOMEM, "test: oom");
+}
+
 /* --------------------------------------- collectives vs the references */
 
 static const long AR_COUNTS[] = {0, 1, 7, 1001, 4099};
@@ -233,10 +261,7 @@ static int rank_all_reduce(int rank, ZnComm *c, void *arg, ZnErr *err) {
 /* spec: Z-SIM-002 Z-SIM-003 Z-SIM-004 Z-SIM-010 Z-SIM-011 Z-SIM-012 */
 static void test_all_reduce_matches_tree(void **state) {
     (void)state;
-    for (int w = 1; w <= 9; w++) {
-        Ctx cx = {.world = w};
-        run_ok(w, rank_all_reduce, &cx);
-    }
+    run_worlds_1_to_9(rank_all_reduce, 0);
 }
 
 /* Uneven counts with zeros; the last shape crosses the reduction tile. */
@@ -251,14 +276,9 @@ static void rs_counts(int world, int shape, long *counts) {
 static int do_reduce_scatter(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, const long *counts,
                              int inplace, uint64_t seed, ZnErr *err) {
     size_t es = zn_dtype_size(dt);
-    long total = 0, off = 0;
-    for (int q = 0; q < c->world; q++) {
-        if (q == c->rank) off = total;
-        total += counts[q];
-    }
-    long n = counts[c->rank];
-    char *send = malloc((size_t)total * es + 1), *recv = malloc((size_t)n * es + 1), want[8];
-    if (!send || !recv) { free(send); free(recv); return zn_err(err, ZN_E_NOMEM, "test: oom"); }
+    long total, off = piece_offset(c, counts, &total), n = counts[c->rank];
+    char *send, *recv, want[8];
+    if (alloc_pair(total, n, es, &send, &recv, err)) return ZN_E_NOMEM;
     fill(dt, send, total, seed, c->rank, 0);
     char *out = inplace ? send + off * es : recv;
     int rc = c->reduce_scatter(c, send, out, counts, dt, op, "rs", err);
@@ -272,43 +292,36 @@ static int do_reduce_scatter(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, const l
     return rc;
 }
 
-static int rank_reduce_scatter(int rank, ZnComm *c, void *arg, ZnErr *err) {
-    (void)rank;
-    Ctx *cx = arg;
-    uint64_t seed = 100;
+/* one uneven collective (do_reduce_scatter, do_all_gather) */
+typedef int (*UnevenFn)(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, const long *counts, int inplace,
+                        uint64_t seed, ZnErr *err);
+
+/* Runs f over the three rs_counts shapes, nd dtypes, the ops SUM.. (nops of
+   them) and in place or not, a fresh seed each, then checks the byte stats. */
+static int uneven_loop(Ctx *cx, ZnComm *c, UnevenFn f, const ZnDtype *dts, size_t nd, int nops, uint64_t seed,
+                       ZnErr *err) {
     long counts[MAXW];
     for (int shape = 0; shape < 3; shape++) {
         rs_counts(c->world, shape, counts);
-        for (size_t d = 0; d < 4; d++)
-            for (int op = ZN_SUM; op <= ZN_MAX; op++)
+        for (size_t d = 0; d < nd; d++)
+            for (int op = ZN_SUM; op < ZN_SUM + nops; op++)
                 for (int inplace = 0; inplace <= 1; inplace++) {
-                    int rc = do_reduce_scatter(cx, c, RED_DTYPES[d], (ZnRedOp)op, counts, inplace, seed++, err);
+                    int rc = f(cx, c, dts[d], (ZnRedOp)op, counts, inplace, seed++, err);
                     if (rc) return rc;
                 }
     }
     return check_stats(cx, c, err);
 }
 
-/* spec: Z-SIM-002 Z-SIM-003 Z-SIM-004 Z-SIM-010 Z-SIM-011 */
-static void test_reduce_scatter_uneven_matches_tree(void **state) {
-    (void)state;
-    for (int w = 1; w <= 9; w++) {
-        Ctx cx = {.world = w};
-        run_ok(w, rank_reduce_scatter, &cx);
-    }
-}
 
-static int do_all_gather(Ctx *cx, ZnComm *c, ZnDtype dt, const long *counts, int inplace, uint64_t seed,
-                         ZnErr *err) {
+/* (op is not used: all_gather does not reduce) */
+static int do_all_gather(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, const long *counts, int inplace,
+                         uint64_t seed, ZnErr *err) {
+    (void)op;
     size_t es = zn_dtype_size(dt);
-    long total = 0, off = 0;
-    for (int q = 0; q < c->world; q++) {
-        if (q == c->rank) off = total;
-        total += counts[q];
-    }
-    long n = counts[c->rank];
-    char *send = malloc((size_t)n * es + 1), *recv = malloc((size_t)total * es + 1), want[8];
-    if (!send || !recv) { free(send); free(recv); return zn_err(err, ZN_E_NOMEM, "test: oom"); }
+    long total, off = piece_offset(c, counts, &total), n = counts[c->rank];
+    char *send, *recv, want[8];
+    if (alloc_pair(n, total, es, &send, &recv, err)) return ZN_E_NOMEM;
     /* rank q's piece holds elements off_q.. of its own stream; garbage elsewhere */
     fill(dt, recv, total, seed ^ 0xdead, c->rank, 0);
     char *in = inplace ? recv + off * es : send;
@@ -328,29 +341,25 @@ static int do_all_gather(Ctx *cx, ZnComm *c, ZnDtype dt, const long *counts, int
     return rc;
 }
 
-static int rank_all_gather(int rank, ZnComm *c, void *arg, ZnErr *err) {
+/* The rank function of the uneven tests: Ctx's arg_i 0 runs reduce_scatter
+   (the reducing dtypes, both ops), 1 all_gather (every dtype). */
+static int rank_uneven(int rank, ZnComm *c, void *arg, ZnErr *err) {
     (void)rank;
     Ctx *cx = arg;
-    uint64_t seed = 200;
-    long counts[MAXW];
-    for (int shape = 0; shape < 3; shape++) {
-        rs_counts(c->world, shape, counts);
-        for (size_t d = 0; d < 6; d++)
-            for (int inplace = 0; inplace <= 1; inplace++) {
-                int rc = do_all_gather(cx, c, ALL_DTYPES[d], counts, inplace, seed++, err);
-                if (rc) return rc;
-            }
-    }
-    return check_stats(cx, c, err);
+    if (cx->arg_i == 0) return uneven_loop(cx, c, do_reduce_scatter, RED_DTYPES, 4, 2, 100, err);
+    return uneven_loop(cx, c, do_all_gather, ALL_DTYPES, 6, 1, 200, err);
+}
+
+/* spec: Z-SIM-002 Z-SIM-003 Z-SIM-004 Z-SIM-010 Z-SIM-011 */
+static void test_reduce_scatter_uneven_matches_tree(void **state) {
+    (void)state;
+    run_worlds_1_to_9(rank_uneven, 0);
 }
 
 /* spec: Z-SIM-004 Z-SIM-010 Z-SIM-011 */
 static void test_all_gather_uneven(void **state) {
     (void)state;
-    for (int w = 1; w <= 9; w++) {
-        Ctx cx = {.world = w};
-        run_ok(w, rank_all_gather, &cx);
-    }
+    run_worlds_1_to_9(rank_uneven, 1);
 }
 
 static int rank_broadcast(int rank, ZnComm *c, void *arg, ZnErr *err) {
@@ -383,10 +392,7 @@ static int rank_broadcast(int rank, ZnComm *c, void *arg, ZnErr *err) {
 /* spec: Z-SIM-004 Z-SIM-010 */
 static void test_broadcast_from_each_root(void **state) {
     (void)state;
-    for (int w = 1; w <= 9; w++) {
-        Ctx cx = {.world = w};
-        run_ok(w, rank_broadcast, &cx);
-    }
+    run_worlds_1_to_9(rank_broadcast, 0);
 }
 
 /* ------------------------------------------------ the tree order itself */
@@ -419,6 +425,17 @@ static double order_result(int world, ZnDtype dt, const double *x) {
     return r;
 }
 
+/* Asserts the all_reduce of x on worlds 3, 4, 5 and 6 gives w3..w6 (a NaN:
+   that world is not checked). */
+static void check_orders(ZnDtype dt, const double *x, double w3, double w4, double w5, double w6) {
+    const double want[4] = {w3, w4, w5, w6};
+    for (int w = 3; w <= 6; w++) {
+        if (isnan(want[w - 3])) continue;
+        double got = order_result(w, dt, x);
+        if (!(got == want[w - 3])) fail_msg("%s world %d: %.17g, want %.17g", zn_dtype_name(dt), w, got, want[w - 3]);
+    }
+}
+
 /* spec: Z-SIM-002 Z-SIM-003 */
 static void test_tree_order_exact_values(void **state) {
     (void)state;
@@ -429,23 +446,15 @@ static void test_tree_order_exact_values(void **state) {
        W=5 ((a+b)+(c+d))+e         = 2^24+4     (2^24+2+1 is a tie -> even 2^24+4)
        W=6 ((a+b)+(c+d))+(e+f)     = 2^24+4 */
     double a[MAXW] = {16777216.0, 1, 1, 1, 1, 1};
-    assert_true(order_result(3, ZN_F32, a) == 16777216.0);
-    assert_true(order_result(4, ZN_F32, a) == 16777218.0);
-    assert_true(order_result(5, ZN_F32, a) == 16777220.0);
-    assert_true(order_result(6, ZN_F32, a) == 16777220.0);
+    check_orders(ZN_F32, a, 16777216.0, 16777218.0, 16777220.0, 16777220.0);
     /* fp32, [1e8, 1, -1e8, 1, 1e8, 1]: ulp(1e8) = 8
        W=3 (1e8+1)+(-1e8) = 0; W=4 adds (-1e8+1) = -1e8 -> 0 (left-to-right: 1);
        W=5 0 + 1e8 = 1e8; W=6 0 + (1e8+1) = 1e8 */
     double b[MAXW] = {1e8, 1, -1e8, 1, 1e8, 1};
-    assert_true(order_result(3, ZN_F32, b) == 0.0);
-    assert_true(order_result(4, ZN_F32, b) == 0.0);
-    assert_true(order_result(5, ZN_F32, b) == 1e8);
-    assert_true(order_result(6, ZN_F32, b) == 1e8);
+    check_orders(ZN_F32, b, 0.0, 0.0, 1e8, 1e8);
     /* fp64, [2^53, 1, 1, ...]: the same shape one precision up */
     double d[MAXW] = {9007199254740992.0, 1, 1, 1, 1, 1};
-    assert_true(order_result(3, ZN_F64, d) == 9007199254740992.0);
-    assert_true(order_result(5, ZN_F64, d) == 9007199254740996.0);
-    assert_true(order_result(6, ZN_F64, d) == 9007199254740996.0);
+    check_orders(ZN_F64, d, 9007199254740992.0, NAN, 9007199254740996.0, 9007199254740996.0);
     /* the shared helpers follow the same tree */
     float af[6] = {16777216.0f, 1, 1, 1, 1, 1};
     assert_true(zn_tree_sum_f32(af, 3) == 16777216.0f);
@@ -463,16 +472,10 @@ static void test_16bit_partials_rounded_every_add(void **state) {
        to 2048 before adding the next 1, giving 2048; accumulating in fp32 and
        rounding once would give 2050. W=5: (2048 + 2) + 1 = 2051, a tie -> 2052. */
     double h[MAXW] = {2048, 1, 1, 1, 1, 1};
-    assert_true(order_result(3, ZN_F16, h) == 2048.0);
-    assert_true(order_result(4, ZN_F16, h) == 2050.0);
-    assert_true(order_result(5, ZN_F16, h) == 2052.0);
-    assert_true(order_result(6, ZN_F16, h) == 2052.0);
+    check_orders(ZN_F16, h, 2048.0, 2050.0, 2052.0, 2052.0);
     /* bf16 [256, 1, 1, ...], ulp(256) = 2: the same pattern */
     double g[MAXW] = {256, 1, 1, 1, 1, 1};
-    assert_true(order_result(3, ZN_BF16, g) == 256.0);
-    assert_true(order_result(4, ZN_BF16, g) == 258.0);
-    assert_true(order_result(5, ZN_BF16, g) == 260.0);
-    assert_true(order_result(6, ZN_BF16, g) == 260.0);
+    check_orders(ZN_BF16, g, 256.0, 258.0, 260.0, 260.0);
     /* fp16 overflow of a partial is inf, and stays inf */
     double o[MAXW] = {60000, 60000, 1, 1};
     assert_true(isinf(order_result(4, ZN_F16, o)));
@@ -911,9 +914,7 @@ static void test_failing_rank_propagates(void **state) {
         alarm(HANG_LIMIT_S);
         Ctx cx = {.world = 4, .arg_i = kind};
         ZnErr err = {0};
-        ZnSimWorld *w = zn_sim_world_new(4, &err);
-        assert_non_null(w);
-        int rc = zn_sim_run(w, rank_fail, &cx, &err);
+        int rc = zt_sim_run(4, rank_fail, &cx, 0, &err);
         assert_int_equal(rc, ZN_E_NUMERIC); /* the first-hand error, not the echoes */
         assert_string_equal(err.msg, "rank 2: loss scale at its minimum");
         for (int r = 0; r < 4; r++) {
@@ -921,7 +922,6 @@ static void test_failing_rank_propagates(void **state) {
             assert_int_equal(cx.rc[r], ZN_E_COMM);
             assert_string_equal(cx.msg[r], "rank 2 failed: loss scale at its minimum");
         }
-        zn_sim_world_free(w);
         alarm(0);
     }
 }
@@ -986,9 +986,7 @@ static void test_rank_exiting_early_is_reported(void **state) {
         alarm(HANG_LIMIT_S);
         Ctx cx = {.world = 3, .arg_i = swallow};
         ZnErr err = {0};
-        ZnSimWorld *w = zn_sim_world_new(3, &err);
-        assert_non_null(w);
-        int rc = zn_sim_run(w, rank_early_exit, &cx, &err);
+        int rc = zt_sim_run(3, rank_early_exit, &cx, 0, &err);
         assert_int_equal(rc, ZN_E_COMM);
         const char *want = "rank 1 exited before joining all_reduce 'loss' (call #3)";
         for (int r = 0; r < 3; r += 2) {
@@ -997,7 +995,6 @@ static void test_rank_exiting_early_is_reported(void **state) {
         }
         assert_str_contains(err.msg, want);
         assert_true(strncmp(err.msg, "rank 0: ", 8) == 0 || strncmp(err.msg, "rank 2: ", 8) == 0);
-        zn_sim_world_free(w);
         alarm(0);
     }
 }
@@ -1197,7 +1194,6 @@ int main(void) {
         cmocka_unit_test(test_bad_arguments_rejected),
         cmocka_unit_test(test_nested_run_refused),
     };
-    /* ZT_FILTER=test_name (cmocka glob) runs a subset, e.g. under DRD */
-    if (getenv("ZT_FILTER")) cmocka_set_test_filter(getenv("ZT_FILTER"));
+    zt_filter_from_env();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

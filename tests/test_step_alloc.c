@@ -44,9 +44,8 @@ typedef struct {
 static int rank_fn(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     Ctx *c = arg;
     ZnDevice dev;
-    zn_device_host_init(&dev);
     ZnEngine E;
-    int rc = zn_engine_init(&E, &c->cfg, &c->model, &c->data, comm, &dev, NULL, err);
+    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
     if (rc) return rc;
     ZnStepResult sr;
     rc = zn_engine_train_step(&E, &sr, err);
@@ -70,23 +69,12 @@ static void test_steps_allocate_nothing(void **state) {
             memset(&c, 0, sizeof c);
             ZnErr err = {0};
             assert_int_equal(zn_model_parse("mlp:6,8,8,8,5,tie:2=1", &c.model, &err), 0);
-            ZnConfigArgs args;
-            zn_config_args_init(&args);
-            args.world_size = WORLD;
-            args.stage = stage;
-            args.micro_batch = 2;
-            args.grad_accum = 2;
-            args.dtype = d == 0 ? ZN_F32 : d == 1 ? ZN_F16 : ZN_BF16;
+            ZnConfigArgs args = zt_args(WORLD, stage, 2, 2, d == 0 ? ZN_F32 : d == 1 ? ZN_F16 : ZN_BF16);
             /* small buckets and no persistence: every path of the step runs */
-            const char *cfg = "{\"zero_optimization\": {\"reduce_bucket_size\": 40,"
-                              " \"stage3_param_persistence_threshold\": 0}}";
-            if (zn_config_parse(cfg, strlen(cfg), "cfg", &args, &c.cfg, &err))
-                fail_msg("config: %s", err.msg);
+            zt_config(&c.cfg, "{\"zero_optimization\": {\"reduce_bucket_size\": 40,"
+                              " \"stage3_param_persistence_threshold\": 0}}", &args);
             assert_int_equal(zn_data_init(&c.data, 6, 5, 1234), 0);
-            ZnSimWorld *w = zn_sim_world_new(WORLD, &err);
-            assert_non_null(w);
-            int rc = zn_sim_run(w, rank_fn, &c, &err);
-            zn_sim_world_free(w);
+            int rc = zt_sim_run(WORLD, rank_fn, &c, 0, &err);
             zn_data_free(&c.data);
             if (rc) fail_msg("stage %d %s: %s", stage, dtypes[d], err.msg);
             for (int r = 0; r < WORLD; r++)

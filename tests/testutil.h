@@ -1,5 +1,5 @@
 /* testutil.h: what every unit test includes. cmocka needs these headers in
- * this order. Each test names the spec clause it checks in a comment
+ * this order. The zt_ helpers are shared by several tests. Each test names the spec clause it checks in a comment
  * "spec: Z-XXX-NNN" (zinc spec coverage reads them). */
 #ifndef ZN_TESTUTIL_H
 #define ZN_TESTUTIL_H
@@ -12,6 +12,13 @@
 #include <stdlib.h>
 #include <math.h>
 #include <cmocka.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "device/device.h"
+#include "engine/engine.h"
+#include "engine/data.h"
+#include "comm/world.h"
+#include "app/cli.h"
 
 /* bitwise float compare: equal bits, not just equal values */
 static inline int zt_same_bits(float a, float b) {
@@ -39,6 +46,69 @@ static inline char *zt_slurp(FILE *f, size_t *len) {
     if (len) *len = (size_t)n;
     return s;
 }
+/* ---- engine tests: config, engine on a host device, a simulated world ---- */
+
+/* The command-line args an engine test passes: world size, ZeRO stage, micro
+   batch, gradient accumulation and dtype (-1: unset, as zn_config_args_init
+   leaves them). */
+static inline ZnConfigArgs zt_args(int world, int stage, long micro, long accum, int dtype) {
+    ZnConfigArgs a;
+    zn_config_args_init(&a);
+    a.world_size = world;
+    a.stage = stage;
+    a.micro_batch = micro;
+    a.grad_accum = accum;
+    a.dtype = dtype;
+    return a;
+}
+
+/* Parses config text into *cfg with args; fails the test with the message
+   if it does not parse. */
+static inline void zt_config(ZnConfig *cfg, const char *json, const ZnConfigArgs *args) {
+    ZnErr err = {0};
+    if (zn_config_parse(json, strlen(json), "cfg", args, cfg, &err)) fail_msg("config: %s", err.msg);
+}
+
+/* What an engine rank function starts with: a host device in *dev and an
+   engine on it for this rank. */
+static inline int zt_host_engine(ZnEngine *E, ZnDevice *dev, const ZnConfig *cfg, const ZnModel *model,
+                                 const ZnData *data, ZnComm *comm, const ZnEngineHooks *hooks, ZnErr *err) {
+    zn_device_host_init(dev);
+    return zn_engine_init(E, cfg, model, data, comm, dev, hooks, err);
+}
+
+/* Runs fn on a fresh simulated world of `world` ranks and frees it; returns
+   zn_sim_run's result (its message in *err). alarm_s > 0: a run that hangs
+   that long kills the test instead of the suite. */
+static inline int zt_sim_run(int world, ZnRankFn fn, void *arg, unsigned alarm_s, ZnErr *err) {
+    ZnSimWorld *w = zn_sim_world_new(world, err);
+    assert_non_null(w);
+    if (alarm_s) alarm(alarm_s);
+    int rc = zn_sim_run(w, fn, arg, err);
+    if (alarm_s) alarm(0);
+    zn_sim_world_free(w);
+    return rc;
+}
+
+/* The flags of `zinc train --model model --steps steps --world-size world
+   --stage stage` (stage -1: not given). */
+static inline ZnTrainFlags zt_train_flags(const char *model, long steps, int world, int stage) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = model;
+    f.steps = steps;
+    f.args.world_size = world;
+    f.args.stage = stage;
+    return f;
+}
+
+/* ZT_FILTER=test_name (a cmocka glob) runs a subset of a test binary, e.g.
+   under DRD: main calls this before cmocka_run_group_tests. */
+static inline void zt_filter_from_env(void) {
+    const char *f = getenv("ZT_FILTER");
+    if (f) cmocka_set_test_filter(f);
+}
+
 #define assert_str_contains(hay, needle)                                        \
     do {                                                                        \
         if (!strstr((hay), (needle)))                                           \
