@@ -111,11 +111,7 @@ static void test_failure_is_per_thread(void **state) {
     assert_string_equal(e.msg, "out of host memory");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts_by_category),
-        cmocka_unit_test(test_failure_named_once),
-        cmocka_unit_test(test_failure_is_per_thread),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_counts_by_category),
+    cmocka_unit_test(test_failure_named_once),
+    cmocka_unit_test(test_failure_is_per_thread))

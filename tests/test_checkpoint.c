@@ -481,15 +481,11 @@ static void test_missing_and_foreign(void **st) {
     rm_rf(dir);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reshard_3_to_5),
-        cmocka_unit_test(test_crash_at_every_op),
-        cmocka_unit_test(test_io_error_fails_cleanly),
-        cmocka_unit_test(test_corruption),
-        cmocka_unit_test(test_lying_header),
-        cmocka_unit_test(test_missing_and_foreign),
-        cmocka_unit_test(test_bad_tags),
-    };
-    return cmocka_run_group_tests_name("checkpoint", tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_reshard_3_to_5),
+    cmocka_unit_test(test_crash_at_every_op),
+    cmocka_unit_test(test_io_error_fails_cleanly),
+    cmocka_unit_test(test_corruption),
+    cmocka_unit_test(test_lying_header),
+    cmocka_unit_test(test_missing_and_foreign),
+    cmocka_unit_test(test_bad_tags))

@@ -104,9 +104,7 @@ static void test_round_dt(void **st) {
     d.k->round_dt(&d, ZN_F32, c, 3);
     d.k->download(&d, y, c, 3 * sizeof(float));
     for (int i = 0; i < 3; i++) assert_int_equal(bits(y[i]), bits(xf[i]));
-    zn_dev_free(&d, a);
-    zn_dev_free(&d, b);
-    zn_dev_free(&d, c);
+    FREE_ALL(&d, a, b, c);
 }
 
 /* spec: Z-DEV-005 add is one fp32 add then one rounding to dt; div is a true
@@ -147,11 +145,7 @@ static void test_add_div(void **st) {
     assert_int_equal(bits(y[0]), 0x3fd55555u);
     assert_true(y[1] == 0.333251953125f);            /* fp16 0x3555 */
     assert_true(y[2] == 0.333984375f);               /* bf16 0x3eab */
-    zn_dev_free(&d, dst);
-    zn_dev_free(&d, src);
-    zn_dev_free(&d, p);
-    zn_dev_free(&d, q);
-    zn_dev_free(&d, v);
+    FREE_ALL(&d, dst, src, p, q, v);
 }
 
 /* spec: Z-DEV-006 pack16 writes the fp16 / bf16 bit patterns (ties to even,
@@ -613,13 +607,32 @@ static void far_run(FarCtx *c, int world, ZnErr *err) {
     if (zt_sim_run(world, far_rank, c, 60, err)) fail_msg("%s", err->msg);
 }
 
-static void far_config(FarCtx *c, int world, int stage, ZnDtype dt, int canonical) {
+/* One side of a far-device comparison (far 0: the host device, 1: the far
+   one): model, data, config and a params buffer for `steps` steps of
+   stage and dt. Returns the model's element count. */
+static long far_ctx_init(FarCtx *c, int far, int world, int stage, ZnDtype dt, int canonical, long steps) {
+    ZnErr err;
+    memset(c, 0, sizeof *c);
+    assert_int_equal(zn_model_parse(FAR_MODEL, &c->model, &err), 0);
+    assert_int_equal(zn_data_init(&c->data, 6, 4, 1234), 0);
     ZnConfigArgs args = zt_args(world, stage, 2, 2, (int)dt);
     args.canonical = canonical;
     args.max_grad_norm = 0.5;
     /* stage 3: biases persist, weights are gathered and released per use */
     zt_config(&c->cfg, "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
                        " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}", &args);
+    long n = zn_model_numel(&c->model);
+    c->params = calloc((size_t)n, sizeof(float));
+    assert_non_null(c->params);
+    c->far = far;
+    c->steps = steps;
+    c->hooks.quiet = 1;
+    return n;
+}
+
+static void far_ctx_free(FarCtx *c) {
+    free(c->params);
+    zn_data_free(&c->data);
 }
 
 /* spec: Z-DEV-001 the engine (training, gathers, checkpoint save and load,
@@ -640,15 +653,7 @@ static void test_far_device(void **st) {
                 static FarCtx c[2];
                 long n = 0;
                 for (int f = 0; f < 2; f++) {
-                    memset(&c[f], 0, sizeof c[f]);
-                    assert_int_equal(zn_model_parse(FAR_MODEL, &c[f].model, &err), 0);
-                    assert_int_equal(zn_data_init(&c[f].data, 6, 4, 1234), 0);
-                    far_config(&c[f], world, stage, dts[k], canonical);
-                    n = zn_model_numel(&c[f].model);
-                    c[f].params = calloc((size_t)n, sizeof(float));
-                    c[f].far = f;
-                    c[f].steps = 4;
-                    c[f].hooks.quiet = 1;
+                    n = far_ctx_init(&c[f], f, world, stage, dts[k], canonical, 4);
                     /* step 2: a planted fault in the master; in fp16 step 3
                        also gets an inf gradient (a skipped step) */
                     c[f].hooks.fault_step = 2;
@@ -671,10 +676,7 @@ static void test_far_device(void **st) {
                 /* the scratch: max(2 uint64, GA = 2 floats) = 16 bytes per rank */
                 assert_int_equal(c[1].scratch_bytes, 16 * world);
                 assert_int_equal(c[1].workspace, c[0].workspace);
-                for (int f = 0; f < 2; f++) {
-                    free(c[f].params);
-                    zn_data_free(&c[f].data);
-                }
+                for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
             }
 }
 
@@ -692,15 +694,7 @@ static void test_far_checkpoint(void **st) {
         static FarCtx c[2];
         long n = 0;
         for (int f = 0; f < 2; f++) {
-            memset(&c[f], 0, sizeof c[f]);
-            assert_int_equal(zn_model_parse(FAR_MODEL, &c[f].model, &err), 0);
-            assert_int_equal(zn_data_init(&c[f].data, 6, 4, 1234), 0);
-            far_config(&c[f], world, stages[i], dts[i], 0);
-            n = zn_model_numel(&c[f].model);
-            c[f].params = calloc((size_t)n, sizeof(float));
-            c[f].far = f;
-            c[f].steps = 3;
-            c[f].hooks.quiet = 1;
+            n = far_ctx_init(&c[f], f, world, stages[i], dts[i], 0, 3);
             c[f].ckdir = f ? dir : NULL;
         }
         atomic_store(&host_ptrs_seen, 0);
@@ -709,27 +703,20 @@ static void test_far_checkpoint(void **st) {
         assert_int_equal(atomic_load(&host_ptrs_seen), 0);
         assert_memory_equal(c[0].params, c[1].params, (size_t)n * sizeof(float));
         assert_memory_equal(c[0].loss, c[1].loss, sizeof c[0].loss);
-        for (int f = 0; f < 2; f++) {
-            free(c[f].params);
-            zn_data_free(&c[f].data);
-        }
+        for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
         char cmd[64];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         assert_int_equal(system(cmd), 0);
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_move_bits),
-        cmocka_unit_test(test_round_dt),
-        cmocka_unit_test(test_add_div),
-        cmocka_unit_test(test_pack_unpack),
-        cmocka_unit_test(test_absmax_sumsq),
-        cmocka_unit_test(test_adam),
-        cmocka_unit_test(test_charge_and_hooks),
-        cmocka_unit_test(test_far_device),
-        cmocka_unit_test(test_far_checkpoint),
-    };
-    return cmocka_run_group_tests_name("device", tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_move_bits),
+    cmocka_unit_test(test_round_dt),
+    cmocka_unit_test(test_add_div),
+    cmocka_unit_test(test_pack_unpack),
+    cmocka_unit_test(test_absmax_sumsq),
+    cmocka_unit_test(test_adam),
+    cmocka_unit_test(test_charge_and_hooks),
+    cmocka_unit_test(test_far_device),
+    cmocka_unit_test(test_far_checkpoint))

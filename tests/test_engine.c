@@ -285,14 +285,10 @@ static void test_divergent_control_flow(void **st) {
     assert_str_contains(err.msg, "rank 0 all_gather fp32 n=42 'param_gather' vs rank 1 all_gather fp32 n=48 'param_gather'");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clipped_update),
-        cmocka_unit_test(test_unclipped_norm),
-        cmocka_unit_test(test_data_slices),
-        cmocka_unit_test(test_digest),
-        cmocka_unit_test(test_tied_gradient),
-        cmocka_unit_test(test_divergent_control_flow),
-    };
-    return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_clipped_update),
+    cmocka_unit_test(test_unclipped_norm),
+    cmocka_unit_test(test_data_slices),
+    cmocka_unit_test(test_digest),
+    cmocka_unit_test(test_tied_gradient),
+    cmocka_unit_test(test_divergent_control_flow))

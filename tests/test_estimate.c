@@ -529,24 +529,20 @@ static void test_cli_too_large(void **state) {
     run_free(&r);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zero2_values),
-        cmocka_unit_test(test_zero3_values_1gpu),
-        cmocka_unit_test(test_zero3_values_4x8),
-        cmocka_unit_test(test_zero3_values_8x1),
-        cmocka_unit_test(test_python_float_semantics),
-        cmocka_unit_test(test_table_text_zero2),
-        cmocka_unit_test(test_table_text_zero3),
-        cmocka_unit_test(test_table_rows_filter),
-        cmocka_unit_test(test_paper_figure1),
-        cmocka_unit_test(test_paper_table1),
-        cmocka_unit_test(test_paper_text),
-        cmocka_unit_test(test_parse_count),
-        cmocka_unit_test(test_cli_default_tables),
-        cmocka_unit_test(test_cli_model),
-        cmocka_unit_test(test_cli_bad_flags),
-        cmocka_unit_test(test_cli_too_large),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_zero2_values),
+    cmocka_unit_test(test_zero3_values_1gpu),
+    cmocka_unit_test(test_zero3_values_4x8),
+    cmocka_unit_test(test_zero3_values_8x1),
+    cmocka_unit_test(test_python_float_semantics),
+    cmocka_unit_test(test_table_text_zero2),
+    cmocka_unit_test(test_table_text_zero3),
+    cmocka_unit_test(test_table_rows_filter),
+    cmocka_unit_test(test_paper_figure1),
+    cmocka_unit_test(test_paper_table1),
+    cmocka_unit_test(test_paper_text),
+    cmocka_unit_test(test_parse_count),
+    cmocka_unit_test(test_cli_default_tables),
+    cmocka_unit_test(test_cli_model),
+    cmocka_unit_test(test_cli_bad_flags),
+    cmocka_unit_test(test_cli_too_large))

@@ -141,14 +141,10 @@ static void test_hjson_every_prefix(void **st) {
                     " \"reduce_bucket_size\": 5e8}, \"notes\": \"two\\nlines\", \"tag\": \"run one, two\"}");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hjson_forms),
-        cmocka_unit_test(test_hjson_strings),
-        cmocka_unit_test(test_hjson_strict_unchanged),
-        cmocka_unit_test(test_hjson_errors),
-        cmocka_unit_test(test_hjson_deep),
-        cmocka_unit_test(test_hjson_every_prefix),
-    };
-    return cmocka_run_group_tests_name("hjson", tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_hjson_forms),
+    cmocka_unit_test(test_hjson_strings),
+    cmocka_unit_test(test_hjson_strict_unchanged),
+    cmocka_unit_test(test_hjson_errors),
+    cmocka_unit_test(test_hjson_deep),
+    cmocka_unit_test(test_hjson_every_prefix))

@@ -132,14 +132,10 @@ static void test_model_tied_twice(void **state) {
     assert_int_equal(m.naliases, 2);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_msg_escape),
-        cmocka_unit_test(test_reader_messages_one_line),
-        cmocka_unit_test(test_repeat_layer_flag),
-        cmocka_unit_test(test_manifest_shape_overflow),
-        cmocka_unit_test(test_model_tie_numbers),
-        cmocka_unit_test(test_model_tied_twice),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_msg_escape),
+    cmocka_unit_test(test_reader_messages_one_line),
+    cmocka_unit_test(test_repeat_layer_flag),
+    cmocka_unit_test(test_manifest_shape_overflow),
+    cmocka_unit_test(test_model_tie_numbers),
+    cmocka_unit_test(test_model_tied_twice))

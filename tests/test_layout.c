@@ -901,21 +901,17 @@ static void test_empty_and_defaults(void **state) {
     zn_layout_free(&L);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ownership_and_padding),
-        cmocka_unit_test(test_flat_buffer_and_partitions),
-        cmocka_unit_test(test_bucket_add_rule),
-        cmocka_unit_test(test_bucket_buffers_stage012),
-        cmocka_unit_test(test_bucket_buffers_stage3),
-        cmocka_unit_test(test_subgroups_sweep),
-        cmocka_unit_test(test_deepspeed_examples),
-        cmocka_unit_test(test_bucket_hand_example),
-        cmocka_unit_test(test_recv_pieces_round_robin),
-        cmocka_unit_test(test_round_robin_order),
-        cmocka_unit_test(test_subgroups_hand),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_empty_and_defaults),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_ownership_and_padding),
+    cmocka_unit_test(test_flat_buffer_and_partitions),
+    cmocka_unit_test(test_bucket_add_rule),
+    cmocka_unit_test(test_bucket_buffers_stage012),
+    cmocka_unit_test(test_bucket_buffers_stage3),
+    cmocka_unit_test(test_subgroups_sweep),
+    cmocka_unit_test(test_deepspeed_examples),
+    cmocka_unit_test(test_bucket_hand_example),
+    cmocka_unit_test(test_recv_pieces_round_robin),
+    cmocka_unit_test(test_round_robin_order),
+    cmocka_unit_test(test_subgroups_hand),
+    cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_empty_and_defaults))

@@ -661,23 +661,19 @@ static void test_zero_window(void **st) {
     assert_str_contains(e.msg, "ZeroDivisionError");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_no_overflow),
-        cmocka_unit_test(test_all_overflow),
-        cmocka_unit_test(test_some_overflow),
-        cmocka_unit_test(test_hysteresis),
-        cmocka_unit_test(test_consecutive_hysteresis),
-        cmocka_unit_test(test_min_scale),
-        cmocka_unit_test(test_static),
-        cmocka_unit_test(test_overflow_line),
-        cmocka_unit_test(test_fused_stage0),
-        cmocka_unit_test(test_below_min_quirk),
-        cmocka_unit_test(test_prev_and_new_scale),
-        cmocka_unit_test(test_property_vs_transcription),
-        cmocka_unit_test(test_zero_window),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_create),
+    cmocka_unit_test(test_defaults),
+    cmocka_unit_test(test_no_overflow),
+    cmocka_unit_test(test_all_overflow),
+    cmocka_unit_test(test_some_overflow),
+    cmocka_unit_test(test_hysteresis),
+    cmocka_unit_test(test_consecutive_hysteresis),
+    cmocka_unit_test(test_min_scale),
+    cmocka_unit_test(test_static),
+    cmocka_unit_test(test_overflow_line),
+    cmocka_unit_test(test_fused_stage0),
+    cmocka_unit_test(test_below_min_quirk),
+    cmocka_unit_test(test_prev_and_new_scale),
+    cmocka_unit_test(test_property_vs_transcription),
+    cmocka_unit_test(test_zero_window))

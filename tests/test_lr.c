@@ -1229,28 +1229,24 @@ static void test_set_iteration_equals_stepping(void **state) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_steps_and_engine_timing),
-        cmocka_unit_test(test_skipped_steps_hold_lr),
-        cmocka_unit_test(test_validation_errors),
-        cmocka_unit_test(test_golden_values),
-        cmocka_unit_test(test_no_schedule),
-        cmocka_unit_test(test_warmup_lr_sequence),
-        cmocka_unit_test(test_warmup_lr_deepspeed_facts),
-        cmocka_unit_test(test_warmup_decay_sequence),
-        cmocka_unit_test(test_warmup_decay_deepspeed_facts),
-        cmocka_unit_test(test_total_below_warmup_warns),
-        cmocka_unit_test(test_warmup_cosine_sequence),
-        cmocka_unit_test(test_warmup_cosine_zero_before_first_step),
-        cmocka_unit_test(test_warmup_cosine_clamped_at_end),
-        cmocka_unit_test(test_one_cycle_lr_sequence),
-        cmocka_unit_test(test_one_cycle_stairs),
-        cmocka_unit_test(test_one_cycle_betas),
-        cmocka_unit_test(test_one_cycle_decay),
-        cmocka_unit_test(test_one_cycle_inverted_bounds),
-        cmocka_unit_test(test_lr_range_test),
-        cmocka_unit_test(test_set_iteration_equals_stepping),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_first_steps_and_engine_timing),
+    cmocka_unit_test(test_skipped_steps_hold_lr),
+    cmocka_unit_test(test_validation_errors),
+    cmocka_unit_test(test_golden_values),
+    cmocka_unit_test(test_no_schedule),
+    cmocka_unit_test(test_warmup_lr_sequence),
+    cmocka_unit_test(test_warmup_lr_deepspeed_facts),
+    cmocka_unit_test(test_warmup_decay_sequence),
+    cmocka_unit_test(test_warmup_decay_deepspeed_facts),
+    cmocka_unit_test(test_total_below_warmup_warns),
+    cmocka_unit_test(test_warmup_cosine_sequence),
+    cmocka_unit_test(test_warmup_cosine_zero_before_first_step),
+    cmocka_unit_test(test_warmup_cosine_clamped_at_end),
+    cmocka_unit_test(test_one_cycle_lr_sequence),
+    cmocka_unit_test(test_one_cycle_stairs),
+    cmocka_unit_test(test_one_cycle_betas),
+    cmocka_unit_test(test_one_cycle_decay),
+    cmocka_unit_test(test_one_cycle_inverted_bounds),
+    cmocka_unit_test(test_lr_range_test),
+    cmocka_unit_test(test_set_iteration_equals_stepping))

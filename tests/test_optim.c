@@ -211,15 +211,11 @@ static void test_adam_numpy_reference(void **st) {
     assert_int_equal(cases, 4);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_adam_first_step_hand),
-        cmocka_unit_test(test_adamw_vs_l2),
-        cmocka_unit_test(test_adam_bitwise_order),
-        cmocka_unit_test(test_adam_no_bias_correction),
-        cmocka_unit_test(test_adam_numpy_reference),
-        cmocka_unit_test(test_norm_partition_invariant),
-        cmocka_unit_test(test_norm_edges),
-    };
-    return cmocka_run_group_tests_name("optim", tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_adam_first_step_hand),
+    cmocka_unit_test(test_adamw_vs_l2),
+    cmocka_unit_test(test_adam_bitwise_order),
+    cmocka_unit_test(test_adam_no_bias_correction),
+    cmocka_unit_test(test_adam_numpy_reference),
+    cmocka_unit_test(test_norm_partition_invariant),
+    cmocka_unit_test(test_norm_edges))

@@ -295,13 +295,9 @@ static void test_tcp_matches_sim(void **st) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_env_schemes),
-        cmocka_unit_test(test_env_errors),
-        cmocka_unit_test(test_rdv_parse),
-        cmocka_unit_test(test_seq_records),
-        cmocka_unit_test(test_tcp_matches_sim),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_env_schemes),
+    cmocka_unit_test(test_env_errors),
+    cmocka_unit_test(test_rdv_parse),
+    cmocka_unit_test(test_seq_records),
+    cmocka_unit_test(test_tcp_matches_sim))

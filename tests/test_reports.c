@@ -121,11 +121,7 @@ static void test_comm_report(void **st) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_memory_report),
-        cmocka_unit_test(test_time_breakdown),
-        cmocka_unit_test(test_comm_report),
-    };
-    return cmocka_run_group_tests_name("reports", tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_memory_report),
+    cmocka_unit_test(test_time_breakdown),
+    cmocka_unit_test(test_comm_report))

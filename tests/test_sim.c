@@ -1170,30 +1170,25 @@ static void test_nested_run_refused(void **state) {
     zn_sim_world_free(w);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_all_reduce_matches_tree),
-        cmocka_unit_test(test_reduce_scatter_uneven_matches_tree),
-        cmocka_unit_test(test_all_gather_uneven),
-        cmocka_unit_test(test_broadcast_from_each_root),
-        cmocka_unit_test(test_tree_order_exact_values),
-        cmocka_unit_test(test_16bit_partials_rounded_every_add),
-        cmocka_unit_test(test_16bit_special_values_through_reduction),
-        cmocka_unit_test(test_max_keeps_nan_and_inf),
-        cmocka_unit_test(test_same_bits_every_run),
-        cmocka_unit_test(test_memops_hooks_same_bits),
-        cmocka_unit_test(test_ring_bytes_hand_values),
-        cmocka_unit_test(test_stats_per_op_and_tag),
-        cmocka_unit_test(test_sequence_mismatch_detected),
-        cmocka_unit_test(test_failing_rank_propagates),
-        cmocka_unit_test(test_lowest_first_hand_failure_reported),
-        cmocka_unit_test(test_rank_exiting_early_is_reported),
-        cmocka_unit_test(test_many_back_to_back_collectives),
-        cmocka_unit_test(test_world1_shortcuts),
-        cmocka_unit_test(test_world_new_validates),
-        cmocka_unit_test(test_bad_arguments_rejected),
-        cmocka_unit_test(test_nested_run_refused),
-    };
-    zt_filter_from_env();
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_all_reduce_matches_tree),
+    cmocka_unit_test(test_reduce_scatter_uneven_matches_tree),
+    cmocka_unit_test(test_all_gather_uneven),
+    cmocka_unit_test(test_broadcast_from_each_root),
+    cmocka_unit_test(test_tree_order_exact_values),
+    cmocka_unit_test(test_16bit_partials_rounded_every_add),
+    cmocka_unit_test(test_16bit_special_values_through_reduction),
+    cmocka_unit_test(test_max_keeps_nan_and_inf),
+    cmocka_unit_test(test_same_bits_every_run),
+    cmocka_unit_test(test_memops_hooks_same_bits),
+    cmocka_unit_test(test_ring_bytes_hand_values),
+    cmocka_unit_test(test_stats_per_op_and_tag),
+    cmocka_unit_test(test_sequence_mismatch_detected),
+    cmocka_unit_test(test_failing_rank_propagates),
+    cmocka_unit_test(test_lowest_first_hand_failure_reported),
+    cmocka_unit_test(test_rank_exiting_early_is_reported),
+    cmocka_unit_test(test_many_back_to_back_collectives),
+    cmocka_unit_test(test_world1_shortcuts),
+    cmocka_unit_test(test_world_new_validates),
+    cmocka_unit_test(test_bad_arguments_rejected),
+    cmocka_unit_test(test_nested_run_refused))

@@ -101,10 +101,6 @@ static void test_counter_counts(void **state) {
     assert_true(counted >= 5);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counter_counts),
-        cmocka_unit_test(test_steps_allocate_nothing),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_counter_counts),
+    cmocka_unit_test(test_steps_allocate_nothing))

@@ -91,11 +91,7 @@ static void test_special_cases(void **state) {
     assert_true(ulp_err(zn_logf(0x1p-149f), -149.0 * log(2.0)) <= 1.0);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_expf_accuracy),
-        cmocka_unit_test(test_logf_accuracy),
-        cmocka_unit_test(test_special_cases),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_expf_accuracy),
+    cmocka_unit_test(test_logf_accuracy),
+    cmocka_unit_test(test_special_cases))

@@ -1,6 +1,7 @@
 /* testutil.h: what every unit test includes. cmocka needs these headers in
- * this order. The zt_ helpers are shared by several tests. Each test names the spec clause it checks in a comment
- * "spec: Z-XXX-NNN" (zinc spec coverage reads them). */
+ * this order. The zt_ helpers are shared by several tests. Each test names
+ * the spec clause it checks in a comment "spec: Z-XXX-NNN" (zinc spec
+ * coverage reads them). */
 #ifndef ZN_TESTUTIL_H
 #define ZN_TESTUTIL_H
 #include <stdarg.h>
@@ -108,6 +109,15 @@ static inline void zt_filter_from_env(void) {
     const char *f = getenv("ZT_FILTER");
     if (f) cmocka_set_test_filter(f);
 }
+
+/* A test binary's main: runs the listed cmocka tests (ZT_FILTER honoured):
+ *   ZT_MAIN(cmocka_unit_test(test_a), cmocka_unit_test(test_b)) */
+#define ZT_MAIN(...)                                             \
+    int main(void) {                                             \
+        const struct CMUnitTest zt_tests[] = {__VA_ARGS__};      \
+        zt_filter_from_env();                                    \
+        return cmocka_run_group_tests(zt_tests, NULL, NULL);     \
+    }
 
 #define assert_str_contains(hay, needle)                                        \
     do {                                                                        \
