@@ -133,7 +133,7 @@ static int wait_done(ZnComm *c, const char *what, const char *tag, ZnErr *err) {
         cudaError_t q = cudaStreamQuery(st);
         if (q == cudaSuccess) return 0;
         if (q != cudaErrorNotReady) {
-            zn_err(err, ZN_E_COMM, "rank %d: %s '%s': CUDA error %s", c->rank, what, tag ? tag : "", cudaGetErrorString(q));
+            zn_err(err, ZN_E_COMM, "rank %d: %s '%s': CUDA error %s", c->world.rank, what, tag ? tag : "", cudaGetErrorString(q));
             return fail(m, err);
         }
         ncclResult_t ae = ncclSuccess;
@@ -141,7 +141,7 @@ static int wait_done(ZnComm *c, const char *what, const char *tag, ZnErr *err) {
         if (ae != ncclSuccess && ae != ncclInProgress) {
             api.CommAbort(m->nccl);
             m->nccl = NULL;
-            zn_err(err, ZN_E_COMM, "rank %d: NCCL %s '%s' failed: %s (a peer failed or the network broke)", c->rank,
+            zn_err(err, ZN_E_COMM, "rank %d: NCCL %s '%s' failed: %s (a peer failed or the network broke)", c->world.rank,
                    what, tag ? tag : "", api.GetErrorString(ae));
             return fail(m, err);
         }
@@ -149,7 +149,7 @@ static int wait_done(ZnComm *c, const char *what, const char *tag, ZnErr *err) {
             api.CommAbort(m->nccl);
             m->nccl = NULL;
             zn_err(err, ZN_E_COMM, "rank %d: NCCL %s '%s' timed out after %.0f s (ZINC_COMM_TIMEOUT): a peer is "
-                   "stuck or gone", c->rank, what, tag ? tag : "", m->timeout_s);
+                   "stuck or gone", c->world.rank, what, tag ? tag : "", m->timeout_s);
             return fail(m, err);
         }
         struct timespec ts = {0, 50000};
@@ -166,18 +166,18 @@ static int check_sequence(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     }
     ZnSeqRec mine;
     k->call = ++m->calls;
-    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world, tag);
+    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world.size, tag);
     cudaStream_t st = zn_cuda_dev(m->dev)->stream;
-    char *mine_dev = (char *)m->recs_dev + (size_t)c->rank * sizeof mine;
+    char *mine_dev = (char *)m->recs_dev + (size_t)c->world.rank * sizeof mine;
     cudaError_t e = cudaMemcpyAsync(mine_dev, &mine, sizeof mine, cudaMemcpyHostToDevice, st);
     if (e != cudaSuccess) return fail(m, (zn_err(err, ZN_E_COMM, "sequence record: %s", cudaGetErrorString(e)), err));
     ncclResult_t r = api.AllGather(mine_dev, m->recs_dev, sizeof mine, ncclUint8, m->nccl, st);
     if (r != ncclSuccess) return nccl_fail(m, r, "all-gather of sequence records", tag, err);
     int rc = wait_done(c, "sequence check", tag, err);
     if (rc) return rc;
-    e = cudaMemcpy(m->recs_host, m->recs_dev, (size_t)c->world * sizeof mine, cudaMemcpyDeviceToHost);
+    e = cudaMemcpy(m->recs_host, m->recs_dev, (size_t)c->world.size * sizeof mine, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return fail(m, (zn_err(err, ZN_E_COMM, "sequence record: %s", cudaGetErrorString(e)), err));
-    if (zn_seq_check_all(m->recs_host, c->world, err)) return fail(m, err);
+    if (zn_seq_check_all(m->recs_host, c->world.size, err)) return fail(m, err);
     return 0;
 }
 
@@ -191,7 +191,7 @@ static int equal_counts(const long *counts, int world) {
 static int scatter_sum(ZnComm *c, const void *send, void *recv, const long *counts, ZnDtype dt, ZnRedOp red,
                        const char *tag, ZnErr *err) {
     NcclComm *m = (NcclComm *)c->impl;
-    const int W = c->world, me = c->rank;
+    const int W = c->world.size, me = c->world.rank;
     size_t es = zn_dtype_size(dt), piece = (size_t)counts[me] * es;
     if ((size_t)W * piece > m->slots_cap) {
         cudaFree(m->slots);
@@ -232,13 +232,13 @@ static int gather_pieces(ZnComm *c, const void *send, void *recv, const long *co
     cudaStream_t st = zn_cuda_dev(m->dev)->stream;
     size_t es = zn_dtype_size(dt), off = 0;
     ncclResult_t r;
-    if (equal_counts(counts, c->world)) {
+    if (equal_counts(counts, c->world.size)) {
         r = api.AllGather(send, recv, (size_t)counts[0], nccl_type(dt), m->nccl, st);
     } else {
         api.GroupStart();
-        for (int q = 0; q < c->world; q++) {
+        for (int q = 0; q < c->world.size; q++) {
             char *dst = (char *)recv + off;
-            api.Broadcast(q == c->rank ? send : dst, dst, (size_t)counts[q], nccl_type(dt), q, m->nccl, st);
+            api.Broadcast(q == c->world.rank ? send : dst, dst, (size_t)counts[q], nccl_type(dt), q, m->nccl, st);
             off += (size_t)counts[q] * es;
         }
         r = api.GroupEnd();
@@ -251,7 +251,7 @@ static int nc_reduce_scatter(ZnComm *c, const void *send, void *recv, const long
                              const char *tag, ZnErr *err) {
     NcclComm *m = (NcclComm *)c->impl;
     int rc;
-    if (!m->exact && equal_counts(counts, c->world)) {   /* fast: NCCL's own reduction */
+    if (!m->exact && equal_counts(counts, c->world.size)) {   /* fast: NCCL's own reduction */
         ncclResult_t r = api.ReduceScatter(send, recv, (size_t)counts[0], nccl_type(dt), op == ZN_MAX ? ncclMax : ncclSum,
                                            m->nccl, zn_cuda_dev(m->dev)->stream);
         if (r != ncclSuccess) return nccl_fail(m, r, "reduce-scatter", tag, err);
@@ -271,19 +271,19 @@ static int nc_all_reduce(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp o
         if (r != ncclSuccess) return nccl_fail(m, r, "all-reduce", tag, err);
         rc = wait_done(c, "all-reduce", tag, err);
     } else {   /* the even split of comm.h, reduce-scattered in the tree and gathered back */
-        const int W = c->world;
+        const int W = c->world.size;
         long *counts = (long *)malloc((size_t)W * sizeof(long));
         if (!counts) return fail(m, (zn_nomem(err), err));
         zn_comm_even_counts(count, W, counts);
         long off = 0;
-        for (int q = 0; q < c->rank; q++) off += counts[q];
+        for (int q = 0; q < c->world.rank; q++) off += counts[q];
         size_t es = zn_dtype_size(dt);
         void *tmp = NULL;
-        cudaError_t e = cudaMalloc(&tmp, (size_t)counts[c->rank] * es + 16);
+        cudaError_t e = cudaMalloc(&tmp, (size_t)counts[c->world.rank] * es + 16);
         if (e != cudaSuccess) rc = fail(m, (zn_err(err, ZN_E_NOMEM, "all-reduce staging: %s", cudaGetErrorString(e)), err));
         if (!rc) rc = scatter_sum(c, buf, tmp, counts, dt, op, tag, err);
         char *piece = (char *)buf + (size_t)off * es;
-        if (!rc && cudaMemcpyAsync(piece, tmp, (size_t)counts[c->rank] * es, cudaMemcpyDeviceToDevice,
+        if (!rc && cudaMemcpyAsync(piece, tmp, (size_t)counts[c->world.rank] * es, cudaMemcpyDeviceToDevice,
                                    zn_cuda_dev(m->dev)->stream) != cudaSuccess)
             rc = fail(m, (zn_err(err, ZN_E_COMM, "all-reduce: copy failed"), err));
         if (!rc) rc = gather_pieces(c, piece, buf, counts, dt, tag, err);

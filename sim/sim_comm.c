@@ -69,7 +69,7 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
  * into buf, then gather the peers' pieces from their buffers. Each rank
  * reads every input once instead of computing all n elements itself. */
 static int sim_all_reduce(SimRank *rk, const SimPost *p, ZnErr *err) {
-    int world = rk->comm.world, rc;
+    int world = rk->comm.world.size, rc;
     char *buf = p->recv;
     size_t es = zn_dtype_size(p->dt);
     long off, len;
@@ -95,7 +95,7 @@ static int sim_all_reduce(SimRank *rk, const SimPost *p, ZnErr *err) {
 }
 
 static int sim_reduce_scatter(SimRank *rk, const SimPost *p, ZnErr *err) {
-    int world = rk->comm.world, rc;
+    int world = rk->comm.world.size, rc;
     long len = p->counts[rk->rank];
     size_t es = zn_dtype_size(p->dt);
     /* in place, recv is part of what peers read: stage the result privately */
@@ -120,7 +120,7 @@ static int sim_all_gather(SimRank *rk, const SimPost *p, ZnErr *err) {
     if ((rc = begin(rk, p, err))) return rc;
     const SimPost *posts = rk->w->posts;
     long qoff = 0;
-    for (int q = 0; q < rk->comm.world && !rc; q++) {
+    for (int q = 0; q < rk->comm.world.size && !rc; q++) {
         char *dst = (char *)p->recv + qoff * es;
         if ((const void *)dst != posts[q].send) rc = sim_mem_copy(rk, dst, posts[q].send, (size_t)p->counts[q] * es, err);
         qoff += p->counts[q];
@@ -142,7 +142,7 @@ static int sim_broadcast(SimRank *rk, const SimPost *p, ZnErr *err) {
 static int sim_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     SimRank *rk = c->impl;
     k->call = ++rk->calls;
-    if (c->world == 1) {
+    if (c->world.size == 1) {
         /* the tree of one value is the value; only an out-of-place piece moves */
         int moves = (k->op == ZN_OP_REDUCE_SCATTER || k->op == ZN_OP_ALL_GATHER) && k->recv != k->send;
         return moves ? sim_mem_copy(rk, k->recv, k->send, (size_t)k->counts[0] * zn_dtype_size(k->dt), err) : 0;

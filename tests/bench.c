@@ -57,7 +57,7 @@ typedef struct { long n; float *in[8], *out[8]; int op; double t; } CollArg;
 static int coll_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
     CollArg *a = arg;
     long counts[8];
-    for (int r = 0; r < c->world; r++) counts[r] = a->n / c->world;
+    for (int r = 0; r < c->world.size; r++) counts[r] = a->n / c->world.size;
     double t0 = now();
     for (int it = 0; it < 5; it++) {
         int rc = a->op == 0

@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && zn_backend_parse(argv[1], &b, &err)) { fprintf(stderr, "%s\n", err.msg); return 2; }
     ZnProc p;
     if (zn_proc_start(b, NULL, 0, &p, &err)) { fprintf(stderr, "bench_proc: %s\n", err.msg); return 1; }
-    const int W = p.world;
+    const int W = p.world.size;
     const long n = 1L << 22;   /* 16 MiB of fp32 per rank per call */
     float *send = malloc(n * 4), *recv = malloc(n * 4), *copy = malloc(n * 4);
     long *counts = malloc((size_t)W * sizeof(long));
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
         if (t3 - t2 < best_cp) best_cp = t3 - t2;
     }
     if (rc) fprintf(stderr, "bench_proc: %s\n", err.msg);
-    else if (p.rank == 0) {
+    else if (p.world.rank == 0) {
         double bytes = (double)got * 4, cp = bytes / best_cp / 1e9;
         printf("proc %-4s W=%d  reduce_scatter %.2f GB/s (%.3f of memcpy)  all_gather %.2f GB/s (%.3f of memcpy)  "
                "memcpy %.2f GB/s  [%.0f MB received per rank per call]\n",

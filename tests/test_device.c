@@ -527,7 +527,6 @@ static int fc_barrier(ZnComm *c, const char *tag, ZnErr *err) { return inner_of(
 static void far_comm_init(FarComm *f, ZnComm *inner) {
     memset(f, 0, sizeof *f);
     f->inner = inner;
-    f->comm.rank = inner->rank;
     f->comm.world = inner->world;
     f->comm.all_reduce = fc_all_reduce;
     f->comm.reduce_scatter = fc_reduce_scatter;
@@ -557,7 +556,7 @@ static int far_train(FarCtx *c, ZnEngine *E, long from, long to, ZnErr *err) {
     for (long t = from; t < to; t++) {
         int rc = zn_engine_train_step(E, &sr, err);
         if (rc) return rc;
-        if (E->rank == 0) c->loss[t] = sr.loss;
+        if (E->world.rank == 0) c->loss[t] = sr.loss;
     }
     return 0;
 }

@@ -199,7 +199,7 @@ static void keep(Script *s, int rank, const void *p, size_t n) {
 
 static int run_script(int rank, ZnComm *c, void *arg, ZnErr *err) {
     Script *s = arg;
-    const int W = c->world;
+    const int W = c->world.size;
     const ZnDtype dts[] = {ZN_F32, ZN_F16, ZN_BF16, ZN_F64};
     char *a = calloc(1, 16384), *b = calloc(1, 16384);
     long counts[MAXW];

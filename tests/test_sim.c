@@ -186,11 +186,11 @@ static void expect_bytes(Ctx *cx, int rank, ZnCollOp op, const long *counts, lon
 
 static int check_stats(Ctx *cx, ZnComm *c, ZnErr *err) {
     for (int op = 0; op < ZN_OP_N; op++)
-        if (c->stats.bytes_sent[op] != cx->expect_sent[c->rank][op] ||
-            c->stats.bytes_recv[op] != cx->expect_recv[c->rank][op])
+        if (c->stats.bytes_sent[op] != cx->expect_sent[c->world.rank][op] ||
+            c->stats.bytes_recv[op] != cx->expect_recv[c->world.rank][op])
             return zn_err(err, ZN_E_INTERNAL, "rank %d op %d: stats sent/recv %ld/%ld, model %ld/%ld",
-                          c->rank, op, c->stats.bytes_sent[op], c->stats.bytes_recv[op],
-                          cx->expect_sent[c->rank][op], cx->expect_recv[c->rank][op]);
+                          c->world.rank, op, c->stats.bytes_sent[op], c->stats.bytes_recv[op],
+                          cx->expect_sent[c->world.rank][op], cx->expect_recv[c->world.rank][op]);
     return 0;
 }
 
@@ -208,8 +208,8 @@ static void run_worlds_1_to_9(ZnRankFn fn, int arg_i) {
 static long piece_offset(const ZnComm *c, const long *counts, long *total) {
     long off = 0;
     *total = 0;
-    for (int q = 0; q < c->world; q++) {
-        if (q == c->rank) off = *total;
+    for (int q = 0; q < c->world.size; q++) {
+        if (q == c->world.rank) off = *total;
         *total += counts[q];
     }
     return off;
@@ -234,14 +234,14 @@ static int do_all_reduce(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, long n, uin
     size_t es = zn_dtype_size(dt);
     char *buf = malloc((size_t)n * es + 1), want[8];
     if (!buf) return zn_err(err, ZN_E_NOMEM, "test: out of memory");
-    fill(dt, buf, n, seed, c->rank, 0);
+    fill(dt, buf, n, seed, c->world.rank, 0);
     int rc = c->all_reduce(c, buf, n, dt, op, "ar", err);
     for (long i = 0; !rc && i < n; i++) {
-        ref_reduce(dt, op, c->world, seed, i, want);
-        if (memcmp(buf + i * es, want, es)) rc = bad_elem(err, "all_reduce", dt, c->rank, i, buf + i * es, want);
+        ref_reduce(dt, op, c->world.size, seed, i, want);
+        if (memcmp(buf + i * es, want, es)) rc = bad_elem(err, "all_reduce", dt, c->world.rank, i, buf + i * es, want);
     }
     free(buf);
-    expect_bytes(cx, c->rank, ZN_OP_ALL_REDUCE, NULL, n, 0, dt);
+    expect_bytes(cx, c->world.rank, ZN_OP_ALL_REDUCE, NULL, n, 0, dt);
     return rc;
 }
 
@@ -276,19 +276,19 @@ static void rs_counts(int world, int shape, long *counts) {
 static int do_reduce_scatter(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, const long *counts,
                              int inplace, uint64_t seed, ZnErr *err) {
     size_t es = zn_dtype_size(dt);
-    long total, off = piece_offset(c, counts, &total), n = counts[c->rank];
+    long total, off = piece_offset(c, counts, &total), n = counts[c->world.rank];
     char *send, *recv, want[8];
     if (alloc_pair(total, n, es, &send, &recv, err)) return ZN_E_NOMEM;
-    fill(dt, send, total, seed, c->rank, 0);
+    fill(dt, send, total, seed, c->world.rank, 0);
     char *out = inplace ? send + off * es : recv;
     int rc = c->reduce_scatter(c, send, out, counts, dt, op, "rs", err);
     for (long i = 0; !rc && i < n; i++) {
-        ref_reduce(dt, op, c->world, seed, off + i, want);
-        if (memcmp(out + i * es, want, es)) rc = bad_elem(err, "reduce_scatter", dt, c->rank, off + i, out + i * es, want);
+        ref_reduce(dt, op, c->world.size, seed, off + i, want);
+        if (memcmp(out + i * es, want, es)) rc = bad_elem(err, "reduce_scatter", dt, c->world.rank, off + i, out + i * es, want);
     }
     free(send);
     free(recv);
-    expect_bytes(cx, c->rank, ZN_OP_REDUCE_SCATTER, counts, 0, 0, dt);
+    expect_bytes(cx, c->world.rank, ZN_OP_REDUCE_SCATTER, counts, 0, 0, dt);
     return rc;
 }
 
@@ -302,7 +302,7 @@ static int uneven_loop(Ctx *cx, ZnComm *c, UnevenFn f, const ZnDtype *dts, size_
                        ZnErr *err) {
     long counts[MAXW];
     for (int shape = 0; shape < 3; shape++) {
-        rs_counts(c->world, shape, counts);
+        rs_counts(c->world.size, shape, counts);
         for (size_t d = 0; d < nd; d++)
             for (int op = ZN_SUM; op < ZN_SUM + nops; op++)
                 for (int inplace = 0; inplace <= 1; inplace++) {
@@ -319,25 +319,25 @@ static int do_all_gather(Ctx *cx, ZnComm *c, ZnDtype dt, ZnRedOp op, const long 
                          uint64_t seed, ZnErr *err) {
     (void)op;
     size_t es = zn_dtype_size(dt);
-    long total, off = piece_offset(c, counts, &total), n = counts[c->rank];
+    long total, off = piece_offset(c, counts, &total), n = counts[c->world.rank];
     char *send, *recv, want[8];
     if (alloc_pair(n, total, es, &send, &recv, err)) return ZN_E_NOMEM;
     /* rank q's piece holds elements off_q.. of its own stream; garbage elsewhere */
-    fill(dt, recv, total, seed ^ 0xdead, c->rank, 0);
+    fill(dt, recv, total, seed ^ 0xdead, c->world.rank, 0);
     char *in = inplace ? recv + off * es : send;
-    fill(dt, in, n, seed, c->rank, off);
+    fill(dt, in, n, seed, c->world.rank, off);
     int rc = c->all_gather(c, in, recv, counts, dt, "ag", err);
     long qoff = 0;
-    for (int q = 0; !rc && q < c->world; q++) {
+    for (int q = 0; !rc && q < c->world.size; q++) {
         for (long i = qoff; !rc && i < qoff + counts[q]; i++) {
             gen_elem(dt, seed, q, i, want);
-            if (memcmp(recv + i * es, want, es)) rc = bad_elem(err, "all_gather", dt, c->rank, i, recv + i * es, want);
+            if (memcmp(recv + i * es, want, es)) rc = bad_elem(err, "all_gather", dt, c->world.rank, i, recv + i * es, want);
         }
         qoff += counts[q];
     }
     free(send);
     free(recv);
-    expect_bytes(cx, c->rank, ZN_OP_ALL_GATHER, counts, 0, 0, dt);
+    expect_bytes(cx, c->world.rank, ZN_OP_ALL_GATHER, counts, 0, 0, dt);
     return rc;
 }
 
@@ -367,7 +367,7 @@ static int rank_broadcast(int rank, ZnComm *c, void *arg, ZnErr *err) {
     static const long ns[] = {0, 1, 1001};
     uint64_t seed = 300;
     char want[8];
-    for (int root = 0; root < c->world; root++)
+    for (int root = 0; root < c->world.size; root++)
         for (size_t d = 0; d < 6; d++)
             for (size_t k = 0; k < 3; k++, seed++) {
                 ZnDtype dt = ALL_DTYPES[d];
@@ -496,10 +496,10 @@ static int rank_all_patterns(int rank, ZnComm *c, void *arg, ZnErr *err) {
             rc = c->all_reduce(c, buf, 65536, dt, (ZnRedOp)op, "patterns", err);
             for (uint32_t i = 0; !rc && i < 65536; i++) {
                 float x[MAXW];
-                for (int q = 0; q < c->world; q++)
+                for (int q = 0; q < c->world.size; q++)
                     x[q] = to_f32(dt, &(uint16_t){(uint16_t)(i * (2u * (uint32_t)q + 1) + 977u * (uint32_t)q)});
                 uint16_t want;
-                from_f32(dt, ref_tree_f32(x, c->world, dt, (ZnRedOp)op), &want);
+                from_f32(dt, ref_tree_f32(x, c->world.size, dt, (ZnRedOp)op), &want);
                 /* a NaN sum is a NaN; which operand's payload survives is up to
                    the compiler (it may swap the operands of a + b) */
                 int both_nan = isnan(to_f32(dt, &buf[i])) && isnan(to_f32(dt, &want));
@@ -559,9 +559,9 @@ static int rank_mixed(int rank, ZnComm *c, void *arg, ZnErr *err) {
     Ctx *cx = arg;
     uint64_t h = 0xcbf29ce484222325ull;
     long counts[MAXW];
-    rs_counts(c->world, 2, counts);
+    rs_counts(c->world.size, 2, counts);
     long total = 0, off = 0;
-    for (int q = 0; q < c->world; q++) {
+    for (int q = 0; q < c->world.size; q++) {
         if (q == rank) off = total;
         total += counts[q];
     }
@@ -744,7 +744,7 @@ static int rank_tagged(int rank, ZnComm *c, void *arg, ZnErr *err) {
     (void)arg;
     float x[8] = {0};
     long counts[MAXW];
-    for (int q = 0; q < c->world; q++) counts[q] = 2;
+    for (int q = 0; q < c->world.size; q++) counts[q] = 2;
     char tag[32];
     int rc = 0;
     for (int i = 0; i < 30 && !rc; i++) { /* 30 distinct tags: more than fit */
@@ -808,7 +808,7 @@ static int rank_mismatch(int rank, ZnComm *c, void *arg, ZnErr *err) {
     Ctx *cx = arg;
     float buf[4096] = {0}, piece[1100] = {0};
     long counts[MAXW], odd[MAXW];
-    for (int q = 0; q < c->world; q++) counts[q] = odd[q] = 4096 / c->world;
+    for (int q = 0; q < c->world.size; q++) counts[q] = odd[q] = 4096 / c->world.size;
     odd[0] += 1;
     odd[1] -= 1;
     int rc = c->barrier(c, "start", err);
@@ -1005,7 +1005,7 @@ static void test_rank_exiting_early_is_reported(void **state) {
  * order), checked as they go. */
 static int rank_stress(int rank, ZnComm *c, void *arg, ZnErr *err) {
     (void)arg;
-    int W = c->world;
+    int W = c->world.size;
     long counts[MAXW];
     for (int q = 0; q < W; q++) counts[q] = 1 + (q & 1);
     float buf[64];
@@ -1058,7 +1058,7 @@ static void test_many_back_to_back_collectives(void **state) {
 
 static int rank_world1(int rank, ZnComm *c, void *arg, ZnErr *err) {
     pthread_t *caller = arg;
-    if (rank != 0 || c->world != 1) return zn_err(err, ZN_E_INTERNAL, "bad rank/world");
+    if (rank != 0 || c->world.size != 1) return zn_err(err, ZN_E_INTERNAL, "bad rank/world");
     if (!pthread_equal(pthread_self(), *caller)) return zn_err(err, ZN_E_INTERNAL, "not the calling thread");
     return 0;
 }
@@ -1107,8 +1107,9 @@ static void test_world_new_validates(void **state) {
     assert_non_null(w);
     assert_null(zn_sim_comm(w, 4096));
     assert_null(zn_sim_comm(w, -1));
-    assert_int_equal(zn_sim_comm(w, 4095)->rank, 4095);
-    assert_int_equal(zn_sim_comm(w, 4095)->world, 4096);
+    assert_int_equal(zn_sim_comm(w, 4095)->world.rank, 4095);
+    assert_int_equal(zn_sim_comm(w, 4095)->world.size, 4096);
+    assert_int_equal(zn_sim_comm(w, 4095)->world.per_node, 4096);   /* one node */
     zn_sim_world_free(w);
     zn_sim_world_free(NULL);
     assert_int_equal(zn_sim_run(NULL, rank_world1, NULL, &err), ZN_E_USAGE);

@@ -28,7 +28,7 @@ static int parse_num(const char *flag, const char *s, double *out, ZnErr *err) {
 }
 
 static int layout_of(const ZnRunOpts *o, ZnLayout *L, ZnErr *err) {
-    return zn_config_layout(&o->cfg, &o->model, o->world, L, err);
+    return zn_config_layout(&o->cfg, &o->model, o->world.size, L, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -100,8 +100,8 @@ int zn_cmd_compare(int argc, char **argv) {
        so the default tolerance is zero (Z-REP-001) */
     if (rtol < 0) rtol = 0;
     if (atol < 0) atol = 0;
-    if (fault_rank >= test.world) {
-        zn_err(&err, ZN_E_USAGE, "--fault: rank %d is not below the world size %d", fault_rank, test.world);
+    if (fault_rank >= test.world.size) {
+        zn_err(&err, ZN_E_USAGE, "--fault: rank %d is not below the world size %d", fault_rank, test.world.size);
         return usage_error(&err);
     }
     test.record = base.record = 1;
@@ -111,7 +111,7 @@ int zn_cmd_compare(int argc, char **argv) {
     test.hooks.fault_index = fault_index;
     test.hooks.fault_delta = (float)fault_delta;
     printf("zinc compare: stage %d against stage 0, %s, world size %d, %ld steps, rtol %g, atol %g\n",
-           test.cfg.zero.stage, zn_dtype_name(test.cfg.model_dtype), test.world, test.steps, rtol, atol);
+           test.cfg.zero.stage, zn_dtype_name(test.cfg.model_dtype), test.world.size, test.steps, rtol, atol);
     zn_run_opts_free(&test);   /* checkers save no checkpoints: the config text is not needed */
     zn_run_opts_free(&base);
     ZnRunResult rb, rt;
@@ -298,7 +298,7 @@ int zn_cmd_stepper(int argc, char **argv) {
                         /* one line per rank holding part of the parameter, as
                            each DeepSpeed rank reports its own view */
                         int lo = zn_layout_owner(&L, p, 0), hi = zn_layout_owner(&L, p, L.params[p].numel - 1);
-                        if (L.shard == ZN_SHARD_NONE) { lo = 0; hi = test.world - 1; }
+                        if (L.shard == ZN_SHARD_NONE) { lo = 0; hi = test.world.size - 1; }
                         for (int r = lo; r <= hi; r++)
                             printf("DIVERGED %s rank=%d batch=%ld param_idx=%d abs_diff=%.5e rel_diff=%.5e tol=%.5e\n",
                                    kind == 0 ? "PARAMETER" : "GRADIENT", r, b, p, ad, rd, tol);

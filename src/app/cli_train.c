@@ -193,7 +193,7 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     /* what this build does not train yet is refused, never silently ignored */
     if (o->cfg.zero.offload_optimizer.device != ZN_OFFLOAD_NONE || o->cfg.zero.offload_param.device != ZN_OFFLOAD_NONE)
         return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_*: offload is not available in this build");
-    o->world = args.world_size;
+    o->world = zn_world(args.world_size, 0, 0);
     o->steps = f->steps >= 0 ? f->steps : ZN_DEFAULT_STEPS;
     o->print_every = f->print_every >= 0 ? f->print_every
                    : o->cfg.steps_per_print > 0 ? o->cfg.steps_per_print : ZN_DEFAULT_PRINT;
@@ -248,7 +248,7 @@ static ZnConfigId config_id(const ZnRunOpts *o) {
     snprintf(sum, sizeof sum,
              "stage=%d model=%s dtype=%s world=%d micro_batch=%ld grad_accum=%ld train_batch=%ld steps=%ld "
              "seed=%ld lr=%.9g canonical=%d exact=%d checkpoint_interval=%ld resume=%d universal=%d tag=%s",
-             c->zero.stage, o->model_spec, zn_dtype_name(c->model_dtype), o->world, c->micro_batch, c->grad_accum,
+             c->zero.stage, o->model_spec, zn_dtype_name(c->model_dtype), o->world.size, c->micro_batch, c->grad_accum,
              c->train_batch_size, o->steps, (long)c->seed, c->lr, c->canonical, c->exact, o->ckpt_interval,
              o->resume, o->universal, o->ckpt_tag ? o->ckpt_tag : "");
     size_t n = strnlen(sum, sizeof id.summary - 1);
@@ -257,7 +257,7 @@ static ZnConfigId config_id(const ZnRunOpts *o) {
     char buf[512];
     snprintf(buf, sizeof buf, "world=%d stage=%d dtype=%d micro=%ld ga=%ld tbs=%ld steps=%ld seed=%ld lr=%.17g "
              "canonical=%d ckpt=%ld resume=%d universal=%d tag=%s",
-             o->world, c->zero.stage, (int)c->model_dtype, c->micro_batch, c->grad_accum, c->train_batch_size,
+             o->world.size, c->zero.stage, (int)c->model_dtype, c->micro_batch, c->grad_accum, c->train_batch_size,
              o->steps, (long)c->seed, c->lr, c->canonical, o->ckpt_interval, o->resume, o->universal,
              o->ckpt_tag ? o->ckpt_tag : "");
     uint64_t h = zn_fnv_str(ZN_FNV_INIT, buf);
@@ -289,14 +289,15 @@ int zn_cmd_train(int argc, char **argv) {
     ZnProc proc = {0};
     if (multi) {   /* this process is one rank */
         if (zn_proc_start(backend, f.rendezvous, f.args.world_size, &proc, &err)) goto proc_error;
-        f.args.world_size = proc.world;
+        f.args.world_size = proc.world.size;
     }
     ZnRunOpts o;
     if (zn_train_resolve(&f, NULL, &o, &err)) {
         if (multi) zn_proc_end(&proc, 0);
         goto usage_error;
     }
-    o.out = proc.rank == 0 ? stdout : NULL;
+    if (multi) o.world = proc.world;   /* this process's rank and its node */
+    o.out = proc.world.rank == 0 ? stdout : NULL;
     o.device_cuda = backend == ZN_BACKEND_CUDA || backend == ZN_BACKEND_NCCL;
     const ZnConfigId cid = multi ? config_id(&o) : (ZnConfigId){0};
     if (multi && (zn_proc_check_config(&proc, &cid, &err) ||
@@ -310,11 +311,11 @@ int zn_cmd_train(int argc, char **argv) {
     char how[96];
     if (backend == ZN_BACKEND_SIM) snprintf(how, sizeof how, "simulated");
     else if (backend == ZN_BACKEND_CUDA) snprintf(how, sizeof how, "simulated on one GPU, %s mode", o.cfg.exact ? "exact" : "fast");
-    else snprintf(how, sizeof how, "%d processes, backend %s", proc.world, zn_backend_name(backend));
-    if (proc.rank == 0)
+    else snprintf(how, sizeof how, "%d processes, backend %s", proc.world.size, zn_backend_name(backend));
+    if (proc.world.rank == 0)
         printf("zinc train: %s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
                "train batch %ld, %ld steps\n",
-               f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world, how, o.cfg.micro_batch,
+               f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
                o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
     fflush(stdout);
     ZnRunResult res;

@@ -36,6 +36,12 @@ uint64_t zn_fnv_str(uint64_t h, const char *s) {
     return zn_fnv1a64(h, &sep, 1);
 }
 
+int zn_proc_per_node(const ZnProcEnv *pe, int world, int rank) {
+    int n = pe->local_world;
+    if (n < 1 || world % n || pe->local_rank != rank % n) return 0;
+    return n;
+}
+
 int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p, ZnErr *err) {
     memset(p, 0, sizeof *p);
     p->backend = b;
@@ -51,8 +57,9 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
             return zn_err(err, ZN_E_USAGE, "--rendezvous: MPI finds its peers itself (mpirun, srun); "
                           "the flag applies to --backend tcp and nccl");
         if (!(p->comm = zn_comm_mpi_new(err))) return err->code;
-        p->rank = p->comm->rank;
-        p->world = p->comm->world;
+        p->world = zn_world(p->comm->world.size, p->comm->world.rank, zn_proc_per_node(&pe, p->comm->world.size,
+                                                                                p->comm->world.rank));
+        p->comm->world = p->world;
         p->local_rank = pe.world ? pe.local_rank : 0;
         p->source = "mpi";
     } else {
@@ -62,8 +69,7 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
                           "zinc launch, torchrun, srun or mpirun", zn_backend_name(b));
         ZnRdvSpec spec;
         if ((rc = zn_rdv_parse(rendezvous, &pe, &spec, err))) return rc;
-        p->rank = pe.rank;
-        p->world = pe.world;
+        p->world = zn_world(pe.world, pe.rank, zn_proc_per_node(&pe, pe.world, pe.rank));
         p->local_rank = pe.local_rank;
         p->source = pe.source;
         if (!(p->store = zn_store_open(&spec, pe.rank, pe.world, err))) return err->code;
@@ -71,13 +77,18 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
             zn_proc_end(p, 0);
             return err->code;
         }
+        p->comm->world = p->world;
     }
     if (b == ZN_BACKEND_NCCL) {   /* the host communicator only boots NCCL */
         p->boot = p->comm;
         p->comm = NULL;
     }
-    if (want_world > 0 && want_world != p->world) {
-        zn_err(err, ZN_E_USAGE, "--world-size %d, but the launcher started %d ranks (%s)", want_world, p->world,
+    if ((rc = zn_world_check(&p->world, err))) {   /* the launcher's numbers, whatever they were */
+        zn_proc_end(p, 0);
+        return rc;
+    }
+    if (want_world > 0 && want_world != p->world.size) {
+        zn_err(err, ZN_E_USAGE, "--world-size %d, but the launcher started %d ranks (%s)", want_world, p->world.size,
                p->source);
         zn_proc_end(p, 0);
         return ZN_E_USAGE;
@@ -87,8 +98,8 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
 
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
 #if ZN_HAVE_CUDA
-    unsigned char id[ZN_NCCL_ID_BYTES] = {0}, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world, ZN_NCCL_ID_BYTES);
-    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world, sizeof *counts);
+    unsigned char id[ZN_NCCL_ID_BYTES] = {0}, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world.size, ZN_NCCL_ID_BYTES);
+    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world.size, sizeof *counts);
     p->dev = zn_calloc(ZN_HOST_APP, 1, sizeof *p->dev);
     int rc = 0;
     if (!all || !counts || !p->dev) rc = zn_nomem(err);
@@ -97,13 +108,14 @@ int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
         free(p->dev);
         p->dev = NULL;
     }
-    if (!rc && p->rank == 0) rc = zn_nccl_unique_id(id, err);
-    for (int q = 0; q < p->world && !rc; q++) counts[q] = ZN_NCCL_ID_BYTES;
+    if (!rc && p->world.rank == 0) rc = zn_nccl_unique_id(id, err);
+    for (int q = 0; q < p->world.size && !rc; q++) counts[q] = ZN_NCCL_ID_BYTES;
     /* every rank joins the exchange, even after a local failure, so none waits */
     ZnErr e2;
     int rc2 = p->boot->all_gather(p->boot, id, all, counts, ZN_U8, "nccl_id", rc ? &e2 : err);
     if (!rc) rc = rc2;
-    if (!rc && !(p->comm = zn_comm_nccl_new(p->dev, p->rank, p->world, all, exact, err))) rc = err->code;
+    if (!rc && !(p->comm = zn_comm_nccl_new(p->dev, p->world.rank, p->world.size, all, exact, err))) rc = err->code;
+    if (!rc) p->comm->world = p->world;
     free(all);
     free(counts);
     return rc;
@@ -134,14 +146,14 @@ static void first_difference(int q, const char *a, const char *b, char *out, siz
 
 int zn_proc_check_config(ZnProc *p, const ZnConfigId *id, ZnErr *err) {
     ZnComm *c = p->boot ? p->boot : p->comm;
-    ZnConfigId mine = *id, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world, sizeof *all);
+    ZnConfigId mine = *id, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world.size, sizeof *all);
     mine.summary[ZN_CONFIG_SUMMARY - 1] = 0;
-    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world, sizeof *counts);
+    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world.size, sizeof *counts);
     int rc = 0;
     if (!all || !counts) rc = zn_nomem(err);
-    for (int q = 0; q < p->world && !rc; q++) counts[q] = (long)sizeof mine;
+    for (int q = 0; q < p->world.size && !rc; q++) counts[q] = (long)sizeof mine;
     if (!rc) rc = c->all_gather(c, &mine, all, counts, ZN_U8, "config_hash", err);
-    for (int q = 1; q < p->world && !rc; q++) {
+    for (int q = 1; q < p->world.size && !rc; q++) {
         if (all[q].hash == all[0].hash) continue;
         all[q].summary[ZN_CONFIG_SUMMARY - 1] = 0;   /* a peer's bytes are not trusted */
         char what[200];

@@ -16,13 +16,20 @@ typedef enum { ZN_BACKEND_SIM = 0, ZN_BACKEND_TCP, ZN_BACKEND_MPI, ZN_BACKEND_CU
 
 typedef struct {
     ZnBackend backend;
-    int rank, world, local_rank;
+    ZnWorld world;           /* size, this rank, ranks per node (the communicator's too) */
+    int local_rank;          /* the launcher's LOCAL_RANK: which GPU of the node */
     const char *source;      /* where the identity came from ("openmpi", "torchrun", ...) */
     ZnStore *store;          /* tcp, and nccl outside MPI */
     ZnComm *comm;            /* the training communicator */
     ZnComm *boot;            /* nccl: the host communicator that shares the id and checks configs */
     ZnDevice *dev;           /* nccl: this rank's GPU (LOCAL_RANK) */
 } ZnProc;
+
+/* Ranks per node from the launcher's environment (LOCAL_WORLD_SIZE,
+ * OMPI_COMM_WORLD_LOCAL_SIZE): used when it divides the world and this
+ * rank's local rank agrees with consecutive placement (core/topo.h);
+ * otherwise 0: one node (spec Z-WORLD-001). */
+int zn_proc_per_node(const ZnProcEnv *pe, int world, int rank);
 
 /* "sim", "cuda", "tcp", "mpi" or "nccl"; anything else is ZN_E_USAGE. */
 int zn_backend_parse(const char *s, ZnBackend *b, ZnErr *err);

@@ -40,7 +40,7 @@ static double now_s(void) {
  * as DeepSpeed resets the CUDA peak. */
 static void memory_phase(void *arg, ZnEngine *E, const char *what) {
     RunCtx *ctx = arg;
-    if (E->rank != 0 || !ctx->o->memory_report) return;
+    if (E->world.rank != 0 || !ctx->o->memory_report) return;
     ZnMemStats *m = &E->dev->mem;
     const double GB = 1024.0 * 1024.0 * 1024.0;
     printf("[zinc] [rank 0] see_memory_usage: Engine %s\n", what);
@@ -57,7 +57,7 @@ static void time_line(RunCtx *ctx, const ZnEngine *E) {
     pthread_mutex_lock(&ctx->print_lock);
     printf("[Rank %d] time (ms) | fwd_microstep: %.2f | bwd_microstep: %.2f | bwd_inner_microstep: %.2f | "
            "bwd_allreduce_microstep: %.2f | step_microstep: %.2f\n",
-           E->rank, E->t_fwd / ga, E->t_bwd / ga, (E->t_bwd - E->t_reduce) / ga, E->t_reduce / ga, E->t_step);
+           E->world.rank, E->t_fwd / ga, E->t_bwd / ga, (E->t_bwd - E->t_reduce) / ga, E->t_reduce / ga, E->t_step);
     fflush(stdout);
     pthread_mutex_unlock(&ctx->print_lock);
 }
@@ -66,10 +66,10 @@ static void time_line(RunCtx *ctx, const ZnEngine *E) {
 double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
     ZnLayout L;
     ZnErr e;
-    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) return -1;
+    if (zn_config_layout(&o->cfg, &o->model, o->world.size, &L, &e)) return -1;
     ZnPlan P;
     if (zn_plan_build(&P, o->cfg.zero.stage, &e)) { zn_layout_free(&L); return -1; }
-    const int N = o->world;
+    const int N = o->world.size;
     *psi = L.aligned_numel;   /* every rank's partition times N: Ψ with the padding */
     if (nbuckets) *nbuckets = L.nbuckets;
     zn_layout_free(&L);
@@ -267,7 +267,6 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     pthread_mutex_init(&ctx.print_lock, NULL);
     int rc = 0;
     res->steps = o->steps;
-    res->world = o->world;
     res->numel = zn_model_numel(&o->model);
     res->loss = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
     res->grad_norm = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
@@ -284,9 +283,9 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
             return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " for %ld recorded steps", o->steps);
         }
     }
-    res->comm_init = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnCommStats));
-    res->comm_end = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnCommStats));
-    res->mem_end = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnMemStats));
+    res->comm_init = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnCommStats));
+    res->comm_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnCommStats));
+    res->mem_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
     if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end) {
         zn_run_result_free(res);
@@ -300,10 +299,10 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         zn_run_result_free(res);
         return zn_nomem(err);
     }
-    const int my_rank = o->proc_comm ? o->proc_comm->rank : 0;
-    if (o->proc_comm && o->proc_comm->world != o->world) {
-        rc = zn_err(err, ZN_E_INTERNAL, "run options say world size %d, the communicator %d", o->world,
-                    o->proc_comm->world);
+    const int my_rank = o->world.rank;
+    if (o->proc_comm && memcmp(&o->proc_comm->world, &o->world, sizeof o->world)) {
+        rc = zn_err(err, ZN_E_INTERNAL, "run options say rank %d of %d, the communicator rank %d of %d", o->world.rank,
+                    o->world.size, o->proc_comm->world.rank, o->proc_comm->world.size);
         goto out;
     }
     if (o->proc_comm && o->trace_path) {
@@ -333,20 +332,20 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         if (!rc && o->out && my_rank == 0) fprintf(o->out, "digest=%016llx\n", (unsigned long long)res->digest);
         goto out;
     }
-    ZnSimWorld *w = zn_sim_world_new(o->world, err);
+    ZnSimWorld *w = zn_sim_world_new(o->world.size, err);
     if (!w) { rc = err->code; goto out; }
 #if ZN_HAVE_CUDA
     if (o->device_cuda) {   /* N ranks on one GPU: collectives over device memory */
-        if (!(ctx.cuda_sim = zn_cuda_sim_new(o->world, err))) { zn_sim_world_free(w); rc = err->code; goto out; }
+        if (!(ctx.cuda_sim = zn_cuda_sim_new(o->world.size, err))) { zn_sim_world_free(w); rc = err->code; goto out; }
         ZnSimMemOps ops;
         zn_cuda_sim_memops(ctx.cuda_sim, &ops);
         zn_sim_world_set_memops(w, &ops);
     }
 #endif
     if (o->trace_path) {
-        ctx.traces = zn_calloc(ZN_HOST_APP, (size_t)o->world, sizeof(ZnTrace));
+        ctx.traces = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnTrace));
         if (!ctx.traces) { zn_sim_world_free(w); rc = zn_nomem(err); goto out; }
-        for (int r = 0; r < o->world; r++) { ctx.traces[r].rank = r; ctx.traces[r].t0 = t0; }
+        for (int r = 0; r < o->world.size; r++) { ctx.traces[r].rank = r; ctx.traces[r].t0 = t0; }
     }
     rc = zn_sim_run(w, rank_main, &ctx, err);
     res->wall_s = now_s() - t0;
@@ -355,10 +354,10 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     zn_cuda_sim_free(ctx.cuda_sim);
 #endif
     if (!rc && ctx.traces) {
-        ZnTrace **tp = zn_malloc(ZN_HOST_APP, (size_t)o->world * sizeof *tp);
+        ZnTrace **tp = zn_malloc(ZN_HOST_APP, (size_t)o->world.size * sizeof *tp);
         if (!tp) rc = zn_nomem(err);
-        for (int r = 0; r < o->world && tp; r++) tp[r] = &ctx.traces[r];
-        if (tp) rc = zn_trace_write(o->trace_path, tp, o->world, err);
+        for (int r = 0; r < o->world.size && tp; r++) tp[r] = &ctx.traces[r];
+        if (tp) rc = zn_trace_write(o->trace_path, tp, o->world.size, err);
         free(tp);
     }
     if (!rc && o->out) fprintf(o->out, "digest=%016llx\n", (unsigned long long)res->digest);
@@ -366,7 +365,7 @@ out:
     if (ctx.csv && fclose(ctx.csv) && !rc) rc = zn_err(err, ZN_E_IO, "writing log file '%s' failed", o->log_path);
     zn_data_free(&ctx.data);
     if (ctx.traces) {
-        for (int r = 0; r < o->world; r++) zn_trace_free(&ctx.traces[r]);
+        for (int r = 0; r < o->world.size; r++) zn_trace_free(&ctx.traces[r]);
         free(ctx.traces);
     }
     pthread_mutex_destroy(&ctx.print_lock);

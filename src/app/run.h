@@ -29,9 +29,9 @@ typedef struct {
 } ZnRunTestHooks;
 
 typedef struct {
-    ZnConfig cfg;          /* resolved for `world` */
+    ZnConfig cfg;          /* resolved for world.size */
     ZnModel model;
-    int world;
+    ZnWorld world;         /* the run's world; rank: this process's (0 when it runs every rank) */
     long steps;
     FILE *out;             /* step lines and the digest line; NULL = silent */
     long print_every;      /* 0: no step lines */
@@ -73,9 +73,8 @@ typedef struct {
     long numel;
     float *params;                   /* final fp32 parameters, model order */
     uint64_t digest;
-    int world;
-    ZnCommStats *comm_init, *comm_end; /* [world]: after init, after the last step */
-    ZnMemStats *mem_end;             /* [world]: device memory after the last step */
+    ZnCommStats *comm_init, *comm_end; /* [world.size of the options]: after init, after the last step */
+    ZnMemStats *mem_end;             /* [world.size of the options]: device memory after the last step */
     double wall_s;
     double cpu_total_s, cpu_comm_s;  /* with measure_cpu: thread CPU time of all ranks, and the part
                                         spent inside the simulator's collectives */

@@ -95,7 +95,7 @@ typedef struct {
  * 3Ψ(N-1)/N (stage 3), Ψ counted with the layout's padding (spec Z-COMM-001). */
 static int check_comm(const CaseRun *r, char *why, size_t wn) {
     const ZnRunOpts *o = &r->opts;
-    const int N = o->world;
+    const int N = o->world.size;
     long psi, nb;
     double per_step = zn_run_zero_volume(o, &psi, &nb);
     ZnPlan P;
@@ -136,11 +136,11 @@ static int check_memory(const CaseRun *r, char *why, size_t wn) {
     const ZnRunOpts *o = &r->opts;
     ZnLayout L;
     ZnErr e;
-    if (zn_config_layout(&o->cfg, &o->model, o->world, &L, &e)) {
+    if (zn_config_layout(&o->cfg, &o->model, o->world.size, &L, &e)) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
-    const int N = o->world, stage = o->cfg.zero.stage;
+    const int N = o->world.size, stage = o->cfg.zero.stage;
     ZnPlan P;
     if (zn_plan_build(&P, stage, &e)) {
         zn_layout_free(&L);
@@ -187,7 +187,7 @@ static int same_bits_d(double a, double b) { return memcmp(&a, &b, sizeof a) == 
  * (Z-CANON-004): extra gradient buffers and extra gradient bytes. */
 static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *why, size_t wn) {
     const ZnRunOpts *o = &can->opts;
-    const int N = o->world;
+    const int N = o->world.size;
     const long g = o->cfg.grad_accum;
     ZnPlan P;
     ZnLayout L;
@@ -335,13 +335,13 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             for (long t = save_at; t < base.res.steps && !fail; t++)
                 if (!same_bits_d(base.res.loss[t], r.res.loss[t])) {
                     snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s) step %ld: loss %.17g, uninterrupted %.17g",
-                             k, r.opts.world, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                             k, r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
                              t + 1, r.res.loss[t], base.res.loss[t]);
                     fail = 1;
                 }
             if (!fail && (r.res.digest != base.res.digest || r.res.first_step != save_at)) {
                 snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s): digest %016llx, uninterrupted %016llx", k,
-                         r.opts.world, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                         r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
                          (unsigned long long)r.res.digest, (unsigned long long)base.res.digest);
                 fail = 1;
             }

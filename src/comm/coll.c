@@ -74,22 +74,22 @@ static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
         if (!(rc = check_reduce(k, err))) rc = check_count(k, k->count, k->recv, "the", err);
         return rc;
     case ZN_OP_REDUCE_SCATTER:
-        if ((rc = check_reduce(k, err)) || (rc = check_counts(k, c->world, c->rank, err))) return rc;
-        len = k->counts[c->rank];
+        if ((rc = check_reduce(k, err)) || (rc = check_counts(k, c->world.size, c->world.rank, err))) return rc;
+        len = k->counts[c->world.rank];
         if ((rc = check_count(k, k->count, k->send, "send", err))) return rc;
         if ((rc = check_count(k, len, k->recv, "recv", err))) return rc;
         return check_alias(k, k->recv, len, k->send, err);
     case ZN_OP_ALL_GATHER:
-        if ((rc = check_copy_dtype(k, err)) || (rc = check_counts(k, c->world, c->rank, err))) return rc;
-        len = k->counts[c->rank];
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_counts(k, c->world.size, c->world.rank, err))) return rc;
+        len = k->counts[c->world.rank];
         if ((rc = check_count(k, len, k->send, "send", err))) return rc;
         if ((rc = check_count(k, k->count, k->recv, "recv", err))) return rc;
         return check_alias(k, k->send, len, k->recv, err);
     case ZN_OP_BROADCAST:
         if ((rc = check_copy_dtype(k, err)) || (rc = check_count(k, k->count, k->recv, "the", err))) return rc;
-        if (k->root < 0 || k->root >= c->world)
+        if (k->root < 0 || k->root >= c->world.size)
             return zn_err(err, ZN_E_USAGE, "broadcast '%s': root %d is not a rank of a world of %d",
-                          tag_str(k->tag), k->root, c->world);
+                          tag_str(k->tag), k->root, c->world.size);
         return 0;
     default: /* barrier: no arguments */
         return 0;
@@ -105,7 +105,7 @@ static int call(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     if (!rc) rc = c->run(c, k, err);
     if (!rc) {
         long sent, recv;
-        zn_comm_ring_bytes(k->op, c->rank, c->world, k->counts, k->count, k->root, k->dt, &sent, &recv);
+        zn_comm_ring_bytes(k->op, c->world.rank, c->world.size, k->counts, k->count, k->root, k->dt, &sent, &recv);
         zn_comm_count(c, k->op, k->tag, sent, recv);
     }
     if (c->watch) c->watch->end(c->watch, c, k->op, k->tag);
@@ -143,8 +143,7 @@ static int e_barrier(ZnComm *c, const char *tag, ZnErr *err) {
 }
 
 void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
-    c->rank = rank;
-    c->world = world;
+    c->world = zn_world(world, rank, 0);   /* one node until the process set-up knows better */
     c->impl = impl;
     c->run = run;
     c->watch = NULL;
@@ -183,16 +182,16 @@ static void clear(Proc *p, int world) {
 static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
     ZnSeqRec mine;
     k->call = ++p->calls;
-    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world, k->tag);
-    for (int q = 0; q < c->world; q++) {
+    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world.size, k->tag);
+    for (int q = 0; q < c->world.size; q++) {
         p->out[q] = &mine;
         p->in[q] = &p->recs[q];
         p->nout[q] = p->nin[q] = sizeof mine;
     }
     int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
     if (rc) return rc;
-    p->recs[c->rank] = mine;
-    return zn_seq_check_all(p->recs, c->world, err);
+    p->recs[c->world.rank] = mine;
+    return zn_seq_check_all(p->recs, c->world.size, err);
 }
 
 /* Reduce-scatter: every owner receives every rank's slice of its piece and
@@ -200,7 +199,7 @@ static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
  * out may lie inside send (in place): the slices are copies by then. */
 static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts, ZnDtype dt, ZnRedOp red, void *out,
                        ZnErr *err) {
-    const int W = c->world, me = c->rank;
+    const int W = c->world.size, me = c->world.rank;
     size_t es = zn_dtype_size(dt), piece = (size_t)counts[me] * es, need = (size_t)W * piece + 1;
     if (need > p->scratch_cap) {
         char *s = zn_realloc(ZN_HOST_COMM, p->scratch, need);
@@ -226,19 +225,19 @@ static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts,
  * this rank's own place in recv. */
 static int gather(ZnComm *c, Proc *p, const void *send, void *recv, const long *counts, ZnDtype dt, ZnErr *err) {
     size_t es = zn_dtype_size(dt), off = 0;
-    for (int q = 0; q < c->world; q++) {
+    for (int q = 0; q < c->world.size; q++) {
         p->out[q] = send;
-        p->nout[q] = (size_t)counts[c->rank] * es;
+        p->nout[q] = (size_t)counts[c->world.rank] * es;
         p->in[q] = (char *)recv + off;
         p->nin[q] = (size_t)counts[q] * es;
         off += p->nin[q];
     }
-    if (p->nin[c->rank]) memmove(p->in[c->rank], send, p->nin[c->rank]);
+    if (p->nin[c->world.rank]) memmove(p->in[c->world.rank], send, p->nin[c->world.rank]);
     return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
 }
 
 static int move(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
-    const int W = c->world, me = c->rank;
+    const int W = c->world.size, me = c->world.rank;
     size_t es = zn_dtype_size(k->dt);
     clear(p, W);
     switch (k->op) {

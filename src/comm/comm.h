@@ -24,6 +24,7 @@
 #define ZN_COMM_H
 #include "core/err.h"
 #include "core/dtype.h"
+#include "core/topo.h"
 
 typedef enum { ZN_SUM = 0, ZN_MAX } ZnRedOp;
 typedef enum { ZN_OP_ALL_REDUCE = 0, ZN_OP_REDUCE_SCATTER, ZN_OP_ALL_GATHER,
@@ -53,7 +54,7 @@ struct ZnCommWatch {
     void (*end)(ZnCommWatch *w, const ZnComm *c, ZnCollOp op, const char *tag);
 };
 struct ZnComm {
-    int rank, world;
+    ZnWorld world;   /* the run's size, this rank, ranks per node (core/topo.h) */
     void *impl;
     /* the backend's data movement for one checked call (comm/coll.h) */
     int (*run)(ZnComm *c, struct ZnCollCall *k, ZnErr *err);

@@ -53,7 +53,8 @@ typedef struct {
 typedef struct { long recv_off, part_off, n; } ZnRecvPiece;
 
 typedef struct {
-    int nparams, world, stage;
+    int nparams, stage;
+    int world;                  /* the partitions: the world's size (hpZ and MiCS will cut over groups) */
     ZnShard shard;              /* the stage plan's cut (plan.h) */
     ZnParamSpec *params;        /* copy, model order */
     long total_numel;           /* sum of numel */

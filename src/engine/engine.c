@@ -69,8 +69,8 @@ static void put_grad(ZnEngine *E, float *dst, const float *src, long n, int add)
 /* DeepSpeed's averaging on the reduce-scatter path: divide, then sum. In
  * canonical mode the average is one final scale instead (Z-CANON-003). */
 static void predivide(ZnEngine *E, float *x, long n) {
-    if (E->cfg->allreduce_sum || E->world == 1 || E->canonical) return;
-    E->k->div(E->dev, E->dt, x, n, (float)E->world);
+    if (E->cfg->allreduce_sum || E->world.size == 1 || E->canonical) return;
+    E->k->div(E->dev, E->dt, x, n, (float)E->world.size);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -93,12 +93,12 @@ static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr
     ZnComm *c = E->comm;
     if (E->cdt == ZN_F32)
         return c->reduce_scatter(c, buf, recv, counts, ZN_F32, ZN_SUM, "grad_reduce", err);
-    long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
+    long n = prefix_count(counts, E->world.size), off = prefix_count(counts, E->world.rank);
     int rc = stage16(E, n, err);
     if (rc) return rc;
     E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
     rc = c->reduce_scatter(c, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
-    if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, counts[E->rank]);
+    if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, counts[E->world.rank]);
     return rc;
 }
 
@@ -117,10 +117,10 @@ static int ar_dt(ZnEngine *E, float *buf, long n, ZnErr *err) {
 static int ag_dt(ZnEngine *E, const float *send, float *recv, const long *counts, ZnErr *err) {
     ZnComm *c = E->comm;
     if (E->dt == ZN_F32) return c->all_gather(c, send, recv, counts, ZN_F32, "param_gather", err);
-    long n = prefix_count(counts, E->world), off = prefix_count(counts, E->rank);
+    long n = prefix_count(counts, E->world.size), off = prefix_count(counts, E->world.rank);
     int rc = stage16(E, n, err);
     if (rc) return rc;
-    E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->rank]);
+    E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->world.rank]);
     rc = c->all_gather(c, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
     if (!rc) E->k->unpack16(E->dev, E->dt, recv, E->comm16, n);
     return rc;
@@ -145,22 +145,22 @@ static int all_reduce_host_f32(ZnEngine *E, float *x, ZnRedOp op, const char *ta
 /* The counts array of a collective whose every rank holds n elements: the
    engine's own (sized at init), so a step allocates nothing. */
 static long *even_counts(ZnEngine *E, long n) {
-    for (int r = 0; r < E->world; r++) E->counts[r] = n;
+    for (int r = 0; r < E->world.size; r++) E->counts[r] = n;
     return E->counts;
 }
 
 int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long count, ZnDtype dt,
                               const char *tag, ZnErr *err) {
     const size_t es = zn_dtype_size(dt), mine = (size_t)count * es;
-    if (count < 0 || mine * (size_t)E->world > E->scratch_bytes)
+    if (count < 0 || mine * (size_t)E->world.size > E->scratch_bytes)
         return zn_err(err, ZN_E_INTERNAL, "%s: %ld elements per rank do not fit the %zu-byte collective scratch",
                       tag, count, E->scratch_bytes);
     long *counts = even_counts(E, count);
     /* this rank's piece in its slot: the in-place form of all_gather */
-    char *slot = (char *)E->scratch + (size_t)E->rank * mine;
+    char *slot = (char *)E->scratch + (size_t)E->world.rank * mine;
     E->k->upload(E->dev, slot, send, mine);
     int rc = E->comm->all_gather(E->comm, slot, E->scratch, counts, dt, tag, err);
-    if (!rc) E->k->download(E->dev, recv, E->scratch, mine * (size_t)E->world);
+    if (!rc) E->k->download(E->dev, recv, E->scratch, mine * (size_t)E->world.size);
     return rc;
 }
 
@@ -172,7 +172,7 @@ static int gather_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->full[p]) return 0;
     const ZnLayout *L = &E->L;
     long pn = L->s3_pn[p];
-    E->full[p] = talloc(E, pn * E->world, ZN_MEM_PARAMS16, err);
+    E->full[p] = talloc(E, pn * E->world.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
     return ag_dt(E, E->param_part + L->s3_off[p], E->full[p], even_counts(E, pn), err);
 }
@@ -221,11 +221,11 @@ static void plan_residency(ZnEngine *E) {
 static int flat_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, int add, ZnErr *err) {
     const ZnBucket *bk = &E->L.buckets[b];
     predivide(E, buf, bk->numel);
-    long off = prefix_count(bk->counts, E->rank);
+    long off = prefix_count(bk->counts, E->world.rank);
     int rc = rs_dt(E, buf, buf + off, bk->counts, err);
     if (rc) return rc;
     ZnRecvPiece *pc = E->pieces;   /* sized at init for the bucket with the most */
-    int np = zn_layout_recv_pieces(&E->L, b, E->rank, pc, E->npieces);
+    int np = zn_layout_recv_pieces(&E->L, b, E->world.rank, pc, E->npieces);
     for (int i = 0; i < np; i++)   /* rounded to the gradient accumulation dtype */
         put_grad(E, part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
     return 0;
@@ -237,7 +237,7 @@ static int chunk_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
     const ZnBucket *bk = &E->L.buckets[b];
     float *buf = E->bucket_buf;
     predivide(E, buf, bk->numel);
-    float *mine = buf + (long)E->rank * bk->block;
+    float *mine = buf + (long)E->world.rank * bk->block;
     int rc = rs_dt(E, buf, mine, bk->counts, err);
     if (rc) return rc;
     for (int i = 0; i < bk->nentries; i++) {
@@ -271,7 +271,7 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
             E->k->zero(E->dev, E->bucket_buf + e->buf_off + n, (size_t)(e->numel - n) * sizeof(float));
     } else {
         long pn = L->s3_pn[p];
-        for (int r = 0; r < E->world; r++) {
+        for (int r = 0; r < E->world.size; r++) {
             long lo = (long)r * pn, cnt = n - lo;
             if (cnt < 0) cnt = 0;
             if (cnt > pn) cnt = pn;
@@ -319,9 +319,9 @@ static int scatter_bucket(ZnEngine *E, int b, ZnErr *err) {
     }
     float *region = E->flat_grads + bk->flat_lo;
     predivide(E, region, bk->flat_hi - bk->flat_lo);
-    long off = prefix_count(bk->counts, E->rank);
+    long off = prefix_count(bk->counts, E->world.rank);
     int rc = rs_dt(E, region, region + off, bk->counts, err);
-    round_dt(E, region + off, bk->counts[E->rank]);
+    round_dt(E, region + off, bk->counts[E->world.rank]);
     return rc;
 }
 
@@ -479,7 +479,7 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
         uint64_t *all = E->norm_all;   /* 2 per rank */
         int rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "norm", err);
         hi = lo = 0;
-        for (int r = 0; r < E->world && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
+        for (int r = 0; r < E->world.size && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
         if (rc) return rc;
     }
     *norm = zn_norm_from_fixed(hi, lo, shift);
@@ -505,7 +505,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err);
  * working copy itself (fp32 stage 0). */
 static float *working_image(ZnEngine *E) {
     if (E->P.optim == ZN_HOLD_FULL) return E->master != E->flat_params ? E->flat_params : NULL;
-    if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->rank * E->L.part_numel;
+    if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->world.rank * E->L.part_numel;
     return E->param_part;
 }
 
@@ -530,13 +530,13 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     int overflow = 0, rc;
     if (E->check_overflow && (rc = global_overflow(E, &overflow, err))) return rc;
     char line[256] = "";
-    if (overflow) zn_scaler_overflow_msg(&E->scaler, E->rank, line, sizeof line);
+    if (overflow) zn_scaler_overflow_msg(&E->scaler, E->world.rank, line, sizeof line);
     if ((rc = zn_scaler_update(&E->scaler, overflow, err))) return rc;
     const double S_post = E->scaler.cur_scale;
     res->loss_scale = S;
     res->lr = E->sched.lr;
     if (overflow) {   /* skip: no optimizer step, no scheduler step (Z-PREC-004) */
-        if (E->rank == 0 && line[0] && !E->hooks.quiet) { printf("%s\n", line); fflush(stdout); }
+        if (E->world.rank == 0 && line[0] && !E->hooks.quiet) { printf("%s\n", line); fflush(stdout); }
         E->skipped_steps++;
         res->skipped = 1;
         res->grad_norm = -1.0;
@@ -663,7 +663,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     E->t_fwd = E->t_bwd = E->t_reduce = E->t_step = 0.0;
     for (E->micro = 0; E->micro < ga; E->micro++) {
         /* micro-batch m of the global batch goes to rank m mod N at micro-step m div N */
-        long m = (long)E->micro * E->world + E->rank;
+        long m = (long)E->micro * E->world.size + E->world.rank;
         long first = E->global_step * cfg->train_batch_size + m * mb;
         if ((rc = micro_step(E, first, grad_scale, &losses[E->micro], err))) goto out;
         if (E->canonical) {   /* every rank reduces every micro-step */
@@ -673,9 +673,9 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     }
     E->micro = ga - 1;   /* the boundary belongs to the last micro-step */
     if (E->canonical) {
-        if (E->nlevels) canon_finish(E, ga * E->world);
-        else if (!cfg->allreduce_sum && E->world > 1)   /* GA 1: just the final scale */
-            E->k->div(E->dev, E->dt, E->grad_part, E->part_n, (float)E->world);
+        if (E->nlevels) canon_finish(E, ga * E->world.size);
+        else if (!cfg->allreduce_sum && E->world.size > 1)   /* GA 1: just the final scale */
+            E->k->div(E->dev, E->dt, E->grad_part, E->part_n, (float)E->world.size);
     } else if (!E->P.reduce_per_micro && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     phase(E, "before step");
@@ -687,9 +687,9 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     /* the reported loss: mean over all micro-batches of the global batch,
        summed in the fixed tree over micro-batch index */
     if ((rc = zn_engine_all_gather_host(E, losses, all, ga, ZN_F32, "loss", err))) goto out;
-    for (int r = 0; r < E->world; r++)
-        for (long s = 0; s < ga; s++) ordered[s * E->world + r] = all[r * ga + s];
-    res->loss = zn_tree_sum_f64(ordered, (int)(ga * E->world)) / (double)(ga * E->world);
+    for (int r = 0; r < E->world.size; r++)
+        for (long s = 0; s < ga; s++) ordered[s * E->world.size + r] = all[r * ga + s];
+    res->loss = zn_tree_sum_f64(ordered, (int)(ga * E->world.size)) / (double)(ga * E->world.size);
     E->global_step++;
     E->global_samples += cfg->train_batch_size;
     res->samples = E->global_samples;
@@ -722,7 +722,7 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
     } else {
         for (int p = 0; p < L->nparams && !rc; p++) {
             long pn = L->s3_pn[p];
-            float *tmp = falloc(E, pn * E->world, ZN_MEM_BUCKETS, err);
+            float *tmp = falloc(E, pn * E->world.size, ZN_MEM_BUCKETS, err);
             if (!tmp) { rc = err->code; break; }
             rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, even_counts(E, pn), ZN_F32, "digest", err);
             if (!rc) k->download(E->dev, out + L->model_offset[p], tmp, (size_t)L->params[p].numel * sizeof(float));
@@ -823,7 +823,6 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->comm = comm;
     E->dev = dev;
     E->k = dev->k;
-    E->rank = comm->rank;
     E->world = comm->world;
     int rc = zn_plan_build(&E->P, cfg->zero.stage, err);
     if (rc) return rc;
@@ -831,7 +830,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->canonical = cfg->canonical;
     E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                              cfg->adamw, cfg->bias_correction};
-    if ((rc = zn_config_layout(cfg, model, E->world, &E->L, err))) return rc;
+    if ((rc = zn_config_layout(cfg, model, E->world.size, &E->L, err))) return rc;
     if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;
     const uint64_t seed = (uint64_t)cfg->seed;
@@ -845,7 +844,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
        norm's 2 uint64 (and the checkpoint's 2 sums) or the GA losses, per rank */
     size_t per_rank = 2 * sizeof(uint64_t);
     if ((size_t)cfg->grad_accum * sizeof(float) > per_rank) per_rank = (size_t)cfg->grad_accum * sizeof(float);
-    E->scratch_bytes = per_rank * (size_t)E->world;
+    E->scratch_bytes = per_rank * (size_t)E->world.size;
     if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
     E->host_x = zn_malloc(ZN_HOST_ENGINE, (size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
     E->host_labels = zn_malloc(ZN_HOST_ENGINE, (size_t)(cfg->micro_batch + 1) * sizeof(int));
@@ -854,10 +853,10 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
        on the host (Z-ENG-017): collective counts, a bucket's received
        pieces, the norm's partial sums, the step's losses */
     for (int b = 0; b < L->nbuckets; b++) {
-        int np = L->shard == ZN_SHARD_FLAT ? zn_layout_recv_pieces(L, b, E->rank, NULL, 0) : 0;
+        int np = L->shard == ZN_SHARD_FLAT ? zn_layout_recv_pieces(L, b, E->world.rank, NULL, 0) : 0;
         if (np > E->npieces) E->npieces = np;
     }
-    const size_t ga = (size_t)cfg->grad_accum, W = (size_t)E->world;
+    const size_t ga = (size_t)cfg->grad_accum, W = (size_t)E->world.size;
     E->counts = zn_malloc(ZN_HOST_ENGINE, W * sizeof(long));
     E->pieces = zn_malloc(ZN_HOST_ENGINE, (size_t)(E->npieces + 1) * sizeof(ZnRecvPiece));
     E->norm_all = zn_malloc(ZN_HOST_ENGINE, 2 * W * sizeof(uint64_t));
@@ -923,8 +922,8 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     } else if (E->P.shard == ZN_SHARD_FLAT) {
         E->part_n = L->part_numel;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-        dcopy(E, E->master, E->flat_params + (long)E->rank * L->part_numel, E->part_n);
-        if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->rank * L->part_numel;
+        dcopy(E, E->master, E->flat_params + (long)E->world.rank * L->part_numel, E->part_n);
+        if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->world.rank * L->part_numel;
         else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     } else {
         E->part_n = L->s3_rank_numel;
@@ -935,7 +934,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (!h) { zn_nomem(err); goto fail; }
         for (int p = 0; p < L->nparams; p++) {
             long lo2, hi2, off;
-            zn_layout_owned(L, p, E->rank, &lo2, &hi2, &off);
+            zn_layout_owned(L, p, E->world.rank, &lo2, &hi2, &off);
             if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, h + off);
         }
         E->k->upload(dev, E->param_part, h, (size_t)E->part_n * sizeof(float));

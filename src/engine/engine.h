@@ -62,7 +62,7 @@ typedef struct ZnEngine {
     ZnComm *comm;
     ZnDevice *dev;
     const ZnKernels *k;
-    int rank, world;
+    ZnWorld world;          /* this rank's world: its communicator's (core/topo.h) */
     ZnPlan P;               /* the stage plan: what this rank holds, when it reduces */
     /* host scratch sized at init, so a step allocates nothing on the host */
     long *counts;           /* [world] counts of a collective */

@@ -564,11 +564,11 @@ static float *download_part(ZnEngine *E, ZnPartState which) {
 
 static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *err) {
     char name[128], path[PATH_MAX_ZN];
-    rank_file_name(name, sizeof name, E->rank);
+    rank_file_name(name, sizeof name, E->world.rank);
     join(path, tagdir, name);
     char rk[16], wd[16], sg[16];
-    snprintf(rk, sizeof rk, "%d", E->rank);
-    snprintf(wd, sizeof wd, "%d", E->world);
+    snprintf(rk, sizeof rk, "%d", E->world.rank);
+    snprintf(wd, sizeof wd, "%d", E->world.size);
     snprintf(sg, sizeof sg, "%d", E->P.stage);
     const char *meta[] = {"format", ZN_CKPT_FORMAT, "rank", rk, "world_size", wd, "stage", sg, NULL};
     ZnStEntry e[4];
@@ -631,7 +631,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     join(tagdir, dir, tag);
     const ZnLayout *L = &E->L;
     uint64_t mine[2] = {0, 0}, model_sum[2] = {0, 0};
-    uint64_t *all = zn_calloc(ZN_HOST_IO, (size_t)E->world * 2, sizeof(uint64_t));
+    uint64_t *all = zn_calloc(ZN_HOST_IO, (size_t)E->world.size * 2, sizeof(uint64_t));
     float *full = zn_malloc(ZN_HOST_IO, (size_t)(L->total_numel > 0 ? L->total_numel : 1) * sizeof(float));
     /* A rank that fails returns at once, before its next collective: the
        other ranks' collective then fails with its message (Z-SIM-008), so
@@ -643,12 +643,12 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     if (!rc) rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "ckpt", err);
     /* the module weights: the master cast to the model dtype (= the working copy) */
     if (!rc) rc = zn_engine_gather_params(E, full, err);
-    if (!rc && E->rank == 0) {
+    if (!rc && E->world.rank == 0) {
         for (long i = 0; i < L->total_numel; i++)   /* on the model dtype's grid */
             full[i] = E->dt == ZN_F16 ? zn_round_f16(full[i]) : E->dt == ZN_BF16 ? zn_round_bf16(full[i]) : full[i];
         rc = write_model_file(E, tagdir, full, model_sum, err);
     }
-    if (!rc && E->rank == 0) {
+    if (!rc && E->world.rank == 0) {
         ZnEngineState st;
         zn_engine_get_state(E, &st);
         zn_json_track();   /* a builder that fails must fail the save, not drop a key */
@@ -658,7 +658,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON_AddStringToObject(m, "zinc_version", "0.1.0");
         cJSON_AddStringToObject(m, "tag", tag);
         cJSON_AddStringToObject(m, "model", model_spec ? model_spec : "");
-        cJSON_AddNumberToObject(m, "world_size", E->world);
+        cJSON_AddNumberToObject(m, "world_size", E->world.size);
         cJSON_AddNumberToObject(m, "stage", E->P.stage);
         cJSON_AddStringToObject(m, "model_dtype", zn_dtype_name(E->dt));
         cJSON_AddStringToObject(m, "master_dtype", "fp32");
@@ -672,11 +672,11 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
         cJSON_AddItemToObject(m, "config", cfg ? cfg : cJSON_CreateNull());
         cJSON *fs = cJSON_AddArrayToObject(m, "files");
-        for (int r = 0; r <= E->world; r++) {
+        for (int r = 0; r <= E->world.size; r++) {
             char name[128], hex[32];
-            if (r < E->world) rank_file_name(name, sizeof name, r);
+            if (r < E->world.size) rank_file_name(name, sizeof name, r);
             else snprintf(name, sizeof name, "%s", MODEL_FILE);
-            uint64_t *sum = r < E->world ? &all[2 * r] : model_sum;
+            uint64_t *sum = r < E->world.size ? &all[2 * r] : model_sum;
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)sum[1]);
             cJSON *f = cJSON_CreateObject();
             cJSON_AddStringToObject(f, "name", name);
@@ -751,7 +751,7 @@ static void take_partition(const ZnEngine *E, const float *full, float *part) {
     memset(part, 0, (size_t)E->part_n * 4);   /* padding is zero */
     for (int p = 0; p < L->nparams; p++) {
         long lo, hi, off;
-        zn_layout_owned(L, p, E->rank, &lo, &hi, &off);
+        zn_layout_owned(L, p, E->world.rank, &lo, &hi, &off);
         if (hi > lo) memcpy(part + off, full + L->model_offset[p] + lo, (size_t)(hi - lo) * 4);
     }
 }
@@ -799,7 +799,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
        the file list, each shard (size, checksum, header, tensors, dtypes,
        shapes) as it is read, and rank 0 the module weights (Z-CKPT-009) */
     if (!universal && (rc = check_file_list(m, err))) goto out;
-    if (!universal && E->rank == 0 && (rc = verify_model_file(m, tagdir, err))) goto out;
+    if (!universal && E->world.rank == 0 && (rc = verify_model_file(m, tagdir, err))) goto out;
     if ((rc = check_model(m, &E->L, err))) goto out;
     if (m->dt != E->dt) {
         rc = zn_err(err, ZN_E_USAGE, "%s: saved with model dtype %s, resuming with %s", m->path, zn_dtype_name(m->dt),
@@ -812,7 +812,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     float *fm = NULL, *fa = NULL, *fs = NULL;
     if (!ms || !ea || !es) { rc = zn_nomem(err); goto done; }
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
-    int same = !universal && m->world == E->world && zn_plan_same(&m->plan, &E->P) &&
+    int same = !universal && m->world == E->world.size && zn_plan_same(&m->plan, &E->P) &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
                (!E->P.step_per_subgroup || m->lopts.sub_group_size == mine.sub_group_size);
     if (same) {   /* each rank reads its own shard */
@@ -823,7 +823,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
             rc = zn_err(err, ZN_E_CORRUPT, "%s: partitions of %ld elements, this layout has %ld", m->path, m->rank_numel, E->part_n);
             goto done;
         }
-        rc = read_shard(m, tagdir, E->rank, ms, ea, es, err);
+        rc = read_shard(m, tagdir, E->world.rank, ms, ea, es, err);
     } else {      /* a remap through the full vectors (Z-CKPT-004) */
         fm = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);
         fa = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);

@@ -1,0 +1,32 @@
+/* topo.h: the world every layer reads (spec Z-WORLD-001): how many ranks
+ * the run has, which one this is, and how they sit on nodes. A
+ * communicator carries its rank's ZnWorld (ZnComm.world); the engine, the
+ * checkpoints and the reports read it from there. Nodes hold consecutive
+ * ranks, as torchrun, mpirun --map-by node's default block order and
+ * Slurm's block distribution place them: ranks r and s share a node when
+ * r / per_node == s / per_node. (ZeRO++'s hpZ and MiCS group ranks by node.) */
+#ifndef ZN_TOPO_H
+#define ZN_TOPO_H
+#include "core/err.h"
+
+typedef struct {
+    int size;       /* ranks in the run, >= 1 */
+    int rank;       /* this rank, 0..size-1 */
+    int per_node;   /* ranks per node, >= 1, divides size; size for one node */
+} ZnWorld;
+
+/* The world of `size` ranks seen from `rank`, per_node ranks to a node
+ * (per_node <= 0: all on one node). */
+static inline ZnWorld zn_world(int size, int rank, int per_node) {
+    ZnWorld w = {size, rank, per_node > 0 ? per_node : size};
+    return w;
+}
+static inline int zn_world_nodes(const ZnWorld *w) { return w->size / w->per_node; }
+static inline int zn_world_node(const ZnWorld *w) { return w->rank / w->per_node; }
+static inline int zn_world_local_rank(const ZnWorld *w) { return w->rank % w->per_node; }
+
+/* ZN_E_USAGE naming what is wrong: a size below 1, a rank outside
+ * 0..size-1, a per_node that does not divide size. */
+int zn_world_check(const ZnWorld *w, ZnErr *err);
+
+#endif
