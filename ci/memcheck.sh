@@ -37,7 +37,7 @@ ARUN="train --stage 3 --world-size 2 --dtype fp16 --model mlp:6,8,4 --steps 2 --
 VT=$(mktemp -d)
 alloc_point() {   # k: fails the k-th allocation; 0 when clean and leak-free
   rm -rf "$VT/ck"
-  env ZN_FAIL_ALLOC=$1 ZN_FAIL_ALLOC_REPORT="$VT/rep" LD_PRELOAD="$SHIM" \
+  env ZN_FAIL_ALLOC=$1 ZN_FAIL_ALLOC_REPORT="$VT/rep" ZN_FAIL_ALLOC_PROG=zinc LD_PRELOAD="$SHIM" \
     $MC --soname-synonyms=somalloc=nouserintercepts $Z $ARUN --checkpoint-dir "$VT/ck"
   rc=$?
   [ "$rc" -le 3 ] && grep -q "fired 1" "$VT/rep"

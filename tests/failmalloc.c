@@ -26,6 +26,7 @@ static long fail_at = 0;          /* 0: count only */
 static atomic_long count;
 static atomic_int fired;
 static int armed;
+static int counting;   /* this process is the one counted (ZN_FAIL_ALLOC_PROG) */
 
 static int (*real_main)(int, char **, char **);
 
@@ -36,8 +37,15 @@ static void disarm(void) { armed = 0; }
 static int counted_main(int argc, char **argv, char **envp) {
     const char *k = getenv("ZN_FAIL_ALLOC");
     fail_at = k ? strtol(k, NULL, 10) : 0;
+    /* ZN_FAIL_ALLOC_PROG=zinc: only a program of that name counts (a
+       wrapper script in between, such as Debian's /usr/bin/valgrind, gets
+       the shim too and must run untouched) */
+    const char *prog = getenv("ZN_FAIL_ALLOC_PROG");
+    const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
+    if (prog && strcmp(prog, base) != 0) return real_main(argc, argv, envp);
     atexit(disarm);
-    armed = 1;
+    armed = counting = 1;
     return real_main(argc, argv, envp);
 }
 
@@ -53,7 +61,7 @@ int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
 
 __attribute__((destructor)) static void report(void) {
     const char *path = getenv("ZN_FAIL_ALLOC_REPORT");
-    if (!path) return;
+    if (!path || !counting) return;
     armed = 0;   /* fopen below allocates: not counted */
     FILE *f = fopen(path, "w");
     if (!f) return;

@@ -20,6 +20,7 @@
  * steps, config (deep-merged into the case's config). */
 #include "app/cli.h"
 #include "core/alloc.h"
+#include "core/json_track.h"
 #include "core/layout.h"
 #include "engine/lr_schedule.h"
 #include "engine/engine.h"
@@ -56,7 +57,7 @@ static void merge(cJSON *base, const cJSON *patch) {
         cJSON *old = cJSON_GetObjectItemCaseSensitive(base, it->string);
         if (old && cJSON_IsObject(old) && cJSON_IsObject(it)) { merge(old, it); continue; }
         if (old) cJSON_DeleteItemFromObjectCaseSensitive(base, it->string);
-        cJSON_AddItemToObject(base, it->string, cJSON_Duplicate(it, 1));
+        zn_json_add(base, it->string, cJSON_Duplicate(it, 1));
     }
 }
 

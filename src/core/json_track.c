@@ -27,3 +27,16 @@ void zn_json_track(void) {
 }
 
 int zn_json_failed(void) { return failed; }
+
+cJSON *zn_json_add(cJSON *parent, const char *name, cJSON *item) {
+    int ok = name ? cJSON_AddItemToObject(parent, name, item) : cJSON_AddItemToArray(parent, item);
+    if (ok) return item;
+    cJSON_Delete(item);
+    return NULL;
+}
+
+int zn_json_replace(cJSON *parent, const char *name, cJSON *item) {
+    if (cJSON_ReplaceItemInObjectCaseSensitive(parent, name, item)) return 1;
+    cJSON_Delete(item);
+    return 0;
+}

@@ -14,4 +14,13 @@
 void zn_json_track(void);   /* installs the hook (once) and clears this thread's flag */
 int zn_json_failed(void);   /* 1 if a cJSON allocation failed on this thread since */
 
+/* Attaching a built item: to object parent under name, or to array parent
+ * (name NULL). When it cannot be attached (parent or item NULL after a
+ * failed allocation, or the key's copy failed) the item is freed, so a
+ * failed build leaks nothing. Returns item once attached, else NULL. */
+struct cJSON;
+struct cJSON *zn_json_add(struct cJSON *parent, const char *name, struct cJSON *item);
+/* The same for replacing the value of key name in object parent. */
+int zn_json_replace(struct cJSON *parent, const char *name, struct cJSON *item);
+
 #endif

@@ -118,18 +118,17 @@ static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
     cJSON_AddNumberToObject(j, "partition_numel", (double)L->part_numel);
     cJSON_AddNumberToObject(j, "rank_numel", (double)L->part_numel);   /* Z-LAY-010: the rank's whole partition */
     cJSON *pad = cJSON_AddArrayToObject(j, "rank_padding");   /* elements of padding each rank holds */
-    for (int r = 0; r < L->world; r++) cJSON_AddItemToArray(pad, cJSON_CreateNumber((double)zn_layout_rank_padding(L, r)));
+    for (int r = 0; r < L->world; r++) zn_json_add(pad, NULL, cJSON_CreateNumber((double)zn_layout_rank_padding(L, r)));
     cJSON *ps = cJSON_AddArrayToObject(j, "params");
     for (int p = 0; p < L->nparams; p++) {
-        cJSON *o = cJSON_CreateObject();
+        cJSON *o = zn_json_add(ps, NULL, cJSON_CreateObject());
         cJSON_AddStringToObject(o, "name", L->params[p].name);
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-        for (int d = 0; d < L->params[p].ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)L->params[p].shape[d]));
+        for (int d = 0; d < L->params[p].ndim; d++) zn_json_add(sh, NULL, cJSON_CreateNumber((double)L->params[p].shape[d]));
         cJSON_AddNumberToObject(o, "numel", (double)L->params[p].numel);
         cJSON_AddNumberToObject(o, "model_offset", (double)L->model_offset[p]);
         cJSON_AddNumberToObject(o, "flat_offset", L->shard != ZN_SHARD_PARAM ? (double)L->flat_offset[p] : -1.0);
         cJSON_AddNumberToObject(o, "partition_numel", L->shard == ZN_SHARD_PARAM ? (double)L->s3_pn[p] : -1.0);
-        cJSON_AddItemToArray(ps, o);
     }
     return j;
 }
@@ -664,13 +663,13 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON_AddStringToObject(m, "master_dtype", "fp32");
         cJSON_AddStringToObject(m, "communication_dtype", zn_dtype_name(E->cdt));
         ZnLayoutOpts lo = zn_layout_opts(E->cfg);
-        cJSON_AddItemToObject(m, "layout", layout_json(L, &lo));
-        cJSON_AddItemToObject(m, "state", state_json(&st, E->global_step * E->cfg->train_batch_size));
+        zn_json_add(m, "layout", layout_json(L, &lo));
+        zn_json_add(m, "state", state_json(&st, E->global_step * E->cfg->train_batch_size));
         cJSON *sh = cJSON_AddObjectToObject(m, "shared_params");
         for (int a = 0; a < E->model->naliases; a++)
             cJSON_AddStringToObject(sh, E->model->aliases[a].name, L->params[E->model->aliases[a].param].name);
         cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
-        cJSON_AddItemToObject(m, "config", cfg ? cfg : cJSON_CreateNull());
+        zn_json_add(m, "config", cfg ? cfg : cJSON_CreateNull());
         cJSON *fs = cJSON_AddArrayToObject(m, "files");
         for (int r = 0; r <= E->world.size; r++) {
             char name[128], hex[32];
@@ -678,11 +677,10 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
             else snprintf(name, sizeof name, "%s", MODEL_FILE);
             uint64_t *sum = r < E->world.size ? &all[2 * r] : model_sum;
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)sum[1]);
-            cJSON *f = cJSON_CreateObject();
+            cJSON *f = zn_json_add(fs, NULL, cJSON_CreateObject());
             cJSON_AddStringToObject(f, "name", name);
             cJSON_AddNumberToObject(f, "bytes", (double)sum[0]);
             cJSON_AddStringToObject(f, "fnv1a64", hex);
-            cJSON_AddItemToArray(fs, f);
         }
         add_self_checksum(m);
         char *text = cJSON_Print(m);
@@ -1001,8 +999,8 @@ static int cmd_to_universal(int argc, char **argv) {
             if (!doc) rc = zn_err(&err, zn_json_failed() ? ZN_E_NOMEM : ZN_E_CORRUPT, "%s: %s", src,
                                   zn_json_failed() ? ZN_NOMEM_MSG : "unreadable");
             else {
-                cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
-                cJSON_ReplaceItemInObjectCaseSensitive(doc, "files", cJSON_CreateArray());
+                zn_json_replace(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
+                zn_json_replace(doc, "files", cJSON_CreateArray());
                 add_self_checksum(doc);
                 char *o = cJSON_Print(doc);
                 cJSON_Delete(doc);
