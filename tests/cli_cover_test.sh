@@ -105,6 +105,8 @@ usage_err "Z-REP-006 stepper: different world sizes" 2 "zinc: error: base and te
 printf '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}, "fp16": {"enabled": true, "initial_scale_power": 32, "min_loss_scale": 4294967296, "hysteresis": 1}}\n' >"$T/G.json"
 usage_err "Z-SCALE-009 stepper: the test engine's error" 1 "zinc: error: test: rank 0: step 1: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run. (loss scale 4294967296 == min_loss_scale 4294967296, overflow at scaler iteration 0)" -- stepper $M --base "$T/A.json" --test "$T/G.json" --world-size 2 --batches 3
 
+usage_err "Z-SCALE-009 stepper: the base engine's error" 1 "zinc: error: base: rank 0: step 1: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run. (loss scale 4294967296 == min_loss_scale 4294967296, overflow at scaler iteration 0)" -- stepper $M --base "$T/G.json" --test "$T/A.json" --world-size 2 --batches 3
+
 # spec: Z-REP-006 --track loss with --fail: the losses agree at batch 0 (same
 # initial weights) and diverge at batch 1: DIVERGED LOSS, the STATUS line of
 # the failing batch, TEST FAILED, exit 1; the configuration block shows what is tracked
@@ -125,6 +127,16 @@ if [ $rc = 1 ] && [ "$(grep -c '^DIVERGED GRADIENT rank=[01] batch=1 param_idx=[
    grep -qx "track_params=False" "$T/st" && grep -qx "track_loss=False" "$T/st" && [ "$(tail -n 1 "$T/st")" = "TEST FAILED" ]; then
   ok "Z-REP-006 stepper --track grads --fail: one DIVERGED GRADIENT line per rank and parameter"
 else bad "Z-REP-006 stepper --track grads" "exit $rc: $(cat "$T/st")"; fi
+# spec: Z-REP-006 --track params with --fail against a stage-3 test engine:
+# every parameter diverges at batch 0, one line per rank holding part of it
+# (stage 3 at world size 2: both ranks), and the run stops after batch 0
+"$ZINC" $S --world-size 2 --batches 3 --track params --fail >"$T/st" 2>&1
+rc=$?
+if [ $rc = 1 ] && [ "$(grep -c '^DIVERGED PARAMETER rank=[01] batch=0 param_idx=[0-3] abs_diff=1.00000e-03 rel_diff=[0-9.]*e-[0-9]* tol=1.00000e-05$' "$T/st")" = 8 ] &&
+   [ "$(grep -c '^DIVERGED' "$T/st")" = 8 ] && [ "$(grep '^STATUS' "$T/st" | sed 's/ base_loss.*//')" = "STATUS batch=0 / 3" ] &&
+   grep -qx "track_params=True" "$T/st" && grep -qx "track_grads=False" "$T/st" && [ "$(tail -n 1 "$T/st")" = "TEST FAILED" ]; then
+  ok "Z-REP-006 stepper --track params --fail: DIVERGED PARAMETER per rank at batch 0"
+else bad "Z-REP-006 stepper --track params" "exit $rc: $(cat "$T/st")"; fi
 # spec: Z-REP-006 --test-every, --status-every and tolerances: checked every
 # 2nd batch, STATUS every 3rd and at the last; tolerances wide enough that --fail still passes
 "$ZINC" $S --world-size 2 --batches 6 --test-every 2 --status-every 3 --param-tol 1 --grad-tol 0.5 --loss-tol 0.25 --fail >"$T/st" 2>&1
@@ -147,13 +159,20 @@ usage_err "Z-CLI-006 spec run --backend without value" 2 "zinc: error: zinc spec
 # spec: Z-SPEC-001 a file argument runs that file's case, after the options
 # (--backend sim, --backend cuda and --exact accepted: a config-error case
 # needs no device)
-for opt in "--backend sim" "--backend cuda" "--exact"; do
+for opt in "--backend sim" "--backend cuda"; do
   "$ZINC" spec run $opt spec/cases/cli/Z-CLI-005-error-bad-model.json >"$T/out" 2>&1
   rc=$?
   if [ $rc = 0 ] && [ "$(cat "$T/out")" = "ok   error-bad-model
 spec: 1 passed, 0 failed" ]; then ok "Z-SPEC-001 spec run $opt FILE"
   else bad "Z-SPEC-001 spec run $opt" "exit $rc: $(cat "$T/out")"; fi
 done
+
+# spec: Z-SPEC-001 ... and --exact before a file that trains (exact mode on the simulator keeps the stages' bits)
+"$ZINC" spec run --exact spec/cases/engine/Z-ENG-009-stages-bitwise-run-keys.json >"$T/out" 2>&1
+rc=$?
+if [ $rc = 0 ] && [ "$(cat "$T/out")" = "ok   stages-bitwise-run-keys
+spec: 1 passed, 0 failed" ]; then ok "Z-SPEC-001 spec run --exact FILE"
+else bad "Z-SPEC-001 spec run --exact" "exit $rc: $(cat "$T/out")"; fi
 
 # ---- zinc spec run: how a case fails ----------------------------------------
 # run_case ID FILE LINE: `zinc spec run FILE` exits 1 and prints LINE (a
@@ -248,6 +267,9 @@ run_case "Z-CLI-005 checkpoint case: uninterrupted run fails" "$T/c/r.json" \
 printf '{"id": "ck-save", "model": "mlp:6,8,4", "steps": 3, "world": 2, "stage": 2, "config": {%s}, "checkpoint": {"save_at": 2, "save": {"model": "mlp:6,x"}, "resume": [{}]}}\n' "$MB" >"$T/c/s.json"
 run_case "Z-CLI-005 checkpoint case: saving run fails" "$T/c/s.json" \
   "FAIL ck-save \[$T/c/s.json\]: saving run: model spec 'mlp:6,x': 'x' is not a positive integer"
+printf '{"id": "ck-resume", "model": "mlp:6,8,4", "steps": 3, "world": 2, "stage": 2, "config": {%s}, "checkpoint": {"save_at": 2, "resume": [{"model": "mlp:6,z"}]}}\n' "$MB" >"$T/c/s2.json"
+run_case "Z-CLI-005 checkpoint case: a resume run's bad model" "$T/c/s2.json" \
+  "FAIL ck-resume \[$T/c/s2.json\]: resume 0: model spec 'mlp:6,z': 'z' is not a positive integer"
 # spec: Z-CKPT-007 resuming into another model is refused, naming the parameter and both shapes
 printf '{"id": "ck-model", "model": "mlp:6,8,4", "steps": 4, "world": 2, "stage": 1, "config": {%s}, "checkpoint": {"save_at": 2, "resume": [{"model": "mlp:6,9,4"}]}}\n' "$MB" >"$T/c/t.json"
 run_case "Z-CKPT-007 checkpoint case: resume into another model" "$T/c/t.json" \
@@ -261,6 +283,12 @@ run_case "Z-CKPT-004 non-canonical reshard: digest differs" "$T/c/u.json" \
 printf '{"id": "ck-loss", "model": "mlp:6,8,4", "steps": 12, "world": 2, "stage": 2, "train_batch_size": 24, "micro_batch": 4, "checkpoint": {"save_at": 2, "resume": [{"world": 1}]}}\n' >"$T/c/v.json"
 run_case "Z-CKPT-004 non-canonical reshard: a loss differs" "$T/c/v.json" \
   "FAIL ck-loss \[$T/c/v.json\]: resume 0 (world 1, GA 6, stage 2) step [0-9]*: loss [0-9.]*, uninterrupted [0-9.]*"
+printf '{"id": "ck-world2", "model": "mlp:6,8,4", "steps": 5, "world": 2, "stage": 2, "train_batch_size": 16, "micro_batch": 4, "checkpoint": {"save_at": 2, "resume": [{"world": 1}]}}\n' >"$T/c/u2.json"
+run_case "Z-CKPT-004 non-canonical reshard (sharded checkpoint): digest differs" "$T/c/u2.json" \
+  "FAIL ck-world2 \[$T/c/u2.json\]: resume 0 (world 1, GA 4, stage 2): digest [0-9a-f]\{16\}, uninterrupted [0-9a-f]\{16\}"
+printf '{"id": "ck-loss2", "model": "mlp:6,8,4", "steps": 12, "world": 2, "stage": 2, "train_batch_size": 24, "micro_batch": 4, "checkpoint": {"save_at": 2, "universal": true, "resume": [{"world": 1, "universal": true}]}}\n' >"$T/c/v2.json"
+run_case "Z-CKPT-004 non-canonical reshard (universal checkpoint): a loss differs" "$T/c/v2.json" \
+  "FAIL ck-loss2 \[$T/c/v2.json\]: resume 0 (world 1, GA 6, stage 2, universal) step [0-9]*: loss [0-9.]*, uninterrupted [0-9.]*"
 # spec: Z-ENG-011 (the loss of an lr-0 run does not fall): a loss_falls case
 # fails with the first and last loss and ln C, and no later expectation runs
 printf '{"id": "no-fall", %s, "stage": 2, "config": {%s, "optimizer": {"type": "Adam", "params": {"lr": 0}}}, "expect": {"loss_falls": {"first_near_lnC": 0.5, "ratio": 0.9}, "scale_after": [2], "skipped": [1], "lr_follows_schedule": true, "finite": false, "comm_volume": true, "memory": true}}\n' "$C" "$MB" >"$T/c/w.json"
@@ -303,6 +331,18 @@ if [ -f "$SHIM" ] && ! ldd "$ZINC" 2>/dev/null | grep -q libasan; then
       ok "Z-SPEC-002 a folder that cannot be listed (allocation $k fails)"
     else bad "Z-SPEC-002 listing failure $k" "exit $rc: $(cat "$T/out" "$T/err")"; fi
   done
+  # no argument: spec/cases, with the hint to run from the repository root
+  env ZN_FAIL_ALLOC=1 LD_PRELOAD="$SHIM" "$ZINC" spec run >"$T/out" 2>"$T/err"
+  rc=$?
+  if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: cannot list the cases of spec/cases (run from the repository root)" ]; then
+    ok "Z-SPEC-002 spec/cases cannot be listed"
+  else bad "Z-SPEC-002 default folder listing failure" "exit $rc: $(cat "$T/out" "$T/err")"; fi
+  # a file, then a folder that cannot be listed: nothing runs
+  env ZN_FAIL_ALLOC=3 LD_PRELOAD="$SHIM" "$ZINC" spec run spec/cases/cli/Z-CLI-005-error-bad-model.json "$T/list" >"$T/out" 2>"$T/err"
+  rc=$?
+  if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: cannot list the cases of $T/list" ]; then
+    ok "Z-SPEC-002 a file, then a folder that cannot be listed"
+  else bad "Z-SPEC-002 file then folder listing failure" "exit $rc: $(cat "$T/out" "$T/err")"; fi
 else echo "skip Z-SPEC-002 listing failure: no $SHIM, or an ASan build"; fi
 
 # ---- zinc spec coverage -------------------------------------------------------
@@ -329,5 +369,20 @@ printf '/* spec: %s; not ids: %s, %s, %s */\n' "$A-002" "$A-0021" "Z-qx-003" "${
 if [ $rc = 0 ] && [ "$(cat "$T/out")" = "spec coverage: 2 clauses, 2 covered, 0 uncovered, 0 unknown ids" ]; then
   ok "Z-SPEC-003 spec coverage passes when every clause is named"
 else bad "Z-SPEC-003 all covered" "exit $rc: $(cat "$T/out")"; fi
+
+# spec: Z-SPEC-003 an unknown id alone, or a clause defined twice alone, makes spec coverage exit 1
+mkdir -p "$T/t4/spec/cases" "$T/t4/tests" "$T/t5/spec/cases" "$T/t5/tests"
+printf -- "- **$A-001** one\n" >"$T/t4/spec/SPEC.md"
+printf '/* spec: %s %s %s */\n' "$A-001" "$A-007" "$A-001" >"$T/t4/tests/t.c"
+printf -- "- **$A-001** one\n- **$A-001** one again\n" >"$T/t5/spec/SPEC.md"
+printf '/* spec: %s */\n' "$A-001" >"$T/t5/tests/t.c"
+(cd "$T/t4" && "$Z" spec coverage) >"$T/out" 2>&1; rc=$?
+(cd "$T/t5" && "$Z" spec coverage) >"$T/out2" 2>&1; rc2=$?
+if [ $rc = 1 ] && [ "$(cat "$T/out")" = "unknown   $A-007 (named by a test or case, not defined in SPEC.md)
+spec coverage: 1 clauses, 1 covered, 0 uncovered, 1 unknown ids" ] &&
+   [ $rc2 = 1 ] && [ "$(cat "$T/out2")" = "defined twice $A-001
+spec coverage: 1 clauses, 1 covered, 0 uncovered, 0 unknown ids" ]; then
+  ok "Z-SPEC-003 an unknown id alone, a twice-defined clause alone: exit 1"
+else bad "Z-SPEC-003 unknown/twice alone" "exit $rc/$rc2: $(cat "$T/out" "$T/out2")"; fi
 
 finish clicover
