@@ -210,6 +210,8 @@ static void test_manifest_fields(void **st) {
     static const Mut t[] = {
         {"tag", NULL, NULL},   /* the tag is informational: absent is fine */
         {"shared_params.tied", "\"layers.0.weight\"", NULL},   /* a valid alias */
+        {"shared_params", NULL, NULL},   /* no tied weights: the table may be absent */
+        {"config", NULL, NULL},          /* the config is a record, not needed to load */
         {"format", "\"zinc-universal\"", "format is 'zinc-universal', expected 'zinc-checkpoint'"},
         {"format", NULL, "format is '(none)', expected 'zinc-checkpoint'"},
         {"version", NULL, "version: missing or out of range"},
@@ -783,6 +785,234 @@ static void test_universal_resume_errors(void **st) {
     rm_rf(dir);
 }
 
+
+/* ---- files that verify but do not hold what the manifest says ----------- */
+
+/* Records file files[idx] of dir/global_step2 (at path) in the manifest
+ * with its current size and checksum, restamped: then only the checks
+ * behind the checksums are left to catch a lie. */
+static void vouch(const char *dir, int idx, const char *path) {
+    char *buf;
+    size_t n;
+    ZnErr err;
+    assert_int_equal(zn_read_file(path, 1 << 24, &buf, &n, &err), 0);
+    char hex[32], bytes[32];
+    snprintf(hex, sizeof hex, "\"%016llx\"", (unsigned long long)zn_fnv1a64(ZN_FNV_INIT, buf, n));
+    snprintf(bytes, sizeof bytes, "%zu", n);
+    free(buf);
+    cJSON *doc = load_manifest(dir);
+    char key[64];
+    snprintf(key, sizeof key, "files.%d.fnv1a64", idx);
+    mutate(doc, key, hex);
+    snprintf(key, sizeof key, "files.%d.bytes", idx);
+    mutate(doc, key, bytes);
+    save_manifest(dir, doc);
+    cJSON_Delete(doc);
+}
+
+/* spec: Z-CKPT-009 files with their recorded size and checksum that are not
+ * what the manifest says are refused naming the file: a shard or module
+ * weights file that is not safetensors at all, a shard tensor of five
+ * dimensions (the message shows four and "..."), a stage-3 shard without
+ * its "param_partition"; inspect runs the same checks */
+static void test_vouched_lies(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-cke-vouch-XXXXXX";
+    trained(dir, 3, CFG_FP16);
+    char shard[600], model[600], tagdir[512];
+    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
+    snprintf(shard, sizeof shard, "%s/zero_pp_rank_1_optim_states.safetensors", tagdir);
+    snprintf(model, sizeof model, "%s/mp_rank_00_model_states.safetensors", tagdir);
+    cJSON *orig = load_manifest(dir);
+    char *s0 = slurp_path(shard), *m0 = slurp_path(model);
+    struct stat sb;
+    assert_int_equal(stat(shard, &sb), 0);
+    size_t shard_n = (size_t)sb.st_size;
+    assert_int_equal(stat(model, &sb), 0);
+    size_t model_n = (size_t)sb.st_size;
+    Run r = {.dir = dir, .cfg = CFG_FP16, .stage = 3};
+    /* not safetensors: an 8-byte header length past the end of the file */
+    put_path(shard, "\xff\xff\xff\x00\x00\x00\x00\x00{}", 10);
+    vouch(dir, 1, shard);
+    resume_fails(&r, ZN_E_CORRUPT, "zero_pp_rank_1_optim_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", NULL);
+    CKPT(1, "zero_pp_rank_1_optim_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", "INVALID", "inspect", tagdir);
+    put_path(shard, s0, shard_n);
+    save_manifest(dir, orig);
+    put_path(model, "\xff\xff\xff\x00\x00\x00\x00\x00{}", 10);
+    vouch(dir, 2, model);
+    CKPT(1, "mp_rank_00_model_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", "INVALID", "inspect", tagdir);
+    put_path(model, m0, model_n);
+    /* a stage-3 shard: rank_numel is 24 + 4 + 16 + 2 = 46 (Z-LAY-009) */
+    static float data[64];
+    ZnStEntry five[] = {{"fp32", ZN_F32, 5, {1, 1, 1, 2, 23}, data}, {"exp_avg", ZN_F32, 1, {46}, data},
+                        {"exp_avg_sq", ZN_F32, 1, {46}, data}, {"param_partition", ZN_F16, 1, {46}, data}};
+    ZnErr err;
+    assert_int_equal(zn_st_write(shard, five, 4, NULL, &err), 0);
+    save_manifest(dir, orig);
+    vouch(dir, 1, shard);
+    resume_fails(&r, ZN_E_CORRUPT, "zero_pp_rank_1_optim_states.safetensors: tensor 'fp32' is F32 [1, 1, 1, 2, ...], "
+                 "the layout says F32 [46]", NULL);
+    ZnStEntry three[] = {{"fp32", ZN_F32, 1, {46}, data}, {"exp_avg", ZN_F32, 1, {46}, data},
+                         {"exp_avg_sq", ZN_F32, 1, {46}, data}};
+    assert_int_equal(zn_st_write(shard, three, 3, NULL, &err), 0);
+    vouch(dir, 1, shard);
+    resume_fails(&r, ZN_E_CORRUPT, "zero_pp_rank_1_optim_states.safetensors: tensor 'param_partition' is missing", NULL);
+    CKPT(1, "zero_pp_rank_1_optim_states.safetensors: tensor 'param_partition' is missing", "INVALID", "inspect", tagdir);
+    put_path(shard, s0, shard_n);
+    save_manifest(dir, orig);
+    Run ok = {.dir = dir, .cfg = CFG_FP16, .world = 2, .stage = 3, .resume = 1, .steps = 3};
+    if (run(&ok, &err)) fail_msg("restored: %s", err.msg);
+    free(s0);
+    free(m0);
+    cJSON_Delete(orig);
+    rm_rf(dir);
+}
+
+/* spec: Z-CKPT-007 a manifest whose recorded layout breaks the partitioning
+ * rules is refused on resume (same world size and stage, or a remap), and
+ * by inspect, consolidate and to-universal, naming the manifest */
+static void test_layout_lie_refused(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-cke-lay-XXXXXX";
+    trained(dir, 1, CFG);
+    char tagdir[512], outp[600];
+    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
+    snprintf(outp, sizeof outp, "%s/out", dir);
+    cJSON *doc = load_manifest(dir);
+    mutate(doc, "layout.params.2.flat_offset", "57");
+    save_manifest(dir, doc);
+    cJSON_Delete(doc);
+    const char *want = "global_step2/manifest.json: the recorded layout does not match the partitioning rules for "
+                       "world size 2, stage 1";
+    Run same = {.dir = dir, .world = 2, .stage = 1};
+    resume_fails(&same, ZN_E_CORRUPT, want, NULL);
+    Run remap = {.dir = dir, .world = 1, .stage = 2};
+    resume_fails(&remap, ZN_E_CORRUPT, want, NULL);
+    CKPT(1, want, "INVALID", "inspect", tagdir);
+    CKPT(1, want, NULL, "consolidate", "--input", tagdir, "--output", outp);
+    CKPT(1, want, NULL, "to-universal", "--input-folder", tagdir, "--output-folder", outp);
+    rm_rf(dir);
+}
+
+/* spec: Z-CKPT-007 a universal checkpoint of another model: a parameter
+ * with another name, or another number of dimensions, is refused naming
+ * both (there is no module weights file to catch it first) */
+static void test_universal_other_params(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-cke-uparam-XXXXXX";
+    trained(dir, 1, CFG);
+    char tagdir[512], out[600], state[700];
+    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
+    snprintf(out, sizeof out, "%s/univ", dir);
+    snprintf(state, sizeof state, "%s/univ/zero/optimizer_state.json", dir);
+    CKPT(0, NULL, "wrote universal checkpoint", "to-universal", "--input-folder", tagdir, "--output-folder", out);
+    char *text = slurp_path(state);
+    static const struct { const char *path, *json, *want; } t[] = {
+        {"layout.params.1.name", "\"layers.0.b\"",
+         "optimizer_state.json: parameter 1 is 'layers.0.b' [8 x 1] in the checkpoint (model mlp:6,8,4) but "
+         "'layers.0.bias' [8 x 1] in this model"},
+        {"layout.params.1.shape", "[8, 1]",
+         "optimizer_state.json: parameter 1 is 'layers.0.bias' [8 x 1] in the checkpoint (model mlp:6,8,4) but "
+         "'layers.0.bias' [8 x 1] in this model"},
+    };
+    Run u = {.dir = dir, .world = 2, .stage = 2, .universal = 1};
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        cJSON *doc = cJSON_Parse(text);
+        mutate(doc, t[k].path, t[k].json);
+        restamp(doc);
+        char *o = cJSON_Print(doc);
+        put_path(state, o, strlen(o));
+        cJSON_free(o);
+        cJSON_Delete(doc);
+        resume_fails(&u, ZN_E_USAGE, t[k].want, NULL);
+    }
+    /* a missing master file of the first parameter */
+    put_path(state, text, strlen(text));
+    free(text);
+    char path[700];
+    snprintf(path, sizeof path, "%s/univ/zero/layers.0.weight/fp32.safetensors", dir);
+    assert_int_equal(remove(path), 0);
+    resume_fails(&u, ZN_E_IO, "univ/zero/layers.0.weight/fp32.safetensors", NULL);
+    rm_rf(dir);
+}
+
+/* spec: Z-CKPT-004 a checkpoint resumes when only the partitioning options
+ * differ (stage 1/2 round_robin_gradients, stage 3 sub_group_size): the
+ * remap restores master and both moments bitwise */
+typedef struct {
+    const char *dir;
+    ZnConfig cfg;
+    ZnModel model;
+    ZnData data;
+    float got[3][92];
+} LoadCtx;
+
+static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+    LoadCtx *c = arg;
+    ZnDevice dev;
+    ZnEngine E;
+    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
+    if (rc) return rc;
+    float m[92], a[92], s[92];
+    rc = zn_ckpt_load(&E, c->dir, NULL, 0, err);
+    if (!rc) rc = zn_engine_gather_params(&E, m, err);
+    if (!rc) rc = zn_engine_gather_moments(&E, a, s, err);
+    if (!rc && rank == 0) {
+        memcpy(c->got[0], m, sizeof m);
+        memcpy(c->got[1], a, sizeof a);
+        memcpy(c->got[2], s, sizeof s);
+    }
+    zn_engine_free(&E);
+    return rc;
+}
+
+static void test_remap_on_options(void **st) {
+    (void)st;
+    static const struct { int stage; const char *save_cfg, *load_cfg; } t[] = {
+        {1, "{\"train_micro_batch_size_per_gpu\": 2}",
+         "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"round_robin_gradients\": true}}"},
+        {3, "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"sub_group_size\": 10}}",
+         "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"sub_group_size\": 20}}"},
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        char dir[] = "/tmp/zinc-cke-remap-XXXXXX";
+        trained(dir, t[k].stage, t[k].save_cfg);
+        char tagdir[512];
+        snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
+        static LoadCtx c;
+        memset(&c, 0, sizeof c);
+        c.dir = dir;
+        ZnErr err;
+        float want[3][92];
+        if (zn_ckpt_read_full(tagdir, want[0], want[1], want[2], 92, &err)) fail_msg("%s", err.msg);
+        assert_int_equal(zn_model_parse(MODEL, &c.model, &err), 0);
+        assert_int_equal(zn_data_init(&c.data, c.model.dims[0], c.model.dims[c.model.nlayers], 1234), 0);
+        ZnConfigArgs args = zt_args(2, t[k].stage, -1, -1, -1);
+        args.train_batch_size = 4;
+        zt_config(&c.cfg, t[k].load_cfg, &args);
+        if (zt_sim_run(2, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", t[k].stage, err.msg);
+        assert_memory_equal(c.got, want, sizeof want);
+        zn_data_free(&c.data);
+        rm_rf(dir);
+    }
+}
+
+/* spec: Z-CKPT-010 an empty --checkpoint-tag is refused as a usage error;
+ * Z-CLI-006 an empty output path of a ckpt command is a usage error (exit
+ * 2), not a write */
+static void test_empty_names(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-cke-empty-XXXXXX";
+    trained(dir, 1, CFG);
+    Run r = {.dir = dir, .tag = ""};
+    resume_fails(&r, ZN_E_USAGE, "--checkpoint-tag: the tag '' is empty (a tag is a folder name inside ", NULL);
+    char tagdir[512];
+    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
+    CKPT(2, "'' is not a file path", NULL, "consolidate", "--input", tagdir, "--output", "");
+    CKPT(2, "empty directory path", NULL, "to-universal", "--input-folder", tagdir, "--output-folder", "");
+    rm_rf(dir);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_manifest_fields),
     cmocka_unit_test(test_manifest_self),
@@ -797,4 +1027,9 @@ ZT_MAIN(
     cmocka_unit_test(test_consolidate_errors),
     cmocka_unit_test(test_inspect),
     cmocka_unit_test(test_to_universal_errors),
-    cmocka_unit_test(test_universal_resume_errors))
+    cmocka_unit_test(test_universal_resume_errors),
+    cmocka_unit_test(test_vouched_lies),
+    cmocka_unit_test(test_layout_lie_refused),
+    cmocka_unit_test(test_universal_other_params),
+    cmocka_unit_test(test_remap_on_options),
+    cmocka_unit_test(test_empty_names))
