@@ -549,7 +549,7 @@ static int ckpt_cmd(char **out, char **errs, const char *const *argv) {
 static void expect_ckpt(int want, const char *err_part, const char *out_part, const char *const *argv) {
     char *out, *errs;
     int rc = ckpt_cmd(&out, &errs, argv);
-    const char *second = strstr(errs + 1, "zinc: error: ");
+    const char *second = errs[0] ? strstr(errs + 1, "zinc: error: ") : NULL;
     if (rc != want || (err_part && (strncmp(errs, "zinc: error: ", 13) || second || !strstr(errs, err_part))) ||
         (!err_part && errs[0]) || (out_part && !strstr(out, out_part))) {
         fail_msg("zinc ckpt %s %s: exit %d (expected %d), stderr '%s' (expected '%s'), stdout '%s' (expected '%s')",
