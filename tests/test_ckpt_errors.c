@@ -940,9 +940,7 @@ static void test_universal_other_params(void **st) {
     rm_rf(dir);
 }
 
-/* spec: Z-CKPT-004 a checkpoint resumes when only the partitioning options
- * differ (stage 1/2 round_robin_gradients, stage 3 sub_group_size): the
- * remap restores master and both moments bitwise */
+/* An engine of 2 ranks that loads c->dir; rank 0 gathers master and moments. */
 typedef struct {
     const char *dir;
     ZnConfig cfg;
@@ -970,6 +968,9 @@ static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     return rc;
 }
 
+/* spec: Z-CKPT-004 a checkpoint resumes when only the partitioning options
+ * differ (stage 1/2 round_robin_gradients, stage 3 sub_group_size): the
+ * remap restores master and both moments bitwise */
 static void test_remap_on_options(void **st) {
     (void)st;
     static const struct { int stage; const char *save_cfg, *load_cfg; } t[] = {
