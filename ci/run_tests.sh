@@ -55,6 +55,7 @@ part() {
 
 part spec "$ZINC" spec run
 part cli sh tests/cli_test.sh
+part clicover sh tests/cli_cover_test.sh
 part mutants sh tests/mutants_test.sh
 part fuzz sh tests/fuzz/replay.sh "$B"
 part proc sh tests/proc_test.sh
