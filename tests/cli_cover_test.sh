@@ -315,9 +315,9 @@ if [ $rc = 0 ] && [ "$(cat "$T/out")" = "ok   error-bad-model
 spec: 1 passed, 0 failed" ] && [ $rc2 = 0 ] && [ "$(cat "$T/out2")" = "spec: 0 passed, 0 failed" ]; then
   ok "Z-SPEC-001 a folder runs its .json files, an empty folder none"
 else bad "Z-SPEC-001 folder filter" "exit $rc/$rc2: $(cat "$T/out" "$T/out2")"; fi
-# spec: Z-SPEC-002 a folder that cannot be listed (an allocation of the
-# listing fails: tests/failmalloc.c fails the k-th allocation after main) is
-# one error on stderr, exit 2. Skipped where the shim is not built or zinc
+# spec: Z-SPEC-002 a folder whose listing runs out of memory (an allocation
+# of the listing fails: tests/failmalloc.c fails the k-th allocation after
+# main) is one error on stderr that says so, exit 2. Skipped where the shim is not built or zinc
 # runs under ASan (which replaces malloc).
 SHIM="$(dirname "$ZINC")/tests/libfailmalloc.so"
 if [ -f "$SHIM" ] && ! ldd "$ZINC" 2>/dev/null | grep -q libasan; then
@@ -327,23 +327,43 @@ if [ -f "$SHIM" ] && ! ldd "$ZINC" 2>/dev/null | grep -q libasan; then
   for k in 1 2 3 4 5; do
     env ZN_FAIL_ALLOC=$k LD_PRELOAD="$SHIM" "$ZINC" spec run "$T/list" >"$T/out" 2>"$T/err"
     rc=$?
-    if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: cannot list the cases of $T/list" ]; then
+    if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: out of host memory while listing the cases of $T/list" ]; then
       ok "Z-SPEC-002 a folder that cannot be listed (allocation $k fails)"
     else bad "Z-SPEC-002 listing failure $k" "exit $rc: $(cat "$T/out" "$T/err")"; fi
   done
   # no argument: spec/cases, with the hint to run from the repository root
   env ZN_FAIL_ALLOC=1 LD_PRELOAD="$SHIM" "$ZINC" spec run >"$T/out" 2>"$T/err"
   rc=$?
-  if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: cannot list the cases of spec/cases (run from the repository root)" ]; then
+  if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: out of host memory while listing the cases of spec/cases" ]; then
     ok "Z-SPEC-002 spec/cases cannot be listed"
   else bad "Z-SPEC-002 default folder listing failure" "exit $rc: $(cat "$T/out" "$T/err")"; fi
   # a file, then a folder that cannot be listed: nothing runs
   env ZN_FAIL_ALLOC=3 LD_PRELOAD="$SHIM" "$ZINC" spec run spec/cases/cli/Z-CLI-005-error-bad-model.json "$T/list" >"$T/out" 2>"$T/err"
   rc=$?
-  if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: cannot list the cases of $T/list" ]; then
+  if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: out of host memory while listing the cases of $T/list" ]; then
     ok "Z-SPEC-002 a file, then a folder that cannot be listed"
   else bad "Z-SPEC-002 file then folder listing failure" "exit $rc: $(cat "$T/out" "$T/err")"; fi
 else echo "skip Z-SPEC-002 listing failure: no $SHIM, or an ASan build"; fi
+# spec: Z-SPEC-002 a case file whose parse runs out of memory says so
+# (not "not JSON"); JSON that is not an object or an array of objects is
+# "not a case"; the other files still run
+if [ -f "$SHIM" ] && ! ldd "$ZINC" 2>/dev/null | grep -q libasan; then
+  mem_ok=0
+  for k in 6 7 8 9 10; do   # allocations within the parse of the one case
+    env ZN_FAIL_ALLOC=$k LD_PRELOAD="$SHIM" "$ZINC" spec run spec/cases/cli/Z-CLI-005-error-bad-model.json >"$T/out" 2>&1
+    grep -qx "FAIL spec/cases/cli/Z-CLI-005-error-bad-model.json: out of host memory" "$T/out" && mem_ok=$((mem_ok + 1))
+    grep -q "not JSON" "$T/out" && mem_ok=-99
+  done
+  if [ $mem_ok -ge 1 ]; then ok "Z-SPEC-002 a parse out of memory is named so ($mem_ok of 5 points)"
+  else bad "Z-SPEC-002 parse out of memory" "$(cat "$T/out")"; fi
+fi
+printf '42' >"$T/num.json"
+printf '"x"' >"$T/str.json"
+"$ZINC" spec run "$T/num.json" "$T/str.json" spec/cases/cli/Z-CLI-005-error-bad-model.json >"$T/out" 2>&1; rc=$?
+if [ $rc = 1 ] && grep -qx "FAIL $T/num.json: not a case (a case file holds an object or an array of objects)" "$T/out" && \
+   grep -qx "FAIL $T/str.json: not a case (a case file holds an object or an array of objects)" "$T/out" && \
+   grep -qx "spec: 1 passed, 2 failed" "$T/out"; then ok "Z-SPEC-002 JSON that is not a case"
+else bad "Z-SPEC-002 not a case" "rc $rc: $(cat "$T/out")"; fi
 
 # ---- zinc spec coverage -------------------------------------------------------
 # spec: Z-SPEC-003 run outside the repository root: no SPEC.md, or no

@@ -665,7 +665,8 @@ static void test_inspect(void **st) {
  * folder that cannot be made, or a parameter folder that cannot be made,
  * exit 1 naming the file; with several workers and an output folder given
  * without a parent, every parameter's three states and step.json are
- * written and ./latest_universal names the folder */
+ * written and ./latest_universal names the folder (trailing slashes
+ * ignored); an output that ends in no folder name is a usage error */
 static void test_to_universal_errors(void **st) {
     (void)st;
     char dir[] = "/tmp/zinc-cke-univ-XXXXXX";
@@ -689,6 +690,22 @@ static void test_to_universal_errors(void **st) {
     char *lu = slurp_path("latest_universal");
     assert_string_equal(lu, "univ");
     free(lu);
+    /* a trailing slash names the same folder: latest_universal is ./univ4's
+       parent's, not a file inside it */
+    CKPT(0, NULL, "wrote universal checkpoint univ4//: 4 parameters, optimizer step 2", "to-universal",
+         "--input-folder", "global_step2", "--output-folder", "univ4//");
+    lu = slurp_path("latest_universal");
+    assert_string_equal(lu, "univ4");
+    free(lu);
+    struct stat nb;
+    assert_int_not_equal(stat("univ4/latest_universal", &nb), 0);
+    /* an output that names no folder is refused before anything is written */
+    CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder",
+         "global_step2", "--output-folder", "..");
+    CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder",
+         "global_step2", "--output-folder", "/");
+    CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder",
+         "global_step2", "--output-folder", "");
     const char *names[] = {"layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias"};
     const char *states[] = {"fp32.safetensors", "exp_avg.safetensors", "exp_avg_sq.safetensors", "step.json"};
     for (int p = 0; p < 4; p++)
@@ -911,13 +928,12 @@ static void test_universal_other_params(void **st) {
     char *text = slurp_path(state);
     static const struct { const char *path, *json, *want; } t[] = {
         {"layout.params.1.name", "\"layers.0.b\"",
-         "optimizer_state.json: parameter 1 is 'layers.0.b' [8 x 1] in the checkpoint (model mlp:6,8,4) but "
-         "'layers.0.bias' [8 x 1] in this model"},
-        /* the message prints two dimensions, so [8, 1] and [8] both read
-           "[8 x 1]": only its stable part is asserted */
+         "optimizer_state.json: parameter 1 is 'layers.0.b' [8] in the checkpoint (model mlp:6,8,4) but "
+         "'layers.0.bias' [8] in this model"},
+        /* every dimension is printed: [8, 1] is not [8] */
         {"layout.params.1.shape", "[8, 1]",
          "optimizer_state.json: parameter 1 is 'layers.0.bias' [8 x 1] in the checkpoint (model mlp:6,8,4) but "
-         "'layers.0.bias' "},
+         "'layers.0.bias' [8] in this model"},
     };
     Run u = {.dir = dir, .world = 2, .stage = 2, .universal = 1};
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
@@ -1014,7 +1030,8 @@ static void test_empty_names(void **st) {
     char tagdir[512];
     snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
     CKPT(2, "'' is not a file path", NULL, "consolidate", "--input", tagdir, "--output", "");
-    CKPT(2, "empty directory path", NULL, "to-universal", "--input-folder", tagdir, "--output-folder", "");
+    CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder", tagdir,
+         "--output-folder", "");
     rm_rf(dir);
 }
 

@@ -26,6 +26,7 @@
 #include "engine/engine.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
@@ -33,6 +34,7 @@
 #include "io/checkpoint.h"
 #include "core/fileio.h"
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,11 +567,19 @@ static int list_cases(const char *dir, char ***v, int *n) {
     walk.cap = *n;
     walk.oom = 0;
     int first = walk.n;
+    errno = 0;
     int rc = nftw(dir, collect_case, 16, FTW_PHYS);
+    if (rc && errno == ENOMEM) walk.oom = 1;   /* nftw's own allocation failed */
     if (walk.n > first) qsort(walk.v + first, (size_t)(walk.n - first), sizeof *walk.v, cmp_str);
     *v = walk.v;
     *n = walk.n;
-    return rc || walk.oom ? -1 : 0;
+    return walk.oom ? -2 : rc ? -1 : 0;
+}
+
+/* The error line for a failed list_cases (rc -1: unreadable, -2: memory). */
+static void list_error(const char *what, int rc, int hint) {
+    if (rc == -2) fprintf(stderr, "zinc: error: " ZN_NOMEM_MSG " while listing the cases of %s\n", what);
+    else fprintf(stderr, "zinc: error: cannot list the cases of %s%s\n", what, hint ? " (run from the repository root)" : "");
 }
 
 static int is_dir(const char *path) {
@@ -589,11 +599,10 @@ static int spec_run(int argc, char **argv) {
         else {   /* a file: run as given (an unreadable one fails below) */
             char **nv = zn_realloc(ZN_HOST_APP, files, (size_t)(n + 1) * sizeof *nv);
             if (nv) files = nv;
-            if (!nv || !(files[n] = zn_strdup(ZN_HOST_APP, argv[i]))) bad = -1;
+            if (!nv || !(files[n] = zn_strdup(ZN_HOST_APP, argv[i]))) bad = -2;
             else n++;
         }
-        if (bad) fprintf(stderr, "zinc: error: cannot list the cases of %s%s\n", argv[i],
-                         argv[i] == deflt ? " (run from the repository root)" : "");
+        if (bad) list_error(argv[i], bad, argv[i] == deflt);
     }
     if (bad) {
         for (int i = 0; i < n; i++) free(files[i]);
@@ -603,12 +612,22 @@ static int spec_run(int argc, char **argv) {
     int passed = 0, failed = 0;
     for (int i = 0; i < n; i++) {
         size_t len;
-        char *text = read_file(files[i], &len);
-        if (!text) { printf("FAIL %s: cannot read\n", files[i]); failed++; continue; }
+        char *text;
+        ZnErr rerr;
+        if (zn_read_file(files[i], (size_t)64 << 20, &text, &len, &rerr)) {
+            printf("FAIL %s: %s\n", files[i], rerr.code == ZN_E_NOMEM ? ZN_NOMEM_MSG : "cannot read");
+            failed++;
+            continue;
+        }
         const char *end = NULL;
+        zn_json_track();   /* a parse that ran out of memory is not a syntax error */
         cJSON *doc = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
-        if (!cJSON_IsArray(doc) && !cJSON_IsObject(doc)) {
-            printf("FAIL %s: not JSON (byte %ld)\n", files[i], end ? (long)(end - text) : -1L);
+        if (!doc) {
+            if (zn_json_failed()) printf("FAIL %s: " ZN_NOMEM_MSG "\n", files[i]);
+            else printf("FAIL %s: not JSON (byte %ld)\n", files[i], end ? (long)(end - text) : -1L);
+            failed++;
+        } else if (!cJSON_IsArray(doc) && !cJSON_IsObject(doc)) {
+            printf("FAIL %s: not a case (a case file holds an object or an array of objects)\n", files[i]);
             failed++;
         } else {
             /* a file holds one case or an array of cases */
@@ -682,10 +701,11 @@ static int spec_coverage(void) {
     /* the case files at any depth; the test sources of tests/ and tests/fuzz */
     char **files = NULL;
     int nf = 0;
-    if (list_cases("spec/cases", &files, &nf)) {
+    int lrc = list_cases("spec/cases", &files, &nf);
+    if (lrc) {
         for (int i = 0; i < nf; i++) free(files[i]);
         free(files);
-        fprintf(stderr, "zinc: error: cannot list the cases of spec/cases (run from the repository root)\n");
+        list_error("spec/cases", lrc, 1);
         return 2;
     }
     const char *dirs[] = {"tests", "tests/fuzz"};

@@ -533,6 +533,15 @@ static int full_from_shards(const Manifest *m, const char *dir, float *ms, float
     return rc;
 }
 
+/* A parameter's shape as "[8 x 6]", "[8]" (every dimension). */
+static const char *shape_str(const ZnParamSpec *p, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < p->ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%ld", d ? " x " : "", p->shape[d]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
 /* The engine's model must be the checkpoint's: same names, same shapes. */
 static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
     if (m->nparams != L->nparams)
@@ -542,10 +551,11 @@ static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
         const ZnParamSpec *a = &m->params[p], *b = &L->params[p];
         int same = !strcmp(a->name, b->name) && a->ndim == b->ndim;
         for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == b->shape[d];
-        if (!same)
-            return zn_err(err, ZN_E_USAGE, "%s: parameter %d is '%s' [%ld x %ld] in the checkpoint (model %s) but "
-                          "'%s' [%ld x %ld] in this model", m->path, p, a->name, a->shape[0], a->ndim > 1 ? a->shape[1] : 1L,
-                          m->model, b->name, b->shape[0], b->ndim > 1 ? b->shape[1] : 1L);
+        if (!same) {
+            char sa[96], sb[96];
+            return zn_err(err, ZN_E_USAGE, "%s: parameter %d is '%s' %s in the checkpoint (model %s) but '%s' %s in this model",
+                          m->path, p, a->name, shape_str(a, sa, sizeof sa), m->model, b->name, shape_str(b, sb, sizeof sb));
+        }
     }
     return 0;
 }
@@ -952,6 +962,21 @@ static void *univ_worker(void *arg) {
     }
 }
 
+/* path's parent folder and last component, trailing slashes ignored
+ * ("CK/u1/" is CK and u1, "/u1" is / and u1, "u1" is . and u1); 1 when
+ * there is no last component to name (empty, ".", "..", "/"). */
+static int split_last(const char *path, char *parent, char *base) {
+    pathf(parent, "%s", path);
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/') parent[--n] = 0;
+    char *slash = strrchr(parent, '/');
+    pathf(base, "%s", slash ? slash + 1 : parent);
+    if (slash == parent) pathf(parent, "/");
+    else if (slash) *slash = 0;
+    else pathf(parent, ".");
+    return !base[0] || !strcmp(base, ".") || !strcmp(base, "..");
+}
+
 static int cmd_to_universal(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     long workers = 1;
@@ -967,6 +992,8 @@ static int cmd_to_universal(int argc, char **argv) {
     }
     if (!in || !out) return ckpt_usage("to-universal needs --input-folder and --output-folder");
     if (strlen(in) > PATH_ROOT_MAX || strlen(out) > PATH_ROOT_MAX) return ckpt_usage("path too long");
+    char parent[PATH_MAX_ZN], base[PATH_MAX_ZN];
+    if (split_last(out, parent, base)) return ckpt_usage("--output-folder: the path must end in a folder name");
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
@@ -1013,15 +1040,9 @@ static int cmd_to_universal(int argc, char **argv) {
         }
     }
     if (!rc) {   /* <parent of out>/latest_universal names it, as ds_to_universal does */
-        char parent[PATH_MAX_ZN], path[PATH_MAX_ZN];
-        pathf(parent, "%s", out);
-        char *slash = strrchr(parent, '/');
-        const char *base = slash ? slash + 1 : parent;
-        char basecopy[PATH_MAX_ZN];
-        pathf(basecopy, "%s", base);
-        if (slash) *slash = 0; else pathf(parent, ".");
+        char path[PATH_MAX_ZN];
         join(path, parent, "latest_universal");
-        rc = zn_write_file_atomic(path, basecopy, strlen(basecopy), &err);
+        rc = zn_write_file_atomic(path, base, strlen(base), &err);
     }
     if (!rc) printf("wrote universal checkpoint %s: %d parameters, optimizer step %ld\n", out, m->nparams, m->st.opt_step);
     else zn_err_print(stderr, "", &err);
