@@ -38,6 +38,11 @@ usage_err "Z-REP-001 compare --fault step 0" 2 "zinc: error: --fault: expected S
 usage_err "Z-REP-001 compare --fault rank -1" 2 "zinc: error: --fault: expected STEP:RANK:INDEX[:DELTA], got '1:-1:0'" -- compare $M --stage 1 --fault 1:-1:0
 usage_err "Z-REP-001 compare --fault index -1" 2 "zinc: error: --fault: expected STEP:RANK:INDEX[:DELTA], got '1:0:-1'" -- compare $M --stage 1 --fault 1:0:-1
 usage_err "Z-REP-001 compare --fault rank beyond world" 2 "zinc: error: --fault: rank 2 is not below the world size 2" -- compare $M --stage 1 --world-size 2 --train-batch-size 16 --fault 1:2:0
+# spec: Z-REP-001 an index beyond the rank's master partition is refused (it
+# would change nothing and the checker would pass): the 92 elements are 24
+# per rank of 4 at stage 1 (padded), all 92 at stage 0
+usage_err "Z-REP-001 compare --fault index beyond the partition" 2 "zinc: error: --fault: index 24 is not in rank 0's master partition of 24 elements (stage 1)" -- compare $M --stage 1 --fault 1:0:24
+usage_err "Z-REP-001 compare --fault index beyond the stage-0 model" 2 "zinc: error: --fault: index 99999 is not in rank 0's master partition of 92 elements (stage 0)" -- compare $M --stage 0 --fault 1:0:99999
 # spec: Z-REP-001 --stage K is required
 usage_err "Z-REP-001 compare needs --stage" 2 "zinc: error: zinc compare needs --stage K" -- compare $M --world-size 2
 # spec: Z-CLI-006 an unknown flag with a value; a train flag out of range; Z-CLI-005 a bad model spec

@@ -104,6 +104,20 @@ int zn_cmd_compare(int argc, char **argv) {
         zn_err(&err, ZN_E_USAGE, "--fault: rank %d is not below the world size %d", fault_rank, test.world.size);
         return usage_error(&err);
     }
+    if (fault_rank >= 0) {   /* the index must fall in the rank's master partition */
+        ZnLayout L;
+        ZnPlan P;
+        if (zn_plan_build(&P, test.cfg.zero.stage, &err) ||
+            zn_config_layout(&test.cfg, &test.model, test.world.size, &L, &err))
+            return usage_error(&err);
+        long n = zn_layout_master_numel(&L, &P);
+        zn_layout_free(&L);
+        if (fault_index >= n) {
+            zn_err(&err, ZN_E_USAGE, "--fault: index %ld is not in rank %d's master partition of %ld elements (stage %d)",
+                   fault_index, fault_rank, n, test.cfg.zero.stage);
+            return usage_error(&err);
+        }
+    }
     test.record = base.record = 1;
     test.print_every = base.print_every = 0;
     test.hooks.fault_step = fault_step;

@@ -396,6 +396,11 @@ long zn_layout_max_param_numel(const ZnLayout *L) {
     return m;
 }
 
+long zn_layout_master_numel(const ZnLayout *L, const ZnPlan *P) {
+    if (P->optim == ZN_HOLD_FULL) return L->aligned_numel;
+    return P->shard == ZN_SHARD_FLAT ? L->part_numel : L->s3_rank_numel;
+}
+
 int zn_layout_owner(const ZnLayout *L, int p, long j) {
     if (L->shard == ZN_SHARD_NONE) return 0;
     if (L->shard == ZN_SHARD_FLAT) return (int)((L->flat_offset[p] + j) / L->part_numel);

@@ -109,5 +109,9 @@ int zn_layout_recv_pieces(const ZnLayout *L, int b, int r, ZnRecvPiece *out, int
 int zn_layout_owner(const ZnLayout *L, int p, long j);
 /* The param with the largest numel (for the memory estimator and workspaces). */
 long zn_layout_max_param_numel(const ZnLayout *L);
+/* Elements of a rank's fp32 master partition under plan P: the whole padded
+ * model where the optimizer state is held whole, else the rank's flat or
+ * per-parameter partition (what the engine steps; --fault indexes it). */
+long zn_layout_master_numel(const ZnLayout *L, const ZnPlan *P);
 
 #endif

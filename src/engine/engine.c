@@ -910,8 +910,8 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if (needs_bucket && !(E->bucket_buf = talloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
     E->bucket_cap = bucket_need;
 
+    E->part_n = zn_layout_master_numel(L, &E->P);
     if (E->P.optim == ZN_HOLD_FULL) {
-        E->part_n = L->aligned_numel;
         E->grad_part = E->flat_grads;
         if (E->dt == ZN_F32) {
             E->master = E->flat_params;   /* fp32 stage 0 steps the model weights themselves */
@@ -920,13 +920,11 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             dcopy(E, E->master, E->flat_params, E->part_n);
         }
     } else if (E->P.shard == ZN_SHARD_FLAT) {
-        E->part_n = L->part_numel;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         dcopy(E, E->master, E->flat_params + (long)E->world.rank * L->part_numel, E->part_n);
         if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->world.rank * L->part_numel;
         else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
     } else {
-        E->part_n = L->s3_rank_numel;
         if (!(E->param_part = talloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
         if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
         if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
