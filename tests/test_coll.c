@@ -430,6 +430,13 @@ static void test_proc_nccl_boot(void **st) {
     assert_null(p.dev);
     assert_null(p.comm);
     zn_proc_end(&p, 0);
+    /* torchrun's variables, no flag: the store at MASTER_ADDR:MASTER_PORT
+       (a world of one listens nowhere), not MPI */
+    assert_int_equal(zn_proc_start(ZN_BACKEND_NCCL, NULL, 0, &p, &err), 0);
+    assert_string_equal(p.source, "torchrun");
+    assert_non_null(p.store);
+    assert_non_null(p.boot);
+    zn_proc_end(&p, 0);
     env_only(NULL);
 #else
     ZnProc p;

@@ -500,7 +500,7 @@ static void *foreign_server(void *p) {
 /* spec: Z-FAULT-004 a rendezvous with no rank 0 behind it fails at
  * ZINC_RDV_TIMEOUT naming what was tried: a refused connection, a file that
  * is missing or names no rank 0, a host that does not resolve (IPv6), a
- * listener that never answers; something that answers but is no zinc rank
+ * listener that never answers (port 0 in the file is no address either); something that answers but is no zinc rank
  * 0 is refused at once */
 static void test_store_join_failures(void **st) {
     (void)st;
@@ -517,11 +517,18 @@ static void test_store_join_failures(void **st) {
     assert_non_null(f);
     fputs("zinc-rendezvous v1 127.0.0.1 70000\n", f);
     fclose(f);
+    char port0[128];
+    tmp_path(port0, sizeof port0, "port0");
+    f = fopen(port0, "w");
+    assert_non_null(f);
+    fputs("zinc-rendezvous v1 127.0.0.1 0\n", f);
+    fclose(f);
     int refused = free_port(), v6 = free_port(), silent_port, foreign_port;
     int silent = listen_port(&silent_port), foreign = listen_port(&foreign_port);
     pthread_t fs;
     assert_int_equal(pthread_create(&fs, NULL, foreign_server, &foreign), 0);
-    Opener o[6];
+    Opener o[7];
+    open_start(&o[6], file_spec(port0), 1, 2);
     open_start(&o[0], tcp_spec("127.0.0.1", refused), 1, 2);
     open_start(&o[1], file_spec(missing), 1, 2);
     open_start(&o[2], file_spec(garbage), 1, 2);
@@ -531,7 +538,7 @@ static void test_store_join_failures(void **st) {
     Opener fo;
     open_start(&fo, tcp_spec("127.0.0.1", foreign_port), 1, 2);
     alarm(ALARM_S);
-    for (int i = 0; i < 6; i++) assert_null(open_join(&o[i]));
+    for (int i = 0; i < 7; i++) assert_null(open_join(&o[i]));
     assert_null(open_join(&fo));
     pthread_join(fs, NULL);
     alarm(0);
@@ -540,15 +547,16 @@ static void test_store_join_failures(void **st) {
     close(foreign);
     unlink(garbage);
     unlink(badport);
+    unlink(port0);
     char want[1200];
     snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: rank 1 could not join within 1 s: connecting to "
              "127.0.0.1:%d: Connection refused (ZINC_RDV_TIMEOUT)", refused, refused);
     assert_string_equal(o[0].err.msg, want);
-    const char *paths[] = {missing, garbage, badport};
-    for (int i = 0; i < 3; i++) {
+    const char *paths[] = {missing, garbage, badport, port0};
+    for (int i = 0; i < 4; i++) {
         snprintf(want, sizeof want, "rendezvous file:%s: rank 1 could not join within 1 s: %s does not name rank 0 "
                  "yet (ZINC_RDV_TIMEOUT)", paths[i], paths[i]);
-        assert_string_equal(o[1 + i].err.msg, want);
+        assert_string_equal(o[i < 3 ? 1 + i : 6].err.msg, want);
     }
     snprintf(want, sizeof want, "rendezvous tcp://::1:%d: rank 1 could not join within 1 s: cannot resolve '::1': ",
              v6);
@@ -556,7 +564,7 @@ static void test_store_join_failures(void **st) {
     snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: rank 1 could not join within 1 s: timed out after "
              "1 s waiting for rank 0 (ZINC_COMM_TIMEOUT) (ZINC_RDV_TIMEOUT)", silent_port);
     assert_string_equal(o[5].err.msg, want);
-    for (int i = 0; i < 6; i++) assert_int_equal(o[i].err.code, ZN_E_COMM);
+    for (int i = 0; i < 7; i++) assert_int_equal(o[i].err.code, ZN_E_COMM);
     snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: rank 0 refused rank 1: not a zinc rendezvous",
              foreign_port);
     assert_int_equal(fo.err.code, ZN_E_USAGE);
@@ -627,6 +635,36 @@ static void test_store_message_timeouts(void **st) {
     assert_string_equal(v.err[1].msg, "timed out after 1 s waiting for rank 0 (ZINC_COMM_TIMEOUT)");
     assert_int_equal(v.rc[0], ZN_E_COMM);
     assert_string_equal(v.err[0].msg, "timed out after 1 s sending to rank 1 (ZINC_COMM_TIMEOUT)");
+}
+
+static void late_rank0(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    sleep_s(0.3);
+    v->rc[rank] = zn_store_send(s, 1, "late", 5, &v->err[rank]);
+}
+
+static void late_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    v->rc[rank] = zn_store_recv(s, 0, v->got[rank], 5, &v->err[rank]);
+}
+
+/* spec: Z-RDV-006 a ZINC_COMM_TIMEOUT that is not a positive number of
+ * seconds leaves the default (600 s): a message 0.3 s late still arrives
+ * (read as 0.1 s, "0" or a negative number, it would not) */
+static void test_store_timeout_fallback(void **st) {
+    (void)st;
+    const char *bad[] = {"0.1x", "0", "-5", ""};
+    for (int i = 0; i < 4; i++) {
+        Seen v;
+        memset(&v, 0, sizeof v);
+        setenv("ZINC_COMM_TIMEOUT", bad[i], 1);
+        const RankFn fns[] = {late_rank0, late_rank1};
+        run_ranks(2, fns, &v, NULL);
+        unsetenv("ZINC_COMM_TIMEOUT");
+        if (v.rc[1]) fail_msg("ZINC_COMM_TIMEOUT='%s': %s", bad[i], v.err[1].msg);
+        assert_int_equal(v.rc[0], 0);
+        assert_string_equal(v.got[1], "late");
+    }
 }
 
 #if 0
@@ -933,6 +971,7 @@ ZT_MAIN(
     cmocka_unit_test(test_store_join_failures),
     cmocka_unit_test(test_store_listen_failures),
     cmocka_unit_test(test_store_message_timeouts),
+    cmocka_unit_test(test_store_timeout_fallback),
     cmocka_unit_test(test_store_lost_peer),
     cmocka_unit_test(test_store_close_lingers),
     cmocka_unit_test(test_tcp_bad_replies),
