@@ -538,22 +538,20 @@ static void test_proc_check_config(void **st) {
     assert_string_equal(k.err[0].msg, "rank 1 failed: disk full");
 }
 
-#if 0
-/* FINDING (src/app/proc.c first_difference, not fixed here): when rank R's
- * summary is a word-prefix of rank 0's (rank 0 has one more word), the
- * message takes the setting's name from rank R's missing word and names
- * none: "(: rank 1 has , rank 0 has 1; ...)". Z-PROC-005 says the message
- * names the first setting that differs. (The summaries of zinc train have a
- * fixed list of keys, so this needs a value with a space, e.g. a
- * checkpoint tag "a b" against "a".) */
+/* spec: Z-PROC-005 when one rank's summary is shorter (rank 0 has one
+ * more setting), the message still names the setting, and the missing
+ * side has "(none)" */
 static void test_proc_check_config_shorter_summary(void **st) {
     (void)st;
     cfg_check(2, cfg_id(1, "stage=2 seed=1"), cfg_id(2, "stage=2"), cfg_id(1, ""), 0,
-              "rank 1 runs a different configuration than rank 0 (seed: rank 1 has , rank 0 has 1; config hash "
+              "rank 1 runs a different configuration than rank 0 (seed: rank 1 has (none), rank 0 has 1; config hash "
+              "0000000000000002 vs 0000000000000001): every rank needs the same config file, model and training "
+              "flags");
+    cfg_check(2, cfg_id(1, "stage=2"), cfg_id(2, "stage=2 seed=7"), cfg_id(1, ""), 0,
+              "rank 1 runs a different configuration than rank 0 (seed: rank 1 has 7, rank 0 has (none); config hash "
               "0000000000000002 vs 0000000000000001): every rank needs the same config file, model and training "
               "flags");
 }
-#endif
 
 ZT_MAIN(
     cmocka_unit_test(test_coll_argument_checks),
@@ -566,4 +564,5 @@ ZT_MAIN(
     cmocka_unit_test(test_proc_start_refusals),
     cmocka_unit_test(test_proc_start_world_of_one),
     cmocka_unit_test(test_proc_nccl_boot),
-    cmocka_unit_test(test_proc_check_config))
+    cmocka_unit_test(test_proc_check_config),
+    cmocka_unit_test(test_proc_check_config_shorter_summary))

@@ -135,8 +135,12 @@ static void first_difference(int q, const char *a, const char *b, char *out, siz
         if (la != lb || memcmp(a, b, (size_t)la)) {
             const char *ea = memchr(a, '=', (size_t)la), *eb = memchr(b, '=', (size_t)lb);
             int ka = ea ? (int)(ea - a) + 1 : 0, kb = eb ? (int)(eb - b) + 1 : 0;
-            snprintf(out, cap, "%.*s: rank %d has %.*s, rank 0 has %.*s", ka > 0 ? ka - 1 : la, a, q, la - ka,
-                     a + ka, lb - kb, b + kb);
+            /* the setting's name from whichever side has the word; a side
+               whose summary ended has "(none)" */
+            const char *name = la ? a : b;
+            int ln = la ? (ka > 0 ? ka - 1 : la) : (kb > 0 ? kb - 1 : lb);
+            snprintf(out, cap, "%.*s: rank %d has %.*s, rank 0 has %.*s", ln, name, q, la ? la - ka : 6,
+                     la ? a + ka : "(none)", lb ? lb - kb : 6, lb ? b + kb : "(none)");
             return;
         }
         a += la + (a[la] == ' ');

@@ -116,7 +116,9 @@ static int move_bytes(ZnStore *s, int peer, char *p, size_t n, int out, ZnErr *e
     while (n > 0) {
         int rc = wait_fd(s, fd, out ? POLLOUT : POLLIN, peer, out ? "sending to" : "waiting for", err);
         if (rc) return rc;
-        ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        /* MSG_DONTWAIT: poll said some room, not room for n bytes; a blocking send
+           of more would wait past the deadline for a peer that stopped reading */
+        ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, p, n, MSG_DONTWAIT);
         if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (k <= 0)
             return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited", peer,
