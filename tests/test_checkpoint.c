@@ -34,14 +34,7 @@ static int train(const char *dir, int world, int stage, long steps, long interva
     f.ckpt_dir = dir;
     f.ckpt_interval = interval;
     f.resume = resume;
-    ZnRunOpts o;
-    int rc = zn_train_resolve(&f, CFG, &o, err);
-    if (rc) return rc;
-    ZnRunResult res;
-    rc = zn_run(&o, &res, err);
-    if (!rc) zn_run_result_free(&res);
-    zn_run_opts_free(&o);
-    return rc;
+    return zt_train(&f, CFG, err);
 }
 
 /* A fresh folder made from the mkdtemp template dir, holding the

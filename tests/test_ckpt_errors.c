@@ -43,14 +43,7 @@ static int run(const Run *r, ZnErr *err) {
     f.ckpt_interval = r->interval;
     f.resume = r->resume;
     f.universal = r->universal;
-    ZnRunOpts o;
-    int rc = zn_train_resolve(&f, r->cfg ? r->cfg : CFG, &o, err);
-    if (rc) return rc;
-    ZnRunResult res;
-    rc = zn_run(&o, &res, err);
-    if (!rc) zn_run_result_free(&res);
-    zn_run_opts_free(&o);
-    return rc;
+    return zt_train(&f, r->cfg ? r->cfg : CFG, err);
 }
 
 /* A fresh folder from the mkdtemp template dir holding global_step2 of a
@@ -523,24 +516,7 @@ static void test_read_full_count(void **st) {
 static int ckpt_cmd(char **out, char **errs, const char *const *argv) {
     int argc = 0;
     while (argv[argc]) argc++;
-    fflush(stdout);
-    fflush(stderr);
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    assert_non_null(fo);
-    assert_non_null(fe);
-    int so = dup(1), se = dup(2);
-    dup2(fileno(fo), 1);
-    dup2(fileno(fe), 2);
-    int rc = zn_cmd_ckpt(argc, (char **)argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(so);
-    close(se);
-    *out = zt_slurp(fo, NULL);
-    *errs = zt_slurp(fe, NULL);
-    return rc;
+    return zt_capture(zn_cmd_ckpt, argc, argv, out, errs);
 }
 
 /* `zinc ckpt argv...` must exit with status want; with err_part, stderr's

@@ -115,6 +115,13 @@ static void sweep(CheckFn check, int with_buckets) {
     }
 }
 
+/* A test that runs one check over the sweep (with buckets: 1) */
+#define SWEEP_TEST(name, check, buckets) \
+    static void name(void **state) {     \
+        (void)state;                     \
+        sweep(check, buckets);           \
+    }
+
 /* Reference flat order: model order, or (stage 1/2, rr) params sorted by
  * (k mod W, k). */
 static void ref_flat_order(const Cfg *c, int *order) {
@@ -208,11 +215,8 @@ static void check_ownership(const ZnLayout *L, const Cfg *c) {
     }
 }
 
-static void test_ownership_and_padding(void **state) {
-    /* spec: Z-LAY-002 Z-LAY-006 Z-LAY-007 Z-LAY-008 Z-LAY-009 Z-LAY-010 */
-    (void)state;
-    sweep(check_ownership, 0);
-}
+/* spec: Z-LAY-002 Z-LAY-006 Z-LAY-007 Z-LAY-008 Z-LAY-009 Z-LAY-010 */
+SWEEP_TEST(test_ownership_and_padding, check_ownership, 0)
 
 /* ---------------------------------------- (c) flat buffer and partitions */
 
@@ -257,11 +261,8 @@ static void check_flat(const ZnLayout *L, const Cfg *c) {
     EXPECT_EQ(zn_layout_max_param_numel(L), mx);
 }
 
-static void test_flat_buffer_and_partitions(void **state) {
-    /* spec: Z-LAY-002 Z-LAY-003 Z-LAY-004 Z-LAY-005 Z-LAY-009 Z-LAY-010 Z-LAY-020 */
-    (void)state;
-    sweep(check_flat, 0);
-}
+/* spec: Z-LAY-002 Z-LAY-003 Z-LAY-004 Z-LAY-005 Z-LAY-009 Z-LAY-010 Z-LAY-020 */
+SWEEP_TEST(test_flat_buffer_and_partitions, check_flat, 0)
 
 /* ------------------------------------------------------- (d) bucket plans */
 
@@ -292,11 +293,8 @@ static void check_bucket_rule(const ZnLayout *L, const Cfg *c) {
     for (int p = 0; p < m->n; p++) EXPECT_EQ(seen[p], m->p[p].numel > 0);
 }
 
-static void test_bucket_add_rule(void **state) {
-    /* spec: Z-LAY-008 Z-LAY-013 Z-LAY-014 */
-    (void)state;
-    sweep(check_bucket_rule, 1);
-}
+/* spec: Z-LAY-008 Z-LAY-013 Z-LAY-014 */
+SWEEP_TEST(test_bucket_add_rule, check_bucket_rule, 1)
 
 /* Stage 0-2: the bucket buffer element by element. pos[j] = flat position of
  * buffer element j. Checks entry sizes, tiling, flat order, flat range,
@@ -394,11 +392,8 @@ static void check_flat_buckets(const ZnLayout *L, const Cfg *c) {
     free(rank_cov);
 }
 
-static void test_bucket_buffers_stage012(void **state) {
-    /* spec: Z-LAY-015 Z-LAY-016 Z-LAY-017 Z-LAY-018 */
-    (void)state;
-    sweep(check_flat_buckets, 1);
-}
+/* spec: Z-LAY-015 Z-LAY-016 Z-LAY-017 Z-LAY-018 */
+SWEEP_TEST(test_bucket_buffers_stage012, check_flat_buckets, 1)
 
 /* Stage 3: entry sizes, rank-major blocks, counts; chunk r of every entry
  * lands in rank r's block and the blocks tile the buffer. */
@@ -435,11 +430,8 @@ static void check_s3_buckets(const ZnLayout *L, const Cfg *c) {
     }
 }
 
-static void test_bucket_buffers_stage3(void **state) {
-    /* spec: Z-LAY-019 */
-    (void)state;
-    sweep(check_s3_buckets, 1);
-}
+/* spec: Z-LAY-019 */
+SWEEP_TEST(test_bucket_buffers_stage3, check_s3_buckets, 1)
 
 /* Sub-groups on the sweep: contiguous, cover all params, every closed group
  * reached sub_group_size (300) only at its last param. */
@@ -461,11 +453,8 @@ static void check_subgroups(const ZnLayout *L, const Cfg *c) {
     }
 }
 
-static void test_subgroups_sweep(void **state) {
-    /* spec: Z-LAY-011 */
-    (void)state;
-    sweep(check_subgroups, 0);
-}
+/* spec: Z-LAY-011 */
+SWEEP_TEST(test_subgroups_sweep, check_subgroups, 0)
 
 /* ---------------------------------------------- (b) DeepSpeed examples */
 

@@ -50,6 +50,12 @@ static void step_ok(ZnLossScaler *s, int overflow) {
     if (rc != 0) fail_msg("zn_scaler_update failed: %d %s", rc, e.msg);
 }
 
+/* One update (overflow or not), after which the scale is want. */
+static void step_scale(ZnLossScaler *s, int overflow, double want) {
+    step_ok(s, overflow);
+    if (s->cur_scale != want) fail_msg("scale %g after the update, expected %g", s->cur_scale, want);
+}
+
 /* spec: Z-SCALE-001 fp16 loss_scale 0 builds DeepSpeed's DynamicLossScaler
  * with the config's parameters; loss_scale > 0 and bf16/fp32 build static ones */
 static void test_create(void **st) {
@@ -107,19 +113,15 @@ static void test_defaults(void **st) {
 
     for (int i = 0; i < 1000; i++) step_ok(&s, 0);
     assert_true(s.cur_scale == 65536.0);   /* 1000 clean steps: not yet */
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 131072.0);  /* the 1001st grows it */
+    step_scale(&s, 0, 131072.0);  /* the 1001st grows it */
     assert_int_equal(s.cur_iter, 1001);
 
     /* a fresh default scaler: the usual warm-up skips */
     zn_scaler_init_fp16(&s, &c);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 65536.0);
+    step_scale(&s, 1, 65536.0);
     assert_int_equal(s.cur_hysteresis, 1);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 32768.0);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 16384.0);   /* hysteresis stays spent */
+    step_scale(&s, 1, 32768.0);
+    step_scale(&s, 1, 16384.0);   /* hysteresis stays spent */
     assert_int_equal(s.last_overflow_iter, 2);
     assert_int_equal(s.cur_iter, 3);
 }
@@ -138,8 +140,7 @@ static void test_no_overflow(void **st) {
     }
     /* window 1 grows on every clean step after the first */
     s = scaler(0, 1, 2, 1.0, 0);
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 1.0);
+    step_scale(&s, 0, 1.0);
     for (int n = 2; n <= 5; n++) {
         step_ok(&s, 0);
         assert_true(s.cur_scale == ldexp(1.0, n - 1));
@@ -164,12 +165,9 @@ static void test_all_overflow(void **st) {
 
     /* floor not a power of two: max(S/2, min) lands on it */
     s = scaler(4, 2, 1, 3.0, 0);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 8.0);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 4.0);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 3.0);
+    step_scale(&s, 1, 8.0);
+    step_scale(&s, 1, 4.0);
+    step_scale(&s, 1, 3.0);
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
 }
 
@@ -180,8 +178,7 @@ static void test_some_overflow(void **st) {
     (void)st;
     ZnLossScaler s = scaler(8, 2, 1, 1.0, 0);
     step_ok(&s, 1);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 64.0);
+    step_scale(&s, 1, 64.0);
     assert_int_equal(s.cur_iter, 2);
     assert_int_equal(s.last_overflow_iter, 1);
     step_ok(&s, 0);                    /* cur_iter 2: stable_interval 0 */
@@ -190,22 +187,17 @@ static void test_some_overflow(void **st) {
     step_ok(&s, 0);                    /* cur_iter 4: 2 = window: grow */
     assert_true(s.cur_scale == 128.0);
     assert_int_equal(s.cur_iter, 5);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 64.0);
+    step_scale(&s, 1, 64.0);
     assert_int_equal(s.cur_iter, 6);
     assert_int_equal(s.last_overflow_iter, 5);
     /* next growth again needs window + 1 clean steps: at cur_iter 5 + 2 + 1 */
     step_ok(&s, 0);
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 64.0);
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 128.0);
+    step_scale(&s, 0, 64.0);
+    step_scale(&s, 0, 128.0);
     assert_int_equal(s.cur_iter, 9);
     /* and then every window clean steps */
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 128.0);
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 256.0);
+    step_scale(&s, 0, 128.0);
+    step_scale(&s, 0, 256.0);
 }
 
 /* spec: Z-SCALE-007 hysteresis without consecutive_hysteresis: overflows
@@ -228,8 +220,7 @@ static void test_hysteresis(void **st) {
     step_ok(&s, 0);
     step_ok(&s, 0);
     assert_int_equal(s.cur_hysteresis, 1);
-    step_ok(&s, 0);
-    assert_true(s.cur_scale == 128.0);
+    step_scale(&s, 0, 128.0);
     assert_int_equal(s.cur_hysteresis, 2);
     step_ok(&s, 1);                    /* the refilled hysteresis absorbs one */
     assert_true(s.cur_scale == 128.0);
@@ -251,8 +242,7 @@ static void test_consecutive_hysteresis(void **st) {
     (void)st;
     ZnLossScaler s = scaler(8, 1000, 2, 1.0, 1);
     for (int i = 0; i < 10; i++) {
-        step_ok(&s, 1);
-        assert_true(s.cur_scale == 256.0);
+        step_scale(&s, 1, 256.0);
         assert_int_equal(s.cur_hysteresis, 1);
         step_ok(&s, 0);
         assert_int_equal(s.cur_hysteresis, 2);
@@ -260,8 +250,7 @@ static void test_consecutive_hysteresis(void **st) {
     assert_true(s.cur_scale == 256.0);
     /* two in a row still drop */
     step_ok(&s, 1);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 128.0);
+    step_scale(&s, 1, 128.0);
     /* hysteresis 3: two overflows leave 1, a single clean step restores 3 */
     s = scaler(8, 2, 3, 1.0, 1);
     step_ok(&s, 1);
@@ -275,8 +264,7 @@ static void test_consecutive_hysteresis(void **st) {
     s = scaler(8, 1000, 2, 1.0, 0);
     step_ok(&s, 1);
     step_ok(&s, 0);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 128.0);
+    step_scale(&s, 1, 128.0);
 }
 
 /* spec: Z-SCALE-009 an overflow at the minimum with hysteresis spent is
@@ -287,8 +275,7 @@ static void test_min_scale(void **st) {
     ZnLossScaler s = scaler(2, 2, 1, 1.0, 0), before;
     ZnErr e = {0};
     step_ok(&s, 1);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 1.0);
+    step_scale(&s, 1, 1.0);
     before = s;
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
     assert_int_equal(e.code, ZN_E_NUMERIC);
@@ -426,12 +413,10 @@ static void test_fused_stage0(void **st) {
     c = fp16_cfg(8, 2, 2, 1.0, 0);
     zn_scaler_init_fp16_fused(&s, &c);
     step_ok(&s, 1);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 64.0);
+    step_scale(&s, 1, 64.0);
     for (int i = 0; i < 3; i++) step_ok(&s, 0);
     assert_true(s.cur_scale == 128.0);
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 64.0);
+    step_scale(&s, 1, 64.0);
     assert_int_equal(s.cur_iter, 6);
     /* a static config stays static */
     c.loss_scale = 4.0;
@@ -450,8 +435,7 @@ static void test_below_min_quirk(void **st) {
     assert_true(s.cur_scale == 1.0);
     zn_scaler_overflow_msg(&s, 0, b, sizeof b);
     assert_string_equal(b, "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, reducing to 4");
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 4.0);
+    step_scale(&s, 1, 4.0);
     ZnErr e = {0};
     assert_int_equal(zn_scaler_update(&s, 1, &e), ZN_E_NUMERIC);
 
@@ -468,8 +452,7 @@ static void test_below_min_quirk(void **st) {
      * restored from elsewhere): DeepSpeed tests delayed_shift first */
     s = scaler(8, 1000, 1, 1.0, 0);
     s.cur_hysteresis = 5;
-    step_ok(&s, 1);
-    assert_true(s.cur_scale == 128.0);
+    step_scale(&s, 1, 128.0);
     assert_int_equal(s.cur_hysteresis, 5);
 }
 

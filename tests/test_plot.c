@@ -993,25 +993,11 @@ static void test_nothing_to_plot(void **state) {
 
 /* Runs zn_cmd_plot with stdout and stderr captured; returns the exit status. */
 static int run_cmd(int argc, const char **argv, char *errbuf, size_t cap) {
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    assert_true(so >= 0 && se >= 0 && fo && fe);
-    dup2(fileno(fo), 1);
-    dup2(fileno(fe), 2);
-    int rc = zn_cmd_plot(argc, (char **)argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(so);
-    close(se);
-    rewind(fe);
-    size_t n = fread(errbuf, 1, cap - 1, fe);
-    errbuf[n] = 0;
-    fclose(fo);
-    fclose(fe);
+    char *out, *errs;
+    int rc = zt_capture(zn_cmd_plot, argc, argv, &out, &errs);
+    snprintf(errbuf, cap, "%s", errs);
+    free(out);
+    free(errs);
     return rc;
 }
 

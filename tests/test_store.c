@@ -220,6 +220,19 @@ typedef struct {
     int variant;
 } Seen;
 
+/* Runs ranks 0 and 1 (a and b) with v cleared. */
+static void run_pair(RankFn a, RankFn b, Seen *v) {
+    memset(v, 0, sizeof *v);
+    const RankFn fns[] = {a, b};
+    run_ranks(2, fns, v, NULL);
+}
+
+/* Rank r of the last run failed with code and exactly message msg. */
+static void expect_rank(const Seen *v, int r, int code, const char *msg) {
+    assert_int_equal(v->rc[r], code);
+    assert_string_equal(v->err[r].msg, msg);
+}
+
 /* ------------------------------------------------------------ tests */
 
 /* spec: Z-RDV-005 a store connects rank 0 with each other rank, and only
@@ -275,13 +288,9 @@ static void peers_rank0_gather(int rank, ZnStore *s, void *arg) {
 static void test_store_peer_checks(void **st) {
     (void)st;
     Seen v;
-    memset(&v, 0, sizeof v);
-    const RankFn fns[] = {peers_rank0_gather, peers_rank1};
-    run_ranks(2, fns, &v, NULL);
-    assert_int_equal(v.rc[0], ZN_E_INTERNAL);
-    assert_string_equal(v.err[0].msg, "store: rank 0 has no connection to rank 2");
-    assert_int_equal(v.rc[1], ZN_E_INTERNAL);
-    assert_string_equal(v.err[1].msg, "store: rank 1 has no connection to rank 1");
+    run_pair(peers_rank0_gather, peers_rank1, &v);
+    expect_rank(&v, 0, ZN_E_INTERNAL, "store: rank 0 has no connection to rank 2");
+    expect_rank(&v, 1, ZN_E_INTERNAL, "store: rank 1 has no connection to rank 1");
     for (int q = 0; q < 2; q++) {
         assert_int_equal(v.rc2[q], 0);
         int all[2];
@@ -327,6 +336,14 @@ static void test_rdv_parse_limits(void **st) {
     assert_int_equal(s.port, 65535);
 }
 
+/* e failed with code and exactly "rendezvous tcp://127.0.0.1:PORT: rest". */
+static void expect_rdv(const ZnErr *e, int code, int port, const char *rest) {
+    char want[600];
+    snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: %s", port, rest);
+    assert_int_equal(e->code, code);
+    assert_string_equal(e->msg, want);
+}
+
 /* spec: Z-RDV-006 joining is bounded by ZINC_RDV_TIMEOUT and rank 0's
  * message lists the ranks still missing (cut short for a large world);
  * a rank that joined is told it could not complete the join */
@@ -349,14 +366,10 @@ static void test_store_join_timeout(void **st) {
     alarm(0);
     unsetenv("ZINC_RDV_TIMEOUT");
     char want[400];
-    assert_int_equal(alone.err.code, ZN_E_COMM);
-    snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: 1 of 3 ranks joined within 1 s (missing: 1, 2; "
-             "ZINC_RDV_TIMEOUT)", p3);
-    assert_string_equal(alone.err.msg, want);
-    assert_int_equal(with2.err.code, ZN_E_COMM);
-    snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: 2 of 3 ranks joined within 1 s (missing: 1; "
-             "ZINC_RDV_TIMEOUT)", p2);
-    assert_string_equal(with2.err.msg, want);
+    expect_rdv(&alone.err, ZN_E_COMM, p3, "1 of 3 ranks joined within 1 s (missing: 1, 2; "
+             "ZINC_RDV_TIMEOUT)");
+    expect_rdv(&with2.err, ZN_E_COMM, p2, "2 of 3 ranks joined within 1 s (missing: 1; "
+             "ZINC_RDV_TIMEOUT)");
     assert_int_equal(rank2.err.code, ZN_E_COMM);
     snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: rank 2 could not join within 1 s: ", p2);
     assert_memory_equal(rank2.err.msg, want, strlen(want));
@@ -367,7 +380,9 @@ static void test_store_join_timeout(void **st) {
              p60);
     assert_memory_equal(big.err.msg, want, strlen(want));
     assert_str_contains(big.err.msg, ", 49, 50; ZINC_RDV_TIMEOUT)");
-    assert_null(strstr(big.err.msg, "51"));
+    const char *missing = strstr(big.err.msg, "(missing: ");   /* not the port, which may hold "51" */
+    assert_non_null(missing);
+    assert_null(strstr(missing, " 51"));
     assert_true(took < 5);
 }
 
@@ -414,13 +429,9 @@ static void test_store_refusals(void **st) {
     assert_null(open_join(&r1));
     alarm(0);
     char want[400];
-    snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: rank 1 has world size 3, rank 0 has 2", port);
-    assert_int_equal(r0.err.code, ZN_E_USAGE);
-    assert_string_equal(r0.err.msg, want);
-    snprintf(want, sizeof want, "rendezvous tcp://127.0.0.1:%d: rank 0 refused rank 1: rank 1 has world size 3, "
-             "rank 0 has 2", port);
-    assert_int_equal(r1.err.code, ZN_E_USAGE);
-    assert_string_equal(r1.err.msg, want);
+    expect_rdv(&r0.err, ZN_E_USAGE, port, "rank 1 has world size 3, rank 0 has 2");
+    expect_rdv(&r1.err, ZN_E_USAGE, port, "rank 0 refused rank 1: rank 1 has world size 3, "
+             "rank 0 has 2");
 
     /* two processes claim rank 1 of 3: the second is refused, then rank 0
        gives up and closes the first */
@@ -619,23 +630,19 @@ static void tmo_rank1(int rank, ZnStore *s, void *arg) {
     pthread_barrier_wait(&v->bar);
 }
 
-/* spec: Z-RDV-006 each message is bounded by ZINC_COMM_TIMEOUT, receiving
- * and sending alike, and the message names the peer */
-static void test_store_message_timeouts(void **st) {
-    (void)st;
-    Seen v;
-    memset(&v, 0, sizeof v);
-    pthread_barrier_init(&v.bar, NULL, 2);
+
+/* Runs ranks 0 and 1 (a and b) with ZINC_COMM_TIMEOUT=1 s and a barrier
+   of two they share in v. */
+static void run_timed(RankFn a, RankFn b, Seen *v) {
+    memset(v, 0, sizeof *v);
+    pthread_barrier_init(&v->bar, NULL, 2);
     setenv("ZINC_COMM_TIMEOUT", "1", 1);
-    const RankFn fns[] = {tmo_rank0, tmo_rank1};
-    run_ranks(2, fns, &v, NULL);
+    const RankFn fns[] = {a, b};
+    run_ranks(2, fns, v, NULL);
     unsetenv("ZINC_COMM_TIMEOUT");
-    pthread_barrier_destroy(&v.bar);
-    assert_int_equal(v.rc[1], ZN_E_COMM);
-    assert_string_equal(v.err[1].msg, "timed out after 1 s waiting for rank 0 (ZINC_COMM_TIMEOUT)");
-    assert_int_equal(v.rc[0], ZN_E_COMM);
-    assert_string_equal(v.err[0].msg, "timed out after 1 s sending to rank 1 (ZINC_COMM_TIMEOUT)");
+    pthread_barrier_destroy(&v->bar);
 }
+
 
 static void late_rank0(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
@@ -686,19 +693,20 @@ static void big_rank1(int rank, ZnStore *s, void *arg) {
     pthread_barrier_wait(&v->bar);   /* alive, not reading, until rank 0 gives up */
 }
 
-/* spec: Z-RDV-006 each message is bounded by ZINC_COMM_TIMEOUT */
-static void test_store_send_timeout_large(void **st) {
+
+/* spec: Z-RDV-006 each message is bounded by ZINC_COMM_TIMEOUT, receiving
+ * and sending alike (a send larger than the socket buffers included), and
+ * the message names the peer */
+static void test_store_message_timeouts(void **st) {
     (void)st;
     Seen v;
-    memset(&v, 0, sizeof v);
-    pthread_barrier_init(&v.bar, NULL, 2);
-    setenv("ZINC_COMM_TIMEOUT", "1", 1);
-    const RankFn fns[] = {big_rank0, big_rank1};
-    run_ranks(2, fns, &v, NULL);
-    unsetenv("ZINC_COMM_TIMEOUT");
-    pthread_barrier_destroy(&v.bar);
-    assert_int_equal(v.rc[0], ZN_E_COMM);
-    assert_string_equal(v.err[0].msg, "timed out after 1 s sending to rank 1 (ZINC_COMM_TIMEOUT)");
+    /* more than the socket buffers hold, to a live peer that does not read */
+    run_timed(big_rank0, big_rank1, &v);
+    expect_rank(&v, 0, ZN_E_COMM, "timed out after 1 s sending to rank 1 (ZINC_COMM_TIMEOUT)");
+    /* rank 1 waits for a message that never comes; rank 0 sends to a rank that stopped reading */
+    run_timed(tmo_rank0, tmo_rank1, &v);
+    expect_rank(&v, 1, ZN_E_COMM, "timed out after 1 s waiting for rank 0 (ZINC_COMM_TIMEOUT)");
+    expect_rank(&v, 0, ZN_E_COMM, "timed out after 1 s sending to rank 1 (ZINC_COMM_TIMEOUT)");
 }
 
 static void lost_rank0(int rank, ZnStore *s, void *arg) {
@@ -736,11 +744,9 @@ static void gone_rank(int rank, ZnStore *s, void *arg) { (void)rank, (void)s, (v
 static void test_store_lost_peer(void **st) {
     (void)st;
     Seen v;
-    memset(&v, 0, sizeof v);
     const RankFn fns[] = {lost_rank0, lost_rank1};
-    run_ranks(2, fns, &v, NULL);
-    assert_int_equal(v.rc[0], ZN_E_COMM);
-    assert_string_equal(v.err[0].msg, "connection to rank 1 lost (closed): it failed or exited");
+    run_pair(lost_rank0, lost_rank1, &v);
+    expect_rank(&v, 0, ZN_E_COMM, "connection to rank 1 lost (closed): it failed or exited");
 
     memset(&v, 0, sizeof v);
     v.variant = 1;
@@ -748,8 +754,7 @@ static void test_store_lost_peer(void **st) {
     run_ranks(2, fns, &v, NULL);
     pthread_barrier_destroy(&v.bar);
     assert_int_equal(v.rc2[0], 0);
-    assert_int_equal(v.rc[0], ZN_E_COMM);
-    assert_string_equal(v.err[0].msg, "connection to rank 1 lost (Connection reset by peer): it failed or exited");
+    expect_rank(&v, 0, ZN_E_COMM, "connection to rank 1 lost (Connection reset by peer): it failed or exited");
 
     /* a good all-gather, then one with rank 1 gone */
     memset(&v, 0, sizeof v);
@@ -764,10 +769,8 @@ static void test_store_lost_peer(void **st) {
     memset(&v, 0, sizeof v);
     const RankFn one_gone[] = {gather_rank, gone_rank, gather_rank};
     run_ranks(3, one_gone, &v, NULL);
-    assert_int_equal(v.rc[0], ZN_E_COMM);
-    assert_string_equal(v.err[0].msg, "connection to rank 1 lost (closed): it failed or exited");
-    assert_int_equal(v.rc[2], ZN_E_COMM);
-    assert_string_equal(v.err[2].msg, "connection to rank 0 lost (closed): it failed or exited");
+    expect_rank(&v, 0, ZN_E_COMM, "connection to rank 1 lost (closed): it failed or exited");
+    expect_rank(&v, 2, ZN_E_COMM, "connection to rank 0 lost (closed): it failed or exited");
 }
 
 static void linger_rank0(int rank, ZnStore *s, void *arg) {
@@ -862,9 +865,7 @@ static void bad_reply_rank1(int rank, ZnStore *s, void *arg) {
 static void test_tcp_bad_replies(void **st) {
     (void)st;
     Seen v;
-    memset(&v, 0, sizeof v);
-    const RankFn fns[] = {bad_reply_rank0, bad_reply_rank1};
-    run_ranks(2, fns, &v, NULL);
+    run_pair(bad_reply_rank0, bad_reply_rank1, &v);
     assert_int_equal(v.rc[0], 5);
     assert_int_equal(v.hdr[0], ZN_SEQ_MAGIC);
     assert_int_equal(v.hdr[1], sizeof(ZnSeqRec));
@@ -950,8 +951,7 @@ static void test_tcp_peer_gone(void **st) {
     memset(&v, 0, sizeof v);
     const RankFn root_gone[] = {gone_rank, comm_barrier_rank};
     run_ranks(2, root_gone, &v, NULL);
-    assert_int_equal(v.rc[1], ZN_E_COMM);
-    assert_string_equal(v.err[1].msg, "connection to rank 0 lost (closed): it failed or exited");
+    expect_rank(&v, 1, ZN_E_COMM, "connection to rank 0 lost (closed): it failed or exited");
 }
 
 ZT_MAIN(
@@ -969,5 +969,4 @@ ZT_MAIN(
     cmocka_unit_test(test_store_close_lingers),
     cmocka_unit_test(test_tcp_bad_replies),
     cmocka_unit_test(test_tcp_bad_headers),
-    cmocka_unit_test(test_tcp_peer_gone),
-    cmocka_unit_test(test_store_send_timeout_large))
+    cmocka_unit_test(test_tcp_peer_gone))

@@ -103,6 +103,44 @@ static inline ZnTrainFlags zt_train_flags(const char *model, long steps, int wor
     return f;
 }
 
+/* zinc train with flags f (config text cfg): resolve, run, free; returns
+   zn_run's result (its message in *err). */
+static inline int zt_train(const ZnTrainFlags *f, const char *cfg, ZnErr *err) {
+    ZnRunOpts o;
+    int rc = zn_train_resolve(f, cfg, &o, err);
+    if (rc) return rc;
+    ZnRunResult res;
+    rc = zn_run(&o, &res, err);
+    if (!rc) zn_run_result_free(&res);
+    zn_run_opts_free(&o);
+    return rc;
+}
+
+/* Runs a CLI command function (zn_cmd_ckpt, zn_cmd_plot, ...) on argv with
+   stdout and stderr captured into *out and *errs (malloc'd, NUL-ended);
+   returns its exit status. */
+static inline int zt_capture(int (*cmd)(int, char **), int argc, const char *const *argv, char **out, char **errs) {
+    fflush(stdout);
+    fflush(stderr);
+    FILE *fo = tmpfile(), *fe = tmpfile();
+    assert_non_null(fo);
+    assert_non_null(fe);
+    int so = dup(1), se = dup(2);
+    assert_true(so >= 0 && se >= 0);
+    dup2(fileno(fo), 1);
+    dup2(fileno(fe), 2);
+    int rc = cmd(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(so);
+    close(se);
+    *out = zt_slurp(fo, NULL);
+    *errs = zt_slurp(fe, NULL);
+    return rc;
+}
+
 /* ZT_FILTER=test_name (a cmocka glob) runs a subset of a test binary, e.g.
    under DRD: main calls this before cmocka_run_group_tests. */
 static inline void zt_filter_from_env(void) {
