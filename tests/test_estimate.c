@@ -4,7 +4,7 @@
  * paper's Figure 1 and Table 1, the --model path and the flag errors. */
 #include "testutil.h"
 #include <limits.h>
-#include "engine/estimate.h"
+#include "app/cli_estimate.h"
 
 #define T0_3B 2851000000LL   /* bigscience/T0_3B as DeepSpeed's docs round it: 2851e6 */
 #define T0_3B_LAYER 32000000LL

@@ -16,6 +16,16 @@ int zn_cmd_spec(int argc, char **argv);
 int zn_cmd_compare(int argc, char **argv);
 int zn_cmd_stepper(int argc, char **argv);
 int zn_cmd_launch(int argc, char **argv);
+/* `zinc estimate ...` (cli_estimate.c): exit status 0, or 2 with one
+ * message "zinc: error: ..." on stderr. */
+int zn_cmd_estimate(int argc, char **argv);
+/* `zinc ckpt {to-universal, consolidate, inspect}` (cli_ckpt.c) */
+int zn_cmd_ckpt(int argc, char **argv);
+/* (cli_plot.c) */
+/* `zinc plot A.csv B.csv ... -o OUT.svg [--metric M] [--title T]
+ * [--names a,b,...] [--logy]`: 0 on success, 2 on any error (one message on
+ * stderr). */
+int zn_cmd_plot(int argc, char **argv);
 /* frees what zn_train_resolve allocated in o (the recorded config text) */
 void zn_run_opts_free(ZnRunOpts *o);
 

@@ -2,9 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "app/cli.h"
-#include "engine/estimate.h"
-#include "io/checkpoint.h"
-#include "io/plot.h"
 #include "core/fileio.h"
 
 #define ZN_VERSION "0.1.0"

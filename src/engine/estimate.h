@@ -44,12 +44,6 @@ ZnEst zn_est_zero3(long long params, long long largest_layer, int gpus_per_node,
  * for mixed-precision Adam). NaN for nd < 1, stage outside 0..3 or K < 0. */
 double zn_paper_bytes_per_device(long long params, int nd, int stage, int K);
 
-/* Parses a parameter count (Z-EST-008): decimal digits with an optional
- * fraction, then an optional suffix K, M, B or T (any case: 10^3, 10^6, 10^9,
- * 10^12) or an exponent e<digits> ("2851e6"). The value must be a whole
- * number in lo..ZN_EST_MAX_PARAMS. flag names the flag in messages. */
-int zn_est_parse_count(const char *flag, const char *s, long long lo, long long *out, ZnErr *err);
-
 /* Which rows of the tables to print. */
 enum {
     ZN_EST_ROWS_ALL = 0,   /* no --offload: every combination, as DeepSpeed */
@@ -58,24 +52,6 @@ enum {
     ZN_EST_ROWS_BOTH,      /* --offload all: optimizer and params on the CPU (stage 3) */
 };
 
-typedef struct {
-    long long params;       /* total trainable parameters (shared counted once) */
-    long long largest_layer;/* the largest module's direct parameters */
-    int have_largest;       /* --largest-layer or --model given */
-    int gpus_per_node, nodes;
-    int stage;              /* 1, 2 or 3 with --stage */
-    int have_stage;         /* 0: no --stage: the stage 2 and stage 3 tables */
-    int rows;               /* ZN_EST_ROWS_* */
-    double buffer_factor;   /* additional_buffer_factor */
-    const char *model_spec; /* --model, or NULL */
-    int largest_layer_index;/* --model: index of the largest layer */
-    int help;               /* -h / --help */
-} ZnEstOpts;
-
-/* Parses the flags after `zinc estimate` (Z-EST-009..Z-EST-013); with
- * --model, fills params and largest_layer from the model. */
-int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err);
-
 /* The DeepSpeed tables, line for line (Z-EST-004, Z-EST-005). */
 void zn_est_print_zero2(FILE *f, long long params, int gpus_per_node, int nodes,
                         double buffer_factor, int rows);
@@ -83,12 +59,5 @@ void zn_est_print_zero3(FILE *f, long long params, long long largest_layer, int 
                         int nodes, double buffer_factor, int rows);
 /* The ZeRO paper table for Nd devices (Z-EST-007). */
 void zn_est_print_paper(FILE *f, long long params, int nd, int K);
-
-/* The whole subcommand: parses, then writes the report to out and notes to
- * note. Returns 0, or ZN_E_USAGE with err set (nothing written to out). */
-int zn_est_run(int argc, char **argv, FILE *out, FILE *note, ZnErr *err);
-/* `zinc estimate ...` (argv: the flags after the subcommand name): exit
- * status 0, or 2 with one message "zinc: error: ..." on stderr. */
-int zn_cmd_estimate(int argc, char **argv);
 
 #endif

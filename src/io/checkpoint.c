@@ -48,7 +48,7 @@ static int file_sum(const char *path, uint64_t *size, uint64_t *hash, ZnErr *err
  * bytes (too_long), and every name it appends is short, so the PATH_MAX_ZN
  * buffers below never truncate. vsnprintf keeps gcc's truncation analysis
  * out of the way of that argument. */
-#define PATH_ROOT_MAX 3000
+#define PATH_ROOT_MAX ZN_CKPT_PATH_MAX
 static void pathf(char *out, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -66,7 +66,7 @@ static void rank_file_name(char *out, size_t n, int r) {
 
 static const char *MODEL_FILE = "mp_rank_00_model_states.safetensors";
 
-static ZnDtype dtype_from_name(const char *s) {
+ZnDtype zn_ckpt_dtype_from_name(const char *s) {
     if (!s) return ZN_DTYPE_N;
     if (!strcmp(s, "fp32")) return ZN_F32;
     if (!strcmp(s, "fp16")) return ZN_F16;
@@ -237,7 +237,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     ZnErr why = {0};
     if (x != (int)x || zn_plan_build(&m->plan, (int)x, &why)) { rc = zn_err(err, ZN_E_CORRUPT, "%s: stage %ld", path, x); goto out; }
     m->stage = (int)x;
-    m->dt = dtype_from_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "model_dtype")));
+    m->dt = zn_ckpt_dtype_from_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "model_dtype")));
     if (m->dt == ZN_DTYPE_N) { rc = zn_err(err, ZN_E_CORRUPT, "%s: model_dtype: expected fp32, fp16 or bf16", path); goto out; }
     const cJSON *lay = cJSON_GetObjectItemCaseSensitive(doc, "layout");
     if (!cJSON_IsObject(lay)) { rc = zn_err(err, ZN_E_CORRUPT, "%s: layout: missing", path); goto out; }
@@ -868,14 +868,6 @@ out:
 /* ---------------------------------------------------------------------- */
 /* zinc ckpt: to-universal, consolidate, inspect */
 
-static int ckpt_usage(const char *msg) {
-    fprintf(stderr, "zinc: error: %s\n", msg);
-    fprintf(stderr, "usage: zinc ckpt to-universal --input-folder DIR/TAG --output-folder OUT [--num-workers N]\n"
-                    "       zinc ckpt consolidate --input DIR/TAG --output model.safetensors [--dtype fp32|bf16|fp16]\n"
-                    "       zinc ckpt inspect DIR/TAG\n");
-    return 2;
-}
-
 static int load_full(const char *tagdir, Manifest *m, float **fm, float **fa, float **fs, ZnErr *err) {
     char mpath[PATH_MAX_ZN];
     join(mpath, tagdir, "manifest.json");
@@ -898,9 +890,6 @@ static void full_free(Manifest *m, float **f) {
     if (m) cJSON_Delete(m->config);
     free(m);
 }
-
-/* A ckpt command's exit code: 0, 2 for a usage error, 1 for any other. */
-static int exit_code(int rc) { return rc ? (rc == ZN_E_USAGE ? 2 : 1) : 0; }
 
 int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err) {
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
@@ -962,10 +951,10 @@ static void *univ_worker(void *arg) {
     }
 }
 
-/* path's parent folder and last component, trailing slashes ignored
+/* (checkpoint.h) path's parent folder and last component, trailing slashes ignored
  * ("CK/u1/" is CK and u1, "/u1" is / and u1, "u1" is . and u1); 1 when
  * there is no last component to name (empty, ".", "..", "/"). */
-static int split_last(const char *path, char *parent, char *base) {
+int zn_ckpt_split_last(const char *path, char *parent, char *base) {
     pathf(parent, "%s", path);
     size_t n = strlen(parent);
     while (n > 1 && parent[n - 1] == '/') parent[--n] = 0;
@@ -977,23 +966,14 @@ static int split_last(const char *path, char *parent, char *base) {
     return !base[0] || !strcmp(base, ".") || !strcmp(base, "..");
 }
 
-static int cmd_to_universal(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
-    long workers = 1;
-    for (int i = 0; i < argc; i++) {
-        if (i + 1 >= argc) return ckpt_usage("every flag of 'zinc ckpt to-universal' takes a value");
-        if (!strcmp(argv[i], "--input-folder")) in = argv[++i];
-        else if (!strcmp(argv[i], "--output-folder")) out = argv[++i];
-        else if (!strcmp(argv[i], "--num-workers")) {
-            char *end;
-            workers = strtol(argv[++i], &end, 10);
-            if (*end || workers < 1 || workers > 64) return ckpt_usage("--num-workers: expected 1..64");
-        } else return ckpt_usage("unknown flag for 'zinc ckpt to-universal'");
-    }
-    if (!in || !out) return ckpt_usage("to-universal needs --input-folder and --output-folder");
-    if (strlen(in) > PATH_ROOT_MAX || strlen(out) > PATH_ROOT_MAX) return ckpt_usage("path too long");
+int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSummary *sum, ZnErr *err_out) {
+    int rc0 = too_long(in, err_out);
+    if (!rc0) rc0 = too_long(out, err_out);
+    if (rc0) return rc0;
     char parent[PATH_MAX_ZN], base[PATH_MAX_ZN];
-    if (split_last(out, parent, base)) return ckpt_usage("--output-folder: the path must end in a folder name");
+    if (zn_ckpt_split_last(out, parent, base))
+        return zn_err(err_out, ZN_E_USAGE, "%s: the path must end in a folder name", out);
+    if (workers < 1 || workers > 64) return zn_err(err_out, ZN_E_USAGE, "%d workers: expected 1..64", workers);
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
@@ -1044,26 +1024,18 @@ static int cmd_to_universal(int argc, char **argv) {
         join(path, parent, "latest_universal");
         rc = zn_write_file_atomic(path, base, strlen(base), &err);
     }
-    if (!rc) printf("wrote universal checkpoint %s: %d parameters, optimizer step %ld\n", out, m->nparams, m->st.opt_step);
-    else zn_err_print(stderr, "", &err);
+    if (!rc) {
+        memset(sum, 0, sizeof *sum);
+        sum->nparams = m->nparams;
+        sum->opt_step = m->st.opt_step;
+    } else *err_out = err;
     full_free(m, f);
-    return exit_code(rc);
+    return rc;
 }
 
-static int cmd_consolidate(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
-    ZnDtype dt = ZN_F32;
-    for (int i = 0; i < argc; i++) {
-        if (i + 1 >= argc) return ckpt_usage("every flag of 'zinc ckpt consolidate' takes a value");
-        if (!strcmp(argv[i], "--input")) in = argv[++i];
-        else if (!strcmp(argv[i], "--output")) out = argv[++i];
-        else if (!strcmp(argv[i], "--dtype")) {
-            dt = dtype_from_name(argv[++i]);
-            if (dt == ZN_DTYPE_N) return ckpt_usage("--dtype: expected fp32, bf16 or fp16");
-        } else return ckpt_usage("unknown flag for 'zinc ckpt consolidate'");
-    }
-    if (!in || !out) return ckpt_usage("consolidate needs --input and --output");
-    if (strlen(in) > PATH_ROOT_MAX) return ckpt_usage("path too long");
+int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err_out) {
+    int rc0 = too_long(in, err_out);
+    if (rc0) return rc0;
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
@@ -1109,47 +1081,39 @@ static int cmd_consolidate(int argc, char **argv) {
         free(enc);
         free(e);
     }
-    if (!rc) printf("wrote %s: %d tensors (%d tied), %ld parameters, %s\n", out, m->nparams + model.naliases,
-                    model.naliases, total, zn_dtype_name(dt));
-    else zn_err_print(stderr, "", &err);
+    if (!rc) {
+        memset(sum, 0, sizeof *sum);
+        sum->nparams = m->nparams;
+        sum->naliases = model.naliases;
+        sum->elements = total;
+    } else *err_out = err;
     full_free(m, f);
-    return exit_code(rc);
+    return rc;
 }
 
-static int cmd_inspect(int argc, char **argv) {
-    if (argc != 1) return ckpt_usage("inspect takes one checkpoint folder");
-    if (strlen(argv[0]) > PATH_ROOT_MAX) return ckpt_usage("path too long");
+int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err_out) {
+    int rc0 = too_long(dir, err_out);
+    if (rc0) return rc0;
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(argv[0], m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
-    if (!rc) rc = verify_model_file(m, argv[0], &err);   /* load_full verified every shard */
-    if (rc) {
-        zn_err_print(stderr, "", &err);
-        printf("checkpoint %s: INVALID\n", argv[0]);
-    } else {
+    int rc = m ? load_full(dir, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
+    if (!rc) rc = verify_model_file(m, dir, &err);   /* load_full verified every shard */
+    if (!rc) {
         long total = 0;
         for (int p = 0; p < m->nparams; p++) total += m->params[p].numel;
-        printf("checkpoint %s (tag %s)\n", argv[0], m->tag);
-        printf("  model %s, %d parameters, %ld elements, model dtype %s, master fp32\n", m->model, m->nparams, total,
-               zn_dtype_name(m->dt));
-        printf("  saved by world size %d, ZeRO stage %d; partitions of %ld elements\n", m->world, m->stage, m->rank_numel);
-        printf("  global step %ld, optimizer step %ld, skipped %ld, samples %ld, scheduler t %ld, loss scale %g\n",
-               m->st.global_step, m->st.opt_step, m->st.skipped_steps, m->st.global_samples, m->st.sched_t,
-               m->st.scaler.cur_scale);
+        fprintf(out, "checkpoint %s (tag %s)\n", dir, m->tag);
+        fprintf(out, "  model %s, %d parameters, %ld elements, model dtype %s, master fp32\n", m->model, m->nparams,
+                total, zn_dtype_name(m->dt));
+        fprintf(out, "  saved by world size %d, ZeRO stage %d; partitions of %ld elements\n", m->world, m->stage,
+                m->rank_numel);
+        fprintf(out, "  global step %ld, optimizer step %ld, skipped %ld, samples %ld, scheduler t %ld, loss scale %g\n",
+                m->st.global_step, m->st.opt_step, m->st.skipped_steps, m->st.global_samples, m->st.sched_t,
+                m->st.scaler.cur_scale);
         for (int i = 0; i < m->nfiles; i++)
-            printf("  %-48s %12llu bytes  fnv1a64 %016llx  ok\n", m->files[i].name, (unsigned long long)m->files[i].bytes,
-                   (unsigned long long)m->files[i].hash);
-        printf("checkpoint %s: OK\n", argv[0]);
-    }
+            fprintf(out, "  %-48s %12llu bytes  fnv1a64 %016llx  ok\n", m->files[i].name,
+                    (unsigned long long)m->files[i].bytes, (unsigned long long)m->files[i].hash);
+    } else *err_out = err;
     full_free(m, f);
-    return exit_code(rc);
-}
-
-int zn_cmd_ckpt(int argc, char **argv) {
-    if (argc < 1) return ckpt_usage("zinc ckpt needs a command");
-    if (!strcmp(argv[0], "to-universal")) return cmd_to_universal(argc - 1, argv + 1);
-    if (!strcmp(argv[0], "consolidate")) return cmd_consolidate(argc - 1, argv + 1);
-    if (!strcmp(argv[0], "inspect")) return cmd_inspect(argc - 1, argv + 1);
-    return ckpt_usage("unknown 'zinc ckpt' command");
+    return rc;
 }

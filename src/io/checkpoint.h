@@ -22,6 +22,7 @@
  * loss scaler, scheduler, config). */
 #ifndef ZN_CHECKPOINT_H
 #define ZN_CHECKPOINT_H
+#include <stdio.h>
 #include "engine/engine.h"
 
 /* Collective: every rank writes its shard; rank 0 the module weights, the
@@ -49,7 +50,26 @@ int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *
  * safe to pass (the fuzzer tests/fuzz/fuzz_manifest.c does, spec Z-FUZZ). */
 int zn_ckpt_manifest_check(const char *text, size_t len, const char *name, int universal, ZnErr *err);
 
-/* zinc ckpt {to-universal, consolidate, inspect} */
-int zn_cmd_ckpt(int argc, char **argv);
+/* The checkpoint tools behind `zinc ckpt` (its flags: src/app/cli_ckpt.c).
+ * Every folder given must be at most ZN_CKPT_PATH_MAX bytes. */
+#define ZN_CKPT_PATH_MAX 3000
+typedef struct {
+    int nparams, naliases;   /* parameters, and the extra names of tied ones */
+    long elements;           /* model elements (consolidate) */
+    long opt_step;           /* optimizer step (to-universal) */
+} ZnCkptSummary;
+/* DIR/TAG to a universal checkpoint in out (Z-CKPT-005), workers (1..64)
+ * threads converting parameters; <parent of out>/latest_universal names it. */
+int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSummary *sum, ZnErr *err);
+/* DIR/TAG to one safetensors file of the full weights in dt (Z-CKPT-008). */
+int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err);
+/* Verifies every file of DIR/TAG and writes what it holds to out, one line
+ * per fact and per file (`zinc ckpt inspect`); nothing on failure. */
+int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err);
+/* path's parent folder and last component (PATH_MAX-sized buffers),
+ * trailing slashes ignored; 1 when no folder name ends it ("", ".", "/"). */
+int zn_ckpt_split_last(const char *path, char *parent, char *base);
+/* "fp32", "fp16", "bf16" as a dtype; ZN_DTYPE_N for anything else. */
+ZnDtype zn_ckpt_dtype_from_name(const char *s);
 
 #endif

@@ -65,6 +65,9 @@ int zn_plot_read_csv(const char *path, ZnPlotMetric m, ZnPlotRun *run, ZnErr *er
  * "base"); malloc'd, NULL when out of memory. */
 char *zn_plot_default_name(const char *path);
 void zn_plot_run_free(ZnPlotRun *run);
+/* How many of run's points a chart draws: finite values (positive ones on a
+ * log axis). A run with none gets an empty curve. */
+long zn_plot_drawn_points(const ZnPlotRun *run, int logy);
 
 typedef struct {
     ZnPlotMetric metric;
@@ -83,9 +86,5 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
  * (Z-PLOT-030). On any failure path is untouched and path.tmp is removed. */
 int zn_plot_write(const char *path, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, ZnErr *err);
 
-/* `zinc plot A.csv B.csv ... -o OUT.svg [--metric M] [--title T]
- * [--names a,b,...] [--logy]`: 0 on success, 2 on any error (one message on
- * stderr). */
-int zn_cmd_plot(int argc, char **argv);
 
 #endif
