@@ -330,6 +330,23 @@ if [ $rc = 1 ] && grep -qx "defined twice $A-001" "$T/out" && grep -q "^unknown 
   ok "Z-SPEC-003 spec coverage names uncovered, unknown and twice-defined ids"
 else bad Z-SPEC-003 "rc $rc: $(cat "$T/out")"; fi
 
+# spec: Z-HOST-001 every instruction-set path and Z-HOST-002 every thread
+# count give the same digest; a bad ZINC_ISA, ZINC_NUM_THREADS or --threads
+# is one error line, exit 2; a set the CPU cannot run is a warning
+RUNH="train --model mlp:16,300,8 --stage 0 --world-size 1 --train-batch-size 4 --steps 3 --steps-per-print 0"
+d1=$("$ZINC" $RUNH | sed -n 's/^digest=//p')
+d2=$(ZINC_ISA=scalar "$ZINC" $RUNH --threads 3 | sed -n 's/^digest=//p')
+d3=$(ZINC_NUM_THREADS=2 ZINC_ISA=sse2 "$ZINC" $RUNH | sed -n 's/^digest=//p')
+if [ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d1" = "$d3" ]; then ok "Z-HOST-002 the digest does not depend on threads or instruction set"
+else bad Z-HOST-002 "digests '$d1' '$d2' '$d3'"; fi
+export ZINC_ISA=avx9
+expect_fail Z-HOST-001 2 "zinc: error: ZINC_ISA: expected scalar, sse2, avx2 or avx512, got 'avx9'" -- $RUNH
+unset ZINC_ISA
+export ZINC_NUM_THREADS=0
+expect_fail Z-HOST-002 2 "zinc: error: ZINC_NUM_THREADS: expected a thread count in 1..256, got '0'" -- $RUNH
+unset ZINC_NUM_THREADS
+expect_fail Z-HOST-002 2 "zinc: error: --threads: expected an integer in 1..256, got '257'" -- $RUNH --threads 257
+
 # spec: Z-ERR-001 --verbose names the source line that wrote the error; without it, the message alone
 "$ZINC" train --verbose --steps 1 --stage 7 >"$T/out" 2>"$T/err"; rc=$?
 "$ZINC" --verbose ckpt inspect "$T/nothing" >"$T/out" 2>"$T/err2"; rc2=$?

@@ -47,6 +47,7 @@ typedef struct {
     int repeat_rank, repeat_layer;   /* --test-repeat-layer R:L (test hook; rank -1: off) */
     int verbose;              /* --verbose: errors name the source line that wrote them */
     ZnConfigArgs args;
+    int threads;             /* --threads: host kernel threads (0: ZINC_NUM_THREADS, else 1) */
 } ZnTrainFlags;
 
 void zn_train_flags_init(ZnTrainFlags *f);

@@ -1,5 +1,6 @@
 /* cli_train.c: `zinc train` and the flags it shares with the other tools. */
 #include "app/cli.h"
+#include "core/cpu.h"
 #include "core/alloc.h"
 #include "app/proc.h"
 #include <errno.h>
@@ -119,6 +120,7 @@ static const Flag TRAIN_FLAGS[] = {
     {"--checkpoint-tag", FL_STR, F(ckpt_tag)},
     {"--universal-checkpoint", FL_SWITCH, F(universal), .usage = " [--universal-checkpoint]]"},
     {"--backend", FL_STR, F(backend), .usage = "[--backend sim|cuda|tcp|mpi|nccl]"},
+    {"--threads", FL_INT, F(threads), 1, ZN_MAX_HOST_THREADS, .usage = "[--threads N]"},
     {"--exact", FL_SWITCH, F(args.exact), .usage = "[--exact]\n"},
     {"--rendezvous", FL_STR, F(rendezvous), .usage = "[--rendezvous env|tcp://HOST:PORT|file:PATH]"},
     {"--verbose", FL_SWITCH, F(verbose), .usage = "[--verbose]\n"},
@@ -171,7 +173,11 @@ int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err) {
 
 int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err) {
     memset(o, 0, sizeof *o);
-    int rc = zn_model_parse(f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL, &o->model, err);
+    /* host threads and instruction set: --threads, else ZINC_NUM_THREADS (Z-HOST-002) */
+    int rc = zn_host_env_check(err);
+    if (rc) return rc;
+    zn_set_host_threads(f->threads);
+    rc = zn_model_parse(f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL, &o->model, err);
     if (rc) return rc;
     ZnConfigArgs args = f->args;
     if (args.world_size < 1) args.world_size = ZN_DEFAULT_WORLD;
@@ -281,6 +287,7 @@ int zn_cmd_train(int argc, char **argv) {
     }
     ZnBackend backend = ZN_BACKEND_SIM;
     if (f.backend && zn_backend_parse(f.backend, &backend, &err)) goto usage_error;
+    if (zn_isa_env_problem()) fprintf(stderr, "zinc: warning: %s\n", zn_isa_env_problem());
     const int multi = backend == ZN_BACKEND_TCP || backend == ZN_BACKEND_MPI || backend == ZN_BACKEND_NCCL;
     if (!multi && f.rendezvous) {
         zn_err(&err, ZN_E_USAGE, "--rendezvous applies to --backend tcp and nccl (the simulator runs every rank itself)");

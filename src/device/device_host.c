@@ -15,6 +15,7 @@
 #include "core/alloc.h"
 #include "core/zn_math.h"
 #include "core/half.h"
+#include "core/cpu.h"
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -247,18 +248,69 @@ static void host_sumsq_fixed(ZnDevice *d, const float *x, long n, int shift, uin
  * that the cast reads p back from L1; each element sees the same operations
  * either way, so the blocks change no bit. */
 #define ADAM_BLOCK 8192
-static void host_adam(ZnDevice *d, long n, float *p, const float *g, float *m, float *v,
-                      const ZnAdamParams *hp, long t, float grad_mul, float *work, ZnDtype dt) {
-    if (!work) {
-        zn_adam_step(n, p, g, m, v, hp, t, grad_mul);
+typedef struct {
+    ZnDevice *d;
+    long n;
+    float *p, *m, *v, *work;
+    const float *g;
+    const ZnAdamParams *hp;
+    long t;
+    float grad_mul;
+    ZnDtype dt;
+} AdamJob;
+
+static void adam_range(const AdamJob *j, long lo, long hi) {
+    if (!j->work) {
+        zn_adam_step(hi - lo, j->p + lo, j->g + lo, j->m + lo, j->v + lo, j->hp, j->t, j->grad_mul);
         return;
     }
-    for (long i0 = 0; i0 < n; i0 += ADAM_BLOCK) {
-        long b = n - i0 < ADAM_BLOCK ? n - i0 : ADAM_BLOCK;
-        zn_adam_step(b, p + i0, g + i0, m + i0, v + i0, hp, t, grad_mul);
-        host_copy(d, work + i0, p + i0, (size_t)b * sizeof(float));
-        host_round_dt(d, dt, work + i0, b);
+    for (long i0 = lo; i0 < hi; i0 += ADAM_BLOCK) {
+        long b = hi - i0 < ADAM_BLOCK ? hi - i0 : ADAM_BLOCK;
+        zn_adam_step(b, j->p + i0, j->g + i0, j->m + i0, j->v + i0, j->hp, j->t, j->grad_mul);
+        host_copy(j->d, j->work + i0, j->p + i0, (size_t)b * sizeof(float));
+        host_round_dt(j->d, j->dt, j->work + i0, b);
     }
+}
+
+/* Thread k of T takes the k-th of T block-aligned slices (Z-HOST-002). */
+typedef struct { const AdamJob *j; int k, T; } AdamSlice;
+static void slice_bounds(const AdamSlice *s, long *lo, long *hi) {
+    long blocks = (s->j->n + ADAM_BLOCK - 1) / ADAM_BLOCK;
+    *lo = blocks * s->k / s->T * ADAM_BLOCK;
+    *hi = blocks * (s->k + 1) / s->T * ADAM_BLOCK;
+    if (*hi > s->j->n) *hi = s->j->n;
+    if (*lo > *hi) *lo = *hi;
+}
+static void *adam_slice(void *arg) {
+    long lo, hi;
+    slice_bounds(arg, &lo, &hi);
+    adam_range(((AdamSlice *)arg)->j, lo, hi);
+    return NULL;
+}
+
+/* Partitions of at least ADAM_MT_MIN elements are split over the host
+ * threads (core/cpu.h): every element is updated by one thread with the
+ * same operations, so the split changes no bit. A thread that cannot be
+ * started leaves its slice to the caller. */
+#define ADAM_MT_MIN (1L << 16)
+static void host_adam(ZnDevice *d, long n, float *p, const float *g, float *m, float *v,
+                      const ZnAdamParams *hp, long t, float grad_mul, float *work, ZnDtype dt) {
+    const AdamJob j = {d, n, p, m, v, work, g, hp, t, grad_mul, dt};
+    int T = zn_host_threads();
+    if (T > 1 && n >= ADAM_MT_MIN) {
+        AdamSlice sl[ZN_MAX_HOST_THREADS];
+        pthread_t th[ZN_MAX_HOST_THREADS];
+        int started[ZN_MAX_HOST_THREADS];
+        for (int k = 0; k < T; k++) sl[k] = (AdamSlice){&j, k, T};
+        for (int k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, adam_slice, &sl[k]) == 0;
+        adam_slice(&sl[0]);
+        for (int k = 1; k < T; k++) {
+            if (started[k]) pthread_join(th[k], NULL);
+            else adam_slice(&sl[k]);
+        }
+        return;
+    }
+    adam_range(&j, 0, n);
 }
 
 /* ------------------------------------------------------------------------ */

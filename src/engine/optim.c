@@ -1,6 +1,7 @@
 /* optim.c: FusedAdam's element update and the partition-independent norm. */
 #include "engine/optim.h"
 #include "engine/optim_elem.h"
+#include "core/cpu.h"
 #include <math.h>
 
 /* The loop over elements, one instance per mode so the body has no branch;
@@ -57,11 +58,45 @@ ZnAdamConsts zn_adam_consts(const ZnAdamParams *hp, long t, float grad_mul) {
     return c;
 }
 
+/* One instance of the loop per instruction set (core/cpu.h). The body is
+ * the same inlined code; only the register width differs, and with
+ * element-wise IEEE operations and no FMA contraction that changes no bit
+ * (Z-HOST-001). The scalar instance is the reference twin the others are
+ * tested against. */
+#define ADAM_ARGS const ZnAdamConsts c, int adamw, long n, float *restrict p, const float *restrict g, \
+                  float *restrict m, float *restrict v
+#define ADAM_BODY                                   \
+    if (adamw) adam_loop(c, 1, n, p, g, m, v);      \
+    else adam_loop(c, 0, n, p, g, m, v);
+
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize")))
+#endif
+static void adam_scalar(ADAM_ARGS) { ADAM_BODY }
+static void adam_sse2(ADAM_ARGS) { ADAM_BODY }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target("avx2"))) static void adam_avx2(ADAM_ARGS) { ADAM_BODY }
+__attribute__((target("avx512f"))) static void adam_avx512(ADAM_ARGS) { ADAM_BODY }
+#endif
+
+void zn_adam_step_isa(ZnIsa isa, long n, float *restrict p, const float *restrict g, float *restrict m,
+                      float *restrict v, const ZnAdamParams *hp, long t, float grad_mul) {
+    const ZnAdamConsts c = zn_adam_consts(hp, t, grad_mul);
+    const int w = hp->adamw != 0;
+    if (!zn_isa_supported(isa)) isa = zn_isa_best();
+    switch (isa) {
+    case ZN_ISA_SCALAR: adam_scalar(c, w, n, p, g, m, v); return;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    case ZN_ISA_AVX2: adam_avx2(c, w, n, p, g, m, v); return;
+    case ZN_ISA_AVX512: adam_avx512(c, w, n, p, g, m, v); return;
+#endif
+    default: adam_sse2(c, w, n, p, g, m, v); return;
+    }
+}
+
 void zn_adam_step(long n, float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
                   const ZnAdamParams *hp, long t, float grad_mul) {
-    const ZnAdamConsts c = zn_adam_consts(hp, t, grad_mul);
-    if (hp->adamw) adam_loop(c, 1, n, p, g, m, v);
-    else adam_loop(c, 0, n, p, g, m, v);
+    zn_adam_step_isa(zn_isa_best(), n, p, g, m, v, hp, t, grad_mul);
 }
 
 ZnAbsMax zn_absmax(const float *g, long n) {

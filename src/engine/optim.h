@@ -11,6 +11,7 @@
  * the order in which partitions are visited cannot change a single bit. */
 #ifndef ZN_OPTIM_H
 #define ZN_OPTIM_H
+#include "core/cpu.h"
 #include <stdint.h>
 
 typedef struct {
@@ -28,6 +29,11 @@ ZnAdamConsts zn_adam_consts(const ZnAdamParams *hp, long t, float grad_mul);
  * is first multiplied by grad_mul (1.0f: untouched). */
 void zn_adam_step(long n, float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
                   const ZnAdamParams *hp, long t, float grad_mul);
+/* The same on one instruction set's path (core/cpu.h; one this CPU cannot
+ * run falls back to zn_isa_best()). Every path gives the same bits
+ * (Z-HOST-001); zn_adam_step takes the best. */
+void zn_adam_step_isa(ZnIsa isa, long n, float *restrict p, const float *restrict g, float *restrict m,
+                      float *restrict v, const ZnAdamParams *hp, long t, float grad_mul);
 
 /* Norm pieces. */
 typedef struct { float maxabs; int nonfinite; } ZnAbsMax;

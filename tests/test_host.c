@@ -1,0 +1,159 @@
+/* test_host.c: the host kernels' instruction-set paths and threads (spec
+ * Z-HOST-001, Z-HOST-002): every path and every thread count gives the
+ * reference twin's bits, element for element. */
+#include "testutil.h"
+#include "core/cpu.h"
+#include "core/half.h"
+#include "engine/optim.h"
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* p, g, m, v of n elements from a fixed LCG, with the awkward values
+ * sprinkled in: zeros of both signs, subnormals, huge, inf and NaN
+ * gradients, v = 0. */
+static void fill(long n, float *p, float *g, float *m, float *v, uint32_t seed) {
+    static const float odd[] = {0.0f, -0.0f, 1e-40f, -3e-39f, 3e38f, -3e38f, 1e-30f, 65504.0f};
+    uint32_t s = seed;
+    for (long i = 0; i < n; i++) {
+        float u[4];
+        for (int k = 0; k < 4; k++) {
+            s = s * 1664525u + 1013904223u;
+            u[k] = (float)(s >> 8) / 16777216.0f;
+        }
+        p[i] = 4.0f * u[0] - 2.0f;
+        g[i] = (2.0f * u[1] - 1.0f) * (i % 97 == 0 ? 1e6f : 1.0f);
+        m[i] = 0.1f * (2.0f * u[2] - 1.0f);
+        v[i] = 1e-3f * u[3];
+        if (i % 13 == 5) g[i] = odd[(i / 13) % 8];
+        if (i % 17 == 3) p[i] = odd[(i / 17) % 8];
+        if (i % 29 == 7) v[i] = 0.0f;
+        if (i % 1009 == 11) g[i] = INFINITY;
+        if (i % 1013 == 12) g[i] = NAN;
+    }
+}
+
+/* spec: Z-HOST-001 every instruction-set path of the Adam step this CPU
+ * runs gives the scalar reference's bits (p, m, v), Adam and AdamW, with
+ * and without bias correction, gradient multipliers 1 and 0.37, an n that
+ * is no multiple of any vector width */
+static void test_adam_paths(void **st) {
+    (void)st;
+    const long n = 100003;
+    float *in[4], *ref[4], *out[4];
+    for (int k = 0; k < 4; k++) {
+        in[k] = malloc(n * sizeof(float));
+        ref[k] = malloc(n * sizeof(float));
+        out[k] = malloc(n * sizeof(float));
+        assert_true(in[k] && ref[k] && out[k]);
+    }
+    fill(n, in[0], in[1], in[2], in[3], 11u);
+    const ZnAdamParams hps[3] = {{1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 1},   /* AdamW */
+                                 {3e-2, 0.8, 0.99, 1e-6, 0.1, 0, 1},     /* Adam, L2 decay */
+                                 {1e-3, 0.9, 0.999, 1e-8, 0.0, 1, 0}};   /* no bias correction */
+    const float muls[2] = {1.0f, 0.37f};
+    int paths = 0;
+    for (int isa = ZN_ISA_SSE2; isa < ZN_ISA_N; isa++) {
+        if (!zn_isa_supported((ZnIsa)isa)) continue;
+        paths++;
+        for (int h = 0; h < 3; h++)
+            for (int mu = 0; mu < 2; mu++)
+                for (long t = 1; t <= 3; t += 2) {
+                    for (int k = 0; k < 4; k++) {
+                        memcpy(ref[k], in[k], n * sizeof(float));
+                        memcpy(out[k], in[k], n * sizeof(float));
+                    }
+                    zn_adam_step_isa(ZN_ISA_SCALAR, n, ref[0], ref[1], ref[2], ref[3], &hps[h], t, muls[mu]);
+                    zn_adam_step_isa((ZnIsa)isa, n, out[0], out[1], out[2], out[3], &hps[h], t, muls[mu]);
+                    for (int k = 0; k < 4; k++)
+                        for (long i = 0; i < n; i++)
+                            if (bits(out[k][i]) != bits(ref[k][i]))
+                                fail_msg("%s, params %d, mul %g, step %ld: array %d element %ld is %08x, the "
+                                         "reference %08x", zn_isa_name((ZnIsa)isa), h, (double)muls[mu], t, k, i,
+                                         bits(out[k][i]), bits(ref[k][i]));
+                }
+    }
+    assert_true(paths >= 1);   /* x86-64 has at least SSE2; elsewhere the scalar path is the only one */
+    print_message("adam paths checked against the scalar reference: %d (best: %s)\n", paths,
+                  zn_isa_name(zn_isa_best()));
+    for (int k = 0; k < 4; k++) {
+        free(in[k]);
+        free(ref[k]);
+        free(out[k]);
+    }
+}
+
+/* spec: Z-HOST-002 the host device's Adam split over 2, 3 and 7 threads
+ * gives the one-thread bits in p, m, v and the fp16/bf16 working copy */
+static void test_adam_threads(void **st) {
+    (void)st;
+    ZnDevice d;
+    zn_device_host_init(&d);
+    const long n = 300001;   /* above the split threshold, no multiple of the block */
+    float *a[5], *b[5];
+    for (int k = 0; k < 5; k++) {
+        a[k] = malloc(n * sizeof(float));
+        b[k] = malloc(n * sizeof(float));
+        assert_true(a[k] && b[k]);
+    }
+    const ZnAdamParams hp = {1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 1};
+    const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
+    const int Ts[3] = {2, 3, 7};
+    for (int di = 0; di < 3; di++)
+        for (int ti = 0; ti < 3; ti++) {
+            fill(n, a[0], a[1], a[2], a[3], 5u + (uint32_t)di);
+            for (int k = 0; k < 4; k++) memcpy(b[k], a[k], n * sizeof(float));
+            float *wa = di ? a[4] : NULL, *wb = di ? b[4] : NULL;
+            zn_set_host_threads(1);
+            zn_host_kernels.adam(&d, n, a[0], a[1], a[2], a[3], &hp, 2, 0.5f, wa, dts[di]);
+            zn_set_host_threads(Ts[ti]);
+            assert_int_equal(zn_host_threads(), Ts[ti]);
+            zn_host_kernels.adam(&d, n, b[0], b[1], b[2], b[3], &hp, 2, 0.5f, wb, dts[di]);
+            for (int k = 0; k < (di ? 5 : 4); k++)
+                if (memcmp(a[k], b[k], n * sizeof(float)))
+                    fail_msg("dtype %d, %d threads: array %d differs from one thread's", di, Ts[ti], k);
+        }
+    zn_set_host_threads(0);
+    for (int k = 0; k < 5; k++) {
+        free(a[k]);
+        free(b[k]);
+    }
+}
+
+/* spec: Z-HOST-002 thread counts: 1..256, anything else refused by name */
+static void test_thread_setting(void **st) {
+    (void)st;
+    ZnErr err;
+    int n = 0;
+    assert_int_equal(zn_parse_threads("--threads", "8", &n, &err), 0);
+    assert_int_equal(n, 8);
+    assert_int_equal(zn_parse_threads("--threads", "256", &n, &err), 0);
+    const char *bad[] = {"0", "257", "-1", "", "4x", " 4", "99999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(zn_parse_threads("ZINC_NUM_THREADS", bad[i], &n, &err), ZN_E_USAGE);
+        char want[120];
+        snprintf(want, sizeof want, "ZINC_NUM_THREADS: expected a thread count in 1..256, got '%s'", bad[i]);
+        assert_string_equal(err.msg, want);
+    }
+    zn_set_host_threads(0);
+    unsetenv("ZINC_NUM_THREADS");
+    assert_int_equal(zn_host_threads(), 1);
+    setenv("ZINC_NUM_THREADS", "3", 1);
+    assert_int_equal(zn_host_threads(), 3);
+    zn_set_host_threads(5);   /* the flag wins over the environment */
+    assert_int_equal(zn_host_threads(), 5);
+    zn_set_host_threads(0);
+    unsetenv("ZINC_NUM_THREADS");
+    assert_string_equal(zn_isa_name(ZN_ISA_AVX512), "avx512");
+    assert_string_equal(zn_isa_name(ZN_ISA_N), "?");
+    assert_true(zn_isa_supported(ZN_ISA_SCALAR));
+    assert_true(zn_isa_supported(zn_isa_best()));
+}
+
+ZT_MAIN(
+    cmocka_unit_test(test_adam_paths),
+    cmocka_unit_test(test_adam_threads),
+    cmocka_unit_test(test_thread_setting))
