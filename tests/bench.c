@@ -157,9 +157,10 @@ static void bench_collectives(void) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         if (cores < 1) cores = 1;
         double agg = bw * W, cap = bc * (cores < W ? cores : W);
-        printf("%-14s W=%d %ld MB  %.2f GB/s per rank, %.2f GB/s all ranks   memcpy %.2f GB/s x %ld cores   "
-               "ratio %.2f (goal >= 0.80)\n",
-               op == 0 ? "reduce_scatter" : "all_gather", W, bytes >> 20, bw, agg, bc, cores < W ? cores : W, agg / cap);
+        char name[64];
+        snprintf(name, sizeof name, "sim_%s_W%d_%ldMB", op == 0 ? "reduce_scatter" : "all_gather", W, bytes >> 20);
+        /* all ranks together against memcpy on as many cores as they share */
+        row(name, "GB/s", agg, "memcpy_x_cores", cap);
     }
     zn_sim_world_free(w);
     for (int r = 0; r < W; r++) { free(a.in[r]); free(a.out[r]); }
@@ -194,13 +195,14 @@ static void bench_train(void) {
     for (long micro = 16; micro <= 64; micro *= 4) {
         double c1;
         double t1 = train_step_time(1, 2, micro, &c1);
-        printf("train_step  mlp:4096,4096,4096,16 micro %ld, stage 2: 1 rank %.3f s/step\n", micro, t1);
         for (int n = 2; n <= 8; n *= 2) {
             double cn;
             double tn = train_step_time(n, 2, micro, &cn);
-            printf("train_step  micro %ld: %d ranks %.3f s/step, %d single-rank steps %.3f s, ratio %.3f; simulator "
-                   "overhead (CPU in collectives / CPU of the ranks' own work) %.1f%% (goal <= 10%%)\n",
-                   micro, n, tn, n, n * t1, tn / (n * t1), 100.0 * cn);
+            char name[64];
+            /* N simulated ranks against N single-rank steps (the simulator's overhead): steps per second */
+            snprintf(name, sizeof name, "sim_train_step_micro%ld_W%d", micro, n);
+            row(name, "step/s", 1.0 / tn, "n_single_rank_steps", 1.0 / (n * t1));
+            printf("      (CPU in collectives / CPU of the ranks' own work: %.1f%%)\n", 100.0 * cn);
         }
     }
 }
@@ -272,10 +274,9 @@ static void bench_ckpt(void) {
     remove("build/bench-dd");
     free(buf);
     double save_s = t_save - t_plain, load_s = t_load - t_init;
-    printf("checkpoint  %.0f MB (world 2, stage 2): save %.0f MB/s, load+verify %.0f MB/s; "
-           "sequential write+fsync %.0f MB/s, read %.0f MB/s; save/dd %.2f, load/dd-read %.2f\n",
-           bytes / 1e6, bytes / 1e6 / save_s, bytes / 1e6 / load_s, bytes / 1e6 / tw, bytes / 1e6 / tr,
-           (bytes / save_s) / (bytes / tw), (bytes / load_s) / (bytes / tr));
+    /* against dd conv=fsync for the save and a read of the same bytes for the load */
+    row("ckpt_save_MBps", "MB/s", bytes / 1e6 / save_s, "write_fsync", bytes / 1e6 / tw);
+    row("ckpt_load_verify_MBps", "MB/s", bytes / 1e6 / load_s, "read", bytes / 1e6 / tr);
     if (system("rm -rf build/bench-ckpt")) return;
 }
 
