@@ -6,6 +6,7 @@
  * its status and a message naming the file and what is wrong. Every
  * checkpoint here is a 2-step run of mlp:6,8,4 in a temporary folder. */
 #include "testutil.h"
+#include <xxhash.h>
 #include <ftw.h>
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
@@ -209,7 +210,8 @@ static void test_manifest_fields(void **st) {
         {"version", "\"1\"", "version: missing or out of range"},
         {"version", "0", "version: missing or out of range"},
         {"version", "1.5", "version: not an integer"},
-        {"version", "2", "version 2, this zinc reads 1"},
+        {"version", "3", "version 3, this zinc reads 1..2"},
+        {"version", "1", NULL},   /* version 1 still loads (the file checksums name their kind) */
         {"model", NULL, "model: missing"},
         {"model", "7", "model: missing"},
         {"world_size", "0", "world_size: missing or out of range"},
@@ -257,7 +259,7 @@ static void test_manifest_fields(void **st) {
         {"files", NULL, "files: missing"},
         {"files", "{}", "files: missing"},
         {"files.0.name", NULL, "files[0].: malformed"},
-        {"files.1.fnv1a64", NULL, "files[1].: malformed"},
+        {"files.1.xxh3_64", NULL, "files[1].: malformed"},
         {"files.1.name", "\"../zero_pp_rank_1_optim_states.safetensors\"", "files[1].: malformed"},
         {"files.2.name", "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"",
          "files[2].: malformed"},
@@ -356,7 +358,7 @@ static void test_manifest_universal(void **st) {
     char *orig = cJSON_Print(doc);
     static const Mut t[] = {
         {"layout.aligned_numel", "96", NULL},   /* no layout rebuilt for a universal checkpoint */
-        {"version", "3", "version 3, this zinc reads 1"},
+        {"version", "3", "version 3, this zinc reads 1..2"},
         {"state.global_step", "\"2\"", "state.global_step: missing or out of range"},
         {"files", NULL, "files: missing"},
     };
@@ -792,12 +794,12 @@ static void vouch(const char *dir, int idx, const char *path) {
     ZnErr err;
     assert_int_equal(zn_read_file(path, 1 << 24, &buf, &n, &err), 0);
     char hex[32], bytes[32];
-    snprintf(hex, sizeof hex, "\"%016llx\"", (unsigned long long)zn_fnv1a64(ZN_FNV_INIT, buf, n));
+    snprintf(hex, sizeof hex, "\"%016llx\"", (unsigned long long)XXH3_64bits(buf, n));
     snprintf(bytes, sizeof bytes, "%zu", n);
     free(buf);
     cJSON *doc = load_manifest(dir);
     char key[64];
-    snprintf(key, sizeof key, "files.%d.fnv1a64", idx);
+    snprintf(key, sizeof key, "files.%d.xxh3_64", idx);
     mutate(doc, key, hex);
     snprintf(key, sizeof key, "files.%d.bytes", idx);
     mutate(doc, key, bytes);
@@ -1011,6 +1013,60 @@ static void test_empty_names(void **st) {
     rm_rf(dir);
 }
 
+/* spec: Z-CKPT-013 a version-1 checkpoint (file checksums FNV-1a 64 under
+ * "fnv1a64") still resumes and inspects; version 2 records XXH3-64 under
+ * "xxh3_64"; a flipped byte is caught under either kind */
+static void test_version1_loads(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc-cke-v1-XXXXXX";
+    trained(dir, 1, CFG);
+    char tagdir[512];
+    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
+    cJSON *doc = load_manifest(dir);
+    assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "version")), 2);
+    cJSON *f, *files = cJSON_GetObjectItemCaseSensitive(doc, "files");
+    int nf = 0;
+    cJSON_ArrayForEach(f, files) {   /* rewrite every file's checksum the version-1 way */
+        char path[700], hex[32];
+        snprintf(path, sizeof path, "%s/%s", tagdir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name")));
+        char *buf;
+        size_t n;
+        ZnErr err;
+        assert_int_equal(zn_read_file(path, 1 << 24, &buf, &n, &err), 0);
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits(buf, n));
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "xxh3_64")), hex);
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)zn_fnv1a64(ZN_FNV_INIT, buf, n));
+        free(buf);
+        cJSON_DeleteItemFromObjectCaseSensitive(f, "xxh3_64");
+        cJSON_AddStringToObject(f, "fnv1a64", hex);
+        nf++;
+    }
+    assert_int_equal(nf, 3);
+    mutate(doc, "version", "1");
+    save_manifest(dir, doc);
+    cJSON_Delete(doc);
+    CKPT(0, NULL, "mp_rank_00_model_states.safetensors", "inspect", tagdir);
+    char *out, *errs;
+    assert_int_equal(ckpt_cmd(&out, &errs, (const char *const[]){"inspect", tagdir, NULL}), 0);
+    assert_str_contains(out, " fnv1a64 ");
+    free(out);
+    free(errs);
+    ZnErr err;
+    Run r = {.dir = dir, .world = 2, .stage = 1, .steps = 3, .resume = 1};
+    assert_int_equal(run(&r, &err), 0);
+    /* a flipped byte in a version-1 shard is still refused */
+    char shard[600];
+    snprintf(shard, sizeof shard, "%s/zero_pp_rank_0_optim_states.safetensors", tagdir);
+    size_t n;
+    char *b;
+    assert_int_equal(zn_read_file(shard, 1 << 24, &b, &n, &err), 0);
+    b[n / 2] ^= 1;
+    put_path(shard, b, n);
+    free(b);
+    CKPT(1, "zero_pp_rank_0_optim_states.safetensors: checksum ", "INVALID", "inspect", tagdir);
+    rm_rf(dir);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_manifest_fields),
     cmocka_unit_test(test_manifest_self),
@@ -1030,4 +1086,5 @@ ZT_MAIN(
     cmocka_unit_test(test_layout_lie_refused),
     cmocka_unit_test(test_universal_other_params),
     cmocka_unit_test(test_remap_on_options),
-    cmocka_unit_test(test_empty_names))
+    cmocka_unit_test(test_empty_names),
+    cmocka_unit_test(test_version1_loads))

@@ -1,5 +1,6 @@
 /* checkpoint.c: save, verify, load, reshard, convert (spec Z-CKPT-*). */
 #include "io/checkpoint.h"
+#include <xxhash.h>
 #include "core/alloc.h"
 #include "core/json_track.h"
 #include "core/fileio.h"
@@ -20,7 +21,7 @@
 
 #define ZN_CKPT_FORMAT "zinc-checkpoint"
 #define ZN_UNIV_FORMAT "zinc-universal"
-#define ZN_CKPT_VERSION 1
+#define ZN_CKPT_VERSION 2       /* 2: files checksummed with XXH3-64; 1 (FNV-1a 64) still loads */
 #define MANIFEST_MAX (64u << 20)
 #define FILE_MAX ((size_t)1 << 40)
 #define PATH_MAX_ZN 4096
@@ -32,14 +33,19 @@ static uint64_t fnv64(const void *p, size_t n) {
     return zn_fnv1a64(ZN_FNV_INIT, p, n);
 }
 
-/* size and checksum of a whole file */
-static int file_sum(const char *path, uint64_t *size, uint64_t *hash, ZnErr *err) {
+/* The checksum kinds a manifest may record per file: XXH3-64 (written since
+ * manifest version 2) and FNV-1a 64 (version 1 checkpoints still load). */
+enum { SUM_XXH3 = 0, SUM_FNV = 1 };
+static const char *SUM_KEY[2] = {"xxh3_64", "fnv1a64"};
+
+/* size and checksum (of the given kind) of a whole file */
+static int file_sum(const char *path, int kind, uint64_t *size, uint64_t *hash, ZnErr *err) {
     char *buf;
     size_t n;
     int rc = zn_read_file(path, FILE_MAX, &buf, &n, err);
     if (rc) return rc;
     *size = n;
-    *hash = fnv64(buf, n);
+    *hash = kind == SUM_FNV ? fnv64(buf, n) : XXH3_64bits(buf, n);
     free(buf);
     return 0;
 }
@@ -103,7 +109,7 @@ typedef struct {
     long flat_offset[2 * ZN_MAX_LAYERS], pn[2 * ZN_MAX_LAYERS];
     ZnEngineState st;
     int nfiles;
-    struct { char name[128]; uint64_t bytes, hash; } files[4096 + 1];
+    struct { char name[128]; uint64_t bytes, hash; int kind; } files[4096 + 1];   /* kind: SUM_* */
     int naliases;               /* tied weights: alias name -> the parameter it shares */
     struct { char name[ZN_MAX_NAME]; int param; } aliases[2 * ZN_MAX_LAYERS];
     cJSON *config;              /* owned; may be NULL */
@@ -224,7 +230,10 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     }
     long v, x;
     if ((rc = get_long(m, doc, "version", "", 1, &v, err))) goto out;
-    if (v != ZN_CKPT_VERSION) { rc = zn_err(err, ZN_E_CORRUPT, "%s: version %ld, this zinc reads %d", path, v, ZN_CKPT_VERSION); goto out; }
+    if (v < 1 || v > ZN_CKPT_VERSION) {
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: version %ld, this zinc reads 1..%d", path, v, ZN_CKPT_VERSION);
+        goto out;
+    }
     const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "model"));
     if (!s) { rc = zn_err(err, ZN_E_CORRUPT, "%s: model: missing", path); goto out; }
     snprintf(m->model, sizeof m->model, "%s", s);
@@ -311,7 +320,8 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     if (!cJSON_IsArray(fs) || cJSON_GetArraySize(fs) > 4096) { rc = zn_err(err, ZN_E_CORRUPT, "%s: files: missing", path); goto out; }
     cJSON_ArrayForEach(it, fs) {
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
-        const char *hx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "fnv1a64"));
+        int kind = cJSON_GetObjectItemCaseSensitive(it, SUM_KEY[SUM_XXH3]) ? SUM_XXH3 : SUM_FNV;
+        const char *hx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, SUM_KEY[kind]));
         long bytes;
         char where[64];
         snprintf(where, sizeof where, "files[%d].", m->nfiles);
@@ -323,6 +333,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
         snprintf(m->files[m->nfiles].name, sizeof m->files[0].name, "%s", fn);
         m->files[m->nfiles].bytes = (uint64_t)bytes;
         m->files[m->nfiles].hash = strtoull(hx, NULL, 16);
+        m->files[m->nfiles].kind = kind;
         m->nfiles++;
     }
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(doc, "shared_params");
@@ -364,7 +375,7 @@ static int verify_file(const Manifest *m, const char *dir, const char *name, ZnE
     for (int i = 0; i < m->nfiles; i++) {
         if (strcmp(m->files[i].name, name)) continue;
         uint64_t size, hash;
-        int rc = file_sum(path, &size, &hash, err);
+        int rc = file_sum(path, m->files[i].kind, &size, &hash, err);
         if (rc) return rc;
         if (size != m->files[i].bytes)
             return zn_err(err, ZN_E_CORRUPT, "%s: %llu bytes, the manifest says %llu (truncated or replaced)", path,
@@ -599,9 +610,10 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
         if (!p16) rc = zn_nomem(err);
         else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
     }
-    if (!rc) rc = zn_st_write(path, e, n, meta, err);
+    ZnStSum sum;
+    if (!rc) rc = zn_st_write_sum(path, e, n, meta, &sum, err);
     ZN_FREE_ALL(p16, ms, ea, es, pp);
-    if (!rc) rc = file_sum(path, &out[0], &out[1], err);
+    if (!rc) { out[0] = sum.bytes; out[1] = sum.xxh3; }
     return rc;
 }
 
@@ -625,10 +637,11 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
     char path[PATH_MAX_ZN];
     join(path, tagdir, MODEL_FILE);
     const char *meta[] = {"format", "pt", "producer", "zinc", NULL};
-    int rc = zn_st_write(path, e, ne, meta, err);
+    ZnStSum sum;
+    int rc = zn_st_write_sum(path, e, ne, meta, &sum, err);
     free(enc);
     free(e);
-    if (!rc) rc = file_sum(path, &out[0], &out[1], err);
+    if (!rc) { out[0] = sum.bytes; out[1] = sum.xxh3; }
     return rc;
 }
 
@@ -690,7 +703,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
             cJSON *f = zn_json_add(fs, NULL, cJSON_CreateObject());
             cJSON_AddStringToObject(f, "name", name);
             cJSON_AddNumberToObject(f, "bytes", (double)sum[0]);
-            cJSON_AddStringToObject(f, "fnv1a64", hex);
+            cJSON_AddStringToObject(f, SUM_KEY[SUM_XXH3], hex);
         }
         add_self_checksum(m);
         char *text = cJSON_Print(m);
@@ -1111,8 +1124,8 @@ int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err_out) {
                 m->st.global_step, m->st.opt_step, m->st.skipped_steps, m->st.global_samples, m->st.sched_t,
                 m->st.scaler.cur_scale);
         for (int i = 0; i < m->nfiles; i++)
-            fprintf(out, "  %-48s %12llu bytes  fnv1a64 %016llx  ok\n", m->files[i].name,
-                    (unsigned long long)m->files[i].bytes, (unsigned long long)m->files[i].hash);
+            fprintf(out, "  %-48s %12llu bytes  %s %016llx  ok\n", m->files[i].name,
+                    (unsigned long long)m->files[i].bytes, SUM_KEY[m->files[i].kind], (unsigned long long)m->files[i].hash);
     } else *err_out = err;
     full_free(m, f);
     return rc;

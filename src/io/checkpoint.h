@@ -5,7 +5,8 @@
  *   manifest.json                                   written last by rank 0: zinc
  *       version, world size, stage, dtypes, the layout of every parameter,
  *       global step, samples, loss scaler, scheduler, data position, the
- *       config, and the size and FNV-1a 64 checksum of every file
+ *       config, and the size and XXH3-64 checksum of every file (version 2;
+ *       version 1's FNV-1a 64 still loads)
  *   zero_pp_rank_{r}_optim_states.safetensors       rank r's shard: fp32
  *       master ("fp32"), "exp_avg", "exp_avg_sq" and, on stage 3, its 16-bit
  *       parameter partition ("param_partition")

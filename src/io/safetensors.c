@@ -8,6 +8,8 @@
  * safetensors README "Format" and safetensors/src/tensor.rs
  * (SafeTensors::read_metadata, Metadata::validate, prepare). */
 #include "io/safetensors.h"
+#define XXH_STATIC_LINKING_ONLY   /* XXH3_state_t on the stack */
+#include <xxhash.h>
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include <cjson/cJSON.h>
@@ -252,25 +254,42 @@ static int collect_meta(const char *const *kv, KV **out, int *nout, ZnErr *err) 
     return ZN_OK;
 }
 
-static int write_body(const char *path, const Sb *h, const WItem *items, int n, ZnErr *err) {
+/* One piece of the file: to the writer and into the running hash. */
+static int put(ZnWriter *w, XXH3_state_t *st, ZnStSum *sum, const void *p, size_t n, ZnErr *err) {
+    XXH3_64bits_update(st, p, n);
+    sum->bytes += n;
+    return zn_writer_write(w, p, n, err);
+}
+
+static int write_body(const char *path, const Sb *h, const WItem *items, int n, ZnStSum *sum, ZnErr *err) {
     unsigned char len8[8];
     uint64_t hn = h->n;
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)(hn >> (8 * i));   /* little-endian */
     ZnWriter *w;
     int rc = zn_writer_open(&w, path, err);
     if (rc) return rc;
-    rc = zn_writer_write(w, len8, 8, err);
-    if (!rc) rc = zn_writer_write(w, h->p, h->n, err);
+    XXH3_state_t st;   /* the static-linking layout: no allocation */
+    XXH3_64bits_reset(&st);
+    memset(sum, 0, sizeof *sum);
+    rc = put(w, &st, sum, len8, 8, err);
+    if (!rc) rc = put(w, &st, sum, h->p, h->n, err);
     for (int i = 0; i < n && !rc; i++)
-        if (items[i].bytes) rc = zn_writer_write(w, items[i].e->data, (size_t)items[i].bytes, err);
+        if (items[i].bytes) rc = put(w, &st, sum, items[i].e->data, (size_t)items[i].bytes, err);
     if (rc) {
         zn_writer_abort(w);
         return rc;
     }
+    sum->xxh3 = XXH3_64bits_digest(&st);
     return zn_writer_commit(w, err);
 }
 
 int zn_st_write(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnErr *err) {
+    ZnStSum sum;
+    return zn_st_write_sum(path, entries, n, meta_kv, &sum, err);
+}
+
+int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStSum *sum,
+                    ZnErr *err) {
     if (n < 0 || n > ZN_ST_MAX_TENSORS || (n > 0 && !entries))
         return zn_err(err, ZN_E_USAGE, "%s: %d tensors (0..%d supported)", path, n, ZN_ST_MAX_TENSORS);
     WItem *items = zn_malloc(ZN_HOST_IO, (size_t)(n ? n : 1) * sizeof *items);
@@ -292,7 +311,7 @@ int zn_st_write(const char *path, const ZnStEntry *entries, int n, const char *c
     if (!rc) rc = collect_meta(meta_kv, &meta, &nmeta, err);
     Sb h = {0};
     if (!rc) rc = build_header(&h, items, n, meta, nmeta, err);
-    if (!rc) rc = write_body(path, &h, items, n, err);
+    if (!rc) rc = write_body(path, &h, items, n, sum, err);
     else if (rc == ZN_E_USAGE) zn_err_prefix(err, "%s: ", path);
     free(h.p);
     free(meta);

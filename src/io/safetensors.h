@@ -41,6 +41,11 @@ typedef struct {
  * a negative dimension, missing data, over a limit) is ZN_E_USAGE and writes
  * nothing. */
 int zn_st_write(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnErr *err);
+/* The same, reporting what went to disk: its size and its XXH3-64 hash,
+ * computed from the bytes as they are written (no read-back). */
+typedef struct { uint64_t bytes, xxh3; } ZnStSum;
+int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStSum *sum,
+                    ZnErr *err);
 
 /* A tensor in an opened file. begin/end are offsets into the byte buffer. */
 typedef struct {
