@@ -46,10 +46,12 @@ int main(int argc, char **argv) {
     if (rc) fprintf(stderr, "bench_proc: %s\n", err.msg);
     else if (p.world.rank == 0) {
         double bytes = (double)got * 4, cp = bytes / best_cp / 1e9;
-        printf("proc %-4s W=%d  reduce_scatter %.2f GB/s (%.3f of memcpy)  all_gather %.2f GB/s (%.3f of memcpy)  "
-               "memcpy %.2f GB/s  [%.0f MB received per rank per call]\n",
-               zn_backend_name(b), W, bytes / best_rs / 1e9, bytes / best_rs / 1e9 / cp, bytes / best_ag / 1e9,
-               bytes / best_ag / 1e9 / cp, cp, bytes / 1e6);
+        /* one line per collective, as bench.c's: the peer is memcpy of the bytes a rank receives */
+        const char *bn = zn_backend_name(b);
+        printf("bench proc_%s_reduce_scatter_W%d%*s zinc=%.2fGB/s peer=memcpy:%.2fGB/s ratio=%.3f\n", bn, W,
+               (int)(8 - strlen(bn)), "", bytes / best_rs / 1e9, cp, bytes / best_rs / 1e9 / cp);
+        printf("bench proc_%s_all_gather_W%d%*s     zinc=%.2fGB/s peer=memcpy:%.2fGB/s ratio=%.3f\n", bn, W,
+               (int)(8 - strlen(bn)), "", bytes / best_ag / 1e9, cp, bytes / best_ag / 1e9 / cp);
     }
     free(send);
     free(recv);
