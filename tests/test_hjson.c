@@ -3,6 +3,7 @@
  * JSON passes through byte for byte, errors point at the user's line and
  * column, and no input crashes or recurses without bound. */
 #include "testutil.h"
+#include <dlfcn.h>
 #include <cjson/cJSON.h>
 #include "core/hjson.h"
 #include "core/config.h"
@@ -342,6 +343,86 @@ static void test_hjson_root(void **st) {
     err_at("# only a comment\n", "ds.json:2:1: JSON syntax error: unexpected end of input");
 }
 
+/* Allocation failure (Z-CFG-047). This file defines realloc, so every
+ * realloc of the process comes here (hjson.c allocates only through
+ * zn_realloc, which calls it); it forwards to the next definition, glibc's
+ * or the sanitizer's or Valgrind's, except that once armed with k the k-th
+ * call from then on returns NULL, as a machine out of memory would. */
+static long realloc_countdown;   /* 0: off */
+
+void *realloc(void *p, size_t n) {
+    static void *(*next)(void *, size_t);
+    if (!next) *(void **)&next = dlsym(RTLD_NEXT, "realloc");
+    if (realloc_countdown > 0 && --realloc_countdown == 0) return NULL;
+    return next(p, n);
+}
+
+/* spec: Z-CFG-047 an allocation failure while reading is out of memory
+ * (-2), not a syntax error, and leaves nothing to leak, wherever it comes:
+ * the output grows at its 256th byte (realloc 3 for the text, 4 for the
+ * offset map, after 1 and 2 at the first byte), and the text is shifted by
+ * 0..255 leading spaces so that every output byte of each form, the final
+ * NUL included, is once the one whose growth fails */
+static void test_hjson_out_of_memory(void **st) {
+    (void)st;
+    /* Valgrind puts its own realloc in place of this one: nothing to fail */
+    void *(*volatile re)(void *, size_t) = realloc;   /* not folded into malloc */
+    void *probe = malloc(1);
+    assert_non_null(probe);
+    realloc_countdown = 1;
+    void *moved = re(probe, 16);
+    realloc_countdown = 0;
+    if (moved) {
+        free(moved);
+        print_message("realloc is not this file's (Valgrind?): allocation failures not tested\n");
+        skip();
+    }
+    free(probe);
+    const char *texts[] = {
+        "a: say \"hi\" \\o/\x01\tend\n'b c': [1, true,]\n",
+        "{\"k\": \"v\\t\", 'q': 'it\\'s \"x\" \\n', m: '''\n  l1\r\n  l2\n  '''\n  n: [1\n 2], o: {}\n}",
+        "[1, 2 /* open",
+    };
+    char buf[512];
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        size_t len = strlen(texts[t]), n_fired = 0;
+        for (size_t pad = 0; pad < 256; pad++) {
+            memset(buf, ' ', pad);
+            memcpy(buf + pad, texts[t], len);
+            ZnHjson out;
+            int want = zn_hjson_to_json(buf, pad + len, &out);   /* unarmed: the real outcome */
+            assert_int_equal(want, t == 2 ? -1 : 0);
+            size_t out_len = out.len;
+            zn_hjson_free(&out);
+            for (long k = 1; k <= 4; k++) {
+                if (pad && k <= 2) continue;   /* the first byte is a space whatever the pad */
+                realloc_countdown = k;
+                int rc = zn_hjson_to_json(buf, pad + len, &out);
+                int fired = realloc_countdown == 0;
+                realloc_countdown = 0;
+                n_fired += (size_t)fired;
+                /* 256 bytes with the NUL: the output grows once */
+                if (!want && k >= 3 && fired != (out_len + 1 >= 256))
+                    fail_msg("text %zu pad %zu realloc %ld: fired %d with %zu bytes", t, pad, k, fired, out_len);
+                if (rc != (fired ? -2 : want))
+                    fail_msg("text %zu pad %zu realloc %ld: rc %d, fired %d", t, pad, k, rc, fired);
+                zn_hjson_free(&out);
+            }
+        }
+        assert_true(n_fired >= 4);   /* the first byte twice, and a growth */
+    }
+    /* through the config: a message about memory, not about syntax */
+    ZnConfigArgs a;
+    zn_config_args_init(&a);
+    ZnConfig c;
+    ZnErr e = {0};
+    realloc_countdown = 1;
+    int rc = zn_config_parse("a: 1", 4, "ds.json", &a, &c, &e);
+    realloc_countdown = 0;
+    assert_int_equal(rc, ZN_E_NOMEM);
+    assert_string_equal(e.msg, "ds.json: out of host memory while reading the config");
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_hjson_forms),
     cmocka_unit_test(test_hjson_strings),
@@ -356,4 +437,5 @@ ZT_MAIN(
     cmocka_unit_test(test_hjson_multiline),
     cmocka_unit_test(test_hjson_separators),
     cmocka_unit_test(test_hjson_keys),
-    cmocka_unit_test(test_hjson_root))
+    cmocka_unit_test(test_hjson_root),
+    cmocka_unit_test(test_hjson_out_of_memory))
