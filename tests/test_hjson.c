@@ -3,6 +3,7 @@
  * JSON passes through byte for byte, errors point at the user's line and
  * column, and no input crashes or recurses without bound. */
 #include "testutil.h"
+#include <dlfcn.h>
 #include <cjson/cJSON.h>
 #include "core/hjson.h"
 #include "core/config.h"
@@ -42,6 +43,8 @@ static void test_hjson_forms(void **st) {
     same_tree("{\"a\": 1e8\n\"b\": -0.5 # c\n\"c\": 12 monkeys\n}", "{\"a\": 1e8, \"b\": -0.5, \"c\": \"12 monkeys\"}");
 }
 
+/* spec: Z-CFG-046 single-quoted and multi-line strings, quoteless values
+ * with tabs, escapes kept as cJSON reads them, root braces omitted */
 static void test_hjson_strings(void **st) {
     (void)st;
     same_tree("{'a': 'x \"y\" \\'z\\''}", "{\"a\": \"x \\\"y\\\" 'z'\"}");
@@ -141,10 +144,298 @@ static void test_hjson_every_prefix(void **st) {
                     " \"reduce_bucket_size\": 5e8}, \"notes\": \"two\\nlines\", \"tag\": \"run one, two\"}");
 }
 
+/* the text h of n bytes must become exactly the strict JSON j */
+static void becomes(const char *h, size_t n, const char *j) {
+    ZnHjson out;
+    int rc = zn_hjson_to_json(h, n, &out);
+    if (rc) fail_msg("'%s': rc %d at %zu (%s)", h, rc, out.err_at, out.why ? out.why : "near");
+    if (strcmp(out.json, j)) fail_msg("'%s' became '%s', expected '%s'", h, out.json, j);
+    assert_int_equal(out.len, strlen(j));
+    assert_int_equal(out.from[out.len], n);
+    zn_hjson_free(&out);
+}
+
+/* the text h must be refused at input offset at, for reason why (NULL: no
+   reason, so the config reports what is there, or the end of input) */
+static void refused(const char *h, size_t at, const char *why) {
+    ZnHjson out;
+    int rc = zn_hjson_to_json(h, strlen(h), &out);
+    if (rc != -1) fail_msg("'%s': rc %d, expected -1", h, rc);
+    if (out.err_at != at) fail_msg("'%s': error at %zu, expected %zu", h, out.err_at, at);
+    if (why ? !out.why || strcmp(out.why, why) : out.why != NULL)
+        fail_msg("'%s': why '%s', expected '%s'", h, out.why ? out.why : "(null)", why ? why : "(null)");
+    zn_hjson_free(&out);
+}
+
+/* spec: Z-CFG-046 quoteless keys and values are quoted with JSON escapes:
+ * a '"' or '\\' or a control byte in them is data (hjson-py: a quoteless
+ * key ends only at whitespace or {}[],: and a quoteless string runs to the
+ * end of the line) */
+static void test_hjson_quoteless_escapes(void **st) {
+    (void)st;
+    same_tree("{a: say \"hi\" \\o/\n}", "{\"a\": \"say \\\"hi\\\" \\\\o/\"}");
+    same_tree("{a: x\x01y\x1f\n}", "{\"a\": \"x\\u0001y\\u001f\"}");
+    same_tree("{a\"b\\c: 1}", "{\"a\\\"b\\\\c\": 1}");
+    same_tree("{a\x01" "b: 1}", "{\"a\\u0001b\": 1}");
+    /* the value ends at a CR, and trailing tabs are trimmed */
+    same_tree("{a: hello \r\n b: x\t\t\n}", "{\"a\": \"hello\", \"b\": \"x\"}");
+    becomes("{a: x\"y\n}", 9, "{\"a\": \"x\\\"y\"\n}");
+}
+
+/* spec: Z-CFG-046 a quoteless value is a number only when all of it is a
+ * JSON number (hjson-py's NUMBER_RE must match to the end); otherwise it
+ * is a string, and a number ends at a comment as at a separator */
+static void test_hjson_numbers(void **st) {
+    (void)st;
+    same_tree("{a: -x\nb: -\nc: 1.\nd: 1.x\ne: 1e\nf: 1e+\ng: 1ex\nh: 01\ni: 1e5x\nj: 1.5x\n}",
+              "{\"a\": \"-x\", \"b\": \"-\", \"c\": \"1.\", \"d\": \"1.x\", \"e\": \"1e\", \"f\": \"1e+\", \"g\": \"1ex\","
+              " \"h\": \"01\", \"i\": \"1e5x\", \"j\": \"1.5x\"}");
+    same_tree("{a: 1.-\nb: 1.5-\nc: 1e.\nd: 1e5.\n}", "{\"a\": \"1.-\", \"b\": \"1.5-\", \"c\": \"1e.\", \"d\": \"1e5.\"}");
+    same_tree("{a: 1E-5\nb: -0\nc: 2.50e+3\n}", "{\"a\": 1E-5, \"b\": -0, \"c\": 2.50e+3}");
+    /* a number or word that ends the input */
+    same_tree("a: 12", "{\"a\": 12}");
+    same_tree("a: 1.5", "{\"a\": 1.5}");
+    same_tree("a: 1e5", "{\"a\": 1e5}");
+    same_tree("a: true", "{\"a\": true}");
+    /* a comment right after the number ends it; a '/' alone does not */
+    same_tree("{a: 1#c\nb: 2//c\nc: 3/*c*/}", "{\"a\": 1, \"b\": 2, \"c\": 3}");
+    same_tree("{a: 1/2\n}", "{\"a\": \"1/2\"}");
+    same_tree("{a: true x\nb: null # c\n}", "{\"a\": \"true x\", \"b\": null}");
+}
+
+/* spec: Z-CFG-046 comments: a '*' inside a block comment does not end it,
+ * a block comment may span lines wherever whitespace may stand, and a '/'
+ * that starts no comment is not skipped */
+static void test_hjson_comments(void **st) {
+    (void)st;
+    same_tree("{/* a * b **/ a: 1}", "{\"a\": 1}");
+    same_tree("{a: /* x\n */ 1, b /*\n*/ : 2}", "{\"a\": 1, \"b\": 2}");
+    same_tree("/* c\n*/ a: 1", "{\"a\": 1}");
+    refused("{\"a\": 1}/", 8, NULL);
+    refused("{\"a\": \"1\" /x}", 10, NULL);
+    /* hjson-py: "1 /x}" is a quoteless string, bracket included */
+    refused("{\"a\": 1 /x}", 6, "this value is not JSON, so hjson reads it as a string to the end of the line, "
+                               "closing bracket included (quote it, or fix it)");
+    refused("{/* abc *", 1, "unterminated /* comment");
+    refused("{\"a\": 1}/*", 8, "unterminated /* comment");
+    refused("{a /* x", 3, "unterminated /* comment");
+    refused("{a: /* x", 4, "unterminated /* comment");
+    refused("{a: 1, /* x", 7, "unterminated /* comment");
+    err_at("{\"a\": 1}\n/", "ds.json:2:1: JSON syntax error near '/'");
+}
+
+/* spec: Z-CFG-046 quoted strings: a backslash is copied with what follows
+ * (cJSON judges it), "\'" in a single-quoted string is a quote, and a
+ * string that runs to the end of the input is unterminated (Z-CFG-001) */
+static void test_hjson_quoted(void **st) {
+    (void)st;
+    same_tree("{'a b': 'x\\ty\\\\z\\u00e9'}", "{\"a b\": \"x\\ty\\\\z\\u00e9\"}");
+    same_tree("{a: ''\nb: ''}", "{\"a\": \"\", \"b\": \"\"}");
+    same_tree("a: ''", "{\"a\": \"\"}");
+    becomes("['\\'\"']", 7, "[\"'\\\"\"]");
+    refused("{\"a\": \"x\\", 6, "unterminated string");
+    refused("{a: 'x\\", 4, "unterminated string");
+    refused("{a: 'x", 4, "unterminated string");
+    err_at("{\"a\": \"x\\", "ds.json:1:7: JSON syntax error: unterminated string");
+}
+
+/* spec: Z-CFG-046 '''multi-line''' strings (hjson-py scanmlstring): the
+ * opening quotes' indentation, spaces or tabs, is removed from each line,
+ * CRs are dropped, whitespace after the opening quotes and its line break
+ * are not content, and one or two quotes are content */
+static void test_hjson_multiline(void **st) {
+    (void)st;
+    same_tree("a:\n  '''  \r\n  x\r\n\t y\r\n  '''", "{\"a\": \"x\\ny\"}");
+    same_tree("a:\n  '''\n  x\n  ''y\n  'z'''", "{\"a\": \"x\\n''y\\n'z\"}");
+    same_tree("a:\n  '''\n  x\n\t'''", "{\"a\": \"x\"}");
+    same_tree("a: '''\tx\n'''", "{\"a\": \"x\"}");
+    same_tree("a: '''x'''", "{\"a\": \"x\"}");
+    /* at the very start of the input (column 1): the root may be any value */
+    becomes("'''abc'''", 9, "\"abc\"");
+    refused("a: '''\nabc\n''", 3, "unterminated ''' string");
+    refused("a: '''x''", 3, "unterminated ''' string");
+}
+
+#if 0
+/* BUG (reported, not fixed): hjson-py keeps the line break before the
+ * closing quotes when they are indented deeper than the opening ones (only
+ * a final "\n" is dropped): "a:\n  '''\n  x\n      '''\n" is {"a": "x\n    "}
+ * in hjson-py; zinc drops the line break and reads "x    ". */
+/* spec: Z-CFG-046 '''multi-line''' strings as hjson-py reads them */
+static void test_hjson_multiline_deep_close(void **st) {
+    (void)st;
+    same_tree("a:\n  '''\n  x\n      '''\n", "{\"a\": \"x\\n    \"}");
+}
+#endif
+
+#if 0
+/* BUG (reported, not fixed): zn_hjson_to_json takes n bytes, but in an
+ * object without root braces a NUL byte where a member may start reads as
+ * the end of the object (cur() gives 0 there, and members(p, 0) takes 0
+ * for its closing bracket): "a: 1\n\0b: 2" gives rc 0 and '{"a": 1\n}',
+ * the rest silently dropped ("a: 1,\0b: 2" likewise). zn_config_parse
+ * rejects a NUL first ("NUL byte in input"), so configs are not affected;
+ * with braces, "{a: 1\n\0b: 2}" is refused at the NUL as it should be. */
+/* spec: Z-CFG-047 every input reads or fails with a position inside it */
+static void test_hjson_nul_in_braceless_root(void **st) {
+    (void)st;
+    ZnHjson out;
+    assert_int_equal(zn_hjson_to_json("a: 1\n\0b: 2", 11, &out), -1);
+    assert_int_equal(out.err_at, 5);
+    zn_hjson_free(&out);
+}
+#endif
+
+/* spec: Z-CFG-046 separators: a trailing comma before the end of a
+ * braceless root is dropped; a value may not start with a separator
+ * (hjson-py: "Found a punctuator character when expecting a quoteless
+ * string"); a ']' in a quoteless value is swallowed as '}' is (Z-CFG-001) */
+static void test_hjson_separators(void **st) {
+    (void)st;
+    same_tree("a: 1,", "{\"a\": 1}");
+    same_tree("a: 1, # c\n", "{\"a\": 1}");
+    refused("[1,", 3, NULL);
+    refused("{a: 1,", 6, NULL);
+    refused("{a: 1, ", 7, NULL);
+    refused("[,1]", 1, NULL);
+    refused("{a: ]", 4, NULL);
+    err_at("{a: :x}", "ds.json:1:5: JSON syntax error near ':x}'");
+    refused("a: [x]", 4, "this value is not JSON, so hjson reads it as a string to the end of the line, closing "
+                         "bracket included (quote it, or fix it)");
+    err_at("{\"a\": [x]}", "ds.json:1:8: JSON syntax error: this value is not JSON, so hjson reads it as a string to "
+                           "the end of the line, closing bracket included (quote it, or fix it)");
+}
+
+/* spec: Z-CFG-046 keys: quoted, single-quoted or quoteless, and a key must
+ * be followed by ':' and a value (Z-CFG-001 reports where) */
+static void test_hjson_keys(void **st) {
+    (void)st;
+    refused("{:1}", 1, NULL);
+    refused("{a:1, :2}", 6, NULL);
+    refused("{a", 2, NULL);
+    refused("{a:", 3, NULL);
+    refused("{a:  ", 5, NULL);
+    refused("{a 1}", 3, NULL);
+    err_at("{\n  a\n}", "ds.json:3:1: JSON syntax error near '}'");
+    err_at("{a:", "ds.json:1:4: JSON syntax error: unexpected end of input");
+}
+
+/* spec: Z-CFG-046 an object without its root braces is recognised by a
+ * key (quoted, single-quoted, escaped, or quoteless, spaces or tabs
+ * before its ':') at the start; anything else is one value, which must
+ * end the input */
+static void test_hjson_root(void **st) {
+    (void)st;
+    same_tree("'a': 1", "{\"a\": 1}");
+    same_tree("\"a\\\"b\": 1", "{\"a\\\"b\": 1}");
+    same_tree("a :1", "{\"a\": 1}");
+    same_tree("a\t: 1", "{\"a\": 1}");
+    becomes("abc", 3, "\"abc\"");
+    becomes("", 0, "");
+    becomes("# c\n", 4, "\n");
+    refused("\"abc", 0, "unterminated string");
+    refused("'abc", 0, "unterminated string");
+    refused("[1] x", 4, NULL);
+    refused("a: 1\nb", 6, NULL);
+    refused("a: 1\nb: /*", 8, "unterminated /* comment");
+    refused("/* x", 0, "unterminated /* comment");
+    err_at("[1] x", "ds.json:1:5: JSON syntax error near 'x'");
+    err_at("# only a comment\n", "ds.json:2:1: JSON syntax error: unexpected end of input");
+}
+
+/* Allocation failure (Z-CFG-047). This file defines realloc, so every
+ * realloc of the process comes here (hjson.c allocates only through
+ * zn_realloc, which calls it); it forwards to the next definition, glibc's
+ * or the sanitizer's or Valgrind's, except that once armed with k the k-th
+ * call from then on returns NULL, as a machine out of memory would. */
+static long realloc_countdown;   /* 0: off */
+
+void *realloc(void *p, size_t n) {
+    static void *(*next)(void *, size_t);
+    if (!next) *(void **)&next = dlsym(RTLD_NEXT, "realloc");
+    if (realloc_countdown > 0 && --realloc_countdown == 0) return NULL;
+    return next(p, n);
+}
+
+/* spec: Z-CFG-047 an allocation failure while reading is out of memory
+ * (-2), not a syntax error, and leaves nothing to leak, wherever it comes:
+ * the output grows at its 256th byte (realloc 3 for the text, 4 for the
+ * offset map, after 1 and 2 at the first byte), and the text is shifted by
+ * 0..255 leading spaces so that every output byte of each form, the final
+ * NUL included, is once the one whose growth fails */
+static void test_hjson_out_of_memory(void **st) {
+    (void)st;
+    /* Valgrind puts its own realloc in place of this one: nothing to fail */
+    void *(*volatile re)(void *, size_t) = realloc;   /* not folded into malloc */
+    void *probe = malloc(1);
+    assert_non_null(probe);
+    realloc_countdown = 1;
+    void *moved = re(probe, 16);
+    realloc_countdown = 0;
+    if (moved) {
+        free(moved);
+        print_message("realloc is not this file's (Valgrind?): allocation failures not tested\n");
+        skip();
+    }
+    free(probe);
+    const char *texts[] = {
+        "a: say \"hi\" \\o/\x01\tend\n'b c': [1, true,]\n",
+        "{\"k\": \"v\\t\", 'q': 'it\\'s \"x\" \\n', m: '''\n  l1\r\n  l2\n  '''\n  n: [1\n 2], o: {}\n}",
+        "[1, 2 /* open",
+    };
+    char buf[512];
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        size_t len = strlen(texts[t]), n_fired = 0;
+        for (size_t pad = 0; pad < 256; pad++) {
+            memset(buf, ' ', pad);
+            memcpy(buf + pad, texts[t], len);
+            ZnHjson out;
+            int want = zn_hjson_to_json(buf, pad + len, &out);   /* unarmed: the real outcome */
+            assert_int_equal(want, t == 2 ? -1 : 0);
+            size_t out_len = out.len;
+            zn_hjson_free(&out);
+            for (long k = 1; k <= 4; k++) {
+                if (pad && k <= 2) continue;   /* the first byte is a space whatever the pad */
+                realloc_countdown = k;
+                int rc = zn_hjson_to_json(buf, pad + len, &out);
+                int fired = realloc_countdown == 0;
+                realloc_countdown = 0;
+                n_fired += (size_t)fired;
+                /* 256 bytes with the NUL: the output grows once */
+                if (!want && k >= 3 && fired != (out_len + 1 >= 256))
+                    fail_msg("text %zu pad %zu realloc %ld: fired %d with %zu bytes", t, pad, k, fired, out_len);
+                if (rc != (fired ? -2 : want))
+                    fail_msg("text %zu pad %zu realloc %ld: rc %d, fired %d", t, pad, k, rc, fired);
+                zn_hjson_free(&out);
+            }
+        }
+        assert_true(n_fired >= 4);   /* the first byte twice, and a growth */
+    }
+    /* through the config: a message about memory, not about syntax */
+    ZnConfigArgs a;
+    zn_config_args_init(&a);
+    ZnConfig c;
+    ZnErr e = {0};
+    realloc_countdown = 1;
+    int rc = zn_config_parse("a: 1", 4, "ds.json", &a, &c, &e);
+    realloc_countdown = 0;
+    assert_int_equal(rc, ZN_E_NOMEM);
+    assert_string_equal(e.msg, "ds.json: out of host memory while reading the config");
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_hjson_forms),
     cmocka_unit_test(test_hjson_strings),
     cmocka_unit_test(test_hjson_strict_unchanged),
     cmocka_unit_test(test_hjson_errors),
     cmocka_unit_test(test_hjson_deep),
-    cmocka_unit_test(test_hjson_every_prefix))
+    cmocka_unit_test(test_hjson_every_prefix),
+    cmocka_unit_test(test_hjson_quoteless_escapes),
+    cmocka_unit_test(test_hjson_numbers),
+    cmocka_unit_test(test_hjson_comments),
+    cmocka_unit_test(test_hjson_quoted),
+    cmocka_unit_test(test_hjson_multiline),
+    cmocka_unit_test(test_hjson_separators),
+    cmocka_unit_test(test_hjson_keys),
+    cmocka_unit_test(test_hjson_root),
+    cmocka_unit_test(test_hjson_out_of_memory))
