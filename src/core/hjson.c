@@ -145,10 +145,13 @@ static int ml_string(P *p) {
         if (c == '\n') col = 0;
         else if (col < indent && (c == ' ' || c == '\t')) { col++; p->i++; continue; }
         else col = indent;
-        /* the line break before the closing quotes is not content */
+        /* the line break before the closing quotes is not content, when
+           nothing but the indent stands between them (hjson-py removes a
+           final line break only: deeper blanks keep it, and are content) */
         size_t j = p->i + 1;
         while (c == '\n' && j < p->n && (p->s[j] == ' ' || p->s[j] == '\t')) j++;
-        if (!(c == '\n' && j + 2 < p->n && p->s[j] == '\'' && p->s[j + 1] == '\'' && p->s[j + 2] == '\'') &&
+        if (!(c == '\n' && j - (p->i + 1) <= indent && j + 2 < p->n && p->s[j] == '\'' && p->s[j + 1] == '\'' &&
+              p->s[j + 2] == '\'') &&
             c != '\r' && put_escaped(p, (unsigned char)c, p->i))
             return -1;
         p->i++;
@@ -239,7 +242,8 @@ static int members(P *p, char close) {
                                                  "of the line, closing bracket included (quote it, or fix it)");
             return fail(p, p->n, NULL);
         }
-        if (cur(p) == close) return put(p, close, p->i++);
+        /* close 0 (a braceless root) ends only at the end: a NUL byte is no bracket */
+        if (close && cur(p) == close) return put(p, close, p->i++);
         if (!first) {
             /* after a value: a comma (dropped when a closing bracket
                follows), or a newline standing for one */
@@ -247,7 +251,7 @@ static int members(P *p, char close) {
                 size_t comma = p->len;   /* where it lands in the output */
                 if (put(p, ',', p->i++) || skip(p, NULL)) return -1;
                 if (at_end(p) && close) return fail(p, p->n, NULL);
-                if (cur(p) == close || (at_end(p) && !close)) {
+                if ((close && cur(p) == close) || (at_end(p) && !close)) {
                     p->o[comma] = ' ';   /* a trailing comma: blanked, so the offsets stay */
                     continue;
                 }
