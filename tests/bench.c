@@ -49,17 +49,40 @@ static void row(const char *name, const char *unit, double zinc, const char *pee
 /* The physical limit of an Adam step: the same 28 bytes per parameter
  * (read p, g, m, v; write p, m, v) moved by the cheapest loop that touches
  * them all, vectorised by the compiler. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))   /* the widest the CPU runs, as zinc's */
-#endif
-static void stream_floor(long n, float *restrict p, const float *restrict g, float *restrict m,
-                         float *restrict v) {
+static inline __attribute__((always_inline)) void
+floor_run(long n, float *restrict p, const float *restrict g, float *restrict m, float *restrict v) {
     for (long i = 0; i < n; i++) {
         float gi = g[i];
         m[i] = m[i] + gi;
         v[i] = v[i] + gi;
         p[i] = p[i] + gi;
     }
+}
+/* blocks of a constant 1024, as zn_adam_step's loop: gcc -O2 vectorises
+   only a loop that needs no scalar epilogue (n is a multiple here) */
+#define FLOOR_BODY \
+    for (long b = 0; b + 1024 <= n; b += 1024) floor_run(1024, p + b, g + b, m + b, v + b);
+static void floor_base(long n, float *restrict p, const float *restrict g, float *restrict m, float *restrict v) {
+    FLOOR_BODY
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target("avx512f"))) static void floor_avx512(long n, float *restrict p, const float *restrict g,
+                                                           float *restrict m, float *restrict v) {
+    FLOOR_BODY
+}
+__attribute__((target("avx2"))) static void floor_avx2(long n, float *restrict p, const float *restrict g,
+                                                      float *restrict m, float *restrict v) {
+    FLOOR_BODY
+}
+#endif
+/* on the widest instruction set zinc's Adam uses, so the two are even */
+static void stream_floor(long n, float *p, const float *g, float *m, float *v) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    ZnIsa best = zn_isa_best();
+    if (best == ZN_ISA_AVX512) { floor_avx512(n, p, g, m, v); return; }
+    if (best == ZN_ISA_AVX2) { floor_avx2(n, p, g, m, v); return; }
+#endif
+    floor_base(n, p, g, m, v);
 }
 
 typedef struct { long n, lo, hi; float *p, *m, *v; const float *g; } FloorSlice;
