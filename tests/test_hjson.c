@@ -210,16 +210,19 @@ static void test_hjson_comments(void **st) {
     same_tree("{/* a * b **/ a: 1}", "{\"a\": 1}");
     same_tree("{a: /* x\n */ 1, b /*\n*/ : 2}", "{\"a\": 1, \"b\": 2}");
     same_tree("/* c\n*/ a: 1", "{\"a\": 1}");
-    refused("{\"a\": 1}/", 8, NULL);
-    refused("{\"a\": \"1\" /x}", 10, NULL);
-    /* hjson-py: "1 /x}" is a quoteless string, bracket included */
-    refused("{\"a\": 1 /x}", 6, "this value is not JSON, so hjson reads it as a string to the end of the line, "
-                               "closing bracket included (quote it, or fix it)");
-    refused("{/* abc *", 1, "unterminated /* comment");
-    refused("{\"a\": 1}/*", 8, "unterminated /* comment");
-    refused("{a /* x", 3, "unterminated /* comment");
-    refused("{a: /* x", 4, "unterminated /* comment");
-    refused("{a: 1, /* x", 7, "unterminated /* comment");
+    static const struct { const char *in; size_t at; const char *why; } bad[] = {   /* input, offset, reason */
+        {"{\"a\": 1}/", 8, NULL},
+        {"{\"a\": \"1\" /x}", 10, NULL},
+        /* hjson-py: "1 /x}" is a quoteless string, bracket included */
+        {"{\"a\": 1 /x}", 6, "this value is not JSON, so hjson reads it as a string to the end of the line, "
+                            "closing bracket included (quote it, or fix it)"},
+        {"{/* abc *", 1, "unterminated /* comment"},
+        {"{\"a\": 1}/*", 8, "unterminated /* comment"},
+        {"{a /* x", 3, "unterminated /* comment"},
+        {"{a: /* x", 4, "unterminated /* comment"},
+        {"{a: 1, /* x", 7, "unterminated /* comment"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused(bad[i].in, bad[i].at, bad[i].why);
     err_at("{\"a\": 1}\n/", "ds.json:2:1: JSON syntax error near '/'");
 }
 
@@ -232,9 +235,9 @@ static void test_hjson_quoted(void **st) {
     same_tree("{a: ''\nb: ''}", "{\"a\": \"\", \"b\": \"\"}");
     same_tree("a: ''", "{\"a\": \"\"}");
     becomes("['\\'\"']", 7, "[\"'\\\"\"]");
-    refused("{\"a\": \"x\\", 6, "unterminated string");
-    refused("{a: 'x\\", 4, "unterminated string");
-    refused("{a: 'x", 4, "unterminated string");
+    const char *open_str[3] = {"{\"a\": \"x\\", "{a: 'x\\", "{a: 'x"};   /* each unterminated at its quote */
+    const size_t quote_at[3] = {6, 4, 4};
+    for (int i = 0; i < 3; i++) refused(open_str[i], quote_at[i], "unterminated string");
     err_at("{\"a\": \"x\\", "ds.json:1:7: JSON syntax error: unterminated string");
 }
 
@@ -244,11 +247,14 @@ static void test_hjson_quoted(void **st) {
  * are not content, and one or two quotes are content */
 static void test_hjson_multiline(void **st) {
     (void)st;
-    same_tree("a:\n  '''  \r\n  x\r\n\t y\r\n  '''", "{\"a\": \"x\\ny\"}");
-    same_tree("a:\n  '''\n  x\n  ''y\n  'z'''", "{\"a\": \"x\\n''y\\n'z\"}");
-    same_tree("a:\n  '''\n  x\n\t'''", "{\"a\": \"x\"}");
-    same_tree("a: '''\tx\n'''", "{\"a\": \"x\"}");
-    same_tree("a: '''x'''", "{\"a\": \"x\"}");
+    static const char *const cases[][2] = {   /* hjson text, the JSON it must equal */
+        {"a:\n  '''  \r\n  x\r\n\t y\r\n  '''", "{\"a\": \"x\\ny\"}"},
+        {"a:\n  '''\n  x\n  ''y\n  'z'''", "{\"a\": \"x\\n''y\\n'z\"}"},
+        {"a:\n  '''\n  x\n\t'''", "{\"a\": \"x\"}"},
+        {"a: '''\tx\n'''", "{\"a\": \"x\"}"},
+        {"a: '''x'''", "{\"a\": \"x\"}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) same_tree(cases[i][0], cases[i][1]);
     /* at the very start of the input (column 1): the root may be any value */
     becomes("'''abc'''", 9, "\"abc\"");
     refused("a: '''\nabc\n''", 3, "unterminated ''' string");
@@ -304,12 +310,10 @@ static void test_hjson_separators(void **st) {
  * be followed by ':' and a value (Z-CFG-001 reports where) */
 static void test_hjson_keys(void **st) {
     (void)st;
-    refused("{:1}", 1, NULL);
-    refused("{a:1, :2}", 6, NULL);
-    refused("{a", 2, NULL);
-    refused("{a:", 3, NULL);
-    refused("{a:  ", 5, NULL);
-    refused("{a 1}", 3, NULL);
+    static const struct { const char *in; size_t at; } bad[] = {   /* input, where it is refused */
+        {"{:1}", 1}, {"{a:1, :2}", 6}, {"{a", 2}, {"{a:", 3}, {"{a:  ", 5}, {"{a 1}", 3},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused(bad[i].in, bad[i].at, NULL);
     err_at("{\n  a\n}", "ds.json:3:1: JSON syntax error near '}'");
     err_at("{a:", "ds.json:1:4: JSON syntax error: unexpected end of input");
 }

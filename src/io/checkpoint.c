@@ -979,18 +979,27 @@ int zn_ckpt_split_last(const char *path, char *parent, char *base) {
     return !base[0] || !strcmp(base, ".") || !strcmp(base, "..");
 }
 
+
+/* What every ckpt tool starts with: DIR/TAG's path checked, its manifest
+ * parsed and every shard verified into the full fp32 arrays f[3]; *m is
+ * allocated here (full_free frees both, whatever happened). */
+static int open_full(const char *dir, Manifest **m, float **f, ZnErr *err) {
+    int rc = too_long(dir, err);
+    if (rc) return rc;
+    if (!(*m = zn_calloc(ZN_HOST_IO, 1, sizeof **m))) return zn_nomem(err);
+    return load_full(dir, *m, &f[0], &f[1], &f[2], err);
+}
 int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSummary *sum, ZnErr *err_out) {
-    int rc0 = too_long(in, err_out);
-    if (!rc0) rc0 = too_long(out, err_out);
+    int rc0 = too_long(out, err_out);
     if (rc0) return rc0;
     char parent[PATH_MAX_ZN], base[PATH_MAX_ZN];
     if (zn_ckpt_split_last(out, parent, base))
         return zn_err(err_out, ZN_E_USAGE, "%s: the path must end in a folder name", out);
     if (workers < 1 || workers > 64) return zn_err(err_out, ZN_E_USAGE, "%d workers: expected 1..64", workers);
-    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
+    Manifest *m = NULL;
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
+    int rc = open_full(in, &m, f, &err);
     if (!rc) rc = zn_mkdir_p(out, &err);
     UnivJob j;
     memset(&j, 0, sizeof j);
@@ -1047,12 +1056,10 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
 }
 
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err_out) {
-    int rc0 = too_long(in, err_out);
-    if (rc0) return rc0;
-    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
+    Manifest *m = NULL;
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(in, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
+    int rc = open_full(in, &m, f, &err);
     long total = 0;
     ZnModel model;
     if (!rc && zn_model_parse(m->model, &model, &err)) {
@@ -1105,12 +1112,10 @@ int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSumma
 }
 
 int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err_out) {
-    int rc0 = too_long(dir, err_out);
-    if (rc0) return rc0;
-    Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
+    Manifest *m = NULL;
     float *f[3] = {0};
     ZnErr err = {0};
-    int rc = m ? load_full(dir, m, &f[0], &f[1], &f[2], &err) : zn_nomem(&err);
+    int rc = open_full(dir, &m, f, &err);
     if (!rc) rc = verify_model_file(m, dir, &err);   /* load_full verified every shard */
     if (!rc) {
         long total = 0;
