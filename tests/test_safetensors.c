@@ -833,6 +833,41 @@ static void test_truncation_every_offset(void **state) {
     free(b);
 }
 
+/* spec: Z-ST-021 zn_st_open_mem over a copy of the file in memory makes the
+ * same checks and gives the same tensors as zn_st_open: every truncation
+ * is refused with the same message, and the whole copy reads the same bytes */
+static void test_open_mem_is_open(void **state) {
+    (void)state;
+    size_t n;
+    unsigned char *b = mixed_bytes(&n);
+    for (size_t len = 0; len <= n; len++) {
+        put_file(g_path, b, len);
+        ZnStFile *f = NULL, *g = NULL;
+        ZnErr e1 = {0}, e2 = {0};
+        int r1 = zn_st_open(&f, g_path, &e1), r2 = zn_st_open_mem(&g, g_path, b, len, &e2);
+        assert_int_equal(r1, r2);
+        if (r1) {
+            assert_string_equal(e1.msg, e2.msg);
+            continue;
+        }
+        assert_int_equal(len, n);   /* only the whole file opens */
+        assert_int_equal(zn_st_count(f), zn_st_count(g));
+        for (int i = 0; i < zn_st_count(f); i++) {
+            const ZnStTensor *t = zn_st_tensor(f, i), *u = zn_st_tensor(g, i);
+            assert_string_equal(t->name, u->name);
+            size_t bytes = (size_t)(t->end - t->begin);
+            unsigned char x[64], y[64];
+            assert_true(bytes <= sizeof x);
+            assert_int_equal(zn_st_read(f, t, x, bytes, &e1), 0);
+            assert_int_equal(zn_st_read(g, u, y, bytes, &e2), 0);
+            assert_memory_equal(x, y, bytes);
+        }
+        zn_st_close(f);
+        zn_st_close(g);
+    }
+    free(b);
+}
+
 /* Opens g_path, which may or may not be valid: never a crash; a valid file
  * must keep every promise; an invalid one is ZN_E_CORRUPT. Returns 1 if valid. */
 static int open_any(size_t size) {
@@ -1530,4 +1565,5 @@ ZT_MAIN(
     cmocka_unit_test_setup_teardown(test_fault_env, setup, teardown),
     cmocka_unit_test_setup_teardown(test_fault_threads, setup, teardown),
     cmocka_unit_test_setup_teardown(test_read_file, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown))
+    cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_open_mem_is_open, setup, teardown))

@@ -38,18 +38,6 @@ static uint64_t fnv64(const void *p, size_t n) {
 enum { SUM_XXH3 = 0, SUM_FNV = 1 };
 static const char *SUM_KEY[2] = {"xxh3_64", "fnv1a64"};
 
-/* size and checksum (of the given kind) of a whole file */
-static int file_sum(const char *path, int kind, uint64_t *size, uint64_t *hash, ZnErr *err) {
-    char *buf;
-    size_t n;
-    int rc = zn_read_file(path, FILE_MAX, &buf, &n, err);
-    if (rc) return rc;
-    *size = n;
-    *hash = kind == SUM_FNV ? fnv64(buf, n) : XXH3_64bits(buf, n);
-    free(buf);
-    return 0;
-}
-
 /* Paths: every folder zinc is given is checked to be under PATH_ROOT_MAX
  * bytes (too_long), and every name it appends is short, so the PATH_MAX_ZN
  * buffers below never truncate. vsnprintf keeps gcc's truncation analysis
@@ -369,21 +357,30 @@ static int parse_manifest(Manifest *m, const char *path, const char *want_format
 /* ---------------------------------------------------------------------- */
 /* verified reading of one shard */
 
-static int verify_file(const Manifest *m, const char *dir, const char *name, ZnErr *err) {
+/* Reads file `name` of dir once, whole, and checks it against the manifest
+ * (listed, size, checksum of its kind); on success *buf holds it (the
+ * caller frees it) and the tensors are read from that copy, not the disk
+ * again. */
+static int read_verified(const Manifest *m, const char *dir, const char *name, char **buf, size_t *n, ZnErr *err) {
     char path[PATH_MAX_ZN];
     join(path, dir, name);
+    *buf = NULL;
     for (int i = 0; i < m->nfiles; i++) {
         if (strcmp(m->files[i].name, name)) continue;
-        uint64_t size, hash;
-        int rc = file_sum(path, m->files[i].kind, &size, &hash, err);
+        int rc = zn_read_file(path, FILE_MAX, buf, n, err);
         if (rc) return rc;
-        if (size != m->files[i].bytes)
-            return zn_err(err, ZN_E_CORRUPT, "%s: %llu bytes, the manifest says %llu (truncated or replaced)", path,
-                          (unsigned long long)size, (unsigned long long)m->files[i].bytes);
-        if (hash != m->files[i].hash)
-            return zn_err(err, ZN_E_CORRUPT, "%s: checksum %016llx, the manifest says %016llx (the file is corrupt)",
-                          path, (unsigned long long)hash, (unsigned long long)m->files[i].hash);
-        return 0;
+        uint64_t hash = m->files[i].kind == SUM_FNV ? fnv64(*buf, *n) : XXH3_64bits(*buf, *n);
+        if ((uint64_t)*n != m->files[i].bytes)
+            rc = zn_err(err, ZN_E_CORRUPT, "%s: %llu bytes, the manifest says %llu (truncated or replaced)", path,
+                        (unsigned long long)*n, (unsigned long long)m->files[i].bytes);
+        else if (hash != m->files[i].hash)
+            rc = zn_err(err, ZN_E_CORRUPT, "%s: checksum %016llx, the manifest says %016llx (the file is corrupt)",
+                        path, (unsigned long long)hash, (unsigned long long)m->files[i].hash);
+        if (rc) {
+            free(*buf);
+            *buf = NULL;
+        }
+        return rc;
     }
     return zn_err(err, ZN_E_CORRUPT, "%s: not listed in the manifest %s", path, m->path);
 }
@@ -420,10 +417,15 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
     char name[128], path[PATH_MAX_ZN];
     rank_file_name(name, sizeof name, r);
     join(path, dir, name);
-    int rc = verify_file(m, dir, name, err);
+    char *buf;
+    size_t n;
+    int rc = read_verified(m, dir, name, &buf, &n, err);
     if (rc) return rc;
     ZnStFile *f;
-    if ((rc = zn_st_open(&f, path, err))) return rc;
+    if ((rc = zn_st_open_mem(&f, path, buf, n, err))) {
+        free(buf);
+        return rc;
+    }
     rc = read_f32(f, "fp32", ms, m->rank_numel, err);
     if (!rc) rc = read_f32(f, "exp_avg", ea, m->rank_numel, err);
     if (!rc) rc = read_f32(f, "exp_avg_sq", es, m->rank_numel, err);
@@ -434,6 +436,7 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
     if (!rc && zn_st_count(f) != want)
         rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, a stage-%d shard holds %d", path, zn_st_count(f), m->stage, want);
     zn_st_close(f);
+    free(buf);
     return rc;
 }
 
@@ -443,9 +446,15 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
 static int verify_model_file(const Manifest *m, const char *dir, ZnErr *err) {
     char path[PATH_MAX_ZN];
     join(path, dir, MODEL_FILE);
-    int rc = verify_file(m, dir, MODEL_FILE, err);
+    char *buf;
+    size_t n;
+    int rc = read_verified(m, dir, MODEL_FILE, &buf, &n, err);
+    if (rc) return rc;
     ZnStFile *f;
-    if (rc || (rc = zn_st_open(&f, path, err))) return rc;
+    if ((rc = zn_st_open_mem(&f, path, buf, n, err))) {
+        free(buf);
+        return rc;
+    }
     for (int k = 0; k < m->nparams + m->naliases && !rc; k++) {
         const ZnParamSpec *p = &m->params[k < m->nparams ? k : m->aliases[k - m->nparams].param];
         const char *name = k < m->nparams ? p->name : m->aliases[k - m->nparams].name;
@@ -455,6 +464,7 @@ static int verify_model_file(const Manifest *m, const char *dir, ZnErr *err) {
         rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, the manifest names %d", path, zn_st_count(f),
                     m->nparams + m->naliases);
     zn_st_close(f);
+    free(buf);
     return rc;
 }
 

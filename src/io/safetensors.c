@@ -325,6 +325,7 @@ int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const cha
 struct ZnStFile {
     char *path;
     int fd;
+    const unsigned char *mem;   /* the whole file in memory (zn_st_open_mem), or NULL: read fd */
     uint64_t file_size, header_len, data_start;
     int n;
     ZnStTensor *t;       /* sorted by (begin, end, name) */
@@ -342,6 +343,16 @@ static int corrupt(const ZnStFile *f, ZnErr *err, const char *fmt, ...) {
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
     return zn_err(err, ZN_E_CORRUPT, "%s: %s", f->path, m);
+}
+
+/* n bytes at file offset off, from the file or the caller's copy of it */
+static int st_pread(const ZnStFile *f, void *dst, size_t n, uint64_t off, ZnErr *err) {
+    if (!f->mem) return zn_pread_full(f->fd, dst, n, off, f->path, err);
+    if (off > f->file_size || n > f->file_size - off)
+        return zn_err(err, ZN_E_IO, "%s: read of %zu bytes at %llu past the end (%llu bytes)", f->path, n,
+                      (unsigned long long)off, (unsigned long long)f->file_size);
+    memcpy(dst, f->mem + off, n);
+    return ZN_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -766,7 +777,7 @@ static int read_header(ZnStFile *f, char **hbuf, ZnErr *err) {
         return corrupt(f, err, "file is %llu bytes, shorter than the 8-byte header length",
                        (unsigned long long)f->file_size);
     unsigned char b[8];
-    int rc = zn_pread_full(f->fd, b, 8, 0, f->path, err);
+    int rc = st_pread(f, b, 8, 0, err);
     if (rc) return rc;
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];   /* little-endian, whatever the host */
@@ -781,7 +792,7 @@ static int read_header(ZnStFile *f, char **hbuf, ZnErr *err) {
     f->data_start = 8 + n;
     char *h = zn_malloc(ZN_HOST_IO, (size_t)n + 1);
     if (!h) return zn_err(err, ZN_E_NOMEM, "%s: out of memory for a %llu-byte header", f->path, (unsigned long long)n);
-    rc = zn_pread_full(f->fd, h, (size_t)n, 8, f->path, err);
+    rc = st_pread(f, h, (size_t)n, 8, err);
     if (rc) {
         free(h);
         return rc;
@@ -812,7 +823,8 @@ static int parse_header(ZnStFile *f, char *h, ZnErr *err) {
     return rc;
 }
 
-int zn_st_open(ZnStFile **out, const char *path, ZnErr *err) {
+/* zn_st_open and zn_st_open_mem: buf NULL reads the file at path */
+static int st_open(ZnStFile **out, const char *path, const void *buf, size_t len, ZnErr *err) {
     *out = NULL;
     ZnStFile *f = zn_calloc(ZN_HOST_IO, 1, sizeof *f);
     if (!f) return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
@@ -823,7 +835,11 @@ int zn_st_open(ZnStFile **out, const char *path, ZnErr *err) {
         return zn_err(err, ZN_E_NOMEM, "%s: out of memory", path);
     }
     char *h = NULL;
-    int rc = zn_open_read(path, &f->fd, &f->file_size, err);
+    int rc = ZN_OK;
+    if (buf) {
+        f->mem = buf;
+        f->file_size = len;
+    } else rc = zn_open_read(path, &f->fd, &f->file_size, err);
     if (!rc) rc = read_header(f, &h, err);
     if (!rc) rc = parse_header(f, h, err);
     free(h);
@@ -838,6 +854,12 @@ int zn_st_open(ZnStFile **out, const char *path, ZnErr *err) {
     }
     *out = f;
     return ZN_OK;
+}
+
+int zn_st_open(ZnStFile **out, const char *path, ZnErr *err) { return st_open(out, path, NULL, 0, err); }
+
+int zn_st_open_mem(ZnStFile **out, const char *path, const void *buf, size_t len, ZnErr *err) {
+    return st_open(out, path, buf ? buf : "", len, err);
 }
 
 void zn_st_close(ZnStFile *f) {
@@ -877,7 +899,7 @@ int zn_st_read(const ZnStFile *f, const ZnStTensor *t, void *dst, size_t dst_byt
     if (dst_bytes != bytes)
         return zn_err(err, ZN_E_INTERNAL, "%s: tensor '%.200s' is %llu bytes, the destination %zu", f->path, t->name,
                       (unsigned long long)bytes, dst_bytes);
-    return zn_pread_full(f->fd, dst, (size_t)bytes, f->data_start + t->begin, f->path, err);
+    return st_pread(f, dst, (size_t)bytes, f->data_start + t->begin, err);
 }
 
 int zn_st_meta_count(const ZnStFile *f) { return f->nmeta; }

@@ -65,6 +65,10 @@ typedef struct ZnStFile ZnStFile;
  * where there is one, the tensor, and what is wrong. The file stays open for
  * zn_st_read until zn_st_close. */
 int zn_st_open(ZnStFile **f, const char *path, ZnErr *err);
+/* The same over a copy of the whole file already in memory (len bytes;
+ * path labels messages): every check is the file reader's; buf must stay
+ * valid until zn_st_close. */
+int zn_st_open_mem(ZnStFile **out, const char *path, const void *buf, size_t len, ZnErr *err);
 void zn_st_close(ZnStFile *f);   /* NULL ok */
 
 const char *zn_st_path(const ZnStFile *f);
