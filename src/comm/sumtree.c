@@ -197,6 +197,12 @@ static void tree_f32(const void *const *sends, ZnDtype dt, ZnRedOp red, int lo, 
     }
     int h = tree_split(n);
     tree_f32(sends, dt, red, lo, h, off, len, acc, spare);
+    if (dt == ZN_F32 && n - h == 1) {
+        /* an fp32 leaf on the right is combined straight from its buffer:
+           the same additions, without copying it into a tile first */
+        combine_f32(dt, red, acc, (const float *)sends[lo + h] + off, len);
+        return;
+    }
     tree_f32(sends, dt, red, lo + h, n - h, off, len, spare, spare + ZN_SIM_TILE);
     combine_f32(dt, red, acc, spare, len);
 }
@@ -216,6 +222,10 @@ static void tree_f64(const void *const *sends, ZnRedOp red, int lo, int n, long 
     }
     int h = tree_split(n);
     tree_f64(sends, red, lo, h, off, len, acc, spare);
+    if (n - h == 1) {   /* a right leaf straight from its buffer, as tree_f32 */
+        combine_f64(red, acc, (const double *)sends[lo + h] + off, len);
+        return;
+    }
     tree_f64(sends, red, lo + h, n - h, off, len, spare, spare + ZN_SIM_TILE);
     combine_f64(red, acc, spare, len);
 }
