@@ -1,10 +1,11 @@
 /* test_host.c: the host kernels' instruction-set paths and threads (spec
- * Z-HOST-001, Z-HOST-002): every path and every thread count gives the
+ * Z-HOST-001..003): every path and every thread count gives the
  * reference twin's bits, element for element. */
 #include "testutil.h"
 #include "core/cpu.h"
 #include "core/half.h"
 #include "engine/optim.h"
+#include "device/gemm_host.h"
 
 static uint32_t bits(float f) {
     uint32_t u;
@@ -86,6 +87,58 @@ static void test_adam_paths(void **st) {
     }
 }
 
+/* spec: Z-HOST-003 the GEMM on every instruction-set path this CPU runs and
+ * over 1, 2 and 3 threads gives the element-at-a-time definition's bits,
+ * element for element: the three layouts the device uses (A.B^T with bias,
+ * A.B, A^T.B), shapes that leave partial tiles in every direction and cross
+ * the k-slice, row-block and column-block sizes of every kernel, and values
+ * that overflow, cancel and carry NaN. */
+static void test_gemm_paths(void **st) {
+    (void)st;
+    static const int shapes[][3] = {
+        {1, 1, 1},    {5, 7, 3},     {6, 8, 256},  {7, 9, 257},  {12, 32, 128}, {13, 33, 129},
+        {37, 45, 0},  {250, 70, 300}, {100, 257, 300}, {16, 2100, 70}, {245, 40, 517}, {3, 1030, 600},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc(sizeof(float) * ((size_t)M * K + 1)), *B = malloc(sizeof(float) * ((size_t)N * K + 1));
+        float *bias = malloc(sizeof(float) * (size_t)N), *ref = malloc(sizeof(float) * (size_t)M * N),
+              *got = malloc(sizeof(float) * (size_t)M * N);
+        assert_non_null(A); assert_non_null(B); assert_non_null(bias); assert_non_null(ref); assert_non_null(got);
+        uint32_t x = 12345u + (uint32_t)s;
+        for (long i = 0; i < (long)M * K; i++) {
+            x = x * 1664525u + 1013904223u;
+            A[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * (i % 11 == 0 ? 1e30f : 1.0f);
+        }
+        for (long i = 0; i < (long)N * K; i++) {
+            x = x * 1664525u + 1013904223u;
+            B[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * (i % 13 == 0 ? 1e20f : 1.0f);
+            if (i % 997 == 5) B[i] = NAN;
+        }
+        for (int j = 0; j < N; j++) bias[j] = 0.25f * (float)(j % 7) - 0.5f;
+        for (int layout = 0; layout < 3; layout++) {
+            /* A(i,k) = A[i*sai + k*sak], B(k,j) = B[j*sbj + k*sbk] */
+            long sai = K, sak = 1, sbj = K, sbk = 1;                   /* nt: A[M,K] . B[N,K]^T */
+            if (layout == 1) { sbj = 1; sbk = N; }                     /* nn: A[M,K] . B[K,N] */
+            if (layout == 2) { sai = 1; sak = M; sbj = 1; sbk = N; }   /* tn: A[K,M]^T . B[K,N] */
+            const float *b = layout == 0 ? bias : NULL;
+            zn_host_gemm_isa(ZN_ISA_SCALAR, 1, M, N, K, A, sai, sak, B, sbj, sbk, b, ref);
+            for (int isa = 1; isa < ZN_ISA_N; isa++) {
+                if (!zn_isa_supported((ZnIsa)isa)) continue;
+                for (int T = 1; T <= 3; T++) {
+                    memset(got, 0xff, sizeof(float) * (size_t)M * N);
+                    zn_host_gemm_isa((ZnIsa)isa, T, M, N, K, A, sai, sak, B, sbj, sbk, b, got);
+                    for (long i = 0; i < (long)M * N; i++)
+                        if (bits(got[i]) != bits(ref[i]))
+                            fail_msg("gemm %s T=%d layout %d %dx%dx%d element %ld: %a vs reference %a",
+                                     zn_isa_name((ZnIsa)isa), T, layout, M, N, K, i, (double)got[i], (double)ref[i]);
+                }
+            }
+        }
+        free(A); free(B); free(bias); free(ref); free(got);
+    }
+}
+
 /* spec: Z-HOST-002 the host device's Adam split over 2, 3 and 7 threads
  * gives the one-thread bits in p, m, v and the fp16/bf16 working copy */
 static void test_adam_threads(void **st) {
@@ -156,4 +209,5 @@ static void test_thread_setting(void **st) {
 ZT_MAIN(
     cmocka_unit_test(test_adam_paths),
     cmocka_unit_test(test_adam_threads),
+    cmocka_unit_test(test_gemm_paths),
     cmocka_unit_test(test_thread_setting))

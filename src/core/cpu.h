@@ -27,6 +27,10 @@ int zn_isa_supported(ZnIsa isa);
  * (read once; a name this CPU cannot run is ignored, and
  * zn_isa_env_problem says so). */
 ZnIsa zn_isa_best(void);
+/* The instruction set the GEMM runs on: zn_isa_best(), except AVX2 on a CPU
+ * that runs 512-bit operations in two halves (AMD Zen 3/4), where it is the
+ * faster of the two. The same bits either way (device/gemm_host.c). */
+ZnIsa zn_isa_gemm(void);
 /* NULL, or the warning for a ZINC_ISA this CPU cannot run. */
 const char *zn_isa_env_problem(void);
 /* ZN_E_USAGE for a ZINC_ISA that names no instruction set or a

@@ -2,20 +2,16 @@
  * Z-MEM-*), and the host math kernels, the reference twins of the CUDA
  * kernels in exact mode (spec Z-MOD-006..Z-MOD-009).
  *
- * The kernels promise an accumulation order, not just a result: every GEMM
- * output element is a sum over k from k = 0 upward, starting at 0.0f, one
- * multiply and then one add per step, in float. The build uses
- * -ffp-contract=off, so no multiply-add is fused. Within that promise the
- * GEMMs are made fast by vectorising over the output column j (each column is
- * an independent sum, so doing four of them side by side changes no bits)
- * and by blocking over k in a way that only pauses a sum and resumes it
- * later: a partial sum parked in C and reloaded is the same float. */
+ * The kernels promise an accumulation order, not just a result (device.h
+ * says which for each); the build uses -ffp-contract=off, so no multiply-add
+ * is fused. The GEMMs, the bulk of a step, live in gemm_host.c. */
 #include <pthread.h>
 #include "device/device.h"
 #include "core/alloc.h"
 #include "core/zn_math.h"
 #include "core/half.h"
 #include "core/cpu.h"
+#include "device/gemm_host.h"
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -314,196 +310,25 @@ static void host_adam(ZnDevice *d, long n, float *p, const float *g, float *m, f
 }
 
 /* ------------------------------------------------------------------------ */
-/* GEMM */
-
-/* Four floats, one SSE register. GCC's vector extension, because at -O2 the
- * auto-vectoriser leaves a register tile of accumulators in memory; with
- * this type the 6x8 tile below lives in 12 registers. Element-wise + and *
- * on it are exactly the scalar IEEE operations, four at a time. */
-typedef float zn_f4 __attribute__((vector_size(16)));
-
-#define MR 6    /* rows of C per micro-tile */
-#define NR 8    /* columns of C per micro-tile (two zn_f4) */
-#define KC 256  /* k-slice length: a packed B micro-panel, KC*NR floats
-                   (8 KiB), stays in L1 while a tile runs over it */
-#define MC 96   /* rows of A packed at once (MC*KC floats, 96 KiB: L2) */
-#define NC 256  /* columns of B packed at once (KC*NC floats, 256 KiB: L2) */
-
-static inline zn_f4 ld4(const float *p) { zn_f4 v; memcpy(&v, p, sizeof v); return v; }
-static inline void st4(float *p, zn_f4 v) { memcpy(p, &v, sizeof v); }
-
-/* One mr x NR tile of C (mr <= MR) over one k-slice of kc steps. Ap holds
- * the tile's rows of A packed k-major (Ap[k*MR + ii]), Bp the panel's columns
- * of B (Bp[k*NR + jj]). When first is set the sums start at 0.0f; otherwise
- * they resume from the partial sums parked in C by the previous slice, so
- * each element still sees k in order. Always inlined and called with a
- * constant mr, so the loops over ii unroll and lo[] and hi[] become
- * registers (6x8: 12 of the 16 SSE registers). */
-static inline __attribute__((always_inline)) void
-tile(int mr, int kc, const float *Ap, const float *Bp, float *C, long ldc, int first) {
-    zn_f4 lo[MR], hi[MR];
-#pragma GCC unroll 6
-    for (int ii = 0; ii < mr; ii++) {
-        if (first) {
-            lo[ii] = hi[ii] = (zn_f4){0.0f, 0.0f, 0.0f, 0.0f};
-        } else {
-            lo[ii] = ld4(C + ii * ldc);
-            hi[ii] = ld4(C + ii * ldc + 4);
-        }
-    }
-    for (int k = 0; k < kc; k++) {
-        zn_f4 b0 = ld4(Bp + k * NR), b1 = ld4(Bp + k * NR + 4);
-#pragma GCC unroll 6
-        for (int ii = 0; ii < mr; ii++) {
-            float aik = Ap[k * MR + ii];
-            lo[ii] += aik * b0;   /* one multiply, then one add (no FMA) */
-            hi[ii] += aik * b1;
-        }
-    }
-#pragma GCC unroll 6
-    for (int ii = 0; ii < mr; ii++) {
-        st4(C + ii * ldc, lo[ii]);
-        st4(C + ii * ldc + 4, hi[ii]);
-    }
-}
-
-/* The rows [0, mc) of one column panel: full MR-row tiles, then one tile of
- * the mc % MR rows left over (each size its own unrolled copy). */
-static void panel(int mc, int kc, const float *Ap, const float *Bp, float *C, long ldc,
-                  int first) {
-    int i0 = 0;
-    for (; i0 + MR <= mc; i0 += MR)
-        tile(MR, kc, Ap + (long)i0 * kc, Bp, C + i0 * ldc, ldc, first);
-    const float *a = Ap + (long)i0 * kc;
-    float *c = C + i0 * ldc;
-    switch (mc - i0) {
-    case 5: tile(5, kc, a, Bp, c, ldc, first); break;
-    case 4: tile(4, kc, a, Bp, c, ldc, first); break;
-    case 3: tile(3, kc, a, Bp, c, ldc, first); break;
-    case 2: tile(2, kc, a, Bp, c, ldc, first); break;
-    case 1: tile(1, kc, a, Bp, c, ldc, first); break;
-    default: break;
-    }
-}
-
-/* Copies an R x kc block, element (r, k) at src[r*sr + k*sk], into groups of
- * T rows stored k-major: dst[(r/T)*kc*T + k*T + r%T]. Pure copies, so no
- * arithmetic changes; the loop nest follows whichever source stride is 1 so
- * the reads run along memory. */
-static void pack(float *dst, int T, int R, int kc, const float *src, long sr, long sk) {
-    if (sk == 1) {
-        for (long g = 0; g * T < R; g++) {
-            long rows = R - g * T < T ? R - g * T : T;
-            float *d = dst + g * kc * T;
-            for (long t = 0; t < rows; t++) {
-                const float *s = src + (g * T + t) * sr;
-                for (long k = 0; k < kc; k++) d[k * T + t] = s[k];
-            }
-        }
-    } else {
-        for (long k = 0; k < kc; k++) {
-            const float *s = src + k * sk;
-            for (long g = 0; g * T < R; g++) {
-                long rows = R - g * T < T ? R - g * T : T;
-                float *d = dst + g * kc * T + k * T;
-                for (long t = 0; t < rows; t++) d[t] = s[(g * T + t) * sr];
-            }
-        }
-    }
-}
-
-/* C[M,N] (row-major, ldc = N) = sum over k of A(i,k) * B(k,j), with
- * A(i,k) = A[i*sai + k*sak] and B(k,j) = B[j*sbj + k*sbk], each element
- * summed over k in order from 0.0f, then + bias[j] if bias is set. The three
- * GEMMs of device.h are this with different strides.
- *
- * Blocking follows GotoBLAS, restricted to what keeps the sum order: for
- * each NC-column block of B and each k-slice in increasing k, pack the
- * block's slice of B in NR-column panels; for each MC-row block of A, pack
- * its slice in MR-row groups; then run every tile over them. An element of C
- * meets the k-slices in order, parked in C in between. The N % NR last
- * columns are summed one element at a time, k in order. */
-/* The GEMM's packing scratch: one per thread (the simulator's ranks are
- * threads), made by its first GEMM and freed when the thread ends, so a
- * training step allocates nothing after the first (Z-ENG-017). NULL when
- * it cannot be had: the plain loop then gives the same bits. */
-static pthread_key_t pack_key;
-static int pack_ok;
-/* made before main, while there is one thread: no rank thread races on it
-   (pthread_once would do too, but helgrind cannot see its fast path) */
-__attribute__((constructor)) static void pack_key_init(void) { pack_ok = pthread_key_create(&pack_key, free) == 0; }
-
-static float *pack_scratch(void) {
-    if (!pack_ok) return NULL;
-    float *p = pthread_getspecific(pack_key);
-    if (!p && (p = zn_malloc(ZN_HOST_ENGINE, sizeof(float) * (KC * NC + MC * KC))) && pthread_setspecific(pack_key, p)) {
-        free(p);
-        p = NULL;
-    }
-    return p;
-}
-
-static void gemm_strided(int M, int N, int K, const float *A, long sai, long sak,
-                         const float *B, long sbj, long sbk, const float *bias, float *C) {
-    const long ldc = N;
-    const int Nfull = N / NR * NR;
-    /* Scratch for the packed blocks. If the host cannot spare 352 KiB the
-       plain loop below gives the same bits, only slower. */
-    float *Bp = NULL, *Ap = NULL;
-    if (Nfull > 0 && K > 0 && M > 0) {
-        Bp = pack_scratch();
-        Ap = Bp ? Bp + KC * NC : NULL;
-    }
-    const int done = Bp ? Nfull : 0;  /* columns the packed path covers */
-    if (Bp) {
-        for (int j0 = 0; j0 < Nfull; j0 += NC) {
-            int nc = Nfull - j0 < NC ? Nfull - j0 : NC;  /* a multiple of NR */
-            for (int k0 = 0; k0 < K; k0 += KC) {
-                int kc = K - k0 < KC ? K - k0 : KC;
-                int first = k0 == 0;
-                /* B(k, j) as rows j: element (j, k) at B[j*sbj + k*sbk] */
-                pack(Bp, NR, nc, kc, B + j0 * sbj + k0 * sbk, sbj, sbk);
-                for (int i0 = 0; i0 < M; i0 += MC) {
-                    int mc = M - i0 < MC ? M - i0 : MC;
-                    pack(Ap, MR, mc, kc, A + i0 * sai + k0 * sak, sai, sak);
-                    for (int p = 0; p < nc; p += NR)
-                        panel(mc, kc, Ap, Bp + (long)p * kc, C + i0 * ldc + j0 + p, ldc, first);
-                }
-            }
-        }
-    }
-    /* The columns the tiles did not cover (the last N % NR, or all of them
-       when K == 0 or there was no scratch): plain dot products, k in order. */
-    for (long i = 0; i < M; i++) {
-        for (long j = done; j < N; j++) {
-            float s = 0.0f;
-            for (long k = 0; k < K; k++) s += A[i * sai + k * sak] * B[j * sbj + k * sbk];
-            C[i * ldc + j] = s;
-        }
-    }
-    /* the bias joins after the whole k sum (device.h), never as its start */
-    if (bias)
-        for (long i = 0; i < M; i++)
-            for (long j = 0; j < N; j++) C[i * ldc + j] += bias[j];
-}
+/* GEMM (device/gemm_host.c) */
 
 /* C[M,N] = A[M,K] . B[N,K]^T (+ bias): A(i,k) = A[i*K + k], B(k,j) = B[j*K + k]. */
 static void host_gemm_nt(ZnDevice *d, int M, int N, int K, const float *A, const float *B,
                          const float *bias, float *C) {
     (void)d;
-    gemm_strided(M, N, K, A, K, 1, B, K, 1, bias, C);
+    zn_host_gemm(M, N, K, A, K, 1, B, K, 1, bias, C);
 }
 
 /* C[M,N] = A[M,K] . B[K,N]: A(i,k) = A[i*K + k], B(k,j) = B[k*N + j]. */
 static void host_gemm_nn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
     (void)d;
-    gemm_strided(M, N, K, A, K, 1, B, 1, N, NULL, C);
+    zn_host_gemm(M, N, K, A, K, 1, B, 1, N, NULL, C);
 }
 
 /* C[M,N] = A[K,M]^T . B[K,N]: A(i,k) = A[k*M + i], B(k,j) = B[k*N + j]. */
 static void host_gemm_tn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
     (void)d;
-    gemm_strided(M, N, K, A, 1, M, B, 1, N, NULL, C);
+    zn_host_gemm(M, N, K, A, 1, M, B, 1, N, NULL, C);
 }
 
 /* out[j] = sum over rows i in order, from 0.0f. Row-by-row so the inner loop
