@@ -42,6 +42,7 @@ struct ZnDevice {
     const char *name;          /* "host", "cuda" */
     long capacity;             /* bytes; 0 = unlimited. Exceeding it fails the alloc */
     int meta;                  /* 1: account only, return a non-dereferenceable token */
+    int host_addressable;      /* 1: buffers are plain host memory the CPU may read in place */
     ZnMemStats mem;
     const ZnKernels *k;
     /* the backend's raw memory: alloc_n bytes, zero-filled, charging

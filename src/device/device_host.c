@@ -50,6 +50,7 @@ void zn_device_host_init(ZnDevice *d) {
     d->k = &zn_host_kernels;
     d->alloc = host_alloc;
     d->free = host_free;
+    d->host_addressable = 1;
     /* capacity 0 (unlimited), meta 0, impl NULL: the caller sets capacity
        and meta after init when it wants a simulated limit or a dry run. */
 }

@@ -773,10 +773,18 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
     return publish_params(E, 1, err);
 }
 
+static const float *part_src(const ZnEngine *E, ZnPartState which) {
+    return which == ZN_PART_MASTER ? E->master : which == ZN_PART_EXP_AVG ? E->exp_avg
+         : which == ZN_PART_EXP_AVG_SQ ? E->exp_avg_sq : E->param_part;
+}
+
 void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host) {
-    const float *src = which == ZN_PART_MASTER ? E->master : which == ZN_PART_EXP_AVG ? E->exp_avg
-                     : which == ZN_PART_EXP_AVG_SQ ? E->exp_avg_sq : E->param_part;
+    const float *src = part_src(E, which);
     if (src) E->k->download(E->dev, host, src, (size_t)E->part_n * sizeof(float));
+}
+
+const float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which) {
+    return E->dev->host_addressable && !E->dev->meta ? part_src(E, which) : NULL;
 }
 
 uint64_t zn_digest(const float *params, long n) {

@@ -190,5 +190,9 @@ uint64_t zn_digest(const float *params, long n);
  * parameters). What a checkpoint saves, without reaching into the device. */
 typedef enum { ZN_PART_MASTER, ZN_PART_EXP_AVG, ZN_PART_EXP_AVG_SQ, ZN_PART_PARAMS } ZnPartState;
 void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host);
+/* The same partition read in place when the device's buffers are host
+ * memory (the simulator), else NULL: a checkpoint then writes it without a
+ * copy. Valid until the next step changes it. */
+const float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which);
 
 #endif

@@ -68,13 +68,9 @@ ZnDtype zn_ckpt_dtype_from_name(const char *s) {
     return ZN_DTYPE_N;
 }
 
-/* model-dtype values (fp32 on the 16-bit grid) as the bytes the dtype stores */
-static void *encode(const float *x, long n, ZnDtype dt) {
-    if (dt == ZN_F32) {
-        float *o = zn_malloc(ZN_HOST_IO, (size_t)(n > 0 ? n : 1) * 4);
-        if (o) memcpy(o, x, (size_t)n * 4);
-        return o;
-    }
+/* model-dtype values (fp32 on the 16-bit grid) as the bytes a 16-bit dtype
+ * stores; fp32 values are written as they are, so never come here */
+static void *encode16(const float *x, long n, ZnDtype dt) {
     uint16_t *o = zn_malloc(ZN_HOST_IO, (size_t)(n > 0 ? n : 1) * 2);
     for (long i = 0; o && i < n; i++) o[i] = dt == ZN_F16 ? zn_f32_to_f16(x[i]) : zn_f32_to_bf16(x[i]);
     return o;
@@ -585,11 +581,15 @@ static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
 /* save */
 
 /* A host copy of one of this rank's partitions (E->part_n floats). */
-static float *download_part(ZnEngine *E, ZnPartState which) {
+/* This rank's partition of one state: in place on a host device, else a
+ * copy (*owned, freed by the caller). */
+static const float *part_for_save(ZnEngine *E, ZnPartState which, float **owned) {
+    *owned = NULL;
+    const float *p = zn_engine_part_in_place(E, which);
+    if (p) return p;
     size_t bytes = (size_t)E->part_n * sizeof(float);
-    float *h = zn_malloc(ZN_HOST_IO, bytes ? bytes : 1);
-    if (h) zn_engine_read_part(E, which, h);
-    return h;
+    if ((*owned = zn_malloc(ZN_HOST_IO, bytes ? bytes : 1))) zn_engine_read_part(E, which, *owned);
+    return *owned;
 }
 
 static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *err) {
@@ -604,9 +604,10 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     ZnStEntry e[4];
     int n = 0;
     const int64_t len = E->part_n;
-    float *ms = download_part(E, ZN_PART_MASTER), *ea = download_part(E, ZN_PART_EXP_AVG),
-          *es = download_part(E, ZN_PART_EXP_AVG_SQ);
-    float *pp = E->P.ckpt_param_partition ? download_part(E, ZN_PART_PARAMS) : NULL;
+    float *own[4];
+    const float *ms = part_for_save(E, ZN_PART_MASTER, &own[0]), *ea = part_for_save(E, ZN_PART_EXP_AVG, &own[1]),
+                *es = part_for_save(E, ZN_PART_EXP_AVG_SQ, &own[2]);
+    const float *pp = E->P.ckpt_param_partition ? part_for_save(E, ZN_PART_PARAMS, &own[3]) : (own[3] = NULL);
     void *p16 = NULL;
     int rc = 0;
     if (!ms || !ea || !es || (E->P.ckpt_param_partition && !pp)) rc = zn_nomem(err);
@@ -616,13 +617,13 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
         e[n++] = (ZnStEntry){"exp_avg_sq", ZN_F32, 1, {len}, es};
     }
     if (!rc && E->P.ckpt_param_partition) {   /* the partitioned working copy, in the model dtype */
-        p16 = encode(pp, E->part_n, E->dt);
-        if (!p16) rc = zn_nomem(err);
-        else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16};
+        p16 = E->dt == ZN_F32 ? NULL : encode16(pp, E->part_n, E->dt);
+        if (E->dt != ZN_F32 && !p16) rc = zn_nomem(err);
+        else e[n++] = (ZnStEntry){"param_partition", E->dt, 1, {len}, p16 ? p16 : (const void *)pp};
     }
     ZnStSum sum;
     if (!rc) rc = zn_st_write_sum(path, e, n, meta, &sum, err);
-    ZN_FREE_ALL(p16, ms, ea, es, pp);
+    ZN_FREE_ALL(p16, own[0], own[1], own[2], own[3]);
     if (!rc) { out[0] = sum.bytes; out[1] = sum.xxh3; }
     return rc;
 }
@@ -630,11 +631,12 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
 static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, uint64_t out[2], ZnErr *err) {
     const ZnLayout *L = &E->L;
     long total = L->total_numel;
-    void *enc = encode(full, total, E->dt);
+    void *enc = E->dt == ZN_F32 ? NULL : encode16(full, total, E->dt);
+    const void *bytes = enc ? enc : (const void *)full;
     const ZnModel *md = E->model;
     int ne = L->nparams + md->naliases;
     ZnStEntry *e = zn_calloc(ZN_HOST_IO, (size_t)ne + 1, sizeof *e);
-    if (!enc || !e) { free(enc); free(e); return zn_nomem(err); }
+    if ((E->dt != ZN_F32 && !enc) || !e) { free(enc); free(e); return zn_nomem(err); }
     size_t es = zn_dtype_size(E->dt);
     for (int k = 0; k < ne; k++) {   /* every parameter, then tied weights under their other names */
         int p = k < L->nparams ? k : md->aliases[k - L->nparams].param;
@@ -642,7 +644,7 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
         e[k].dtype = E->dt;
         e[k].ndim = L->params[p].ndim;
         for (int d = 0; d < L->params[p].ndim; d++) e[k].shape[d] = L->params[p].shape[d];
-        e[k].data = (const char *)enc + (size_t)L->model_offset[p] * es;
+        e[k].data = (const char *)bytes + (size_t)L->model_offset[p] * es;
     }
     char path[PATH_MAX_ZN];
     join(path, tagdir, MODEL_FILE);
@@ -676,8 +678,9 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     /* the module weights: the master cast to the model dtype (= the working copy) */
     if (!rc) rc = zn_engine_gather_params(E, full, err);
     if (!rc && E->world.rank == 0) {
-        for (long i = 0; i < L->total_numel; i++)   /* on the model dtype's grid */
-            full[i] = E->dt == ZN_F16 ? zn_round_f16(full[i]) : E->dt == ZN_BF16 ? zn_round_bf16(full[i]) : full[i];
+        if (E->dt != ZN_F32)
+            for (long i = 0; i < L->total_numel; i++)   /* on the model dtype's grid */
+                full[i] = E->dt == ZN_F16 ? zn_round_f16(full[i]) : zn_round_bf16(full[i]);
         rc = write_model_file(E, tagdir, full, model_sum, err);
     }
     if (!rc && E->world.rank == 0) {
@@ -1089,10 +1092,11 @@ int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSumma
         /* tied weights are restored under every name they have (DeepSpeed's
            zero_to_fp32 dropped them: issue #1896) */
         int ne = m->nparams + model.naliases;
-        void *enc = encode(f[0], total, dt);
+        void *enc = dt == ZN_F32 ? NULL : encode16(f[0], total, dt);
+        const void *bytes = enc ? enc : (const void *)f[0];
         ZnStEntry *e = zn_calloc(ZN_HOST_IO, (size_t)ne + 1, sizeof *e);
         long *offs = zn_calloc(ZN_HOST_IO, (size_t)m->nparams + 1, sizeof(long));
-        if (!enc || !e || !offs) rc = zn_nomem(&err);
+        if ((dt != ZN_F32 && !enc) || !e || !offs) rc = zn_nomem(&err);
         long off = 0;
         for (int p = 0; !rc && p < m->nparams; p++) { offs[p] = off; off += m->params[p].numel; }
         /* every element of the model is accounted for, no padding leaks in */
@@ -1103,7 +1107,7 @@ int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSumma
             e[k].dtype = dt;
             e[k].ndim = m->params[p].ndim;
             for (int d = 0; d < m->params[p].ndim; d++) e[k].shape[d] = m->params[p].shape[d];
-            e[k].data = (const char *)enc + (size_t)offs[p] * zn_dtype_size(dt);
+            e[k].data = (const char *)bytes + (size_t)offs[p] * zn_dtype_size(dt);
         }
         const char *meta[] = {"format", "pt", "producer", "zinc ckpt consolidate", NULL};
         if (!rc) rc = zn_st_write(out, e, ne, meta, &err);

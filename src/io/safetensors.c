@@ -255,10 +255,18 @@ static int collect_meta(const char *const *kv, KV **out, int *nout, ZnErr *err) 
 }
 
 /* One piece of the file: to the writer and into the running hash. */
+/* Hashes and writes n bytes a piece of 1 MiB at a time, so the write's
+ * copy into the page cache reads what the hash just brought into cache. */
 static int put(ZnWriter *w, XXH3_state_t *st, ZnStSum *sum, const void *p, size_t n, ZnErr *err) {
-    XXH3_64bits_update(st, p, n);
+    const char *c = p;
+    int rc = 0;
+    for (size_t at = 0; at < n && !rc; at += (size_t)1 << 20) {
+        size_t k = n - at < (size_t)1 << 20 ? n - at : (size_t)1 << 20;
+        XXH3_64bits_update(st, c + at, k);
+        rc = zn_writer_write(w, c + at, k, err);
+    }
     sum->bytes += n;
-    return zn_writer_write(w, p, n, err);
+    return rc;
 }
 
 static int write_body(const char *path, const Sb *h, const WItem *items, int n, ZnStSum *sum, ZnErr *err) {
