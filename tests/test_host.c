@@ -1,5 +1,5 @@
 /* test_host.c: the host kernels' instruction-set paths and threads (spec
- * Z-HOST-001..003): every path and every thread count gives the
+ * Z-HOST-001..004): every path and every thread count gives the
  * reference twin's bits, element for element. */
 #include "testutil.h"
 #include "core/cpu.h"
@@ -139,6 +139,57 @@ static void test_gemm_paths(void **st) {
     }
 }
 
+/* spec: Z-HOST-004 the norm's two passes (largest finite |g| with the
+ * inf/NaN flag; the fixed-point sum of squares) on every instruction-set
+ * path give the bits of the plain definition, written out here: fabsf and
+ * a float compare, and a 128-bit sum of each truncated g^2 * 2^shift. The
+ * lengths leave partial blocks; the values include both zeros, subnormals,
+ * the largest finite float, and (for the maximum) inf and NaN. */
+static void test_norm_scans(void **st) {
+    (void)st;
+    static const long lens[] = {0, 1, 7, 1023, 1024, 1025, 5000, 70001};
+    for (size_t c = 0; c < sizeof lens / sizeof lens[0]; c++) {
+        const long n = lens[c];
+        float *g = malloc(sizeof(float) * (size_t)(n + 1)), *p = malloc(sizeof(float) * (size_t)(n + 1)),
+              *m = malloc(sizeof(float) * (size_t)(n + 1)), *v = malloc(sizeof(float) * (size_t)(n + 1));
+        assert_non_null(g); assert_non_null(p); assert_non_null(m); assert_non_null(v);
+        fill(n, p, g, m, v, 99u + (uint32_t)c);   /* g with inf and NaN sprinkled in */
+        for (int finite = 0; finite < 2; finite++) {
+            if (finite)
+                for (long i = 0; i < n; i++) if (!isfinite(g[i])) g[i] = (i & 1) ? -3.4028235e38f : 1e-45f;
+            float want = 0.0f;
+            int nonfin = 0;
+            for (long i = 0; i < n; i++) {
+                float a = fabsf(g[i]);
+                if (!isfinite(a)) nonfin = 1;
+                else if (a > want) want = a;
+            }
+            for (int isa = 0; isa < ZN_ISA_N; isa++) {
+                if (!zn_isa_supported((ZnIsa)isa)) continue;
+                ZnAbsMax am = zn_absmax_isa((ZnIsa)isa, g, n);
+                if (bits(am.maxabs) != bits(want) || am.nonfinite != nonfin)
+                    fail_msg("absmax %s n=%ld: %a/%d vs %a/%d", zn_isa_name((ZnIsa)isa), n, (double)am.maxabs,
+                             am.nonfinite, (double)want, nonfin);
+            }
+            if (!finite) continue;
+            const int shift = zn_norm_shift(want);
+            const double scale = ldexp(1.0, shift);
+            unsigned __int128 ref = (unsigned __int128)7 << 64 | 5;   /* the sum adds into what (hi, lo) hold */
+            for (long i = 0; i < n; i++) ref += (uint64_t)((double)g[i] * (double)g[i] * scale);
+            for (int isa = 0; isa < ZN_ISA_N; isa++) {
+                if (!zn_isa_supported((ZnIsa)isa)) continue;
+                uint64_t hi = 7, lo = 5;
+                zn_sumsq_fixed_isa((ZnIsa)isa, g, n, shift, &hi, &lo);
+                if (hi != (uint64_t)(ref >> 64) || lo != (uint64_t)ref)
+                    fail_msg("sumsq %s n=%ld: %016llx%016llx vs %016llx%016llx", zn_isa_name((ZnIsa)isa), n,
+                             (unsigned long long)hi, (unsigned long long)lo, (unsigned long long)(ref >> 64),
+                             (unsigned long long)ref);
+            }
+        }
+        free(g); free(p); free(m); free(v);
+    }
+}
+
 /* spec: Z-HOST-002 the host device's Adam split over 2, 3 and 7 threads
  * gives the one-thread bits in p, m, v and the fp16/bf16 working copy */
 static void test_adam_threads(void **st) {
@@ -210,4 +261,5 @@ ZT_MAIN(
     cmocka_unit_test(test_adam_paths),
     cmocka_unit_test(test_adam_threads),
     cmocka_unit_test(test_gemm_paths),
+    cmocka_unit_test(test_norm_scans),
     cmocka_unit_test(test_thread_setting))

@@ -99,16 +99,6 @@ void zn_adam_step(long n, float *restrict p, const float *restrict g, float *res
     zn_adam_step_isa(zn_isa_best(), n, p, g, m, v, hp, t, grad_mul);
 }
 
-ZnAbsMax zn_absmax(const float *g, long n) {
-    ZnAbsMax r = {0.0f, 0};
-    for (long i = 0; i < n; i++) {
-        float a = fabsf(g[i]);
-        if (!isfinite(a)) r.nonfinite = 1;
-        else if (a > r.maxabs) r.maxabs = a;
-    }
-    return r;
-}
-
 int zn_norm_shift(float maxabs) {
     if (!(maxabs > 0.0f)) return 0;
     int k;
@@ -120,22 +110,6 @@ void zn_u128_add(uint64_t *hi, uint64_t *lo, uint64_t hi2, uint64_t lo2) {
     uint64_t l = *lo + lo2;
     *hi += hi2 + (l < *lo);
     *lo = l;
-}
-
-void zn_sumsq_fixed(const float *g, long n, int shift, uint64_t *hi, uint64_t *lo) {
-    /* g^2 is exact in double (24-bit mantissa squared); scaling by a power of
-       two is exact; the truncation to an integer is the only rounding, and it
-       happens per element, so the sum is independent of the visiting order. */
-    const double scale = ldexp(1.0, shift);
-    unsigned __int128 s = 0;
-    for (long i = 0; i < n; i++) {
-        double x = (double)g[i];
-        s += (uint64_t)(x * x * scale);
-    }
-    unsigned __int128 acc = ((unsigned __int128)*hi << 64) | *lo;
-    acc += s;
-    *hi = (uint64_t)(acc >> 64);
-    *lo = (uint64_t)acc;
 }
 
 double zn_norm_from_fixed(uint64_t hi, uint64_t lo, int shift) {

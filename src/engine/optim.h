@@ -42,6 +42,10 @@ ZnAbsMax zn_absmax(const float *g, long n);
 int zn_norm_shift(float maxabs);
 /* sum of floor(g[i]^2 * 2^shift) as a 128-bit integer split in (hi, lo) */
 void zn_sumsq_fixed(const float *g, long n, int shift, uint64_t *hi, uint64_t *lo);
+/* The same two passes on a chosen instruction set (norm_scan.c): the same
+ * bits on every one (Z-HOST-004). */
+ZnAbsMax zn_absmax_isa(ZnIsa isa, const float *g, long n);
+void zn_sumsq_fixed_isa(ZnIsa isa, const float *g, long n, int shift, uint64_t *hi, uint64_t *lo);
 /* adds (hi2, lo2) into (hi, lo) */
 void zn_u128_add(uint64_t *hi, uint64_t *lo, uint64_t hi2, uint64_t lo2);
 /* sqrt(sum * 2^-shift) */
