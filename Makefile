@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench clean
+# Targets: all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -76,7 +76,7 @@ endif
 ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
-.PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench clean deps
+.PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -200,6 +200,13 @@ bench: $(BUILD)/bench $(BUILD)/bench_proc $(BUILD)/zinc
 	$(BUILD)/bench
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe --bind-to none $(BUILD)/bench_proc mpi
 	$(BUILD)/zinc launch --nproc-per-node 4 --master-port 29517 -- $(BUILD)/bench_proc tcp
+
+# zinc against PyTorch and DeepSpeed on this CPU (tests/bench_peers.py): a
+# venv under $(BUILD) with torch and deepspeed from PyPI (ci/bench_peers.sh)
+$(BUILD)/bench_peer_zinc: tests/bench_peer_zinc.c $(ZN_DEPS) $(HDRS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
+bench-peers: $(BUILD)/bench_peer_zinc $(BUILD)/zinc
+	@sh ci/bench_peers.sh $(BUILD)
 
 # GPU checks (spec Z-CUDA-*): the probe says in one line why there is no GPU;
 # then every kernel against its host twin, the digests of exact runs against

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""bench_peers.py: `make bench-peers` (spec: Z-HOST-005). zinc against its
+peers on this CPU, measured in the same run, never asserted:
+
+1. the Adam step on N fp32 params (1e8, or 2^25 when memory is short) at 1
+   thread and at the core count: zinc's host Adam against torch.optim.Adam
+   (fused=True, else foreach=True) and DeepSpeedCPUAdam(adamw_mode=False);
+   all three in L2 mode (weight decay added to the gradient), bias
+   correction on, lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01
+   (bench.c's values). Best of 5 steps after 2 warm-ups; GB/s at 28 bytes
+   per param (read p, g, m, v; write p, m, v), as bench.c.
+2. a training step of mlp:W,W,W,16 (fp32, W = 1024, 4096) at the same
+   micro-batch and threads: zinc's single-rank stage-0 step against a
+   PyTorch eager step of the same model, in steps per second.
+
+This driver needs only the standard library: zinc's figures come from
+bench_peer_zinc, the peers' from workers (this file with --worker) run by
+the venv's python (--python), one process per measurement so each gets
+OMP_NUM_THREADS (DeepSpeed's op may load its own OpenMP runtime, which
+torch.set_num_threads does not reach) and its memory back. A peer that
+cannot be imported or fails prints `bench NAME skipped: REASON`; the exit
+status is 0 when every zinc figure was printed.
+
+Usage: bench_peers.py BUILD_DIR [--python VENV_PYTHON]
+"""
+import os
+import subprocess
+import sys
+import time
+
+CLASSES = 16   # mlp:W,W,W,16: the class count zinc's bench models use
+
+
+def row(name, unit, zinc, peer, peer_v):
+    """bench.c's row(): ratio > 1 means zinc is faster."""
+    print(f"bench {name:<28} zinc={zinc:.2f}{unit} peer={peer}:{peer_v:.2f}{unit} ratio={zinc / peer_v:.2f}",
+          flush=True)
+
+
+def skip(name, reason):
+    print(f"bench {name:<28} skipped: {reason}", flush=True)
+
+
+# --------------------------------------------------------------------------
+# workers: run by the venv's python, print `seconds=S` (and `kind=K`)
+
+def best_of(fn, warm=2, reps=5):
+    for _ in range(warm):
+        fn()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def adam_tensors(torch, n):
+    # bench_peer_zinc's values: p in [0, 1), g = 1e-3 (no denormals)
+    p = torch.nn.Parameter(torch.arange(n, dtype=torch.float32).remainder_(1000).mul_(0.001))
+    p.grad = torch.full((n,), 1e-3, dtype=torch.float32)
+    return p
+
+
+def torch_adam(torch, params, weight_decay):
+    """torch.optim.Adam, fused on CPU when this torch has it, else foreach."""
+    hp = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=weight_decay)
+    try:
+        return torch.optim.Adam(params, fused=True, **hp), "fused"
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(params, foreach=True, **hp), "foreach"
+
+
+def worker(kind, args):
+    import torch
+    T = int(args[-1])
+    torch.set_num_threads(T)
+    if kind == "versions":
+        import deepspeed
+        print(f"torch={torch.__version__} deepspeed={deepspeed.__version__}")
+        return
+    if kind == "adam-torch":
+        p = adam_tensors(torch, int(args[0]))
+        opt, how = torch_adam(torch, [p], 0.01)
+        print(f"kind={how} seconds={best_of(opt.step):.6f}")
+        return
+    if kind == "adam-deepspeed":
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+        p = adam_tensors(torch, int(args[0]))
+        # JIT-compiles the op on first use (cached under ~/.cache/torch_extensions)
+        opt = DeepSpeedCPUAdam([p], lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                               bias_correction=True, adamw_mode=False)
+        print(f"kind=cpu_adam seconds={best_of(opt.step):.6f}")
+        return
+    if kind == "mlp-torch":
+        width, micro = int(args[0]), int(args[1])
+        nn, F = torch.nn, torch.nn.functional
+        torch.manual_seed(0)
+        # zinc's mlp:W,W,W,16 (src/engine/model_mlp.c): Linear layers with
+        # ReLU between them, logits out of the last
+        model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                              nn.Linear(width, CLASSES))
+        # zinc's built-in config: Adam, lr 1e-3, AdamW mode with weight decay
+        # 0 (the same update as Adam's), gradient_clipping 1.0 (DeepSpeed's
+        # default), so the global norm is computed every step
+        opt, how = torch_adam(torch, list(model.parameters()), 0.0)
+        x = torch.randn(micro, width)
+        y = torch.randint(0, CLASSES, (micro,))
+
+        def step():
+            loss = F.cross_entropy(model(x), y)   # mean over the micro-batch, as zinc's softmax_xent
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+
+        # as bench_peer_zinc: the mean of steps 3..6 (2 warm-ups), best of 2
+        best = float("inf")
+        for _ in range(2):
+            for _ in range(2):
+                step()
+            t0 = time.perf_counter()
+            for _ in range(4):
+                step()
+            best = min(best, (time.perf_counter() - t0) / 4)
+        print(f"kind={how} seconds={best:.6f}")
+        return
+    raise SystemExit(f"unknown worker {kind}")
+
+
+# --------------------------------------------------------------------------
+# the driver
+
+def run(cmd, threads, timeout=1800):
+    """Runs cmd with T threads everywhere; (dict of key=value, None) or (None, reason)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if p.returncode != 0:
+        lines = [ln for ln in (p.stderr + p.stdout).strip().splitlines() if ln.strip()]
+        return None, lines[-1].strip() if lines else f"exit status {p.returncode}"
+    out = {}
+    for tok in p.stdout.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            out[k] = v
+    return out, None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def mem_available():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], sys.argv[3:])
+        return 0
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    py = sys.argv[sys.argv.index("--python") + 1] if "--python" in sys.argv else None
+    zinc = os.path.join(build, "bench_peer_zinc")
+    me = os.path.abspath(__file__)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = [1] if cores == 1 else [1, cores]
+
+    # can the peers run at all? one reason for every skipped row
+    peer_reason = None
+    versions = "torch=none deepspeed=none"
+    if not py or not os.path.exists(py):
+        peer_reason = "no python with torch and deepspeed (the venv could not be made)"
+    else:
+        v, why = run([py, me, "--worker", "versions", "1"], 1, timeout=600)
+        if v is None:
+            peer_reason = f"cannot import torch/deepspeed: {why}"
+        else:
+            versions = f"torch={v.get('torch')} deepspeed={v.get('deepspeed')}"
+    print(f"bench-peers: {cpu_model()}, {cores} cores, {versions}", flush=True)
+
+    ok = True
+    # 1. Adam: 4 fp32 arrays of n in each process, one process at a time
+    n = 100_000_000
+    avail = mem_available()
+    if avail is not None and avail < 2 * 16 * n:
+        n = 1 << 25
+        print(f"bench-peers: {avail >> 20} MiB available, too little for 1e8 params: Adam on 2^25", flush=True)
+    tag = "1e8" if n == 100_000_000 else "2p25"
+    for T in threads:
+        name = f"adam_{tag}_{T}thread{'s' if T > 1 else ''}"
+        z, why = run([zinc, "adam", str(n), str(T)], T)
+        if z is None:
+            skip(name, f"zinc failed: {why}")
+            ok = False
+            continue
+        zs = float(z["seconds"])
+        zg = 28.0 * n / zs / 1e9
+        print(f"zinc adam n={n} threads={T} isa={z['isa']}: {zs * 1e3:.1f} ms/step, {zg:.2f} GB/s", flush=True)
+        for peer, worker_kind in (("torch", "adam-torch"), ("deepspeed", "adam-deepspeed")):
+            rname = f"{name}_{peer}"
+            if peer_reason:
+                skip(rname, peer_reason)
+                continue
+            p, why = run([py, me, "--worker", worker_kind, str(n), str(T)], T)
+            if p is None:
+                skip(rname, why)
+                continue
+            label = f"torch_adam_{p['kind']}" if peer == "torch" else "deepspeed_cpu_adam"
+            row(rname, "GB/s", zg, label, 28.0 * n / float(p["seconds"]) / 1e9)
+
+    # 2. MLP training step, zinc's default micro-batch (16)
+    micro = int(os.environ.get("PEERS_MICRO", "16"))
+    widths = [int(w) for w in os.environ.get("PEERS_WIDTHS", "1024 4096").split()]
+    for W in widths:
+        for T in threads:
+            name = f"mlp{W}_micro{micro}_{T}thread{'s' if T > 1 else ''}"
+            z, why = run([zinc, "mlp", str(W), str(micro), str(T)], T)
+            if z is None:
+                skip(name, f"zinc failed: {why}")
+                ok = False
+                continue
+            zs = float(z["seconds_per_step"])
+            print(f"zinc mlp width={W} micro={micro} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
+            if peer_reason:
+                skip(name, peer_reason)
+                continue
+            p, why = run([py, me, "--worker", "mlp-torch", str(W), str(micro), str(T)], T)
+            if p is None:
+                skip(name, why)
+                continue
+            row(name, "step/s", 1.0 / zs, f"torch_eager_{p['kind']}", 1.0 / float(p["seconds"]))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
