@@ -193,7 +193,7 @@ fuzz:
 
 # Benchmarks print ratios measured side by side in one run; never asserted.
 $(BUILD)/bench: tests/bench.c $(ZN_DEPS) $(HDRS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS) -ldl
 $(BUILD)/bench_proc: tests/bench_proc.c $(ZN_DEPS) $(HDRS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 bench: $(BUILD)/bench $(BUILD)/bench_proc $(BUILD)/zinc

@@ -7,7 +7,10 @@
  *      `bench NAME zinc=... peer=... ratio=...`;
  *   2. simulator reduce-scatter and all-gather at 4 ranks against memcpy of
  *      the bytes each rank receives;
- *   3. a training step of a 4096-wide MLP on N = 1, 2, 4, 8 simulated ranks
+ *   3. the host GEMM (exact order, Z-HOST-003) per instruction set and over
+ *      the cores against OpenBLAS's sgemm (any order, FMA) when
+ *      libopenblas.so.0 is installed, in GFLOP/s;
+ *   4. a training step of a 4096-wide MLP on N = 1, 2, 4, 8 simulated ranks
  *      against N single-rank steps (the simulator's overhead). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,8 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <dlfcn.h>
+#include "device/gemm_host.h"
 #include "engine/optim.h"
 #include "core/cpu.h"
 #include "device/device.h"
@@ -138,6 +143,62 @@ static void bench_adam(void) {
         row(name, "GB/s", 28.0 * n / ta / 1e9, "stream_floor", 28.0 * n / tf / 1e9);
     }
     free(p); free(g); free(m); free(v);
+}
+
+/* OpenBLAS's cblas_sgemm, loaded at run time so `make bench` needs no BLAS
+ * to build; NULL when the library is not installed. */
+typedef void (*SgemmFn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                        const float *B, int ldb, float beta, float *C, int ldc);
+typedef void (*SetThreadsFn)(int n);
+static SgemmFn openblas(SetThreadsFn *set_threads) {
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return NULL;
+    *set_threads = (SetThreadsFn)dlsym(h, "openblas_set_num_threads");
+    return (SgemmFn)dlsym(h, "cblas_sgemm");
+}
+
+/* Z-HOST-003: C = A.B^T as the forward pass of a layer computes it (M rows
+ * of activations, N = K = the width), and the 1024-cube. The peer gets the
+ * same operands, layout and thread count. */
+static void bench_gemm(void) {
+    static const int shapes[][3] = {{16, 4096, 4096}, {64, 4096, 4096}, {1024, 1024, 1024}};
+    SetThreadsFn set_threads = NULL;
+    SgemmFn sgemm = openblas(&set_threads);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int TT = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)N * K),
+              *C = malloc(sizeof(float) * (size_t)M * N);
+        for (long i = 0; i < (long)M * K; i++) A[i] = (float)(i % 13) * 0.1f - 0.6f;
+        for (long i = 0; i < (long)N * K; i++) B[i] = (float)(i % 7) * 0.1f - 0.3f;
+        const double flop = 2.0 * M * N * K;
+        for (int T = 1; T <= TT; T += TT > 1 ? TT - 1 : 1) {
+            ZnIsa isa = zn_isa_gemm();
+            double tz, tp = 0;
+            BEST(5, zn_host_gemm_isa(isa, T, M, N, K, A, K, 1, B, K, 1, NULL, C), tz);
+            char name[64];
+            snprintf(name, sizeof name, "gemm_nt_%dx%dx%d_%s_%dt", M, N, K, zn_isa_name(isa), T);
+            if (!sgemm) {
+                printf("bench %-28s zinc=%.1fGFLOP/s peer skipped: libopenblas.so.0 not installed "
+                       "(apt-get install libopenblas0-pthread)\n", name, flop / tz / 1e9);
+                continue;
+            }
+            if (set_threads) set_threads(T);
+            /* row-major C = A . B^T: CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112 */
+            BEST(5, sgemm(101, 111, 112, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N), tp);
+            row(name, "GFLOP/s", flop / tz / 1e9, "openblas_sgemm", flop / tp / 1e9);
+        }
+        free(A); free(B); free(C);
+    }
+    /* the kernel every build ran before the dispatch, for the before/after */
+    const int M = 64, N = 4096, K = 4096;
+    float *A = calloc((size_t)M * K, 4), *B = calloc((size_t)N * K, 4), *C = malloc((size_t)M * N * 4);
+    double ts, tb;
+    BEST(3, zn_host_gemm_isa(ZN_ISA_SSE2, 1, M, N, K, A, K, 1, B, K, 1, NULL, C), ts);
+    BEST(3, zn_host_gemm_isa(zn_isa_gemm(), 1, M, N, K, A, K, 1, B, K, 1, NULL, C), tb);
+    row("gemm_nt_64x4096x4096_vs_sse2", "GFLOP/s", 2.0 * M * N * K / tb / 1e9, "sse2_kernel", 2.0 * M * N * K / ts / 1e9);
+    free(A); free(B); free(C);
 }
 
 typedef struct { long n; float *in[8], *out[8]; int op; double t; } CollArg;
@@ -356,6 +417,7 @@ static void bench_ckpt(void) {
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : "";
     if (!*only || !strcmp(only, "adam")) bench_adam();
+    if (!*only || !strcmp(only, "gemm")) bench_gemm();
     if (!*only || !strcmp(only, "comm")) bench_collectives();
     if (!*only || !strcmp(only, "train")) bench_train();
     if (!*only || !strcmp(only, "ckpt")) bench_ckpt();
