@@ -196,6 +196,7 @@ def main():
     print(f"bench-peers: {cpu_model()}, {cores} cores, {versions}", flush=True)
 
     ok = True
+    only = os.environ.get("PEERS_ONLY", "adam mlp").split()   # a subset of the rows
     # 1. Adam: 4 fp32 arrays of n in each process, one process at a time
     n = 100_000_000
     avail = mem_available()
@@ -203,7 +204,7 @@ def main():
         n = 1 << 25
         print(f"bench-peers: {avail >> 20} MiB available, too little for 1e8 params: Adam on 2^25", flush=True)
     tag = "1e8" if n == 100_000_000 else "2p25"
-    for T in threads:
+    for T in threads if "adam" in only else []:
         name = f"adam_{tag}_{T}thread{'s' if T > 1 else ''}"
         z, why = run([zinc, "adam", str(n), str(T)], T)
         if z is None:
@@ -225,27 +226,27 @@ def main():
             label = f"torch_adam_{p['kind']}" if peer == "torch" else "deepspeed_cpu_adam"
             row(rname, "GB/s", zg, label, 28.0 * n / float(p["seconds"]) / 1e9)
 
-    # 2. MLP training step, zinc's default micro-batch (16)
-    micro = int(os.environ.get("PEERS_MICRO", "16"))
+    # 2. MLP training step at zinc's default micro-batch (16) and at 64
+    micros = [int(b) for b in os.environ.get("PEERS_MICRO", "16 64").split()]
     widths = [int(w) for w in os.environ.get("PEERS_WIDTHS", "1024 4096").split()]
-    for W in widths:
-        for T in threads:
-            name = f"mlp{W}_micro{micro}_{T}thread{'s' if T > 1 else ''}"
-            z, why = run([zinc, "mlp", str(W), str(micro), str(T)], T)
-            if z is None:
-                skip(name, f"zinc failed: {why}")
-                ok = False
-                continue
-            zs = float(z["seconds_per_step"])
-            print(f"zinc mlp width={W} micro={micro} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
-            if peer_reason:
-                skip(name, peer_reason)
-                continue
-            p, why = run([py, me, "--worker", "mlp-torch", str(W), str(micro), str(T)], T)
-            if p is None:
-                skip(name, why)
-                continue
-            row(name, "step/s", 1.0 / zs, f"torch_eager_{p['kind']}", 1.0 / float(p["seconds"]))
+    cases = [(W, b, T) for W in widths for b in micros for T in threads] if "mlp" in only else []
+    for W, micro, T in cases:
+        name = f"mlp{W}_micro{micro}_{T}thread{'s' if T > 1 else ''}"
+        z, why = run([zinc, "mlp", str(W), str(micro), str(T)], T)
+        if z is None:
+            skip(name, f"zinc failed: {why}")
+            ok = False
+            continue
+        zs = float(z["seconds_per_step"])
+        print(f"zinc mlp width={W} micro={micro} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
+        if peer_reason:
+            skip(name, peer_reason)
+            continue
+        p, why = run([py, me, "--worker", "mlp-torch", str(W), str(micro), str(T)], T)
+        if p is None:
+            skip(name, why)
+            continue
+        row(name, "step/s", 1.0 / zs, f"torch_eager_{p['kind']}", 1.0 / float(p["seconds"]))
     return 0 if ok else 1
 
 
