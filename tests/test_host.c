@@ -190,6 +190,40 @@ static void test_norm_scans(void **st) {
     }
 }
 
+/* spec: Z-HOST-004 the host device's norm passes split over 2, 3 and 7
+ * threads give the one-thread result: the same maximum, the same flag, the
+ * same 128-bit sum (added into what (hi, lo) held) */
+static void test_norm_threads(void **st) {
+    (void)st;
+    const long n = 200003;
+    float *p = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n), *m = malloc(sizeof(float) * n),
+          *v = malloc(sizeof(float) * n);
+    assert_non_null(p); assert_non_null(g); assert_non_null(m); assert_non_null(v);
+    fill(n, p, g, m, v, 4242u);
+    ZnDevice d;
+    zn_device_host_init(&d);
+    zn_set_host_threads(1);
+    ZnAbsMax want = zn_host_kernels.absmax(&d, g, n);   /* with inf and NaN: flagged */
+    ZnAbsMax want_p = zn_host_kernels.absmax(&d, p, n);
+    assert_int_equal(want.nonfinite, 1);
+    uint64_t wh = 3, wl = ~0ull;   /* a carry out of lo on the first add */
+    zn_host_kernels.sumsq_fixed(&d, p, n, zn_norm_shift(want_p.maxabs), &wh, &wl);
+    static const int threads[] = {2, 3, 7};
+    for (int t = 0; t < 3; t++) {
+        zn_set_host_threads(threads[t]);
+        ZnAbsMax a = zn_host_kernels.absmax(&d, g, n), b = zn_host_kernels.absmax(&d, p, n);
+        assert_int_equal(a.nonfinite, 1);
+        assert_int_equal(bits(a.maxabs), bits(want.maxabs));
+        assert_int_equal(b.nonfinite, want_p.nonfinite);
+        assert_int_equal(bits(b.maxabs), bits(want_p.maxabs));
+        uint64_t h = 3, l = ~0ull;
+        zn_host_kernels.sumsq_fixed(&d, p, n, zn_norm_shift(want_p.maxabs), &h, &l);
+        assert_true(h == wh && l == wl);
+    }
+    zn_set_host_threads(0);
+    free(p); free(g); free(m); free(v);
+}
+
 /* spec: Z-HOST-002 the host device's Adam split over 2, 3 and 7 threads
  * gives the one-thread bits in p, m, v and the fp16/bf16 working copy */
 static void test_adam_threads(void **st) {
@@ -262,4 +296,5 @@ ZT_MAIN(
     cmocka_unit_test(test_adam_threads),
     cmocka_unit_test(test_gemm_paths),
     cmocka_unit_test(test_norm_scans),
+    cmocka_unit_test(test_norm_threads),
     cmocka_unit_test(test_thread_setting))

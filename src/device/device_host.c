@@ -230,14 +230,64 @@ static void host_unpack16(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *s
 /* ------------------------------------------------------------------------ */
 /* reductions and the optimizer: the shared host code of optim.c */
 
+/* The norm's two passes over the host threads: each thread scans a slice
+ * and the parts combine exactly (a maximum, an integer sum), so the split
+ * changes no bit (Z-HOST-004). Below SCAN_MT_MIN elements one thread. */
+#define SCAN_MT_MIN (1L << 16)
+typedef struct {
+    const float *x;
+    long n;
+    int shift;
+    ZnAbsMax am;
+    uint64_t hi, lo;
+} ScanPart;
+static void *absmax_part(void *arg) {
+    ScanPart *s = arg;
+    s->am = zn_absmax(s->x, s->n);
+    return NULL;
+}
+static void *sumsq_part(void *arg) {
+    ScanPart *s = arg;
+    zn_sumsq_fixed(s->x, s->n, s->shift, &s->hi, &s->lo);
+    return NULL;
+}
+/* Runs fn over T slices of x (T from the host threads); returns T. A thread
+ * that cannot start leaves its slice to the caller. */
+static int scan_split(const float *x, long n, int shift, void *(*fn)(void *), ScanPart *part) {
+    int T = zn_host_threads();
+    if (n < SCAN_MT_MIN) T = 1;
+    pthread_t th[ZN_MAX_HOST_THREADS];
+    int started[ZN_MAX_HOST_THREADS];
+    for (int k = 0; k < T; k++) {
+        long lo = n * k / T, hi = n * (k + 1) / T;
+        part[k] = (ScanPart){x + lo, hi - lo, shift, {0.0f, 0}, 0, 0};
+    }
+    for (int k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, fn, &part[k]) == 0;
+    fn(&part[0]);
+    for (int k = 1; k < T; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else fn(&part[k]);
+    }
+    return T;
+}
+
 static ZnAbsMax host_absmax(ZnDevice *d, const float *x, long n) {
     (void)d;
-    return zn_absmax(x, n);
+    ScanPart part[ZN_MAX_HOST_THREADS];
+    int T = scan_split(x, n, 0, absmax_part, part);
+    ZnAbsMax r = part[0].am;
+    for (int k = 1; k < T; k++) {
+        if (part[k].am.maxabs > r.maxabs) r.maxabs = part[k].am.maxabs;
+        r.nonfinite |= part[k].am.nonfinite;
+    }
+    return r;
 }
 
 static void host_sumsq_fixed(ZnDevice *d, const float *x, long n, int shift, uint64_t *hi, uint64_t *lo) {
     (void)d;
-    zn_sumsq_fixed(x, n, shift, hi, lo);
+    ScanPart part[ZN_MAX_HOST_THREADS];
+    int T = scan_split(x, n, shift, sumsq_part, part);
+    for (int k = 0; k < T; k++) zn_u128_add(hi, lo, part[k].hi, part[k].lo);
 }
 
 /* The update, then the cast of the new master values into the working copy.
