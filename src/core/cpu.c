@@ -72,9 +72,16 @@ static int halves_512(void) {
 #endif
 }
 
-ZnIsa zn_isa_gemm(void) {
+static ZnIsa gemm_isa;
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+static void pick_gemm(void) {
     ZnIsa b = zn_isa_best();
-    return b == ZN_ISA_AVX512 && halves_512() ? ZN_ISA_AVX2 : b;
+    gemm_isa = b == ZN_ISA_AVX512 && halves_512() ? ZN_ISA_AVX2 : b;
+}
+
+ZnIsa zn_isa_gemm(void) {   /* asked once per GEMM: cpuid once per process */
+    pthread_once(&gemm_once, pick_gemm);
+    return gemm_isa;
 }
 
 const char *zn_isa_env_problem(void) {

@@ -19,6 +19,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
 #include "device/gemm_host.h"
 #include "core/alloc.h"
 

@@ -81,6 +81,31 @@ static void GT(block)(int mc, int nvalid, int kc, const float *Ap, const float *
 }
 
 
+#if GT_VL >= 8
+/* An 8 x 8 block transposed in registers: row r of s (8 floats at s + r*ls)
+ * becomes column r of d (d[c*ld + r]). Pure moves. */
+static inline __attribute__((always_inline)) void GT(tr8)(const float *s, long ls, float *d, long ld) {
+    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls),
+           r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls),
+           r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(d + ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
 /* gemm_host.c's pack() with the group size a constant of this kernel, so
  * the copies of whole groups compile to vector moves. */
 static inline __attribute__((always_inline)) void GT(pack_t)(float *dst, const int T, int R, int kc, const float *src,
@@ -95,6 +120,11 @@ static inline __attribute__((always_inline)) void GT(pack_t)(float *dst, const i
                read along memory and the writes stay within a few lines */
             const float *s = src + g * T * sr;
             long k = 0;
+#if GT_VL >= 8
+            if (T % 8 == 0)   /* whole 8 x 8 blocks (not avx512's 12-row A groups) */
+                for (; k + 8 <= kc; k += 8)
+                    for (long t = 0; t < T; t += 8) GT(tr8)(s + t * sr + k, sr, d + k * T + t, T);
+#endif
             for (; k + 8 <= kc; k += 8)
                 for (long t = 0; t < T; t++)
 #pragma GCC unroll 8
