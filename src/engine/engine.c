@@ -56,7 +56,7 @@ static void dcopy(ZnEngine *E, float *dst, const float *src, long n) {
 /* dst = src, or dst = round_dt(dst + src): the fp32 sum rounded once */
 static void copy_or_add(ZnEngine *E, float *dst, const float *src, long n, int add) {
     if (add) E->k->add(E->dev, E->dt, dst, src, n);
-    else dcopy(E, dst, src, n);
+    else if (dst != src) dcopy(E, dst, src, n);   /* computed in place (grad_dest) */
 }
 
 /* dst = round_dt(src), or dst = round_dt(dst + src): a received gradient
@@ -374,6 +374,17 @@ static void phase(ZnEngine *E, const char *what) {
     if (E->hooks.phase) E->hooks.phase(E->hooks.phase_ctx, E, what);
 }
 
+/* Where a parameter's gradient is computed: straight into the flat gradient
+ * when grad_hook would only copy it there (a plan that reduces at the
+ * boundary, the first contribution of the step, an untied parameter), else
+ * the scratch. The same values land in the same place either way; the copy
+ * of every weight gradient (a tenth of a small step) is saved. */
+static float *grad_dest(ZnEngine *E, int p, float *scratch) {
+    const int add = E->micro > 0 && !E->canonical;
+    if (E->P.reduce_per_micro || add || (E->tied_acc && E->tied_acc[p])) return scratch;
+    return E->flat_grads + E->L.flat_offset[p];
+}
+
 static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *loss, ZnErr *err) {
     const ZnModel *m = E->model;
     const int B = (int)E->cfg->micro_batch, nl = m->nlayers, C = m->dims[nl];
@@ -428,16 +439,18 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if (E->P.gather_per_layer && ((rc = gather_param(E, pw, err)) || (rc = gather_param(E, pb, err)))) goto done;
         long nw = E->L.params[pw].numel;
         float *dx = l > 0 ? (dout == dbuf[0] ? dbuf[1] : dbuf[0]) : NULL;
+        float *dw = grad_dest(E, pw, E->grad_scratch), *db = grad_dest(E, pb, E->grad_scratch + nw);
         zn_layer_backward(E->dev, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
-                          dout, E->grad_scratch, E->grad_scratch + nw, dx, yscratch);
-        round_dt(E, E->grad_scratch, nw + E->L.params[pb].numel);
+                          dout, dw, db, dx, yscratch);
+        round_dt(E, dw, nw);
+        round_dt(E, db, E->L.params[pb].numel);
         if (dx) round_dt(E, dx, (long)B * m->dims[l]);
-        if (l == nl - 1 && E->micro == 0 && inject_now(E))   /* grad_scratch[0] = inject_value */
-            E->k->upload(E->dev, E->grad_scratch, &E->hooks.inject_value, sizeof(float));
+        if (l == nl - 1 && E->micro == 0 && inject_now(E))   /* dw[0] = inject_value */
+            E->k->upload(E->dev, dw, &E->hooks.inject_value, sizeof(float));
         if (E->P.gather_per_layer) { release_param(E, pw); release_param(E, pb); }
         /* backward order: bias, then weight (reverse model order) */
-        if ((rc = grad_hook(E, pb, E->grad_scratch + nw, err))) goto done;
-        if ((rc = weight_grad(E, l, pw, E->grad_scratch, err))) goto done;
+        if ((rc = grad_hook(E, pb, db, err))) goto done;
+        if ((rc = weight_grad(E, l, pw, dw, err))) goto done;
         dout = dx;
     }
     if (E->P.reduce_per_micro && E->next_bucket != E->L.nbuckets) {
