@@ -496,6 +496,7 @@ static void far_device_init(ZnDevice *d) {
     far_inner_alloc = d->alloc;
     far_inner_free = d->free;
     d->name = "far";
+    d->host_addressable = 0;   /* its buffers are tokens, as a GPU's are */
     d->alloc = far_alloc;
     d->free = far_free;
     d->k = &far_kernels;
