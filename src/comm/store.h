@@ -41,6 +41,11 @@ int zn_store_world(const ZnStore *s);
 int zn_store_send(ZnStore *s, int peer, const void *buf, size_t n, ZnErr *err);
 int zn_store_recv(ZnStore *s, int peer, void *buf, size_t n, ZnErr *err);
 
+/* The IPv4 address of this end of the rank's store connection (rank 0: of
+ * its connection to rank 1), "127.0.0.1" in a world of one: an address of
+ * this host that the other ranks reach. The tcp mesh publishes it. */
+void zn_store_local_ip(const ZnStore *s, char *buf, size_t cap);
+
 /* Every rank's n-byte blob, in rank order, on every rank (out: world * n). */
 int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *err);
 
