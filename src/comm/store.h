@@ -1,7 +1,7 @@
 /* store.h: the rendezvous store (spec Z-RDV-004..008). Rank 0 listens; every
  * other rank connects to it, says who it is, and keeps the connection: the
- * store exchanges small blobs at start (the config hash, a NCCL unique id)
- * and carries the TCP communicator's traffic (comm_tcp.c).
+ * store exchanges small blobs at start (the config hash, a NCCL unique id,
+ * the addresses of the TCP communicator's mesh, comm_tcp.c).
  *
  * Where rank 0 listens:
  *   tcp://HOST:PORT   that address (what MASTER_ADDR/MASTER_PORT give);
