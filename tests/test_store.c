@@ -27,9 +27,12 @@
 typedef struct { uint32_t magic, version; int32_t rank, world; } Hello;
 typedef struct { uint32_t magic, ok; char msg[240]; } Ack;
 #define MESH_MAGIC 0x5a4e4d53u
-typedef struct { uint32_t magic; int32_t port; uint64_t token; char host[64]; } MeshAddr;
+typedef struct {
+    uint32_t magic; int32_t port; uint64_t token; char host[64];
+    int32_t pid, pad; uint64_t probe_at, probe;   /* 0: nothing to read by reference */
+} MeshAddr;
 typedef struct { uint32_t magic; int32_t rank; uint64_t token; } MeshHello;
-typedef struct { uint32_t magic, pad; int64_t bytes; } Frame;
+typedef struct { uint32_t magic, by_ref; int64_t bytes; uint64_t addr; } Frame;
 
 #define MAXR 4
 #define ALARM_S 30
@@ -858,11 +861,18 @@ static void hand_peer_rank1(int rank, ZnStore *s, void *arg) {
         int fd = raw_connect(all[0].port);
         MeshHello h = {MESH_MAGIC, 1, all[0].token};
         raw_send(fd, &h, sizeof h);
+        /* which peers each rank can read by reference (Z-PROC-008): none */
+        unsigned char row[2] = {0, 0}, rows[4];
+        if ((v->rc[rank] = zn_store_allgather(s, row, rows, sizeof row, &v->err[rank]))) {
+            close(fd);
+            return;
+        }
         for (int i = 0; i < 2; i++) {   /* the two barriers: rank 0's frame, then ours */
             Frame f;
             ZnSeqRec rec;
             if (raw_recv(fd, &f, sizeof f) < sizeof f || raw_recv(fd, &rec, sizeof rec) < sizeof rec) break;
-            Frame bad[] = {{0xdeadbeefu, 0, sizeof rec}, {ZN_SEQ_MAGIC, 0, -1}, {ZN_SEQ_MAGIC, 0, 3}};
+            Frame bad[] = {{0xdeadbeefu, 0, sizeof rec, 0}, {ZN_SEQ_MAGIC, 0, -1, 0}, {ZN_SEQ_MAGIC, 0, 3, 0},
+                           {ZN_SEQ_MAGIC, 1, sizeof rec, 0}};
             raw_send(fd, &bad[(int)v->got[1][0]], sizeof bad[0]);
             raw_send(fd, &rec, sizeof rec);
         }
@@ -872,15 +882,17 @@ static void hand_peer_rank1(int rank, ZnStore *s, void *arg) {
 }
 
 /* spec: Z-PROC-002 each peer's part of an exchange is a header (magic,
- * bytes) and the bytes; a header of another magic, a negative length or
- * another length than the receiver expects is an error naming the rank, and
- * later calls fail the same way */
+ * bytes) and the bytes; a header of another magic, a negative length,
+ * another length than the receiver expects, or bytes by reference from a
+ * peer whose memory the receiver cannot read, is an error naming the rank,
+ * and later calls fail the same way */
 static void test_tcp_bad_frames(void **st) {
     (void)st;
     char want[200];
     snprintf(want, sizeof want, "rank 1 sent 3 bytes, expected %zu", sizeof(ZnSeqRec));
-    const char *why[] = {"rank 1 sent a malformed exchange header", "rank 1 sent a malformed exchange header", want};
-    for (int kind = 0; kind < 3; kind++) {
+    const char *bad = "rank 1 sent a malformed exchange header";
+    const char *why[] = {bad, bad, want, bad};   /* the last: by reference, where rank 0 cannot read rank 1 */
+    for (int kind = 0; kind < 4; kind++) {
         Seen v;
         memset(&v, 0, sizeof v);
         v.got[1][0] = (char)kind;

@@ -3,7 +3,8 @@
  *   tcp  a full mesh of TCP connections, one per pair of ranks, set up at
  *        creation through the rendezvous store (comm_tcp.c); an exchange
  *        moves every peer's bytes at once, straight from and into the
- *        caller's buffers. No dependency beyond sockets: for laptops, tests
+ *        caller's buffers (on one host, large ones read straight from the
+ *        sender's memory). No dependency beyond sockets: for laptops, tests
  *        and `zinc launch` without MPI.
  *   mpi  MPI point-to-point messages, every one of an exchange posted at
  *        once (comm_mpi.c), built when mpicc is found; for mpirun and srun.

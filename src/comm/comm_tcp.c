@@ -4,10 +4,20 @@
  * to every lower rank and accepts every higher one, so each pair of ranks
  * shares one connection. An exchange then moves every peer's bytes over its
  * own connection at once: non-blocking sockets and poll(), one frame per
- * peer (a 16-byte header, then the bytes), sent with sendmsg straight from
+ * peer (a 24-byte header, then the bytes), sent with sendmsg straight from
  * the caller's buffers and received with recvmsg straight into them. No
- * rank routes another's bytes and nothing is copied on the way. The
- * collectives on top are comm/coll.c's (the sums are the receiver's). */
+ * rank routes another's bytes and nothing is staged on the way.
+ *
+ * Ranks on one host skip the socket for large messages (Z-PROC-008): the
+ * header carries the address of the sender's buffer, the receiver reads it
+ * with process_vm_readv (one copy where a socket makes two, user to kernel
+ * to user) and acknowledges; the sender's exchange ends only when every
+ * such read is acknowledged, so its buffers stay valid while they are read.
+ * A probe at set-up decides which pairs can (same host and pid namespace,
+ * and a kernel that lets them); ZINC_TCP_CMA=0 turns it off.
+ *
+ * The collectives on top are comm/coll.c's (the sums are the receiver's, so
+ * no transport choice can change a bit). */
 #include "comm/comm_proc.h"
 #include "core/alloc.h"
 #include "comm/coll.h"
@@ -29,9 +39,15 @@
 
 #define MESH_MAGIC 0x5a4e4d53u   /* "ZNMS": a mesh hello */
 
+#define ACK_MAGIC 0x5a4e414bu    /* "ZNAK": bytes read by reference, the sender may go on */
+/* Below this a copy through the socket costs less than a read by reference
+ * and its acknowledgement (a round trip). */
+#define BY_REF_MIN ((size_t)64 << 10)
+
 typedef struct {
-    uint32_t magic, pad;
-    int64_t bytes;           /* bytes that follow for the receiver */
+    uint32_t magic, by_ref;  /* by_ref: the bytes stay at addr in the sender (Z-PROC-008) */
+    int64_t bytes;           /* bytes for the receiver: they follow, or lie at addr */
+    uint64_t addr;
 } Frame;
 
 typedef struct {
@@ -39,6 +55,8 @@ typedef struct {
     int32_t port;
     uint64_t token;          /* rank 0's: a connection from another run is refused */
     char host[64];
+    int32_t pid, pad;        /* the probe: 8 bytes at probe_at in process pid read probe */
+    uint64_t probe_at, probe;
 } Addr;
 
 typedef struct {
@@ -47,13 +65,28 @@ typedef struct {
     uint64_t token;
 } Hello;
 
+/* One peer's two streams in an exchange. Out: this rank's header, its bytes
+ * unless by reference, then the acknowledgement of the peer's bytes if they
+ * came by reference (sent once they are read). In: the peer's header, its
+ * bytes unless by reference, then its acknowledgement of ours if ours went
+ * by reference. */
+typedef struct {
+    Frame hout, hin;
+    uint64_t ack_out, ack_in;
+    size_t done_out, done_in;  /* bytes of each stream moved so far */
+    int ack_due;               /* the peer's bytes came by reference and are read */
+} Peer;
+
 typedef struct {
     int rank, world;
     int *fd;                 /* [world] the connection to each peer; -1 for this rank */
-    Frame *hout, *hin;       /* [world] this exchange's headers */
-    size_t *done_out, *done_in;   /* [world] bytes of frame (header included) moved so far */
+    Peer *pr;                /* [world] */
     struct pollfd *pfd;      /* [world] */
     int *who;                /* [world] the peer of each pfd entry */
+    int *pid;                /* [world] each peer's process id, for reads by reference */
+    unsigned char *by_ref;   /* [world] 1: the peer reads this rank's bytes by reference */
+    unsigned char *can_read; /* [world] 1: this rank can read the peer's memory */
+    uint64_t probe;          /* what the peers read to find whether they can (set-up) */
     double timeout_s;        /* ZINC_COMM_TIMEOUT: the longest wait without progress */
 } Tcp;
 
@@ -96,30 +129,80 @@ static int lost(Tcp *t, int peer, const char *why, ZnErr *err) {
                   "closed too)", peer, why, n > 1 ? "s" : "", n > 1 ? "s" : "", also, n > 1 ? "are" : "is");
 }
 
-/* The iovecs of what is left of a frame: header, then payload. */
-static int frame_iov(struct iovec *v, void *hdr, void *payload, size_t bytes, size_t done) {
+typedef struct {
+    void *p;
+    size_t n;
+} Seg;
+
+/* The iovecs of what is left of a stream of segments after done bytes. */
+static int seg_iov(struct iovec *v, const Seg *s, int ns, size_t done) {
     int n = 0;
-    if (done < sizeof(Frame)) {
-        v[n].iov_base = (char *)hdr + done;
-        v[n++].iov_len = sizeof(Frame) - done;
-        done = sizeof(Frame);
-    }
-    if (bytes > done - sizeof(Frame)) {
-        v[n].iov_base = (char *)payload + (done - sizeof(Frame));
-        v[n++].iov_len = bytes - (done - sizeof(Frame));
+    for (int i = 0; i < ns; i++) {
+        if (done >= s[i].n) {
+            done -= s[i].n;
+            continue;
+        }
+        v[n].iov_base = (char *)s[i].p + done;
+        v[n++].iov_len = s[i].n - done;
+        done = 0;
     }
     return n;
 }
 
-/* A header read in full: the peer must send what this rank expects, else
- * the stream cannot be trusted past it. */
-static int check_header(const Tcp *t, int q, size_t want, ZnErr *err) {
-    const Frame *h = &t->hin[q];
-    if (h->magic != ZN_SEQ_MAGIC || h->bytes < 0)
+/* The streams' segments as far as they are known: the in stream past the
+ * header only once the header is in (it says whether bytes follow), the
+ * out stream's acknowledgement only once it is due. */
+static int out_segs(const Peer *p, const void *out, size_t nout, Seg *s) {
+    s[0] = (Seg){(void *)&p->hout, sizeof p->hout};
+    s[1] = (Seg){(void *)out, p->hout.by_ref ? 0 : nout};   /* (sendmsg only reads it) */
+    s[2] = (Seg){(void *)&p->ack_out, p->ack_due ? sizeof p->ack_out : 0};
+    return 3;
+}
+
+static int in_segs(Peer *p, void *in, size_t nin, Seg *s) {
+    s[0] = (Seg){&p->hin, sizeof p->hin};
+    if (p->done_in < sizeof p->hin) return 1;
+    s[1] = (Seg){in, p->hin.by_ref ? 0 : nin};
+    s[2] = (Seg){&p->ack_in, p->hout.by_ref ? sizeof p->ack_in : 0};
+    return 3;
+}
+
+static size_t seg_len(const Seg *s, int ns) {
+    size_t n = 0;
+    for (int i = 0; i < ns; i++) n += s[i].n;
+    return n;
+}
+
+/* Reads n bytes at addr in peer q's memory (Z-PROC-008). */
+static int pull(Tcp *t, int q, void *dst, size_t n, uint64_t addr, ZnErr *err) {
+    while (n > 0) {
+        struct iovec l = {dst, n}, r = {(void *)(uintptr_t)addr, n};
+        ssize_t k = process_vm_readv(t->pid[q], &l, 1, &r, 1, 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && errno == ESRCH) return lost(t, q, "its process is gone", err);
+        if (k <= 0)
+            return zn_err(err, ZN_E_COMM, "reading rank %d's bytes in its memory failed: %s", q,
+                          k < 0 ? strerror(errno) : "nothing read");
+        dst = (char *)dst + k;
+        addr += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* The peer's header is in: it must send what this rank expects, else the
+ * stream cannot be trusted past it; bytes by reference are read now. */
+static int header_in(Tcp *t, int q, void *in, size_t want, ZnErr *err) {
+    Peer *p = &t->pr[q];
+    const Frame *h = &p->hin;
+    if (h->magic != ZN_SEQ_MAGIC || h->bytes < 0 || h->by_ref > 1 || (h->by_ref && !t->can_read[q]))
         return zn_err(err, ZN_E_COMM, "rank %d sent a malformed exchange header", q);
     if ((uint64_t)h->bytes != (uint64_t)want)
         return zn_err(err, ZN_E_COMM, "rank %d sent %lld bytes, expected %zu", q, (long long)h->bytes, want);
-    return 0;
+    if (!h->by_ref) return 0;
+    int rc = pull(t, q, in, want, h->addr, err);
+    p->ack_due = !rc;
+    return rc;
 }
 
 static int tcp_exchange(void *x, const void *const *out, const size_t *nout, void *const *in, const size_t *nin,
@@ -127,8 +210,11 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
     Tcp *t = x;
     const int W = t->world, me = t->rank;
     for (int q = 0; q < W; q++) {
-        t->hout[q] = (Frame){ZN_SEQ_MAGIC, 0, q == me ? 0 : (int64_t)nout[q]};
-        t->done_out[q] = t->done_in[q] = q == me ? SIZE_MAX : 0;
+        if (q == me) continue;
+        Peer *p = &t->pr[q];
+        int ref = t->by_ref[q] && nout[q] >= BY_REF_MIN;
+        *p = (Peer){.hout = {ZN_SEQ_MAGIC, (uint32_t)ref, (int64_t)nout[q], ref ? (uint64_t)(uintptr_t)out[q] : 0},
+                    .ack_out = ACK_MAGIC};
     }
     double deadline = now_s() + t->timeout_s;
     for (;;) {
@@ -136,8 +222,11 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
         int n = 0;
         for (int q = 0; q < W; q++) {
             if (q == me) continue;
-            short ev = (t->done_out[q] < sizeof(Frame) + nout[q] ? POLLOUT : 0) |
-                       (t->done_in[q] < sizeof(Frame) + nin[q] ? POLLIN : 0);
+            Peer *p = &t->pr[q];
+            Seg so[3], si[3];
+            int ni = in_segs(p, in[q], nin[q], si);
+            short ev = (p->done_out < seg_len(so, out_segs(p, out[q], nout[q], so)) ? POLLOUT : 0) |
+                       (ni == 1 || p->done_in < seg_len(si, ni) ? POLLIN : 0);
             if (!ev) continue;
             t->pfd[n] = (struct pollfd){t->fd[q], ev, 0};
             t->who[n++] = q;
@@ -155,32 +244,36 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
         int moved = 0;
         for (int i = 0; i < n; i++) {
             const int q = t->who[i];
+            Peer *p = &t->pr[q];
             short re = t->pfd[i].revents;
             if (!re) continue;
-            struct iovec v[2];
+            struct iovec v[3];
+            Seg sg[3];
             struct msghdr m = {0};
             m.msg_iov = v;
             /* POLLHUP/POLLERR: the call below reports what happened */
             if ((re & (POLLIN | POLLHUP | POLLERR)) && (t->pfd[i].events & POLLIN)) {
-                m.msg_iovlen = (size_t)frame_iov(v, &t->hin[q], in[q], nin[q], t->done_in[q]);
+                m.msg_iovlen = (size_t)seg_iov(v, sg, in_segs(p, in[q], nin[q], sg), p->done_in);
                 ssize_t r = recvmsg(t->fd[q], &m, MSG_DONTWAIT);
                 if (r == 0) return lost(t, q, "closed", err);
                 if (r < 0 && errno != EINTR && errno != EAGAIN) return lost(t, q, strerror(errno), err);
                 if (r > 0) {
-                    size_t before = t->done_in[q];
-                    t->done_in[q] += (size_t)r;
+                    size_t before = p->done_in;
+                    p->done_in += (size_t)r;
                     moved = 1;
-                    int rc = before < sizeof(Frame) && t->done_in[q] >= sizeof(Frame) ? check_header(t, q, nin[q], err) : 0;
+                    int rc = before < sizeof p->hin && p->done_in >= sizeof p->hin ? header_in(t, q, in[q], nin[q], err) : 0;
                     if (rc) return rc;
+                    int ns = in_segs(p, in[q], nin[q], sg);
+                    if (p->hout.by_ref && p->done_in == seg_len(sg, ns) && p->ack_in != ACK_MAGIC)
+                        return zn_err(err, ZN_E_COMM, "rank %d sent a malformed acknowledgement", q);
                 }
             }
             if ((re & (POLLOUT | POLLHUP | POLLERR)) && (t->pfd[i].events & POLLOUT)) {
-                /* (sendmsg only reads the payload: the cast serves the shared iovec) */
-                m.msg_iovlen = (size_t)frame_iov(v, &t->hout[q], (void *)out[q], nout[q], t->done_out[q]);
+                m.msg_iovlen = (size_t)seg_iov(v, sg, out_segs(p, out[q], nout[q], sg), p->done_out);
                 ssize_t r = sendmsg(t->fd[q], &m, MSG_DONTWAIT | MSG_NOSIGNAL);
                 if (r < 0 && errno != EINTR && errno != EAGAIN) return lost(t, q, strerror(errno), err);
                 if (r > 0) {
-                    t->done_out[q] += (size_t)r;
+                    p->done_out += (size_t)r;
                     moved = 1;
                 }
             }
@@ -193,7 +286,7 @@ static void tcp_free(void *x) {
     Tcp *t = x;
     for (int q = 0; t->fd && q < t->world; q++)
         if (t->fd[q] >= 0) close(t->fd[q]);
-    ZN_FREE_ALL(t->fd, t->hout, t->hin, t->done_out, t->done_in, t->pfd, t->who, t);
+    ZN_FREE_ALL(t->fd, t->pr, t->pfd, t->who, t->pid, t->by_ref, t->can_read, t);
 }
 
 static const ZnXportOps tcp_ops = {tcp_exchange, tcp_free};
@@ -321,6 +414,36 @@ static int listen_any(int world, int *port) {
     return fd;
 }
 
+/* Which peers can read this rank's memory (Z-PROC-008): each rank reads
+ * every peer's probe (its process id may name another process in another
+ * pid namespace or on another host: the value tells), and the ranks
+ * all-gather what they found. ZINC_TCP_CMA=0 reads nothing. */
+static int probe_peers(Tcp *t, ZnStore *s, const Addr *all, unsigned char *rows, ZnErr *err) {
+    const int W = t->world, me = t->rank;
+    const char *e = getenv("ZINC_TCP_CMA");
+    int try = !(e && !strcmp(e, "0"));
+    unsigned char *mine = rows + (size_t)me * (size_t)W;
+    for (int q = 0; q < W; q++) {
+        t->pid[q] = all[q].pid;
+        uint64_t v = 0;
+        struct iovec l = {&v, sizeof v}, r = {(void *)(uintptr_t)all[q].probe_at, sizeof v};
+        mine[q] = q != me && try && process_vm_readv(all[q].pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof v &&
+                  v == all[q].probe;
+    }
+    /* (allgather reads mine before it writes the rows: copy it out first) */
+    unsigned char row[64], *own = W <= 64 ? row : zn_malloc(ZN_HOST_COMM, (size_t)W);
+    if (!own) return zn_nomem(err), err->code;
+    memcpy(own, mine, (size_t)W);
+    int rc = zn_store_allgather(s, own, rows, (size_t)W, err);
+    if (own != row) free(own);
+    if (rc) return rc;
+    for (int q = 0; q < W; q++) {
+        t->can_read[q] = rows[(size_t)me * (size_t)W + (size_t)q];
+        t->by_ref[q] = rows[(size_t)q * (size_t)W + (size_t)me];
+    }
+    return 0;
+}
+
 static uint64_t run_token(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -336,25 +459,28 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
         t->world = W;
         t->timeout_s = env_seconds("ZINC_COMM_TIMEOUT", 600);
         t->fd = zn_malloc(ZN_HOST_COMM, w * sizeof *t->fd);
-        t->hout = zn_calloc(ZN_HOST_COMM, w, sizeof *t->hout);
-        t->hin = zn_calloc(ZN_HOST_COMM, w, sizeof *t->hin);
-        t->done_out = zn_calloc(ZN_HOST_COMM, w, sizeof *t->done_out);
-        t->done_in = zn_calloc(ZN_HOST_COMM, w, sizeof *t->done_in);
+        t->pr = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pr);
         t->pfd = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pfd);
         t->who = zn_calloc(ZN_HOST_COMM, w, sizeof *t->who);
+        t->pid = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pid);
+        t->by_ref = zn_calloc(ZN_HOST_COMM, w, sizeof *t->by_ref);
+        t->can_read = zn_calloc(ZN_HOST_COMM, w, sizeof *t->can_read);
     }
     Addr *all = zn_calloc(ZN_HOST_COMM, w, sizeof *all);
-    if (!t || !t->fd || !t->hout || !t->hin || !t->done_out || !t->done_in || !t->pfd || !t->who || !all) {
+    unsigned char *rows = zn_calloc(ZN_HOST_COMM, w * w, 1);
+    if (!t || !t->fd || !t->pr || !t->pfd || !t->who || !t->pid || !t->by_ref || !t->can_read || !all || !rows) {
         if (t && t->fd) memset(t->fd, 0xff, w * sizeof *t->fd);   /* -1 each: nothing to close */
         if (t) tcp_free(t);
-        free(all);
+        ZN_FREE_ALL(all, rows);
         zn_nomem(err);
         return NULL;
     }
     for (int q = 0; q < W; q++) t->fd[q] = -1;
     int rc = 0, lfd = -1;
     if (W > 1) {
-        Addr mine = {MESH_MAGIC, 0, t->rank == 0 ? run_token() : 0, ""};
+        t->probe = run_token() ^ ((uint64_t)t->rank << 48);
+        Addr mine = {MESH_MAGIC, 0, t->rank == 0 ? run_token() : 0, "", (int32_t)getpid(), 0,
+                     (uint64_t)(uintptr_t)&t->probe, t->probe};
         zn_store_local_ip(s, mine.host, sizeof mine.host);
         if ((lfd = listen_any(W, &mine.port)) < 0)
             rc = zn_err(err, ZN_E_COMM, "tcp mesh: rank %d cannot listen: %s", t->rank, strerror(errno));
@@ -368,8 +494,9 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
             rc = err->code;
         }
         if (lfd >= 0) close(lfd);   /* every peer is connected or has failed */
+        if (!rc) rc = probe_peers(t, s, all, rows, err);
     }
-    free(all);
+    ZN_FREE_ALL(all, rows);
     if (rc) {
         tcp_free(t);
         return NULL;
