@@ -1,4 +1,4 @@
-/* comm_tcp.c: the TCP transport (spec Z-PROC-002, Z-PROC-007). A full mesh:
+/* comm_tcp.c: the TCP transport (spec Z-PROC-002, Z-PROC-007, Z-PROC-008). A full mesh:
  * at creation every rank listens on a port the kernel picks, the ranks
  * all-gather host:port through the rendezvous store, and each rank connects
  * to every lower rank and accepts every higher one, so each pair of ranks
@@ -111,22 +111,23 @@ static int poll_ms(double left) { return left > 1.0 ? 1000 : (int)(left * 1000) 
 /* A lost connection names its peer, and every other peer whose connection
  * has closed by now: when a rank dies, the ranks that saw it first fail and
  * close too, and a survivor may find one of their connections first. The
- * dead rank's own connection closed before theirs, so it is among these. */
+ * dead rank's own connection closed before theirs, so it is among these.
+ * (t->who serves as scratch: the exchange ends here.) */
 static int lost(Tcp *t, int peer, const char *why, ZnErr *err) {
-    char also[160] = "";
-    size_t k = 0;
     int n = 0;
     for (int q = 0; q < t->world; q++) {
-        if (q == peer || q == t->rank || t->fd[q] < 0) continue;
+        if (q == t->rank || t->fd[q] < 0) continue;
         struct pollfd p = {t->fd[q], POLLRDHUP, 0};
-        if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) && k + 12 < sizeof also) {
-            k += (size_t)snprintf(also + k, sizeof also - k, "%s%d", n ? ", " : "", q);
-            n++;
-        }
+        if (q == peer || (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))) t->who[n++] = q;
     }
-    if (!n) return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited", peer, why);
-    return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited (the connection%s to rank%s %s %s "
-                  "closed too)", peer, why, n > 1 ? "s" : "", n > 1 ? "s" : "", also, n > 1 ? "are" : "is");
+    if (n == 1) return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited", peer, why);
+    char names[240] = "";
+    size_t k = 0;
+    for (int i = 0; i < n && k + 32 < sizeof names; i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%srank %d", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+                              t->who[i]);
+    return zn_err(err, ZN_E_COMM, "connections to %s lost (%s): they failed or exited, or left after one of them "
+                  "did", names, why);
 }
 
 typedef struct {
