@@ -108,18 +108,36 @@ static int poll_ms(double left) { return left > 1.0 ? 1000 : (int)(left * 1000) 
 
 /* ------------------------------------------------------------ exchange */
 
+/* How long a rank that lost a connection watches the others before it
+ * reports: a dead rank's connections close as its process exits, and a
+ * busy machine can run a peer's whole failure (it saw the death, failed and
+ * exited) between two of them. */
+#define LOST_GRACE_S 1.0
+
 /* A lost connection names its peer, and every other peer whose connection
- * has closed by now: when a rank dies, the ranks that saw it first fail and
- * close too, and a survivor may find one of their connections first. The
- * dead rank's own connection closed before theirs, so it is among these.
- * (t->who serves as scratch: the exchange ends here.) */
+ * closes within LOST_GRACE_S: when a rank dies, the ranks that saw it first
+ * fail and close too, and a survivor may find one of their connections
+ * first; the dead rank's is among those closed. (t->pfd and t->who serve as
+ * scratch: the exchange ends here.) */
 static int lost(Tcp *t, int peer, const char *why, ZnErr *err) {
-    int n = 0;
-    for (int q = 0; q < t->world; q++) {
-        if (q == t->rank || t->fd[q] < 0) continue;
-        struct pollfd p = {t->fd[q], POLLRDHUP, 0};
-        if (q == peer || (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))) t->who[n++] = q;
+    const int W = t->world;
+    unsigned char gone[256] = {0};   /* peers beyond 256 are not watched */
+    double until = now_s() + LOST_GRACE_S;
+    for (;;) {
+        int n = 0;
+        for (int q = 0; q < W && q < 256; q++)
+            if (q != t->rank && q != peer && !gone[q] && t->fd[q] >= 0) {
+                t->pfd[n] = (struct pollfd){t->fd[q], POLLRDHUP, 0};
+                t->who[n++] = q;
+            }
+        double left = until - now_s();
+        if (!n || left <= 0 || poll(t->pfd, (nfds_t)n, poll_ms(left)) < 0) break;
+        for (int i = 0; i < n; i++)
+            if (t->pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) gone[t->who[i]] = 1;
     }
+    int n = 0;
+    for (int q = 0; q < W; q++)
+        if (q == peer || (q < 256 && gone[q])) t->who[n++] = q;
     if (n == 1) return zn_err(err, ZN_E_COMM, "connection to rank %d lost (%s): it failed or exited", peer, why);
     char names[240] = "";
     size_t k = 0;
