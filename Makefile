@@ -198,7 +198,9 @@ $(BUILD)/bench_proc: tests/bench_proc.c $(ZN_DEPS) $(HDRS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 bench: $(BUILD)/bench $(BUILD)/bench_proc $(BUILD)/zinc
 	$(BUILD)/bench
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --bind-to none $(BUILD)/bench_proc mpi
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe --bind-to none $(BUILD)/bench_proc mpi
+	$(BUILD)/zinc launch --nproc-per-node 2 --master-port 29517 -- $(BUILD)/bench_proc tcp
 	$(BUILD)/zinc launch --nproc-per-node 4 --master-port 29517 -- $(BUILD)/bench_proc tcp
 
 # zinc against PyTorch and DeepSpeed on this CPU (tests/bench_peers.py): a

@@ -171,6 +171,7 @@ typedef struct {
     size_t used[MAXW];
     int rc[MAXW];
     ZnErr err[MAXW];
+    int (*fn)(int rank, ZnComm *c, void *arg, ZnErr *err);   /* the script (tcp ranks) */
 } Script;
 
 static uint64_t mix(uint64_t x) {
@@ -245,6 +246,38 @@ static int run_script(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return rc;
 }
 
+/* Collectives of hundreds of KiB per peer: above the size tcp sends by
+ * reference between ranks that can read each other (Z-PROC-008). Each
+ * result is kept as a hash (the outputs are larger than Script holds). */
+static void keep_hash(Script *s, int rank, const void *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+    keep(s, rank, &h, sizeof h);
+}
+
+static int run_big(int rank, ZnComm *c, void *arg, ZnErr *err) {
+    Script *s = arg;
+    const int W = c->world.size;
+    const long n = 300000;   /* fp32: 1.2 MB, a peer's part about 400 KB */
+    float *a = calloc((size_t)n, 4), *b = calloc((size_t)n, 4);
+    long counts[MAXW], off = 0;
+    for (int q = 0; q < W; q++) { counts[q] = n / W - 7 * q; if (q < rank) off += counts[q]; }
+    int rc = 0;
+    fill(a, n, ZN_F32, rank, 1);
+    if (!(rc = c->all_reduce(c, a, n, ZN_F32, ZN_SUM, "big_ar", err))) keep_hash(s, rank, a, (size_t)n * 4);
+    fill(a, n, ZN_F32, rank, 2);   /* in place */
+    if (!rc && !(rc = c->reduce_scatter(c, a, a + off, counts, ZN_F32, ZN_SUM, "big_rs", err)))
+        keep_hash(s, rank, a + off, (size_t)counts[rank] * 4);
+    if (!rc && !(rc = c->all_gather(c, a + off, b, counts, ZN_F32, "big_ag", err)))
+        keep_hash(s, rank, b, (size_t)(n / W * W - 7 * (W - 1) * W / 2) * 4);
+    fill(b, n, ZN_BF16, rank, 3);
+    if (!rc && !(rc = c->broadcast(c, b, n, ZN_BF16, 1 % W, "big_bc", err))) keep_hash(s, rank, b, (size_t)n * 2);
+    keep(s, rank, &c->stats, sizeof c->stats);
+    free(a);
+    free(b);
+    return rc;
+}
+
 typedef struct { Script *s; int rank; } TcpArg;
 
 static void *tcp_rank(void *p) {
@@ -257,10 +290,39 @@ static void *tcp_rank(void *p) {
     ZnStore *st = zn_store_open(&spec, t->rank, s->world, err);
     if (!st) { s->rc[t->rank] = err->code; return NULL; }
     ZnComm *c = zn_comm_tcp_new(st, err);
-    s->rc[t->rank] = c ? run_script(t->rank, c, s, err) : err->code;
+    s->rc[t->rank] = c ? s->fn(t->rank, c, s, err) : err->code;
     zn_comm_tcp_free(c);
     zn_store_close(st);
     return NULL;
+}
+
+/* Runs fn on W tcp ranks (threads over loopback) and on the simulator:
+ * every rank's kept bytes must be equal. */
+static void tcp_vs_sim(int W, int (*fn)(int, ZnComm *, void *, ZnErr *)) {
+    Script *tcp = calloc(1, sizeof *tcp), *sim = calloc(1, sizeof *sim);
+    tcp->world = sim->world = W;
+    tcp->fn = fn;
+    snprintf(tcp->rdv_path, sizeof tcp->rdv_path, "/tmp/zinc-test-rdv-%d-%d", (int)getpid(), W);
+    pthread_t th[MAXW];
+    TcpArg args[MAXW];
+    for (int r = 0; r < W; r++) {
+        args[r] = (TcpArg){tcp, r};
+        pthread_create(&th[r], NULL, tcp_rank, &args[r]);
+    }
+    for (int r = 0; r < W; r++) pthread_join(th[r], NULL);
+    unlink(tcp->rdv_path);
+    for (int r = 0; r < W; r++)
+        if (tcp->rc[r]) fail_msg("W=%d rank %d: %s", W, r, tcp->err[r].msg);
+    ZnErr err;
+    ZnSimWorld *w = zn_sim_world_new(W, &err);
+    assert_int_equal(zn_sim_run(w, fn, sim, &err), 0);
+    zn_sim_world_free(w);
+    for (int r = 0; r < W; r++) {
+        assert_int_equal(tcp->used[r], sim->used[r]);
+        assert_memory_equal(tcp->out[r], sim->out[r], sim->used[r]);
+    }
+    free(tcp);
+    free(sim);
 }
 
 /* spec: Z-PROC-002 the TCP communicator gives the simulator's bits for every
@@ -268,31 +330,19 @@ static void *tcp_rank(void *p) {
  * file rendezvous (ranks as threads, real loopback sockets) */
 static void test_tcp_matches_sim(void **st) {
     (void)st;
-    for (int W = 1; W <= MAXW; W += 2) {
-        Script *tcp = calloc(1, sizeof *tcp), *sim = calloc(1, sizeof *sim);
-        tcp->world = sim->world = W;
-        snprintf(tcp->rdv_path, sizeof tcp->rdv_path, "/tmp/zinc-test-rdv-%d-%d", (int)getpid(), W);
-        pthread_t th[MAXW];
-        TcpArg args[MAXW];
-        for (int r = 0; r < W; r++) {
-            args[r] = (TcpArg){tcp, r};
-            pthread_create(&th[r], NULL, tcp_rank, &args[r]);
-        }
-        for (int r = 0; r < W; r++) pthread_join(th[r], NULL);
-        unlink(tcp->rdv_path);
-        for (int r = 0; r < W; r++)
-            if (tcp->rc[r]) fail_msg("W=%d rank %d: %s", W, r, tcp->err[r].msg);
-        ZnErr err;
-        ZnSimWorld *w = zn_sim_world_new(W, &err);
-        assert_int_equal(zn_sim_run(w, run_script, sim, &err), 0);
-        zn_sim_world_free(w);
-        for (int r = 0; r < W; r++) {
-            assert_int_equal(tcp->used[r], sim->used[r]);
-            assert_memory_equal(tcp->out[r], sim->out[r], sim->used[r]);
-        }
-        free(tcp);
-        free(sim);
-    }
+    for (int W = 1; W <= MAXW; W += 2) tcp_vs_sim(W, run_script);
+}
+
+/* spec: Z-PROC-008 large messages between ranks that can read each other go
+ * by reference (the threads of this test can), and through the sockets with
+ * ZINC_TCP_CMA=0: the same bits as the simulator either way */
+static void test_tcp_by_reference(void **st) {
+    (void)st;
+    for (int W = 2; W <= 3; W++) tcp_vs_sim(W, run_big);
+    setenv("ZINC_TCP_CMA", "0", 1);
+    tcp_vs_sim(3, run_big);
+    tcp_vs_sim(3, run_script);
+    unsetenv("ZINC_TCP_CMA");
 }
 
 ZT_MAIN(
@@ -300,4 +350,5 @@ ZT_MAIN(
     cmocka_unit_test(test_env_errors),
     cmocka_unit_test(test_rdv_parse),
     cmocka_unit_test(test_seq_records),
-    cmocka_unit_test(test_tcp_matches_sim))
+    cmocka_unit_test(test_tcp_matches_sim),
+    cmocka_unit_test(test_tcp_by_reference))

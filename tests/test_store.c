@@ -20,11 +20,19 @@
 #include "comm/store.h"
 
 /* The rendezvous frames (spec Z-RDV-005: magic, version, rank, world; the
- * answer: magic, ok, message) and the tcp reply header (Z-PROC-002). */
+ * answer: magic, ok, message), and the tcp mesh's (Z-PROC-002, Z-PROC-007):
+ * the address each rank publishes, the hello on a mesh connection, the
+ * header of each peer's part of an exchange. */
 #define RDV_MAGIC 0x5a4e5256u
 typedef struct { uint32_t magic, version; int32_t rank, world; } Hello;
 typedef struct { uint32_t magic, ok; char msg[240]; } Ack;
-typedef struct { uint32_t magic, ok; int64_t payload; } Reply;
+#define MESH_MAGIC 0x5a4e4d53u
+typedef struct {
+    uint32_t magic; int32_t port; uint64_t token; char host[64];
+    int32_t pid, pad; uint64_t probe_at, probe;   /* 0: nothing to read by reference */
+} MeshAddr;
+typedef struct { uint32_t magic; int32_t rank; uint64_t token; } MeshHello;
+typedef struct { uint32_t magic, by_ref; int64_t bytes; uint64_t addr; } Frame;
 
 #define MAXR 4
 #define ALARM_S 30
@@ -215,8 +223,6 @@ typedef struct {
     int rc[8], rc2[8];
     ZnErr err[8], err2[8];
     char got[MAXR][64];
-    Reply reply;
-    int64_t hdr[MAXR + 1];
     int variant;
 } Seen;
 
@@ -822,72 +828,13 @@ static void test_store_close_lingers(void **st) {
     assert_true(close_s[0] < 2.8);
 }
 
-/* ---- the tcp transport against peers that break its protocol ---- */
-
-/* Rank 0 by hand: reads each exchange of rank 1's barrier (the header and
- * its sequence record) and answers with a reply of the round's kind. */
-static void bad_reply_rank0(int rank, ZnStore *s, void *arg) {
-    Seen *v = arg;
-    for (int i = 0; i < 5; i++) {
-        int64_t h[3];
-        ZnSeqRec rec;
-        if (zn_store_recv(s, 1, h, sizeof h, &v->err[rank]) || zn_store_recv(s, 1, &rec, sizeof rec, &v->err[rank]))
-            return;
-        if (i == 0) memcpy(v->hdr, h, sizeof h);
-        static char text[1500];
-        memset(text, 'e', sizeof text);
-        const char *why = "rank 7 went away";
-        Reply rp[] = {{0xdeadbeefu, 1, 0}, {ZN_SEQ_MAGIC, 1, -1}, {ZN_SEQ_MAGIC, 1, 3},
-                      {ZN_SEQ_MAGIC, 0, (int64_t)strlen(why)}, {ZN_SEQ_MAGIC, 0, (int64_t)sizeof text}};
-        if (zn_store_send(s, 1, &rp[i], sizeof rp[i], &v->err[rank])) return;
-        if (i == 3 && zn_store_send(s, 1, why, strlen(why), &v->err[rank])) return;
-        if (i == 4 && zn_store_send(s, 1, text, sizeof text, &v->err[rank])) return;
-        v->rc[rank] = i + 1;   /* rounds answered */
-    }
-}
-
-static void bad_reply_rank1(int rank, ZnStore *s, void *arg) {
-    Seen *v = arg;
-    (void)rank;
-    for (int i = 0; i < 5; i++) {
-        ZnComm *c = zn_comm_tcp_new(s, &v->err[i]);
-        if (!c) return;
-        v->rc[1 + i] = c->barrier(c, "b", &v->err[1 + i]);
-        if (i == 0) v->rc2[0] = c->barrier(c, "b", &v->err2[0]);   /* broken: the same error at once */
-        zn_comm_tcp_free(c);
-    }
-}
-
-/* spec: Z-PROC-002 a rank sends rank 0 a header (magic, then bytes for each
- * rank, none for itself) and its bytes; a reply from rank 0 that is not the
- * protocol's, or has another length than the header promised, is an error;
- * an error reply carries rank 0's message (cut to an error's length) */
-static void test_tcp_bad_replies(void **st) {
-    (void)st;
-    Seen v;
-    run_pair(bad_reply_rank0, bad_reply_rank1, &v);
-    assert_int_equal(v.rc[0], 5);
-    assert_int_equal(v.hdr[0], ZN_SEQ_MAGIC);
-    assert_int_equal(v.hdr[1], sizeof(ZnSeqRec));
-    assert_int_equal(v.hdr[2], 0);
-    for (int i = 1; i <= 5; i++) assert_int_equal(v.rc[i], ZN_E_COMM);
-    assert_string_equal(v.err[1].msg, "rank 0 sent a malformed reply");
-    assert_int_equal(v.rc2[0], ZN_E_COMM);
-    assert_string_equal(v.err2[0].msg, "rank 0 sent a malformed reply");
-    assert_string_equal(v.err[2].msg, "rank 0 sent a malformed reply");
-    char want[200];
-    snprintf(want, sizeof want, "rank 0 sent 3 bytes, expected %zu", sizeof(ZnSeqRec));
-    assert_string_equal(v.err[3].msg, want);
-    assert_string_equal(v.err[4].msg, "rank 7 went away");
-    assert_int_equal(strlen(v.err[5].msg), sizeof v.err[5].msg - 1);
-    assert_int_equal(strspn(v.err[5].msg, "e"), sizeof v.err[5].msg - 1);
-}
+/* ---- the tcp mesh against peers that break its protocol ---- */
 
 static void comm_barrier_rank(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
     ZnComm *c = zn_comm_tcp_new(s, &v->err[rank]);
     if (!c) {
-        v->rc[rank] = -1;
+        v->rc[rank] = v->err[rank].code;
         return;
     }
     v->rc[rank] = c->barrier(c, "b", &v->err[rank]);
@@ -895,63 +842,167 @@ static void comm_barrier_rank(int rank, ZnStore *s, void *arg) {
     zn_comm_tcp_free(c);
 }
 
-/* Rank 1 by hand: sends the round's header, then reads rank 0's answer. */
-static void bad_header_rank1(int rank, ZnStore *s, void *arg) {
+/* A rank that builds its comm and leaves at once. */
+static void comm_leave_rank(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
-    const int64_t R = (int64_t)sizeof(ZnSeqRec);
-    int64_t h[4][4] = {{0, R, 0, R}, {ZN_SEQ_MAGIC, 3, 0, R}, {ZN_SEQ_MAGIC, R, 8, R}, {ZN_SEQ_MAGIC, R, 0, -1}};
-    if ((v->rc[rank] = zn_store_send(s, 0, h[v->variant], sizeof h[0], &v->err[rank]))) return;
-    if ((v->rc[rank] = zn_store_recv(s, 0, &v->reply, sizeof v->reply, &v->err[rank]))) return;
-    if (v->reply.payload > 0 && v->reply.payload < 64)
-        v->rc[rank] = zn_store_recv(s, 0, v->got[rank], (size_t)v->reply.payload, &v->err[rank]);
+    zn_comm_tcp_free(zn_comm_tcp_new(s, &v->err[rank]));
 }
 
-/* spec: Z-FAULT-002 rank 0 refuses a header it cannot trust (another magic,
- * another length for rank 0 than rank 0 expects, bytes for the sender
- * itself, a negative length) and sends the error to every other rank, so
- * all ranks fail with the same message; later calls fail the same way */
-static void test_tcp_bad_headers(void **st) {
+/* Rank 1 of two by hand: publishes an address (variant 0: a real listening
+ * socket; 1: a port nothing listens on; 2: port 0), then, for variant 0,
+ * joins rank 0 as a mesh peer and answers each of its exchanges with a
+ * header of the kind in v->got[1][0]. */
+static void hand_peer_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    int port = 0, lfd = v->variant == 0 ? listen_port(&port) : -1;
+    MeshAddr mine = {MESH_MAGIC, v->variant == 1 ? free_port() : port, 0, "127.0.0.1"}, all[2];
+    if ((v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]))) return;
+    if (v->variant == 0) {
+        int fd = raw_connect(all[0].port);
+        MeshHello h = {MESH_MAGIC, 1, all[0].token};
+        raw_send(fd, &h, sizeof h);
+        /* which peers each rank can read by reference (Z-PROC-008): none */
+        unsigned char row[2] = {0, 0}, rows[4];
+        if ((v->rc[rank] = zn_store_allgather(s, row, rows, sizeof row, &v->err[rank]))) {
+            close(fd);
+            return;
+        }
+        for (int i = 0; i < 2; i++) {   /* the two barriers: rank 0's frame, then ours */
+            Frame f;
+            ZnSeqRec rec;
+            if (raw_recv(fd, &f, sizeof f) < sizeof f || raw_recv(fd, &rec, sizeof rec) < sizeof rec) break;
+            Frame bad[] = {{0xdeadbeefu, 0, sizeof rec, 0}, {ZN_SEQ_MAGIC, 0, -1, 0}, {ZN_SEQ_MAGIC, 0, 3, 0},
+                           {ZN_SEQ_MAGIC, 1, sizeof rec, 0}};
+            raw_send(fd, &bad[(int)v->got[1][0]], sizeof bad[0]);
+            raw_send(fd, &rec, sizeof rec);
+        }
+        close(fd);
+    }
+    if (lfd >= 0) close(lfd);
+}
+
+/* spec: Z-PROC-002 each peer's part of an exchange is a header (magic,
+ * bytes) and the bytes; a header of another magic, a negative length,
+ * another length than the receiver expects, or bytes by reference from a
+ * peer whose memory the receiver cannot read, is an error naming the rank,
+ * and later calls fail the same way */
+static void test_tcp_bad_frames(void **st) {
     (void)st;
-    for (int variant = 0; variant < 4; variant++) {
+    char want[200];
+    snprintf(want, sizeof want, "rank 1 sent 3 bytes, expected %zu", sizeof(ZnSeqRec));
+    const char *bad = "rank 1 sent a malformed exchange header";
+    const char *why[] = {bad, bad, want, bad};   /* the last: by reference, where rank 0 cannot read rank 1 */
+    for (int kind = 0; kind < 4; kind++) {
         Seen v;
         memset(&v, 0, sizeof v);
-        v.variant = variant;
-        const RankFn fns[] = {comm_barrier_rank, bad_header_rank1, comm_barrier_rank};
-        run_ranks(3, fns, &v, NULL);
-        const char *why = "rank 1 sent a malformed exchange header";
-        for (int q = 0; q < 3; q += 2) {
-            assert_int_equal(v.rc[q], ZN_E_COMM);
-            assert_string_equal(v.err[q].msg, why);
-            assert_int_equal(v.rc2[q], ZN_E_COMM);
-            assert_string_equal(v.err2[q].msg, why);
-        }
-        assert_int_equal(v.rc[1], 0);
-        assert_int_equal(v.reply.magic, ZN_SEQ_MAGIC);
-        assert_int_equal(v.reply.ok, 0);
-        assert_int_equal(v.reply.payload, strlen(why));
-        assert_string_equal(v.got[1], why);
+        v.got[1][0] = (char)kind;
+        const RankFn fns[] = {comm_barrier_rank, hand_peer_rank1};
+        run_ranks(2, fns, &v, NULL);
+        expect_rank(&v, 0, ZN_E_COMM, why[kind]);
+        assert_int_equal(v.rc2[0], ZN_E_COMM);
+        assert_string_equal(v.err2[0].msg, why[kind]);
     }
 }
 
-/* spec: Z-FAULT-002 a rank that is gone is found by its connection
- * closing: rank 0 names it and passes the message on to the survivors; a
- * rank whose rank 0 is gone names rank 0 */
+/* spec: Z-PROC-007 the mesh's set-up fails with a message naming the rank:
+ * a peer that publishes an address but never connects (at
+ * ZINC_RDV_TIMEOUT), a peer that publishes no port */
+static void test_tcp_mesh_setup_failures(void **st) {
+    (void)st;
+    Seen v;
+    memset(&v, 0, sizeof v);
+    v.variant = 1;
+    setenv("ZINC_RDV_TIMEOUT", "1", 1);
+    run_ranks(2, (const RankFn[]){comm_barrier_rank, hand_peer_rank1}, &v, NULL);
+    unsetenv("ZINC_RDV_TIMEOUT");
+    expect_rank(&v, 0, ZN_E_COMM, "tcp mesh: rank 0: no connection from rank 1 within 1 s (ZINC_RDV_TIMEOUT)");
+    memset(&v, 0, sizeof v);
+    v.variant = 2;
+    run_ranks(2, (const RankFn[]){comm_barrier_rank, hand_peer_rank1}, &v, NULL);
+    expect_rank(&v, 0, ZN_E_COMM, "tcp mesh: rank 1 has no listening socket");
+}
+
+/* Rank 0 of two by hand: publishes a port nothing listens on. */
+static void dead_port_rank0(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    MeshAddr mine = {MESH_MAGIC, free_port(), 0, "127.0.0.1"}, all[2];
+    v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]);
+    snprintf(v->got[0], sizeof v->got[0], "%d", mine.port);
+}
+
+/* spec: Z-PROC-007 a published port that refuses the connection */
+static void test_tcp_mesh_connect_refused(void **st) {
+    (void)st;
+    Seen v;
+    memset(&v, 0, sizeof v);
+    run_ranks(2, (const RankFn[]){dead_port_rank0, comm_barrier_rank}, &v, NULL);
+    char want[200];
+    snprintf(want, sizeof want, "tcp mesh: rank 1 cannot connect to rank 0 at 127.0.0.1:%s: Connection refused", v.got[0]);
+    expect_rank(&v, 1, ZN_E_COMM, want);
+}
+
+/* spec: Z-FAULT-002 a rank that is gone is found by its connection closing,
+ * by every rank, each naming it; a rank that finds several connections
+ * closed names them all (the dead rank and those that failed after it) */
 static void test_tcp_peer_gone(void **st) {
     (void)st;
     Seen v;
     memset(&v, 0, sizeof v);
-    const RankFn fns[] = {comm_barrier_rank, gone_rank, comm_barrier_rank};
-    run_ranks(3, fns, &v, NULL);
+    run_ranks(3, (const RankFn[]){comm_barrier_rank, comm_leave_rank, comm_barrier_rank}, &v, NULL);
     for (int q = 0; q < 3; q += 2) {
+        /* rank 1 alone, or with the other survivor when that one failed and
+           closed first: "connections to rank 0 and rank 1 lost (...)" */
         assert_int_equal(v.rc[q], ZN_E_COMM);
-        assert_string_equal(v.err[q].msg, "connection to rank 1 lost (closed): it failed or exited");
+        assert_str_contains(v.err[q].msg, "rank 1");
+        assert_str_contains(v.err[q].msg, " lost (");
         assert_int_equal(v.rc2[q], ZN_E_COMM);
         assert_string_equal(v.err2[q].msg, v.err[q].msg);
     }
     memset(&v, 0, sizeof v);
-    const RankFn root_gone[] = {gone_rank, comm_barrier_rank};
-    run_ranks(2, root_gone, &v, NULL);
-    expect_rank(&v, 1, ZN_E_COMM, "connection to rank 0 lost (closed): it failed or exited");
+    run_ranks(2, (const RankFn[]){comm_leave_rank, comm_barrier_rank}, &v, NULL);
+    /* closed, or reset when rank 1's frame reached rank 0 before it left */
+    assert_int_equal(v.rc[1], ZN_E_COMM);
+    assert_str_contains(v.err[1].msg, "connection to rank 0 lost (");
+}
+
+/* Waits until the others have left, then a barrier. */
+static void late_barrier_rank(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    ZnComm *c = zn_comm_tcp_new(s, &v->err[rank]);
+    if (!c) {
+        v->rc[rank] = v->err[rank].code;
+        return;
+    }
+    sleep_s(0.3);
+    v->rc[rank] = c->barrier(c, "b", &v->err[rank]);
+    zn_comm_tcp_free(c);
+}
+
+/* spec: Z-FAULT-002 a rank that finds several peers gone names them all,
+ * in rank order */
+static void test_tcp_peers_gone(void **st) {
+    (void)st;
+    Seen v;
+    memset(&v, 0, sizeof v);
+    run_ranks(4, (const RankFn[]){comm_leave_rank, late_barrier_rank, comm_leave_rank, comm_leave_rank}, &v, NULL);
+    expect_rank(&v, 1, ZN_E_COMM, "connections to rank 0, rank 2 and rank 3 lost (closed): they failed or exited, "
+                "or left after one of them did");
+}
+
+/* spec: Z-RDV-006 an exchange is bounded by ZINC_COMM_TIMEOUT without
+ * progress, and the message names the peer */
+static void late_rank1_mesh(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    ZnComm *c = zn_comm_tcp_new(s, &v->err[rank]);
+    sleep_s(1.5);   /* alive, but in no collective */
+    zn_comm_tcp_free(c);
+}
+
+static void test_tcp_exchange_timeout(void **st) {
+    (void)st;
+    Seen v;
+    run_timed(comm_barrier_rank, late_rank1_mesh, &v);
+    expect_rank(&v, 0, ZN_E_COMM, "timed out after 1 s waiting for rank 1 (ZINC_COMM_TIMEOUT)");
 }
 
 ZT_MAIN(
@@ -967,6 +1018,9 @@ ZT_MAIN(
     cmocka_unit_test(test_store_timeout_fallback),
     cmocka_unit_test(test_store_lost_peer),
     cmocka_unit_test(test_store_close_lingers),
-    cmocka_unit_test(test_tcp_bad_replies),
-    cmocka_unit_test(test_tcp_bad_headers),
-    cmocka_unit_test(test_tcp_peer_gone))
+    cmocka_unit_test(test_tcp_bad_frames),
+    cmocka_unit_test(test_tcp_mesh_setup_failures),
+    cmocka_unit_test(test_tcp_mesh_connect_refused),
+    cmocka_unit_test(test_tcp_peer_gone),
+    cmocka_unit_test(test_tcp_peers_gone),
+    cmocka_unit_test(test_tcp_exchange_timeout))

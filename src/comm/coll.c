@@ -196,7 +196,9 @@ static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
 
 /* Reduce-scatter: every owner receives every rank's slice of its piece and
  * sums them in the tree over rank index, whatever the transport's order.
- * out may lie inside send (in place): the slices are copies by then. */
+ * The owner's own slice is a leaf where it lies in send, not a copy: out
+ * may be that very slice (in place), which the tree allows, as it writes
+ * each tile of out only after reading every leaf's tile. */
 static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts, ZnDtype dt, ZnRedOp red, void *out,
                        ZnErr *err) {
     const int W = c->world.size, me = c->world.rank;
@@ -216,7 +218,7 @@ static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts,
         p->leaves[q] = p->in[q];
         off += (size_t)counts[q] * es;
     }
-    if (piece) memcpy(p->in[me], p->out[me], piece);
+    p->leaves[me] = p->out[me];
     int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
     return rc ? rc : zn_tree_reduce(p->leaves, W, dt, red, counts[me], out, err);
 }

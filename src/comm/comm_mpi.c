@@ -41,36 +41,61 @@ void zn_mpi_finalize(void) {
     if (inited && !fin) MPI_Finalize();
 }
 
-typedef struct { int rank, world; } Mpi;
+typedef struct {
+    int rank, world;
+    MPI_Request *rq;         /* every message of one exchange, posted at once */
+    size_t rq_cap;
+} Mpi;
 
 /* MPI counts are ints: a message goes in chunks of at most this many bytes.
- * Both sides cut the same byte stream the same way, so chunks pair up. */
+ * Both sides cut the same byte stream the same way, and MPI keeps messages
+ * of one pair and tag in order, so the chunks pair up. */
 #define CHUNK ((size_t)1 << 30)
 
-/* Step k of W-1: send to rank + k while receiving from rank - k, so every
- * pair meets in the same step and no rank waits on a peer that waits on it. */
+static size_t chunks(size_t n) { return (n + CHUNK - 1) / CHUNK; }
+
+/* Every receive and every send of the exchange posted at once, then one
+ * wait: each pair's bytes move as soon as both sides are there, and no rank
+ * waits on a step of a schedule (a pairwise schedule of W-1 blocking steps
+ * measured 2-3x slower, each step a rendezvous of two ranks). */
 static int mpi_exchange(void *x, const void *const *out, const size_t *nout, void *const *in, const size_t *nin,
                         ZnErr *err) {
-    const Mpi *m = x;
-    for (int k = 1; k < m->world; k++) {
-        int to = (m->rank + k) % m->world, from = (m->rank - k + m->world) % m->world;
-        for (size_t so = 0, ro = 0; so < nout[to] || ro < nin[from];) {
-            size_t sn = nout[to] - so < CHUNK ? nout[to] - so : CHUNK, rn = nin[from] - ro < CHUNK ? nin[from] - ro : CHUNK;
-            MPI_Request rq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-            int rc = MPI_SUCCESS;
-            if (rn) rc = MPI_Irecv((char *)in[from] + ro, (int)rn, MPI_BYTE, from, 0, MPI_COMM_WORLD, &rq[0]);
-            if (sn && rc == MPI_SUCCESS)
-                rc = MPI_Isend((const char *)out[to] + so, (int)sn, MPI_BYTE, to, 0, MPI_COMM_WORLD, &rq[1]);
-            if (rc == MPI_SUCCESS) rc = MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
-            if (rc != MPI_SUCCESS) return mpi_fail(rc, "exchange", err);
-            so += sn;
-            ro += rn;
+    Mpi *m = x;
+    size_t need = 0;
+    for (int q = 0; q < m->world; q++)
+        if (q != m->rank) need += chunks(nout[q]) + chunks(nin[q]);
+    if (need > m->rq_cap) {
+        MPI_Request *r = zn_realloc(ZN_HOST_COMM, m->rq, need * sizeof *r);
+        if (!r) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu MPI requests)", need);
+        m->rq = r;
+        m->rq_cap = need;
+    }
+    int n = 0, rc = MPI_SUCCESS;
+    /* receives first, so a send finds its receive posted (no unexpected-message copy) */
+    for (int k = 1; k < m->world && rc == MPI_SUCCESS; k++) {
+        int from = (m->rank - k + m->world) % m->world;
+        for (size_t o = 0; o < nin[from] && rc == MPI_SUCCESS; o += CHUNK) {
+            size_t c = nin[from] - o < CHUNK ? nin[from] - o : CHUNK;
+            rc = MPI_Irecv((char *)in[from] + o, (int)c, MPI_BYTE, from, 0, MPI_COMM_WORLD, &m->rq[n++]);
         }
     }
-    return 0;
+    for (int k = 1; k < m->world && rc == MPI_SUCCESS; k++) {
+        int to = (m->rank + k) % m->world;
+        for (size_t o = 0; o < nout[to] && rc == MPI_SUCCESS; o += CHUNK) {
+            size_t c = nout[to] - o < CHUNK ? nout[to] - o : CHUNK;
+            rc = MPI_Isend((const char *)out[to] + o, (int)c, MPI_BYTE, to, 0, MPI_COMM_WORLD, &m->rq[n++]);
+        }
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, m->rq, MPI_STATUSES_IGNORE);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "exchange", err);
 }
 
-static const ZnXportOps mpi_ops = {mpi_exchange, free};
+static void mpi_free(void *x) {
+    Mpi *m = x;
+    ZN_FREE_ALL(m->rq, m);
+}
+
+static const ZnXportOps mpi_ops = {mpi_exchange, mpi_free};
 
 ZnComm *zn_comm_mpi_new(ZnErr *err) {
     int rank, world;

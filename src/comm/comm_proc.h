@@ -1,10 +1,13 @@
 /* comm_proc.h: communicators for ranks in separate processes (spec Z-PROC-*).
  *
- *   tcp  every collective goes through rank 0 over the rendezvous store's
- *        connections (comm_tcp.c): no dependency beyond sockets, for laptops,
- *        tests and `zinc launch` without MPI.
- *   mpi  OpenMPI/MPICH collectives (comm_mpi.c), built when mpicc is found;
- *        for mpirun and srun.
+ *   tcp  a full mesh of TCP connections, one per pair of ranks, set up at
+ *        creation through the rendezvous store (comm_tcp.c); an exchange
+ *        moves every peer's bytes at once, straight from and into the
+ *        caller's buffers (on one host, large ones read straight from the
+ *        sender's memory). No dependency beyond sockets: for laptops, tests
+ *        and `zinc launch` without MPI.
+ *   mpi  MPI point-to-point messages, every one of an exchange posted at
+ *        once (comm_mpi.c), built when mpicc is found; for mpirun and srun.
  * Both give bitwise the simulator's results: reductions are summed by the
  * receiving rank in the simulator's fixed tree over rank index (with the
  * same per-add rounding for 16-bit types), never in the transport's order.

@@ -150,6 +150,15 @@ int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *e
     return rc;
 }
 
+void zn_store_local_ip(const ZnStore *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "127.0.0.1");
+    int fd = s->world < 2 ? -1 : s->fd[s->rank == 0 ? 1 : 0];
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    if (fd >= 0 && getsockname(fd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET)
+        inet_ntop(AF_INET, &a.sin_addr, buf, (socklen_t)cap);
+}
+
 int zn_store_rank(const ZnStore *s) { return s->rank; }
 int zn_store_world(const ZnStore *s) { return s->world; }
 

@@ -1,7 +1,7 @@
 /* store.h: the rendezvous store (spec Z-RDV-004..008). Rank 0 listens; every
  * other rank connects to it, says who it is, and keeps the connection: the
- * store exchanges small blobs at start (the config hash, a NCCL unique id)
- * and carries the TCP communicator's traffic (comm_tcp.c).
+ * store exchanges small blobs at start (the config hash, a NCCL unique id,
+ * the addresses of the TCP communicator's mesh, comm_tcp.c).
  *
  * Where rank 0 listens:
  *   tcp://HOST:PORT   that address (what MASTER_ADDR/MASTER_PORT give);
@@ -40,6 +40,11 @@ int zn_store_world(const ZnStore *s);
  * other rank names 0). Exactly n bytes; bounded by ZINC_COMM_TIMEOUT. */
 int zn_store_send(ZnStore *s, int peer, const void *buf, size_t n, ZnErr *err);
 int zn_store_recv(ZnStore *s, int peer, void *buf, size_t n, ZnErr *err);
+
+/* The IPv4 address of this end of the rank's store connection (rank 0: of
+ * its connection to rank 1), "127.0.0.1" in a world of one: an address of
+ * this host that the other ranks reach. The tcp mesh publishes it. */
+void zn_store_local_ip(const ZnStore *s, char *buf, size_t cap);
 
 /* Every rank's n-byte blob, in rank order, on every rank (out: world * n). */
 int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *err);
