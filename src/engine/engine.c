@@ -780,9 +780,10 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
     E->scaler.cur_hysteresis = s->scaler.cur_hysteresis;
     zn_sched_set_iteration(&E->sched, s->sched_t);
     size_t bytes = (size_t)E->part_n * sizeof(float);
-    E->k->upload(E->dev, E->master, master, bytes);
-    E->k->upload(E->dev, E->exp_avg, exp_avg, bytes);
-    E->k->upload(E->dev, E->exp_avg_sq, exp_avg_sq, bytes);
+    /* a state read in place (zn_engine_part_in_place) is there already */
+    if (master != E->master) E->k->upload(E->dev, E->master, master, bytes);
+    if (exp_avg != E->exp_avg) E->k->upload(E->dev, E->exp_avg, exp_avg, bytes);
+    if (exp_avg_sq != E->exp_avg_sq) E->k->upload(E->dev, E->exp_avg_sq, exp_avg_sq, bytes);
     return publish_params(E, 1, err);
 }
 
@@ -796,8 +797,8 @@ void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host) {
     if (src) E->k->download(E->dev, host, src, (size_t)E->part_n * sizeof(float));
 }
 
-const float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which) {
-    return E->dev->host_addressable && !E->dev->meta ? part_src(E, which) : NULL;
+float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which) {
+    return E->dev->host_addressable && !E->dev->meta ? (float *)part_src(E, which) : NULL;
 }
 
 uint64_t zn_digest(const float *params, long n) {

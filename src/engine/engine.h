@@ -190,9 +190,10 @@ uint64_t zn_digest(const float *params, long n);
  * parameters). What a checkpoint saves, without reaching into the device. */
 typedef enum { ZN_PART_MASTER, ZN_PART_EXP_AVG, ZN_PART_EXP_AVG_SQ, ZN_PART_PARAMS } ZnPartState;
 void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host);
-/* The same partition read in place when the device's buffers are host
- * memory (the simulator), else NULL: a checkpoint then writes it without a
- * copy. Valid until the next step changes it. */
-const float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which);
+/* The partition itself when the device's buffers are host memory (the
+ * simulator), else NULL: a checkpoint save writes it without a copy, and a
+ * load reads a shard straight into it (then hands it to
+ * zn_engine_set_state, which sees it is in place). */
+float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which);
 
 #endif

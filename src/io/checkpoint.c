@@ -841,14 +841,23 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
         goto out;
     }
     const long total = E->L.total_numel;
-    float *ms = zn_malloc(ZN_HOST_IO, (size_t)(E->part_n > 0 ? E->part_n : 1) * 4), *ea = zn_malloc(ZN_HOST_IO, (size_t)(E->part_n > 0 ? E->part_n : 1) * 4),
-          *es = zn_malloc(ZN_HOST_IO, (size_t)(E->part_n > 0 ? E->part_n : 1) * 4);
-    float *fm = NULL, *fa = NULL, *fs = NULL;
-    if (!ms || !ea || !es) { rc = zn_nomem(err); goto done; }
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
     int same = !universal && m->world == E->world.size && zn_plan_same(&m->plan, &E->P) &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
                (!E->P.step_per_subgroup || m->lopts.sub_group_size == mine.sub_group_size);
+    /* a shard of this layout goes straight into a host device's partitions
+       (a failed read ends the run, so a half-read state is never used);
+       otherwise into host copies handed to zn_engine_set_state */
+    float *ms = same ? zn_engine_part_in_place(E, ZN_PART_MASTER) : NULL;
+    float *ea = same ? zn_engine_part_in_place(E, ZN_PART_EXP_AVG) : NULL;
+    float *es = same ? zn_engine_part_in_place(E, ZN_PART_EXP_AVG_SQ) : NULL;
+    float *own[3] = {NULL, NULL, NULL};
+    const size_t pbytes = (size_t)(E->part_n > 0 ? E->part_n : 1) * 4;
+    if (!ms) ms = own[0] = zn_malloc(ZN_HOST_IO, pbytes);
+    if (!ea) ea = own[1] = zn_malloc(ZN_HOST_IO, pbytes);
+    if (!es) es = own[2] = zn_malloc(ZN_HOST_IO, pbytes);
+    float *fm = NULL, *fa = NULL, *fs = NULL;
+    if (!ms || !ea || !es) { rc = zn_nomem(err); goto done; }
     if (same) {   /* each rank reads its own shard */
         ZnLayout L;
         if ((rc = saved_layout(m, &L, err))) goto done;
@@ -884,7 +893,7 @@ done:
     /* a rank that could not read returns here; the others' next collective
        fails with its message (Z-SIM-008), and the run ends with it */
     if (!rc) rc = zn_engine_set_state(E, &m->st, ms, ea, es, err);
-    ZN_FREE_ALL(ms, ea, es, fm, fa, fs);
+    ZN_FREE_ALL(own[0], own[1], own[2], fm, fa, fs);
 out:
     cJSON_Delete(m->config);
     free(m);
