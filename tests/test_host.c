@@ -92,7 +92,7 @@ static void test_adam_paths(void **st) {
  * element for element: the three layouts the device uses (A.B^T with bias,
  * A.B, A^T.B), shapes that leave partial tiles in every direction and cross
  * the k-slice, row-block and column-block sizes of every kernel, and values
- * that overflow, cancel and carry NaN. */
+ * that overflow, cancel and carry NaN (a NaN result must be a NaN). */
 static void test_gemm_paths(void **st) {
     (void)st;
     static const int shapes[][3] = {
@@ -128,8 +128,11 @@ static void test_gemm_paths(void **st) {
                 for (int T = 1; T <= 3; T++) {
                     memset(got, 0xff, sizeof(float) * (size_t)M * N);
                     zn_host_gemm_isa((ZnIsa)isa, T, M, N, K, A, sai, sak, B, sbj, sbk, b, got);
+                    /* a NaN matches any NaN: which one (sign, payload) an
+                       add of two NaNs returns follows the operand order the
+                       compiler picked, in the definition as much as here */
                     for (long i = 0; i < (long)M * N; i++)
-                        if (bits(got[i]) != bits(ref[i]))
+                        if (bits(got[i]) != bits(ref[i]) && !(isnan(got[i]) && isnan(ref[i])))
                             fail_msg("gemm %s T=%d layout %d %dx%dx%d element %ld: %a vs reference %a",
                                      zn_isa_name((ZnIsa)isa), T, layout, M, N, K, i, (double)got[i], (double)ref[i]);
                 }
