@@ -30,7 +30,7 @@ static int env_unknown;           /* a name that is no instruction set: an error
 static char env_msg[160];
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 
-static void pick(void) {
+static void pick_best(void) {
     best = ZN_ISA_SCALAR;
     for (int i = ZN_ISA_N - 1; i > 0; i--)
         if (zn_isa_supported((ZnIsa)i)) { best = (ZnIsa)i; break; }
@@ -50,11 +50,6 @@ static void pick(void) {
     env_unknown = 1;
 }
 
-ZnIsa zn_isa_best(void) {
-    pthread_once(&isa_once, pick);
-    return best;
-}
-
 /* AMD family 19h (Zen 3, Zen 4) runs a 512-bit operation as two 256-bit
  * halves: the GEMM's AVX-512 tile then only adds instruction overhead
  * (measured on Zen 4: 70 GFLOP/s against AVX2's 95, `build/bench gemm`). */
@@ -72,16 +67,23 @@ static int halves_512(void) {
 #endif
 }
 
-static ZnIsa gemm_isa;
-static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
-static void pick_gemm(void) {
-    ZnIsa b = zn_isa_best();
-    gemm_isa = b == ZN_ISA_AVX512 && halves_512() ? ZN_ISA_AVX2 : b;
+/* The GEMM's choice is made with the rest, once, by whichever thread asks
+ * first (the CLI asks on the main thread before any rank starts, so thread
+ * checkers see the writes before every read). */
+static ZnIsa gemm_best;
+static void pick(void) {
+    pick_best();
+    gemm_best = best == ZN_ISA_AVX512 && halves_512() ? ZN_ISA_AVX2 : best;
 }
 
-ZnIsa zn_isa_gemm(void) {   /* asked once per GEMM: cpuid once per process */
-    pthread_once(&gemm_once, pick_gemm);
-    return gemm_isa;
+ZnIsa zn_isa_best(void) {
+    pthread_once(&isa_once, pick);
+    return best;
+}
+
+ZnIsa zn_isa_gemm(void) {   /* asked once per GEMM: cpuid ran once, in pick() */
+    pthread_once(&isa_once, pick);
+    return gemm_best;
 }
 
 const char *zn_isa_env_problem(void) {
