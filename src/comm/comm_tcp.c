@@ -90,20 +90,6 @@ typedef struct {
     double timeout_s;        /* ZINC_COMM_TIMEOUT: the longest wait without progress */
 } Tcp;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double env_seconds(const char *name, double dflt) {
-    const char *s = getenv(name);
-    if (!s || !*s) return dflt;
-    char *end;
-    double v = strtod(s, &end);
-    return *end || !(v > 0) ? dflt : v;
-}
-
 static int poll_ms(double left) { return left > 1.0 ? 1000 : (int)(left * 1000) + 1; }
 
 /* ------------------------------------------------------------ exchange */
@@ -122,7 +108,7 @@ static int poll_ms(double left) { return left > 1.0 ? 1000 : (int)(left * 1000) 
 static int lost(Tcp *t, int peer, const char *why, ZnErr *err) {
     const int W = t->world;
     unsigned char gone[256] = {0};   /* peers beyond 256 are not watched */
-    double until = now_s() + LOST_GRACE_S;
+    double until = zn_comm_now_s() + LOST_GRACE_S;
     for (;;) {
         int n = 0;
         for (int q = 0; q < W && q < 256; q++)
@@ -130,7 +116,7 @@ static int lost(Tcp *t, int peer, const char *why, ZnErr *err) {
                 t->pfd[n] = (struct pollfd){t->fd[q], POLLRDHUP, 0};
                 t->who[n++] = q;
             }
-        double left = until - now_s();
+        double left = until - zn_comm_now_s();
         if (!n || left <= 0 || poll(t->pfd, (nfds_t)n, poll_ms(left)) < 0) break;
         for (int i = 0; i < n; i++)
             if (t->pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) gone[t->who[i]] = 1;
@@ -235,7 +221,7 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
         *p = (Peer){.hout = {ZN_SEQ_MAGIC, (uint32_t)ref, (int64_t)nout[q], ref ? (uint64_t)(uintptr_t)out[q] : 0},
                     .ack_out = ACK_MAGIC};
     }
-    double deadline = now_s() + t->timeout_s;
+    double deadline = zn_comm_now_s() + t->timeout_s;
     for (;;) {
         /* every peer with bytes still to move, in or out */
         int n = 0;
@@ -251,7 +237,7 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
             t->who[n++] = q;
         }
         if (!n) return 0;
-        double left = deadline - now_s();
+        double left = deadline - zn_comm_now_s();
         if (left <= 0) {
             int q = t->who[0], in_wait = t->pfd[0].events & POLLIN;
             return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d (ZINC_COMM_TIMEOUT)", t->timeout_s,
@@ -297,7 +283,7 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
                 }
             }
         }
-        if (moved) deadline = now_s() + t->timeout_s;   /* the bound is on a wait without progress */
+        if (moved) deadline = zn_comm_now_s() + t->timeout_s;   /* the bound is on a wait without progress */
     }
 }
 
@@ -326,7 +312,7 @@ static void tune(int fd) {
 static int setup_io(int fd, void *p, size_t n, int out, double deadline) {
     char *c = p;
     while (n > 0) {
-        double left = deadline - now_s();
+        double left = deadline - zn_comm_now_s();
         if (left <= 0) return errno = ETIMEDOUT, -1;
         struct pollfd q = {fd, out ? POLLOUT : POLLIN, 0};
         if (poll(&q, 1, poll_ms(left)) <= 0) continue;
@@ -355,7 +341,7 @@ static int connect_peer(const Addr *a, double deadline, int *fd_out) {
         double left;
         int e = 0;
         socklen_t el = sizeof e;
-        while ((left = deadline - now_s()) > 0 && poll(&q, 1, poll_ms(left)) == 0) {}
+        while ((left = deadline - zn_comm_now_s()) > 0 && poll(&q, 1, poll_ms(left)) == 0) {}
         if (left <= 0) e = ETIMEDOUT;
         else getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
         rc = e ? -1 : 0;
@@ -385,7 +371,7 @@ static int build_mesh(Tcp *t, int lfd, const Addr *all, double deadline, ZnErr *
                           errno ? strerror(errno) : "connection closed");
     }
     for (int joined = me + 1; joined < t->world;) {
-        double left = deadline - now_s();
+        double left = deadline - zn_comm_now_s();
         if (left <= 0) {
             char missing[160] = "";
             size_t k = 0;
@@ -393,7 +379,7 @@ static int build_mesh(Tcp *t, int lfd, const Addr *all, double deadline, ZnErr *
                 if (t->fd[q] < 0) k += (size_t)snprintf(missing + k, sizeof missing - k, "%s%d", k ? ", " : "", q);
             return zn_err(err, ZN_E_COMM, "tcp mesh: rank %d: no connection from rank%s %s within %.0f s "
                           "(ZINC_RDV_TIMEOUT)", me, strchr(missing, ',') ? "s" : "", missing,
-                          env_seconds("ZINC_RDV_TIMEOUT", 120));
+                          zn_comm_env_seconds("ZINC_RDV_TIMEOUT", 120));
         }
         struct pollfd p = {lfd, POLLIN, 0};
         if (poll(&p, 1, poll_ms(left)) <= 0) continue;
@@ -401,7 +387,7 @@ static int build_mesh(Tcp *t, int lfd, const Addr *all, double deadline, ZnErr *
         if (fd < 0) continue;
         Hello h = {0};
         /* a silent or foreign connection must not stall the others for long */
-        double until = now_s() + 5 < deadline ? now_s() + 5 : deadline;
+        double until = zn_comm_now_s() + 5 < deadline ? zn_comm_now_s() + 5 : deadline;
         int ok = setup_io(fd, &h, sizeof h, 0, until) == 0 && h.magic == MESH_MAGIC && h.token == all[0].token &&
                  h.rank > me && h.rank < t->world && t->fd[h.rank] < 0;
         if (!ok) {
@@ -476,7 +462,7 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
     if (t) {
         t->rank = zn_store_rank(s);
         t->world = W;
-        t->timeout_s = env_seconds("ZINC_COMM_TIMEOUT", 600);
+        t->timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", 600);
         t->fd = zn_malloc(ZN_HOST_COMM, w * sizeof *t->fd);
         t->pr = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pr);
         t->pfd = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pfd);
@@ -508,7 +494,7 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
             for (int q = 0; q < W && !rc; q++)
                 if (all[q].magic != MESH_MAGIC || all[q].port <= 0)
                     rc = zn_err(err, ZN_E_COMM, "tcp mesh: rank %d has no listening socket", q);
-            if (!rc) rc = build_mesh(t, lfd, all, now_s() + env_seconds("ZINC_RDV_TIMEOUT", 120), err);
+            if (!rc) rc = build_mesh(t, lfd, all, zn_comm_now_s() + zn_comm_env_seconds("ZINC_RDV_TIMEOUT", 120), err);
         } else if (!rc) {
             rc = err->code;
         }

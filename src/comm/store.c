@@ -39,13 +39,13 @@ typedef struct {
     char msg[240];
 } Ack;
 
-static double now_s(void) {
+double zn_comm_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double env_seconds(const char *name, double dflt) {
+double zn_comm_env_seconds(const char *name, double dflt) {
     const char *s = getenv(name);
     if (!s || !*s) return dflt;
     char *end;
@@ -90,9 +90,9 @@ int zn_rdv_parse(const char *s, const ZnProcEnv *pe, ZnRdvSpec *out, ZnErr *err)
 
 /* Waits until fd is ready for ev or the deadline passes. */
 static int wait_fd(ZnStore *s, int fd, short ev, int peer, const char *what, ZnErr *err) {
-    double deadline = now_s() + s->msg_timeout_s;
+    double deadline = zn_comm_now_s() + s->msg_timeout_s;
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - zn_comm_now_s();
         if (left <= 0)
             return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d (ZINC_COMM_TIMEOUT)", s->msg_timeout_s,
                           what, peer);
@@ -170,9 +170,9 @@ static void linger_peers(ZnStore *s) {
     int open_peers = 0;
     for (int r = 1; r < s->world; r++)
         if (s->fd[r] >= 0 && shutdown(s->fd[r], SHUT_WR) == 0) open_peers++;
-    double deadline = now_s() + 2.0;
+    double deadline = zn_comm_now_s() + 2.0;
     char sink[4096];
-    while (open_peers > 0 && now_s() < deadline) {
+    while (open_peers > 0 && zn_comm_now_s() < deadline) {
         open_peers = 0;
         for (int r = 1; r < s->world; r++) {
             if (s->fd[r] < 0) continue;
@@ -239,7 +239,7 @@ static int listen_on(ZnStore *s, int port, ZnErr *err) {
 static int accept_peers(ZnStore *s, double deadline, ZnErr *err) {
     int joined = 1;
     while (joined < s->world) {
-        double left = deadline - now_s();
+        double left = deadline - zn_comm_now_s();
         struct pollfd p = {s->listen_fd, POLLIN, 0};
         int n = left > 0 ? poll(&p, 1, left > 1.0 ? 1000 : (int)(left * 1000) + 1) : 0;
         if (n < 0 && errno == EINTR) continue;
@@ -249,7 +249,7 @@ static int accept_peers(ZnStore *s, double deadline, ZnErr *err) {
             for (int r = 1; r < s->world && k + 12 < sizeof missing; r++)
                 if (s->fd[r] < 0) k += (size_t)snprintf(missing + k, sizeof missing - k, "%s%d", k ? ", " : "", r);
             return zn_err(err, ZN_E_COMM, "rendezvous %s: %d of %d ranks joined within %.0f s (missing: %s; "
-                          "ZINC_RDV_TIMEOUT)", s->where, joined, s->world, env_seconds("ZINC_RDV_TIMEOUT", 120), missing);
+                          "ZINC_RDV_TIMEOUT)", s->where, joined, s->world, zn_comm_env_seconds("ZINC_RDV_TIMEOUT", 120), missing);
         }
         if (n <= 0) continue;
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -315,7 +315,7 @@ static int connect_to(ZnStore *s, const ZnRdvSpec *spec, double deadline, ZnErr 
     int port = spec->port;
     snprintf(host, sizeof host, "%s", spec->host);
     char last[1400] = "rank 0 was not reachable";
-    while (now_s() < deadline) {
+    while (zn_comm_now_s() < deadline) {
         if (spec->file && !read_rdv_file(spec->path, host, sizeof host, &port)) {
             snprintf(last, sizeof last, "%s does not name rank 0 yet", spec->path);
             sleep_ms(50);
@@ -347,7 +347,7 @@ static int connect_to(ZnStore *s, const ZnRdvSpec *spec, double deadline, ZnErr 
         Hello h = {RDV_MAGIC, RDV_VERSION, s->rank, s->world};
         Ack a;
         double keep = s->msg_timeout_s;
-        s->msg_timeout_s = deadline - now_s() > 1 ? deadline - now_s() : 1;
+        s->msg_timeout_s = deadline - zn_comm_now_s() > 1 ? deadline - zn_comm_now_s() : 1;
         int rc = zn_store_send(s, 0, &h, sizeof h, err);
         if (!rc) rc = zn_store_recv(s, 0, &a, sizeof a, err);
         s->msg_timeout_s = keep;
@@ -366,7 +366,7 @@ static int connect_to(ZnStore *s, const ZnRdvSpec *spec, double deadline, ZnErr 
         return 0;
     }
     return zn_err(err, ZN_E_COMM, "rendezvous %s: rank %d could not join within %.0f s: %.400s (ZINC_RDV_TIMEOUT)",
-                  s->where, s->rank, env_seconds("ZINC_RDV_TIMEOUT", 120), last);
+                  s->where, s->rank, zn_comm_env_seconds("ZINC_RDV_TIMEOUT", 120), last);
 }
 
 ZnStore *zn_store_open(const ZnRdvSpec *spec, int rank, int world, ZnErr *err) {
@@ -382,10 +382,10 @@ ZnStore *zn_store_open(const ZnRdvSpec *spec, int rank, int world, ZnErr *err) {
     s->fd = fd;
     s->listen_fd = -1;
     for (int r = 0; r < world; r++) s->fd[r] = -1;
-    s->msg_timeout_s = env_seconds("ZINC_COMM_TIMEOUT", 600);
+    s->msg_timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", 600);
     if (spec->file) snprintf(s->where, sizeof s->where, "file:%.280s", spec->path);
     else snprintf(s->where, sizeof s->where, "tcp://%.250s:%d", spec->host, spec->port);
-    double deadline = now_s() + env_seconds("ZINC_RDV_TIMEOUT", 120);
+    double deadline = zn_comm_now_s() + zn_comm_env_seconds("ZINC_RDV_TIMEOUT", 120);
     int rc = 0;
     if (world > 1 && rank == 0) {
         rc = listen_on(s, spec->file ? 0 : spec->port, err);

@@ -49,4 +49,11 @@ void zn_store_local_ip(const ZnStore *s, char *buf, size_t cap);
 /* Every rank's n-byte blob, in rank order, on every rank (out: world * n). */
 int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *err);
 
+/* Monotonic seconds, and a positive number of seconds from the environment
+ * variable name (dflt when unset, empty or not a positive number): the
+ * clocks and ZINC_COMM_TIMEOUT-style settings the store and the tcp
+ * transport share. */
+double zn_comm_now_s(void);
+double zn_comm_env_seconds(const char *name, double dflt);
+
 #endif
