@@ -657,6 +657,21 @@ static int write_model_file(ZnEngine *E, const char *tagdir, const float *full, 
     return rc;
 }
 
+/* write_model_file as a thread's work: its own result and message */
+typedef struct {
+    ZnEngine *E;
+    const char *tagdir;
+    const float *full;
+    uint64_t *sum;
+    int rc;
+    ZnErr err;
+} ModelJob;
+static void *model_job(void *arg) {
+    ModelJob *j = arg;
+    j->rc = write_model_file(j->E, j->tagdir, j->full, j->sum, &j->err);
+    return NULL;
+}
+
 int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const char *config_json, ZnErr *err) {
     char tag[64], tagdir[PATH_MAX_ZN];
     snprintf(tag, sizeof tag, "global_step%ld", E->global_step);
@@ -672,17 +687,27 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
        nobody writes a manifest for a checkpoint with a missing shard. */
     int rc = !all || !full ? zn_nomem(err) : 0;
     if (!rc) rc = zn_mkdir_p(tagdir, err);
-    if (!rc) rc = write_shard(E, tagdir, mine, err);
-    /* every rank learns every shard's size and checksum */
-    if (!rc) rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "ckpt", err);
     /* the module weights: the master cast to the model dtype (= the working copy) */
     if (!rc) rc = zn_engine_gather_params(E, full, err);
-    if (!rc && E->world.rank == 0) {
-        if (E->dt != ZN_F32)
-            for (long i = 0; i < L->total_numel; i++)   /* on the model dtype's grid */
-                full[i] = E->dt == ZN_F16 ? zn_round_f16(full[i]) : zn_round_bf16(full[i]);
-        rc = write_model_file(E, tagdir, full, model_sum, err);
+    if (!rc && E->world.rank == 0 && E->dt != ZN_F32)
+        for (long i = 0; i < L->total_numel; i++)   /* on the model dtype's grid */
+            full[i] = E->dt == ZN_F16 ? zn_round_f16(full[i]) : zn_round_bf16(full[i]);
+    /* rank 0 writes the module file on a second thread while it writes its
+       shard, so it is not the one rank writing twice the bytes in a row;
+       if the thread cannot start, it writes it afterwards (the same file) */
+    ModelJob job = {E, tagdir, full, model_sum, 0, {0}};
+    pthread_t th;
+    const int model_here = !rc && E->world.rank == 0;
+    const int threaded = model_here && pthread_create(&th, NULL, model_job, &job) == 0;
+    if (!rc) rc = write_shard(E, tagdir, mine, err);
+    if (threaded) pthread_join(th, NULL);
+    else if (model_here && !rc) model_job(&job);
+    if (!rc && job.rc) {
+        *err = job.err;
+        rc = job.rc;
     }
+    /* every rank learns every shard's size and checksum */
+    if (!rc) rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "ckpt", err);
     if (!rc && E->world.rank == 0) {
         ZnEngineState st;
         zn_engine_get_state(E, &st);
