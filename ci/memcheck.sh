@@ -27,6 +27,17 @@ for s in 2 3; do
   check "helgrind zinc train stage $s" valgrind -q --tool=helgrind --error-exitcode=98 $Z $RUN --stage $s
   check "drd zinc train stage $s" valgrind -q --tool=drd --error-exitcode=98 $Z $RUN --stage $s
 done
+# a checkpoint save (rank 0 writes the module file on a second thread) and a
+# resume (every rank parses its shard's header at once) under both
+CK=$(mktemp -d)
+for tool in helgrind drd; do
+  rm -rf "$CK/ck"
+  check "$tool zinc train save" valgrind -q --tool=$tool --error-exitcode=98 $Z $RUN --stage 3 --steps 2 \
+    --checkpoint-dir "$CK/ck" --checkpoint-interval 1
+  check "$tool zinc train resume" valgrind -q --tool=$tool --error-exitcode=98 $Z $RUN --stage 3 \
+    --checkpoint-dir "$CK/ck" --resume
+done
+rm -rf "$CK"
 # The allocation-failure loop (Z-CKPT-012) leaks nothing: every 9th of the
 # allocations of a stage-3 fp16 run that saves a checkpoint every step fails
 # under memcheck (the shim's malloc stands before valgrind's: valgrind then

@@ -621,7 +621,7 @@ static int spec_run(int argc, char **argv) {
         }
         const char *end = NULL;
         zn_json_track();   /* a parse that ran out of memory is not a syntax error */
-        cJSON *doc = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+        cJSON *doc = zn_json_parse(text, len + 1, &end, 1);
         if (!doc) {
             if (zn_json_failed()) printf("FAIL %s: " ZN_NOMEM_MSG "\n", files[i]);
             else printf("FAIL %s: not JSON (byte %ld)\n", files[i], end ? (long)(end - text) : -1L);

@@ -1198,7 +1198,7 @@ static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
     }
     const char *end = NULL;
     zn_json_track();   /* out of memory is not a syntax error */
-    cJSON *root = cJSON_ParseWithLengthOpts(h.json, h.len + 1, &end, 1);
+    cJSON *root = zn_json_parse(h.json, h.len + 1, &end, 1);
     if (zn_json_failed()) {
         cJSON_Delete(root);
         zn_hjson_free(&h);

@@ -40,3 +40,12 @@ int zn_json_replace(cJSON *parent, const char *name, cJSON *item) {
     cJSON_Delete(item);
     return 0;
 }
+
+static pthread_mutex_t parse_mu = PTHREAD_MUTEX_INITIALIZER;
+
+cJSON *zn_json_parse(const char *text, size_t len, const char **end, int require_null) {
+    pthread_mutex_lock(&parse_mu);
+    cJSON *doc = cJSON_ParseWithLengthOpts(text, len, end, require_null);
+    pthread_mutex_unlock(&parse_mu);
+    return doc;
+}

@@ -10,6 +10,7 @@
  * an allocation failure, so the flag catches them all (Z-CKPT-011). */
 #ifndef ZN_JSON_TRACK_H
 #define ZN_JSON_TRACK_H
+#include <stddef.h>
 
 void zn_json_track(void);   /* installs the hook (once) and clears this thread's flag */
 int zn_json_failed(void);   /* 1 if a cJSON allocation failed on this thread since */
@@ -22,5 +23,10 @@ struct cJSON;
 struct cJSON *zn_json_add(struct cJSON *parent, const char *name, struct cJSON *item);
 /* The same for replacing the value of key name in object parent. */
 int zn_json_replace(struct cJSON *parent, const char *name, struct cJSON *item);
+
+/* cJSON_ParseWithLengthOpts behind one lock: cJSON records where a parse
+ * failed in a process-wide variable that every parse writes, so two ranks
+ * (threads) parsing at once race on it. Same arguments and result. */
+struct cJSON *zn_json_parse(const char *text, size_t len, const char **end, int require_null);
 
 #endif

@@ -178,7 +178,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     int rc = 0;
     const char *end = NULL;
     zn_json_track();
-    cJSON *doc = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
+    cJSON *doc = zn_json_parse(text, n + 1, &end, 1);
     if (zn_json_failed()) {
         rc = zn_err(err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG " while reading it", path);
         goto out;
@@ -729,7 +729,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON *sh = cJSON_AddObjectToObject(m, "shared_params");
         for (int a = 0; a < E->model->naliases; a++)
             cJSON_AddStringToObject(sh, E->model->aliases[a].name, L->params[E->model->aliases[a].param].name);
-        cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
+        cJSON *cfg = config_json ? zn_json_parse(config_json, strlen(config_json) + 1, NULL, 0) : NULL;
         zn_json_add(m, "config", cfg ? cfg : cJSON_CreateNull());
         cJSON *fs = cJSON_AddArrayToObject(m, "files");
         for (int r = 0; r <= E->world.size; r++) {
@@ -1070,7 +1070,7 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
         join(src, in, "manifest.json");
         if (!(rc = zn_read_file(src, MANIFEST_MAX, &text, &n, &err))) {
             zn_json_track();
-            cJSON *doc = cJSON_Parse(text);
+            cJSON *doc = zn_json_parse(text, strlen(text) + 1, NULL, 0);
             free(text);
             if (!doc) rc = zn_err(&err, zn_json_failed() ? ZN_E_NOMEM : ZN_E_CORRUPT, "%s: %s", src,
                                   zn_json_failed() ? ZN_NOMEM_MSG : "unreadable");

@@ -7,6 +7,7 @@
  * checks that the tensors tile the byte buffer exactly. Sources: huggingface
  * safetensors README "Format" and safetensors/src/tensor.rs
  * (SafeTensors::read_metadata, Metadata::validate, prepare). */
+#include "core/json_track.h"
 #include "io/safetensors.h"
 #define XXH_STATIC_LINKING_ONLY   /* XXH3_state_t on the stack */
 #include <xxhash.h>
@@ -820,7 +821,7 @@ static int parse_header(ZnStFile *f, char *h, ZnErr *err) {
     const char *end = NULL;
     /* length n+1 includes the NUL, and require_null_terminated rejects
      * anything but whitespace after the object (the space padding) */
-    cJSON *root = cJSON_ParseWithLengthOpts(h, (size_t)f->header_len + 1, &end, 1);
+    cJSON *root = zn_json_parse(h, (size_t)f->header_len + 1, &end, 1);
     if (!root) {
         size_t at = end ? (size_t)(end - h) : 0;
         return corrupt(f, err, "header byte %zu (file offset %zu): not valid JSON", at, at + 8);
