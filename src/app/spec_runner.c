@@ -243,7 +243,7 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
         if (!base) base = cJSON_CreateObject();
         const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
         if (patch) merge(base, patch);
-        text = cJSON_PrintUnformatted(base);
+        text = zn_json_print(base, 0);
         cJSON_Delete(base);
     }
     f.config_path = "case-config";

@@ -49,3 +49,10 @@ cJSON *zn_json_parse(const char *text, size_t len, const char **end, int require
     pthread_mutex_unlock(&parse_mu);
     return doc;
 }
+
+char *zn_json_print(const cJSON *doc, int formatted) {
+    pthread_mutex_lock(&parse_mu);
+    char *text = formatted ? cJSON_Print(doc) : cJSON_PrintUnformatted(doc);
+    pthread_mutex_unlock(&parse_mu);
+    return text;
+}

@@ -28,5 +28,10 @@ int zn_json_replace(struct cJSON *parent, const char *name, struct cJSON *item);
  * failed in a process-wide variable that every parse writes, so two ranks
  * (threads) parsing at once race on it. Same arguments and result. */
 struct cJSON *zn_json_parse(const char *text, size_t len, const char **end, int require_null);
+/* cJSON_Print (formatted 1) or cJSON_PrintUnformatted behind the same lock:
+ * printing and parsing a number both call localeconv(), which rewrites one
+ * static struct in libc on every call, so two ranks printing or parsing at
+ * once race on it (DRD found it on a resume). Caller frees with cJSON_free. */
+char *zn_json_print(const struct cJSON *doc, int formatted);
 
 #endif

@@ -127,7 +127,7 @@ static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
  * field, so a flipped byte in the manifest itself is detected. */
 static void add_self_checksum(cJSON *doc) {
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
-    char *compact = cJSON_PrintUnformatted(doc);
+    char *compact = zn_json_print(doc, 0);
     char hex[32];
     snprintf(hex, sizeof hex, "%016llx", compact ? (unsigned long long)fnv64(compact, strlen(compact)) : 0ull);
     cJSON_free(compact);
@@ -191,7 +191,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     if (self) {   /* written by zn_ckpt_save: verify the manifest itself */
         uint64_t want = strtoull(self, NULL, 16);
         cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
-        char *compact = cJSON_PrintUnformatted(doc);
+        char *compact = zn_json_print(doc, 0);
         uint64_t got = compact ? fnv64(compact, strlen(compact)) : 0;
         cJSON_free(compact);
         if (!compact) {
@@ -744,7 +744,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
             cJSON_AddStringToObject(f, SUM_KEY[SUM_XXH3], hex);
         }
         add_self_checksum(m);
-        char *text = cJSON_Print(m);
+        char *text = zn_json_print(m, 1);
         cJSON_Delete(m);
         char path[PATH_MAX_ZN];
         join(path, tagdir, "manifest.json");
@@ -1078,7 +1078,7 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
                 zn_json_replace(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
                 zn_json_replace(doc, "files", cJSON_CreateArray());
                 add_self_checksum(doc);
-                char *o = cJSON_Print(doc);
+                char *o = zn_json_print(doc, 1);
                 cJSON_Delete(doc);
                 char dst[PATH_MAX_ZN];
                 pathf(dst, "%s/zero/optimizer_state.json", out);
