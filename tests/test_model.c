@@ -69,7 +69,7 @@ static void test_parse_bad(void **state) {
     for (int i = 0; i < ZN_MAX_LAYERS + 1; i++) strcat(many, ",3");
     struct { const char *spec, *msg; } cases[] = {
         {"mlp:4,x", "model spec 'mlp:4,x': 'x' is not a positive integer"},
-        {"cnn:3", "model spec 'cnn:3': unknown model 'cnn' (expected mlp:D0,D1,...)"},
+        {"cnn:3", "model spec 'cnn:3': unknown model 'cnn' (expected mlp:D0,D1,..., gpt2:key=value"},
         {"mlp:4", "model spec 'mlp:4': need at least two sizes (D0 and the class count)"},
         {"mlp:0,3", "'0' is not a positive integer"},
         {"mlp:-4,3", "'-4' is not a positive integer"},

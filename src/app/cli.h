@@ -34,6 +34,8 @@ void zn_run_opts_free(ZnRunOpts *o);
 typedef struct {
     const char *config_path;
     const char *model_spec;
+    const char *data_spec;    /* --data text:FILE | tokens:FILE (a language model's data) */
+    long seq_len;             /* --seq-len T; -1 unset (n_positions) */
     const char *log_path;
     long steps;               /* -1 unset */
     long print_every;         /* -1 unset */

@@ -94,7 +94,9 @@ static const Flag TRAIN_FLAGS[] = {
     {"--config", FL_STR, F(config_path), .usage = "[--config FILE]"},
     {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
     {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
-    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk]\n"},
+    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk | gpt2-tiny | gpt2 | gpt2:n_layer=..,...]\n"},
+    {"--data", FL_STR, F(data_spec), .usage = "[--data text:FILE|tokens:FILE]"},
+    {"--seq-len", FL_LONG, F(seq_len), 1, 1L << 16, .usage = "[--seq-len T]\n"},
     {"--steps", FL_LONG, F(steps), 0, 100000000, .usage = "[--steps S]"},
     {"--seed", FL_LONG, F(args.seed), 0, 0x7fffffffL, .usage = "[--seed X]"},
     {"--train-batch-size", FL_LONG, F(args.train_batch_size), 1, 1L << 30, .usage = "[--train-batch-size B]"},
@@ -179,6 +181,13 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     zn_set_host_threads(f->threads);
     rc = zn_model_parse(f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL, &o->model, err);
     if (rc) return rc;
+    if (f->seq_len > 0 && (rc = zn_model_set_seq_len(&o->model, f->seq_len, err))) return rc;
+    if (o->model.kind == ZN_MODEL_GPT2 && !f->data_spec)
+        return zn_err(err, ZN_E_USAGE, "--model %s trains on text: give --data text:FILE or --data tokens:FILE",
+                      f->model_spec);
+    if (o->model.kind != ZN_MODEL_GPT2 && f->data_spec)
+        return zn_err(err, ZN_E_USAGE, "--data feeds a language model (--model gpt2...); the MLP makes its own data");
+    if (f->data_spec) snprintf(o->data_spec, sizeof o->data_spec, "%s", f->data_spec);
     ZnConfigArgs args = f->args;
     if (args.world_size < 1) args.world_size = ZN_DEFAULT_WORLD;
     args.hidden_size = zn_model_hidden_size(&o->model);

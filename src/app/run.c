@@ -13,6 +13,7 @@
 #if ZN_HAVE_CUDA
 #include "device/cuda.h"
 #endif
+#include "engine/data_text.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,7 @@ typedef struct {
     const ZnRunOpts *o;
     ZnRunResult *res;
     ZnData data;
+    ZnTokens tokens;   /* a language model's text (--data) */
     FILE *csv;
     int jsonl;         /* the log is JSON lines (by its .jsonl extension) */
     ZnLrSched sched;   /* built once, copied by every rank */
@@ -295,7 +297,17 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         zn_run_result_free(res);
         return err->code;
     }
-    if (zn_data_init(&ctx.data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed)) {
+    if (o->model.kind == ZN_MODEL_GPT2) {   /* windows of the text (Z-DATA-012) */
+        memset(&ctx.data, 0, sizeof ctx.data);
+        ctx.data.seed = (uint64_t)o->cfg.seed;
+        if ((rc = zn_tokens_open(o->data_spec, &ctx.tokens, err)) ||
+            (rc = zn_tokens_check(&ctx.tokens, o->model.seq_len, o->model.gpt2.vocab_size, err))) {
+            zn_tokens_free(&ctx.tokens);
+            zn_run_result_free(res);
+            return rc;
+        }
+        ctx.data.tokens = &ctx.tokens;
+    } else if (zn_data_init(&ctx.data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed)) {
         zn_run_result_free(res);
         return zn_nomem(err);
     }
@@ -364,6 +376,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
 out:
     if (ctx.csv && fclose(ctx.csv) && !rc) rc = zn_err(err, ZN_E_IO, "writing log file '%s' failed", o->log_path);
     zn_data_free(&ctx.data);
+    zn_tokens_free(&ctx.tokens);
     if (ctx.traces) {
         for (int r = 0; r < o->world.size; r++) zn_trace_free(&ctx.traces[r]);
         free(ctx.traces);

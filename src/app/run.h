@@ -50,6 +50,7 @@ typedef struct {
     const char *ckpt_tag;
     int universal;         /* the tag is a universal checkpoint */
     char model_spec[256];  /* recorded in the manifest */
+    char data_spec[512];   /* --data (language models), or empty */
     char *config_text;     /* recorded in the manifest (owned by the caller) */
     /* ranks in separate processes (Z-PROC-004): this process runs one rank
        on this communicator (world = its world) instead of simulating all;

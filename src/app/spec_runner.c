@@ -228,6 +228,8 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
     f.model_spec = jstr(run, "model") ? jstr(run, "model") : jstr(cs, "model");
+    f.data_spec = jstr(run, "data") ? jstr(run, "data") : jstr(cs, "data");
+    f.seq_len = jint(run, "seq_len", jint(cs, "seq_len", 0));
     f.steps = jint(run, "steps", jint(cs, "steps", 10));
     f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
     f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
@@ -461,7 +463,8 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
         for (int i = 0; i < nruns && !fail; i++) {
             const CaseRun *r = &cr[i];
             if (falls) {
-                int C = r->opts.model.dims[r->opts.model.nlayers];
+                const ZnModel *md = &r->opts.model;   /* classes: the vocabulary of a language model */
+                int C = md->kind == ZN_MODEL_GPT2 ? md->gpt2.vocab_size : md->dims[md->nlayers];
                 double first = r->res.loss[0], last = r->res.loss[r->res.steps - 1];
                 double tol = jnum(falls, "first_near_lnC", 0.5), q = jnum(falls, "ratio", 0.9);
                 if (fabs(first - log((double)C)) > tol || !(last < q * first)) {

@@ -113,6 +113,17 @@ static inline ZN_HD float zn_logf(float x) {
     return r + fe * 0.693359375f;
 }
 
+/* tanh from zn_expf, the same bits on gcc and nvcc: for x >= 0,
+ * tanh(x) = 1 - 2 / (exp(2x) + 1), odd symmetry for x < 0; past |x| = 9
+ * the float result is 1 (tanh(9) = 1 - 3e-8). Near 0 the subtraction loses
+ * relative precision (absolute error below 1e-7), which GELU's 1 + tanh
+ * never sees. */
+static inline ZN_HD float zn_tanhf(float x) {
+    float a = x < 0.0f ? -x : x;
+    float t = a > 9.0f ? 1.0f : 1.0f - 2.0f / (zn_expf(2.0f * a) + 1.0f);
+    return x < 0.0f ? -t : t;
+}
+
 /* One softmax row z[0..C): its max *m and the sum *s of exp(z[c] - m) in
  * column order (subtracting the max keeps expf from overflowing). The host
  * and CUDA cross-entropy both start here, so they agree bit for bit. */

@@ -137,6 +137,38 @@ struct ZnKernels {
        gcc and nvcc both compile). */
     float (*softmax_xent)(ZnDevice *d, int B, int C, const float *logits, const int *labels,
                           float grad_scale, float *dlogits);
+
+    /* --- the language model (GPT-2, spec Z-GPT-*); NULL on a backend
+       without them, which then refuses a GPT-2 run at init. Rows are the
+       B*T positions, row r = b*T + t. Every sum runs in the order stated,
+       from 0.0f; outputs are fp32 (the caller rounds to the model dtype). */
+    /* y[i][j] = y[i][j] + b[j] */
+    void (*add_bias)(ZnDevice *d, int M, int N, const float *b, float *y);
+    /* out[r][c] = wte[tok[r]][c] + wpe[r mod T][c] */
+    void (*embed_fwd)(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte,
+                      const float *wpe, float *out);
+    /* dwpe (P rows) and dwte (V rows) zeroed; dwpe[t][c] = sum over b in
+       order of dout[b*T+t][c]; dwte[tok[r]][c] += dout[r][c] for r = 0..B*T-1
+       in order */
+    void (*embed_bwd)(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
+                      float *dwte, float *dwpe);
+    /* per row: mean = sum(x)/C, var = sum((x-mean)^2)/C, rstd = 1/sqrtf(var + 1e-5f),
+       out = ((x - mean) * rstd) * w + b; mean and rstd kept (fp32) for backward */
+    void (*layernorm_fwd)(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b,
+                          float *out, float *mean, float *rstd);
+    /* dx written; dw[c], db[c] = sums over rows in order (Z-GPT-004) */
+    void (*layernorm_bwd)(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
+                          const float *mean, const float *rstd, float *dx, float *dw, float *db);
+    /* causal self-attention of NH heads over qkv [B*T, 3C] (q | k | v, head h
+       at columns h*C/NH); att [B, NH, T, T] keeps the probabilities (zero
+       above the diagonal); out [B*T, C] (Z-GPT-005) */
+    void (*attn_fwd)(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out);
+    /* dqkv [B*T, 3C] written; scratch [B, NH, T, T] (Z-GPT-006) */
+    void (*attn_bwd)(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
+                     const float *att, float *dqkv, float *scratch);
+    /* GELU, tanh form: y = 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3))) (Z-GPT-007) */
+    void (*gelu_fwd)(ZnDevice *d, long n, const float *x, float *y);
+    void (*gelu_bwd)(ZnDevice *d, long n, const float *x, const float *dy, float *dx);
 };
 
 extern const ZnKernels zn_host_kernels;

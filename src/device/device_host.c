@@ -7,6 +7,7 @@
  * is fused. The GEMMs, the bulk of a step, live in gemm_host.c. */
 #include <pthread.h>
 #include "device/device.h"
+#include "device/lm_host.h"
 #include "core/alloc.h"
 #include "core/zn_math.h"
 #include "core/half.h"
@@ -455,4 +456,13 @@ const ZnKernels zn_host_kernels = {
     .relu_fwd = host_relu_fwd,
     .relu_bwd = host_relu_bwd,
     .softmax_xent = host_softmax_xent,
+    .add_bias = zn_host_add_bias,
+    .embed_fwd = zn_host_embed_fwd,
+    .embed_bwd = zn_host_embed_bwd,
+    .layernorm_fwd = zn_host_layernorm_fwd,
+    .layernorm_bwd = zn_host_layernorm_bwd,
+    .attn_fwd = zn_host_attn_fwd,
+    .attn_bwd = zn_host_attn_bwd,
+    .gelu_fwd = zn_host_gelu_fwd,
+    .gelu_bwd = zn_host_gelu_bwd,
 };

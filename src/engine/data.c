@@ -21,6 +21,7 @@ int zn_data_init(ZnData *d, int d_in, int classes, uint64_t seed) {
     d->classes = classes;
     d->seed = seed;
     d->teacher = NULL;
+    d->tokens = NULL;
     /* no features or no classes: nothing sensible to generate */
     if (d_in < 1 || classes < 1) return -1;
     size_t n = (size_t)d_in * (size_t)classes;

@@ -7,10 +7,15 @@
 #define ZN_DATA_H
 #include <stdint.h>
 
+struct ZnTokens;
+
 typedef struct {
     int d_in, classes;
     uint64_t seed;
     float *teacher;   /* [classes, d_in] */
+    /* a language model's data (engine/data_text.h), not owned; NULL for
+       the MLP's generated samples */
+    const struct ZnTokens *tokens;
 } ZnData;
 
 int zn_data_init(ZnData *d, int d_in, int classes, uint64_t seed);  /* 0 or -1 (no memory) */

@@ -17,7 +17,7 @@
 #define ZN_TOKENS_MAGIC 20240520
 #define ZN_TOKENS_HEADER 1024   /* bytes: 256 int32 */
 
-typedef struct {
+typedef struct ZnTokens {
     char path[512];
     uint16_t *tok;     /* every token of the file */
     long n;            /* how many */

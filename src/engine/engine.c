@@ -188,7 +188,7 @@ static void release_param(ZnEngine *E, int p) {
  * small params stay gathered; the model-wide budget is walked in model order.
  * The reuse rule (coordinator release): after a layer's forward, its params
  * are kept if their next use (the same layer's backward) comes within
- * max_reuse_distance elements of other layers' params. zinc knows the MLP's
+ * max_reuse_distance elements of other modules' params. zinc knows the model's
  * schedule up front, so it applies the rule from the first step (DeepSpeed
  * applies it once its trace is recorded). */
 /* plan: gather_per_layer=1 */
@@ -204,11 +204,11 @@ static void plan_residency(ZnEngine *E) {
         }
     }
     const ZnModel *m = E->model;
-    for (int l = 0; l < m->nlayers; l++) {
-        long between = 0;   /* params of the layers used between fwd(l) and bwd(l) */
-        for (int j = l + 1; j < m->nlayers; j++)
-            between += 2 * (E->L.params[m->layer_param[j][0]].numel + E->L.params[m->layer_param[j][1]].numel);
-        E->keep_after_fwd[l] = between < z->max_reuse_distance;
+    for (int i = 0; i < m->nmodules; i++) {
+        long between = 0;   /* params of the modules used between fwd(i) and bwd(i) */
+        for (int j = i + 1; j < m->nmodules; j++)
+            for (int q = 0; q < m->modules[j].nparams; q++) between += 2 * E->L.params[m->modules[j].param[q]].numel;
+        E->keep_after_fwd[i] = between < z->max_reuse_distance;
     }
 }
 
@@ -355,10 +355,10 @@ static int inject_now(const ZnEngine *E) {
     return 0;
 }
 
-/* A weight's gradient from layer l's backward. A weight several layers
- * share adds up the contributions of the later layers (in backward order:
- * the highest layer first) and reaches its bucket once, with the sum, at
- * its first layer (Z-ENG-016). */
+/* A param's gradient from module l's backward. A weight several modules
+ * share adds up the contributions of the later modules (in backward order:
+ * the highest module first) and reaches its bucket once, with the sum, at
+ * its first module (Z-ENG-016). */
 static int weight_grad(ZnEngine *E, int l, int p, const float *g, ZnErr *err) {
     if (!E->tied_acc || !E->tied_acc[p]) return grad_hook(E, p, g, err);
     long n = E->L.params[p].numel;
@@ -385,73 +385,64 @@ static float *grad_dest(ZnEngine *E, int p, float *scratch) {
     return E->flat_grads + E->L.flat_offset[p];
 }
 
+/* Gathers module i's params (stage 3) and points W at them. */
+static int module_params(ZnEngine *E, int i, float **W, ZnErr *err) {
+    const ZnModule *md = &E->model->modules[i];
+    for (int q = 0; q < md->nparams; q++) {
+        int rc = E->P.gather_per_layer ? gather_param(E, md->param[q], err) : 0;
+        if (rc) return rc;
+        W[q] = param_ptr(E, md->param[q]);
+    }
+    return 0;
+}
+
+static void module_release(ZnEngine *E, int i) {
+    const ZnModule *md = &E->model->modules[i];
+    if (!E->P.gather_per_layer) return;
+    for (int q = 0; q < md->nparams; q++) release_param(E, md->param[q]);
+}
+
 static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *loss, ZnErr *err) {
     const ZnModel *m = E->model;
-    const int B = (int)E->cfg->micro_batch, nl = m->nlayers, C = m->dims[nl];
-    int rc = 0;
-    /* acts[0] = input, acts[l+1] = output of layer l (ReLU output, logits last) */
-    float *acts[ZN_MAX_LAYERS + 1] = {0};
-    float *dbuf[2] = {0}, *yscratch = NULL;
-    int *labels = (int *)zn_dev_alloc(E->dev, (size_t)B * sizeof(int), ZN_MEM_ACTIVATIONS, err);
-    long maxw = 0;
-    for (int l = 0; l <= nl; l++) if (m->dims[l] > maxw) maxw = m->dims[l];
-    if (!labels) return err->code;
-    for (int l = 0; l <= nl; l++)
-        if (!(acts[l] = talloc(E, (long)B * m->dims[l], ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
-    for (int i = 0; i < 2; i++)
-        if (!(dbuf[i] = talloc(E, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) { rc = err->code; goto done; }
-    if (!(yscratch = falloc(E, (long)B * maxw, ZN_MEM_WORKSPACE, err))) { rc = err->code; goto done; }
-
+    const int nm = m->nmodules;
+    ZnModelRun *R = E->run;
+    int rc = zn_run_begin(R, E->data, first_sample, err);
+    if (rc) goto done;
     phase(E, "before forward");
     double t_f = zn_now_s();
-    /* the data is made on the host, then uploaded */
-    zn_data_batch(E->data, first_sample, B, E->host_x, E->host_labels);
-    E->k->upload(E->dev, acts[0], E->host_x, (size_t)B * m->dims[0] * sizeof(float));
-    E->k->upload(E->dev, labels, E->host_labels, (size_t)B * sizeof(int));
-    round_dt(E, acts[0], (long)B * m->dims[0]);   /* inputs arrive in the model dtype */
-
-    for (int l = 0; l < nl; l++) {
-        int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
-        if (E->P.gather_per_layer && ((rc = gather_param(E, pw, err)) || (rc = gather_param(E, pb, err)))) goto done;
-        int last = l == nl - 1;
-        /* products accumulate in fp32; outputs are stored in the model dtype */
-        zn_layer_forward(E->dev, m, l, B, param_ptr(E, pw), param_ptr(E, pb), acts[l],
-                         last ? acts[l + 1] : yscratch, last ? NULL : acts[l + 1]);
-        round_dt(E, acts[l + 1], (long)B * m->dims[l + 1]);
-        if (E->P.gather_per_layer && !E->keep_after_fwd[l]) { release_param(E, pw); release_param(E, pb); }
-        if (E->hooks.repeat_on && l == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
+    float *W[2] = {NULL, NULL}, *dW[2] = {NULL, NULL};
+    for (int i = 0; i < nm; i++) {
+        if ((rc = module_params(E, i, W, err))) goto done;
+        zn_run_forward(R, i, W);
+        if (!E->keep_after_fwd || !E->keep_after_fwd[i]) module_release(E, i);
+        if (E->hooks.repeat_on && i == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
             E->hooks.repeat_on = 0;
-            l--;
+            i--;
         }
     }
-
-    *loss = E->k->softmax_xent(E->dev, B, C, acts[nl], labels, grad_scale, dbuf[0]);
-    round_dt(E, dbuf[0], (long)B * C);
+    *loss = zn_run_loss(R, grad_scale);
     E->t_fwd += ms_since(t_f);
     zn_trace_add(E->hooks.trace, "forward", t_f, zn_now_s(), -1, E->global_step + 1);
     phase(E, "after forward");
     phase(E, "before backward");
     double t_b = zn_now_s();
 
-    float *dout = dbuf[0];
-    for (int l = nl - 1; l >= 0; l--) {
-        int pw = m->layer_param[l][0], pb = m->layer_param[l][1];
-        if (E->P.gather_per_layer && ((rc = gather_param(E, pw, err)) || (rc = gather_param(E, pb, err)))) goto done;
-        long nw = E->L.params[pw].numel;
-        float *dx = l > 0 ? (dout == dbuf[0] ? dbuf[1] : dbuf[0]) : NULL;
-        float *dw = grad_dest(E, pw, E->grad_scratch), *db = grad_dest(E, pb, E->grad_scratch + nw);
-        zn_layer_backward(E->dev, m, l, B, param_ptr(E, pw), acts[l], l == nl - 1 ? NULL : acts[l + 1],
-                          dout, dw, db, dx, yscratch);
-        round_dt(E, dw, nw);
-        round_dt(E, db, E->L.params[pb].numel);
-        if (dx) round_dt(E, dx, (long)B * m->dims[l]);
-        if (l == nl - 1 && E->micro == 0 && inject_now(E))   /* dw[0] = inject_value */
-            E->k->upload(E->dev, dw, &E->hooks.inject_value, sizeof(float));
-        if (E->P.gather_per_layer) { release_param(E, pw); release_param(E, pb); }
-        /* backward order: bias, then weight (reverse model order) */
-        if ((rc = grad_hook(E, pb, db, err))) goto done;
-        if ((rc = weight_grad(E, l, pw, dw, err))) goto done;
-        dout = dx;
+    for (int i = nm - 1; i >= 0; i--) {
+        const ZnModule *md = &m->modules[i];
+        if ((rc = module_params(E, i, W, err))) goto done;
+        long off = 0;
+        for (int q = 0; q < md->nparams; q++) {
+            dW[q] = grad_dest(E, md->param[q], E->grad_scratch + off);
+            off += E->L.params[md->param[q]].numel;
+        }
+        zn_run_backward(R, i, W, dW);
+        for (int q = 0; q < md->nparams; q++) round_dt(E, dW[q], E->L.params[md->param[q]].numel);
+        if (i == nm - 1 && E->micro == 0 && inject_now(E))   /* dW[0][0] = inject_value */
+            E->k->upload(E->dev, dW[0], &E->hooks.inject_value, sizeof(float));
+        module_release(E, i);
+        /* backward order: a module's params last to first (reverse model order) */
+        for (int q = md->nparams - 1; q >= 0; q--)
+            if ((rc = weight_grad(E, i, md->param[q], dW[q], err))) goto done;
     }
     if (E->P.reduce_per_micro && E->next_bucket != E->L.nbuckets) {
         rc = zn_err(err, ZN_E_INTERNAL, "backward ended with %d of %d buckets reduced",
@@ -463,11 +454,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     E->t_bwd += ms_since(t_b);
     zn_trace_add(E->hooks.trace, "backward", t_b, zn_now_s(), -1, E->global_step + 1);
 done:
-    zn_dev_free(E->dev, labels);
-    for (int l = 0; l <= nl; l++) zn_dev_free(E->dev, acts[l]);
-    zn_dev_free(E->dev, dbuf[0]);
-    zn_dev_free(E->dev, dbuf[1]);
-    zn_dev_free(E->dev, yscratch);
+    zn_run_end(R);
     if (!rc) phase(E, "after backward");
     return rc;
 }
@@ -663,11 +650,12 @@ static void canon_finish(ZnEngine *E, long M) {
 int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
     const long ga = cfg->grad_accum, mb = cfg->micro_batch;
-    /* the loss gradient: scale S, mean over the micro-batch, and (default
+    /* the loss gradient: scale S, mean over the micro-batch's rows, and (default
        mode) 1/GA as DeepSpeed's scale_wrt_gas; canonical mode scales once at
        the end instead (Z-ENG-003, Z-CANON-003) */
     const double S = E->scaler.cur_scale;
-    const float grad_scale = (float)(E->canonical ? S / (double)mb : S / ((double)mb * (double)ga));
+    const double rows = (double)mb * zn_model_rows_per_sample(E->model);   /* the loss is a mean over rows */
+    const float grad_scale = (float)(E->canonical ? S / rows : S / (rows * (double)ga));
     /* the step's losses: this rank's GA, then every rank's (sized at init) */
     float *losses = E->losses, *all = E->loss_all;
     double *ordered = E->loss_ordered;
@@ -856,21 +844,20 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;
     const uint64_t seed = (uint64_t)cfg->seed;
-    long maxlayer = 0;
-    for (int l = 0; l < model->nlayers; l++) {
-        long n = L->params[model->layer_param[l][0]].numel + L->params[model->layer_param[l][1]].numel;
-        if (n > maxlayer) maxlayer = n;
+    long maxmod = 0;
+    for (int i = 0; i < model->nmodules; i++) {
+        long n = 0;
+        for (int q = 0; q < model->modules[i].nparams; q++) n += L->params[model->modules[i].param[q]].numel;
+        if (n > maxmod) maxmod = n;
     }
-    if (!(E->grad_scratch = talloc(E, maxlayer, ZN_MEM_WORKSPACE, err))) goto fail;
+    if (!(E->grad_scratch = talloc(E, maxmod, ZN_MEM_WORKSPACE, err))) goto fail;
     /* the collective scratch: the largest host-value collective is the
        norm's 2 uint64 (and the checkpoint's 2 sums) or the GA losses, per rank */
     size_t per_rank = 2 * sizeof(uint64_t);
     if ((size_t)cfg->grad_accum * sizeof(float) > per_rank) per_rank = (size_t)cfg->grad_accum * sizeof(float);
     E->scratch_bytes = per_rank * (size_t)E->world.size;
     if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
-    E->host_x = zn_malloc(ZN_HOST_ENGINE, (size_t)(cfg->micro_batch * model->dims[0] + 1) * sizeof(float));
-    E->host_labels = zn_malloc(ZN_HOST_ENGINE, (size_t)(cfg->micro_batch + 1) * sizeof(int));
-    if (!E->host_x || !E->host_labels) { zn_nomem(err); goto fail; }
+    if (!(E->run = zn_run_new(model, dev, E->dt, (int)cfg->micro_batch, err))) goto fail;
     /* the host scratch of every step, so that a step allocates nothing
        on the host (Z-ENG-017): collective counts, a bucket's received
        pieces, the norm's partial sums, the step's losses */
@@ -894,19 +881,20 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->tied_cnt = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(int));
     if (!E->first_use || !E->tied_cnt) { zn_nomem(err); goto fail; }
     for (int p = 0; p < L->nparams; p++) E->first_use[p] = -1;
-    for (int l = 0; l < model->nlayers; l++) {
-        int pw = model->layer_param[l][0];
-        if (E->first_use[pw] >= 0) {   /* a second user: the weight is tied */
+    for (int i = 0; i < model->nmodules; i++)
+        for (int q = 0; q < model->modules[i].nparams; q++) {
+            int p = model->modules[i].param[q];
+            if (E->first_use[p] < 0) {
+                E->first_use[p] = i;
+                continue;
+            }
+            /* a second user: the param is tied */
             if (!E->tied_acc && !(E->tied_acc = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *)))) {
                 zn_nomem(err);
                 goto fail;
             }
-            if (!E->tied_acc[pw] && !(E->tied_acc[pw] = talloc(E, L->params[pw].numel, ZN_MEM_WORKSPACE, err))) goto fail;
-        } else {
-            E->first_use[pw] = l;
+            if (!E->tied_acc[p] && !(E->tied_acc[p] = talloc(E, L->params[p].numel, ZN_MEM_WORKSPACE, err))) goto fail;
         }
-        E->first_use[model->layer_param[l][1]] = l;
-    }
 
     /* Initial weights are cast to the model dtype first, and the fp32 master
        copies the cast values (DeepSpeed casts the module before ZeRO init). */
@@ -963,7 +951,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         dcopy(E, E->master, E->param_part, E->part_n);
         E->full = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
         E->persistent = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(int));
-        E->keep_after_fwd = zn_calloc(ZN_HOST_ENGINE, (size_t)model->nlayers + 1, sizeof(int));
+        E->keep_after_fwd = zn_calloc(ZN_HOST_ENGINE, (size_t)model->nmodules + 1, sizeof(int));
         if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_nomem(err); goto fail; }
         plan_residency(E);
         for (int p = 0; p < L->nparams; p++) {
@@ -1020,8 +1008,8 @@ void zn_engine_free(ZnEngine *E) {
         zn_dev_free(E->dev, E->scratch);
         for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
     }
-    ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered,
-                E->host_x, E->host_labels);
+    zn_run_free(E->run);
+    ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered);
     zn_layout_free(&E->L);
     memset(E, 0, sizeof *E);
 }

@@ -5,7 +5,7 @@
  *
  * Every buffer below that holds parameters, gradients, optimizer state,
  * activations or collective staging lives in the device's memory (all but
- * host_x and host_labels): code outside the device never dereferences it,
+ * the model run's host staging): code outside the device never dereferences it,
  * but moves it with E->k->upload/download (spec Z-DEV-001). */
 #ifndef ZN_ENGINE_H
 #define ZN_ENGINE_H
@@ -113,9 +113,8 @@ typedef struct ZnEngine {
        communicator takes device buffers only */
     void *scratch;
     size_t scratch_bytes;
-    /* host staging of one micro-batch (zn_data_batch writes host memory) */
-    float *host_x;
-    int *host_labels;
+    /* the model's activations of a micro-step and its host staging */
+    ZnModelRun *run;
     ZnEngineHooks hooks;
 
     /* canonical mode (Z-CANON-*): binary-counter accumulation over micro-steps */

@@ -1,26 +1,52 @@
-/* model.h: models zinc trains, written to the layer interface of DESIGN.md:
- * each layer names its parameters and has forward and backward over a batch.
- * The engine wraps every layer with gather/release (stage 3) and gradient
- * hooks (buckets), so it never looks inside a layer.
+/* model.h: models zinc trains, written to the module interface of
+ * DESIGN.md: a model is a sequence of modules, each naming the parameters
+ * it uses (at most two) and having a forward and a backward over a batch.
+ * The engine wraps every module with gather/release (stage 3) and gradient
+ * hooks (buckets), so it never looks inside a module (spec Z-MOD-*).
  *
  * The MLP "mlp:D0,D1,...,Dk": k Linear layers D(i) -> D(i+1), ReLU after
  * every layer but the last, softmax cross-entropy over C = Dk classes.
  * Parameters in model order: layers.0.weight [D1,D0], layers.0.bias [D1],
- * layers.1.weight, ... (PyTorch's nn.Linear layout and names). */
+ * layers.1.weight, ... (PyTorch's nn.Linear layout and names); module l is
+ * layer l.
+ *
+ * GPT-2 "gpt2:n_layer=..,n_head=..,n_embd=..,vocab_size=..,n_positions=.."
+ * (or a preset): Hugging Face GPT2LMHeadModel's parameters, names and
+ * layout (Conv1D weights [in, out]); model_gpt2.c lists its modules. */
 #ifndef ZN_MODEL_H
 #define ZN_MODEL_H
 #include <stdint.h>
 #include "core/err.h"
 #include "core/layout.h"
 #include "device/device.h"
+#include "engine/data.h"
 
-#define ZN_MAX_LAYERS 64
+#define ZN_MAX_LAYERS 64     /* MLP layers; GPT-2 blocks (gpt2-xl has 48) */
+#define ZN_MAX_PARAMS 640    /* GPT-2 with 52 blocks: 12 per block + 4 */
+#define ZN_MAX_MODULES 400   /* GPT-2: 6 per block + 3 */
+
+typedef enum { ZN_MODEL_MLP = 0, ZN_MODEL_GPT2 } ZnModelKind;
+
+/* GPT2Config's shape fields (Hugging Face names). */
+typedef struct { int n_layer, n_head, n_embd, vocab_size, n_positions; } ZnGpt2Shape;
+
+/* The unit stage 3 gathers before it runs and releases after. */
+typedef struct {
+    char name[ZN_MAX_NAME];
+    int nparams;                 /* 0..2 */
+    int param[2];
+} ZnModule;
 
 typedef struct {
-    int nlayers;                 /* k */
+    ZnModelKind kind;
+    ZnGpt2Shape gpt2;
+    int seq_len;                 /* GPT-2: tokens per sample (T <= n_positions) */
+    int nmodules;
+    ZnModule modules[ZN_MAX_MODULES];
+    int nlayers;                 /* MLP: k */
     int dims[ZN_MAX_LAYERS + 1]; /* D0..Dk */
     int nparams;                 /* 2k */
-    ZnParamSpec params[2 * ZN_MAX_LAYERS];
+    ZnParamSpec params[ZN_MAX_PARAMS];
     /* layer l uses params[layer_param[l][0]] (weight) and [1] (bias); a tied
        model may point two layers at one param */
     int layer_param[ZN_MAX_LAYERS][2];
@@ -30,19 +56,34 @@ typedef struct {
     struct { char name[ZN_MAX_NAME]; int param; } aliases[ZN_MAX_LAYERS];
 } ZnModel;
 
-/* Parses "mlp:D0,D1,...,Dk" (k >= 1, each D in 1..1<<20), optionally
+/* Parses a model spec: "mlp:..." (below) or "gpt2:..." / a GPT-2 preset
+ * (zn_gpt2_parse). */
+int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err);
+/* The MLP: parses "mlp:D0,D1,...,Dk" (k >= 1, each D in 1..1<<20), optionally
  * followed by ",tie:L=M" parts: layer L uses layer M's weight (M < L, equal
  * shapes), so the parameter "layers.M.weight" is also known as
  * "layers.L.weight" and gets the gradient of both uses. Errors name the spec
  * and the offending part: "model spec 'mlp:4,x': 'x' is not a positive integer". */
-int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err);
+int zn_mlp_parse(const char *spec, ZnModel *m, ZnErr *err);
+/* GPT-2: "gpt2:key=value,..." with the keys n_layer, n_head, n_embd,
+ * vocab_size, n_positions (each optional, defaults those of "gpt2"), or a
+ * preset: "gpt2-tiny" (2 layers, 2 heads, 32 wide, vocabulary 256, 32
+ * positions), "gpt2" (124M), "gpt2-medium", "gpt2-large", "gpt2-xl". The
+ * sequence length starts at n_positions (zn_model_set_seq_len changes it). */
+int zn_gpt2_parse(const char *spec, ZnModel *m, ZnErr *err);
+/* GPT-2's tokens per sample: 1..n_positions. */
+int zn_model_set_seq_len(ZnModel *m, long T, ZnErr *err);
+/* Loss rows per sample: T for GPT-2, 1 for the MLP (the loss is the mean
+ * over rows: the engine scales the gradient by 1 / (micro-batch * rows)). */
+int zn_model_rows_per_sample(const ZnModel *m);
 /* Widest layer (max D): the "hidden size" used for "auto" bucket sizes. */
 long zn_model_hidden_size(const ZnModel *m);
 long zn_model_numel(const ZnModel *m);
 
-/* Initial value of elements [lo, hi) of param p: uniform in
- * [-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's nn.Linear default range),
- * keyed by (seed, param name, element index) only. out is host memory: a
+/* Initial value of elements [lo, hi) of param p, keyed by (seed, param
+ * name, element index) only. MLP: uniform in [-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) (PyTorch's nn.Linear default range); GPT-2: Hugging
+ * Face's _init_weights (Z-GPT-002). out is host memory: a
  * caller filling a device buffer generates into a host temporary and
  * uploads it. */
 void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
@@ -61,5 +102,29 @@ void zn_layer_forward(ZnDevice *d, const ZnModel *m, int l, int B,
 void zn_layer_backward(ZnDevice *d, const ZnModel *m, int l, int B,
                        const float *W, const float *x, const float *a, const float *dout,
                        float *dW, float *db, float *dx, float *scratch);
+
+/* ------------------------------------------------------------------------
+ * Running a model, module by module (what the engine calls). A ZnModelRun
+ * is made once per engine: its host staging of a micro-batch is allocated
+ * then, so a step allocates nothing on the host (Z-ENG-017). Each
+ * micro-step allocates the device activations (zn_run_begin), runs every
+ * module forward in order, the loss, every module backward in reverse, and
+ * frees them (zn_run_end). W[k] / dW[k]: the device buffers of the module's
+ * k-th param and of its gradient (written, never added to). Outputs stored
+ * in the model dtype are rounded to it by the module (Z-PREC-001). */
+typedef struct ZnModelRun ZnModelRun;
+
+/* NULL + err: no memory, or a device without the model's kernels. */
+ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *err);
+void zn_run_free(ZnModelRun *R);
+/* Allocates the micro-batch's activations and uploads samples
+ * [first, first + B) of data. */
+int zn_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
+void zn_run_forward(ZnModelRun *R, int mod, float *const *W);
+/* Mean loss over the micro-batch's rows; the output gradient is
+ * (softmax - onehot) * grad_scale, rounded to the model dtype. */
+float zn_run_loss(ZnModelRun *R, float grad_scale);
+void zn_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
+void zn_run_end(ZnModelRun *R);
 
 #endif

@@ -3,6 +3,7 @@
  * them, logits out of the last. The engine sees only the layer interface of
  * model.h: which params a layer uses, and forward/backward over a batch. */
 #include "engine/model.h"
+#include "engine/model_run.h"
 #include "core/rng.h"
 #include <math.h>
 #include <stdio.h>
@@ -53,14 +54,15 @@ static long parse_index(const char *s, size_t len) {
     return v;
 }
 
-int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
-    if (!spec) return zn_err(err, ZN_E_USAGE, "model spec missing (expected mlp:D0,D1,...)");
+int zn_mlp_parse(const char *spec, ZnModel *m, ZnErr *err) {
+    if (!spec) return zn_err(err, ZN_E_USAGE, "model spec missing (expected mlp:D0,D1,... or gpt2...)");
     memset(m, 0, sizeof *m);
     const char *colon = strchr(spec, ':');
     size_t kind_len = colon ? (size_t)(colon - spec) : strlen(spec);
     if (kind_len != 3 || strncmp(spec, "mlp", 3) != 0) {
         int show = kind_len > 40 ? 40 : (int)kind_len;
-        return zn_err(err, ZN_E_USAGE, "model spec '%.200s': unknown model '%.*s' (expected mlp:D0,D1,...)",
+        return zn_err(err, ZN_E_USAGE, "model spec '%.200s': unknown model '%.*s' (expected mlp:D0,D1,..., gpt2:key=value,... or a "
+                      "preset gpt2-tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl)",
                       spec, show, spec);
     }
     if (!colon)
@@ -150,20 +152,17 @@ int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
         m->layer_param[l][1] = m->nparams + 1;
         m->nparams += 2;
     }
+    /* module l is layer l: its weight (perhaps shared) and its bias */
+    m->kind = ZN_MODEL_MLP;
+    m->nmodules = m->nlayers;
+    for (int l = 0; l < m->nlayers; l++) {
+        ZnModule *md = &m->modules[l];
+        snprintf(md->name, sizeof md->name, "layers.%d", l);
+        md->nparams = 2;
+        md->param[0] = m->layer_param[l][0];
+        md->param[1] = m->layer_param[l][1];
+    }
     return 0;
-}
-
-long zn_model_hidden_size(const ZnModel *m) {
-    long h = 0;
-    for (int i = 0; i <= m->nlayers; i++)
-        if (m->dims[i] > h) h = m->dims[i];
-    return h;
-}
-
-long zn_model_numel(const ZnModel *m) {
-    long n = 0;
-    for (int p = 0; p < m->nparams; p++) n += m->params[p].numel;
-    return n;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -176,8 +175,7 @@ long zn_model_numel(const ZnModel *m) {
  * name, i), so a rank that owns only [lo, hi) of the param computes exactly
  * the bits every other partitioning would (spec Z-MOD-003). 2u - 1 is exact
  * in float (u has 24 bits), so the only rounding is the final multiply. */
-void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
-    if (p < 0 || p >= m->nparams) return;  /* no such param: nothing to fill */
+void zn_mlp_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
     int fan_in = 0;
     for (int l = 0; l < m->nlayers && !fan_in; l++)
         if (m->layer_param[l][0] == p || m->layer_param[l][1] == p) fan_in = m->dims[l];
@@ -221,4 +219,65 @@ void zn_layer_backward(ZnDevice *d, const ZnModel *m, int l, int B,
     k->colsum(d, B, dn, dy, db);
     /* dx[B, din] = dy W: dx[i][c] = sum over j in order of dy[i][j] W[j][c] */
     if (dx) k->gemm_nn(d, B, din, dn, dy, W, dx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the run: activations of one micro-batch, module l = layer l */
+
+int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
+    const ZnModel *m = R->m;
+    const int B = R->B, nl = m->nlayers;
+    long maxw = zn_model_hidden_size(m);
+    if (!(R->labels = (int *)zn_dev_alloc(R->d, (size_t)B * sizeof(int), ZN_MEM_ACTIVATIONS, err))) return err->code;
+    for (int l = 0; l <= nl; l++)
+        if (!(R->acts[l] = zn_run_talloc(R, (long)B * m->dims[l], ZN_MEM_ACTIVATIONS, err))) return err->code;
+    for (int i = 0; i < 2; i++)
+        if (!(R->dbuf[i] = zn_run_talloc(R, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) return err->code;
+    if (!(R->yscratch = zn_run_falloc(R, (long)B * maxw, ZN_MEM_WORKSPACE, err))) return err->code;
+    /* the data is made on the host, then uploaded; inputs arrive in the model dtype */
+    zn_data_batch(data, first, B, R->host_x, R->host_in);
+    R->k->upload(R->d, R->acts[0], R->host_x, (size_t)B * m->dims[0] * sizeof(float));
+    R->k->upload(R->d, R->labels, R->host_in, (size_t)B * sizeof(int));
+    zn_run_round(R, R->acts[0], (long)B * m->dims[0]);
+    return 0;
+}
+
+void zn_mlp_run_forward(ZnModelRun *R, int l, float *const *W) {
+    const ZnModel *m = R->m;
+    int last = l == m->nlayers - 1;
+    /* products accumulate in fp32; outputs are stored in the model dtype */
+    zn_layer_forward(R->d, m, l, R->B, W[0], W[1], R->acts[l], last ? R->acts[l + 1] : R->yscratch,
+                     last ? NULL : R->acts[l + 1]);
+    zn_run_round(R, R->acts[l + 1], (long)R->B * m->dims[l + 1]);
+}
+
+float zn_mlp_run_loss(ZnModelRun *R, float grad_scale) {
+    const ZnModel *m = R->m;
+    const int C = m->dims[m->nlayers];
+    float loss = R->k->softmax_xent(R->d, R->B, C, R->acts[m->nlayers], R->labels, grad_scale, R->dbuf[0]);
+    zn_run_round(R, R->dbuf[0], (long)R->B * C);
+    R->dcur = R->dbuf[0];
+    return loss;
+}
+
+void zn_mlp_run_backward(ZnModelRun *R, int l, float *const *W, float *const *dW) {
+    const ZnModel *m = R->m;
+    float *dx = l > 0 ? (R->dcur == R->dbuf[0] ? R->dbuf[1] : R->dbuf[0]) : NULL;
+    zn_layer_backward(R->d, m, l, R->B, W[0], R->acts[l], l == m->nlayers - 1 ? NULL : R->acts[l + 1], R->dcur,
+                      dW[0], dW[1], dx, R->yscratch);
+    if (dx) zn_run_round(R, dx, (long)R->B * m->dims[l]);
+    R->dcur = dx;
+}
+
+void zn_mlp_run_end(ZnModelRun *R) {
+    for (int l = 0; l <= R->m->nlayers; l++) {
+        zn_dev_free(R->d, R->acts[l]);
+        R->acts[l] = NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        zn_dev_free(R->d, R->dbuf[i]);
+        R->dbuf[i] = NULL;
+    }
+    zn_dev_free(R->d, R->yscratch);
+    R->yscratch = NULL;
 }

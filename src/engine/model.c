@@ -1,0 +1,120 @@
+/* model.c: what every model kind shares: parsing by kind, sizes, the
+ * initial weights by kind, and the run (model.h) handing each call to the
+ * kind's half (model_mlp.c, model_gpt2.c). */
+#include "engine/model.h"
+#include "engine/model_run.h"
+#include "core/alloc.h"
+#include <stdlib.h>
+#include <string.h>
+
+int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
+    if (spec && !strncmp(spec, "gpt2", 4)) return zn_gpt2_parse(spec, m, err);
+    return zn_mlp_parse(spec, m, err);
+}
+
+int zn_model_set_seq_len(ZnModel *m, long T, ZnErr *err) {
+    if (m->kind != ZN_MODEL_GPT2)
+        return zn_err(err, ZN_E_USAGE, "--seq-len applies to a language model (gpt2), not to an MLP");
+    if (T < 1 || T > m->gpt2.n_positions)
+        return zn_err(err, ZN_E_USAGE, "--seq-len %ld: must be 1..%d (the model's n_positions)", T,
+                      m->gpt2.n_positions);
+    m->seq_len = (int)T;
+    return 0;
+}
+
+int zn_model_rows_per_sample(const ZnModel *m) { return m->kind == ZN_MODEL_GPT2 ? m->seq_len : 1; }
+
+long zn_model_hidden_size(const ZnModel *m) {
+    if (m->kind == ZN_MODEL_GPT2) return m->gpt2.n_embd;
+    long h = 0;
+    for (int i = 0; i <= m->nlayers; i++)
+        if (m->dims[i] > h) h = m->dims[i];
+    return h;
+}
+
+long zn_model_numel(const ZnModel *m) {
+    long n = 0;
+    for (int p = 0; p < m->nparams; p++) n += m->params[p].numel;
+    return n;
+}
+
+void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
+    if (p < 0 || p >= m->nparams) return;   /* no such param: nothing to fill */
+    if (m->kind == ZN_MODEL_GPT2) zn_gpt2_init_param(m, p, seed, lo, hi, out);
+    else zn_mlp_init_param(m, p, seed, lo, hi, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the run */
+
+float *zn_run_talloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err) {
+    size_t k = (size_t)(n > 0 ? n : 1);
+    return (float *)zn_dev_alloc_as(R->d, k * sizeof(float), k * zn_dtype_size(R->dt), cat, err);
+}
+
+float *zn_run_falloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err) {
+    return (float *)zn_dev_alloc(R->d, (size_t)(n > 0 ? n : 1) * sizeof(float), cat, err);
+}
+
+void zn_run_round(ZnModelRun *R, float *x, long n) { R->k->round_dt(R->d, R->dt, x, n); }
+
+ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *err) {
+    ZnModelRun *R = zn_calloc(ZN_HOST_ENGINE, 1, sizeof *R);
+    if (!R) { zn_nomem(err); return NULL; }
+    R->m = m;
+    R->d = d;
+    R->k = d->k;
+    R->dt = dt;
+    R->B = B;
+    long rows = (long)B * zn_model_rows_per_sample(m);
+    long xn = m->kind == ZN_MODEL_MLP ? (long)B * m->dims[0] : 0;
+    R->host_x = zn_malloc(ZN_HOST_ENGINE, (size_t)(xn + 1) * sizeof(float));
+    R->host_in = zn_malloc(ZN_HOST_ENGINE, (size_t)(rows + 1) * sizeof(int));
+    R->host_tgt = zn_malloc(ZN_HOST_ENGINE, (size_t)(rows + 1) * sizeof(int));
+    if (!R->host_x || !R->host_in || !R->host_tgt) {
+        zn_nomem(err);
+        zn_run_free(R);
+        return NULL;
+    }
+    if (m->kind == ZN_MODEL_GPT2 && zn_gpt2_run_init(R, err)) {
+        zn_run_free(R);
+        return NULL;
+    }
+    return R;
+}
+
+void zn_run_free(ZnModelRun *R) {
+    if (!R) return;
+    zn_run_end(R);
+    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_free(R);
+    free(R->host_x);
+    free(R->host_in);
+    free(R->host_tgt);
+    free(R);
+}
+
+int zn_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
+    return R->m->kind == ZN_MODEL_GPT2 ? zn_gpt2_run_begin(R, data, first, err)
+                                       : zn_mlp_run_begin(R, data, first, err);
+}
+
+void zn_run_forward(ZnModelRun *R, int mod, float *const *W) {
+    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_forward(R, mod, W);
+    else zn_mlp_run_forward(R, mod, W);
+}
+
+float zn_run_loss(ZnModelRun *R, float grad_scale) {
+    return R->m->kind == ZN_MODEL_GPT2 ? zn_gpt2_run_loss(R, grad_scale) : zn_mlp_run_loss(R, grad_scale);
+}
+
+void zn_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW) {
+    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_backward(R, mod, W, dW);
+    else zn_mlp_run_backward(R, mod, W, dW);
+}
+
+void zn_run_end(ZnModelRun *R) {
+    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_end(R);
+    else zn_mlp_run_end(R);
+    zn_dev_free(R->d, R->labels);
+    R->labels = NULL;
+}

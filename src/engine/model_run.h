@@ -1,0 +1,53 @@
+/* model_run.h: what a ZnModelRun holds, shared by the model files (not by
+ * the engine, which sees only model.h's functions). One struct for every
+ * model kind: the MLP uses the first group of buffers, GPT-2 the second. */
+#ifndef ZN_MODEL_RUN_H
+#define ZN_MODEL_RUN_H
+#include "engine/model.h"
+
+struct ZnModelRun {
+    const ZnModel *m;
+    ZnDevice *d;
+    const ZnKernels *k;
+    ZnDtype dt;
+    int B;
+    /* host staging of one micro-batch, allocated once */
+    float *host_x;
+    int *host_in, *host_tgt;
+    /* the targets on the device */
+    int *labels;
+
+    /* MLP: acts[0] = input, acts[l+1] = output of layer l (ReLU output,
+       logits last); dbuf: the two gradient buffers backward alternates;
+       ycur: the gradient flowing into the next layer's backward */
+    float *acts[ZN_MAX_LAYERS + 1];
+    float *dbuf[2], *yscratch, *dcur;
+
+    /* GPT-2 (model_gpt2.c) */
+    struct ZnGpt2Acts *g;
+};
+
+/* A tensor of the model dtype (16-bit ones are fp32 grid values charged at
+ * their 16-bit size, Z-PREC-001) and an fp32 one. */
+float *zn_run_talloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err);
+float *zn_run_falloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err);
+void zn_run_round(ZnModelRun *R, float *x, long n);
+
+/* the kinds' halves of model.h's run functions */
+int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
+void zn_mlp_run_forward(ZnModelRun *R, int mod, float *const *W);
+float zn_mlp_run_loss(ZnModelRun *R, float grad_scale);
+void zn_mlp_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
+void zn_mlp_run_end(ZnModelRun *R);
+
+int zn_gpt2_run_init(ZnModelRun *R, ZnErr *err);
+int zn_gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
+void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W);
+float zn_gpt2_run_loss(ZnModelRun *R, float grad_scale);
+void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
+void zn_gpt2_run_end(ZnModelRun *R);
+void zn_gpt2_run_free(ZnModelRun *R);
+void zn_gpt2_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
+void zn_mlp_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
+
+#endif
