@@ -23,6 +23,14 @@ for s in 0 1 2 3; do
   check "memcheck zinc train stage $s" $MC $Z $RUN --stage $s
 done
 check "memcheck zinc spec (error cases)" $MC $Z spec run spec/cases/cli
+# GPT-2 at stage 3 with prefetch, reuse and activation checkpointing, and
+# at stage 2 in bf16 with two host threads under helgrind
+GPT="train --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 8 --world-size 2 --steps 2 --train-batch-size 4 --steps-per-print 0"
+GCFG=$(mktemp)
+printf '{"train_batch_size": 4, "activation_checkpointing": {}, "zero_optimization": {"stage3_param_persistence_threshold": 0, "stage3_prefetch_bucket_size": 100000}}\n' >"$GCFG"
+check "memcheck zinc train gpt2 stage 3" $MC $Z $GPT --stage 3 --steps 3 --config "$GCFG"
+check "helgrind zinc train gpt2 stage 2" valgrind -q --tool=helgrind --error-exitcode=98 $Z $GPT --stage 2 --dtype bf16 --threads 2
+rm -f "$GCFG"
 for s in 2 3; do
   check "helgrind zinc train stage $s" valgrind -q --tool=helgrind --error-exitcode=98 $Z $RUN --stage $s
   check "drd zinc train stage $s" valgrind -q --tool=drd --error-exitcode=98 $Z $RUN --stage $s

@@ -94,7 +94,7 @@ static const Flag TRAIN_FLAGS[] = {
     {"--config", FL_STR, F(config_path), .usage = "[--config FILE]"},
     {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
     {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
-    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk | gpt2-tiny | gpt2 | gpt2:n_layer=..,...]\n"},
+    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk|gpt2-tiny|gpt2|gpt2:key=value,...]\n"},
     {"--data", FL_STR, F(data_spec), .usage = "[--data text:FILE|tokens:FILE]"},
     {"--seq-len", FL_LONG, F(seq_len), 1, 1L << 16, .usage = "[--seq-len T]\n"},
     {"--steps", FL_LONG, F(steps), 0, 100000000, .usage = "[--steps S]"},

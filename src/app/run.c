@@ -50,7 +50,12 @@ static void memory_phase(void *arg, ZnEngine *E, const char *what) {
            m->cur_total / GB, m->win_peak_total / GB, m->cur_total / GB, m->win_peak_total / GB);
     printf("[zinc] [rank 0] bytes by category:");
     for (int c = 0; c < ZN_MEM_NCAT; c++) printf(" %s=%ld", zn_mem_cat_name((ZnMemCat)c), m->cur[c]);
-    printf(" | MA=%ld Max_MA=%ld\n", m->cur_total, m->win_peak_total);
+    printf(" | MA=%ld Max_MA=%ld", m->cur_total, m->win_peak_total);
+    if (E->P.gather_per_layer) {   /* stage 3's gathered parameters since the last report (Z-S3-006) */
+        printf(" | gathered params peak %ld now %ld elements", E->live_peak, E->n_avail);
+        E->live_peak = E->n_avail;
+    }
+    printf("\n");
     zn_mem_reset_window(m);
 }
 
@@ -79,7 +84,7 @@ double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
 }
 
 static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const ZnCommStats *b, long steps,
-                      const char *what) {
+                      const char *what, const long *ga, const long *gb) {
     long c, g0, g1, p0, p1, r;
     zn_comm_tag_totals(a, "grad_reduce", &c, &g0, &r);
     zn_comm_tag_totals(b, "grad_reduce", &c, &g1, &r);
@@ -90,11 +95,18 @@ static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const 
     ZnPlan P;
     ZnErr e;
     if (zn_plan_build(&P, o->cfg.zero.stage, &e)) return;
-    printf("[zinc] comm %s rank %d: grad_reduce %.0f B/step, param_gather %.0f B/step, total %.0f B/step; "
-           "ZeRO paper %dpsi(N-1)/N = %.0f B/step (psi=%ld with padding, %zu B/element)\n",
-           what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, (double)(g1 - g0 + p1 - p0) / steps,
-           P.comm_volume_psi, vol * (double)zn_dtype_size(o->cfg.model_dtype), psi,
-           zn_dtype_size(o->cfg.model_dtype));
+    const double es = (double)zn_dtype_size(o->cfg.model_dtype), N = o->world.size;
+    const double total = (double)(g1 - g0 + p1 - p0) / steps;
+    /* the measured volume in the paper's unit psi(N-1)/N */
+    const double unit = N > 1 ? (double)psi * (N - 1) / N * es : 0.0;
+    char phases[160] = "";
+    if (P.gather_per_layer)   /* stage 3: where the gathers happened (Z-S3-006) */
+        snprintf(phases, sizeof phases, " (forward %.0f, backward %.0f, after the step %.0f)",
+                 (double)(gb[0] - ga[0]) / steps, (double)(gb[1] - ga[1]) / steps, (double)(gb[2] - ga[2]) / steps);
+    printf("[zinc] comm %s rank %d: grad_reduce %.0f B/step, param_gather %.0f B/step%s, total %.0f B/step = "
+           "%.2fpsi(N-1)/N; ZeRO paper %dpsi(N-1)/N = %.0f B/step (psi=%ld with padding, %.0f B/element)\n",
+           what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, phases, total,
+           unit > 0 ? total / unit : 0.0, P.comm_volume_psi, vol * es, psi, es);
 }
 
 /* The rank's device: the host, or (Z-CUDA-006) the GPU, whose buffers the
@@ -171,6 +183,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     if (rank == 0) res->first_step = E.global_step;
     float *gbuf = NULL;
     res->comm_init[rank] = comm->stats;
+    long gather_init[3];
+    memcpy(gather_init, E.gather_sent, sizeof gather_init);
     float *params = NULL;
     if (o->record && !(gbuf = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float)))) {
         rc = zn_nomem(err);
@@ -183,6 +197,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         trace_step = t + 1;
         zn_mem_reset_peak(&dev->mem);
         ZnCommStats before = comm->stats;
+        long gather_before[3];
+        memcpy(gather_before, E.gather_sent, sizeof gather_before);
         double t0 = now_s();
         if ((rc = zn_engine_train_step(&E, &sr, err)) || (rc = device_check(dev, err))) goto out;
         double ms = 1e3 * (now_s() - t0);
@@ -200,7 +216,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
             goto out;
         if (o->time_breakdown && report) time_line(ctx, &E);
         if (rank != 0) continue;
-        if (o->comm_report && report) comm_line(o, rank, &before, &comm->stats, 1, "step");
+        if (o->comm_report && report) comm_line(o, rank, &before, &comm->stats, 1, "step", gather_before, E.gather_sent);
         res->loss[t] = sr.loss;
         res->grad_norm[t] = sr.grad_norm;
         res->lr[t] = sr.lr;
@@ -232,7 +248,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     res->comm_end[rank] = comm->stats;
     if (o->comm_report && o->steps > 0) {
         pthread_mutex_lock(&ctx->print_lock);
-        comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run");
+        comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.gather_sent);
         pthread_mutex_unlock(&ctx->print_lock);
     }
     params = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));

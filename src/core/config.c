@@ -946,6 +946,34 @@ static const Key CHECKPOINT_KEYS[] = {
     {"writer", .type = K_ANY},
 };
 
+/* DeepSpeed's activation_checkpointing keys (runtime/activation_checkpointing/
+   config.py); zinc recomputes each transformer block in backward when the
+   section is present and keeps the activations whole on the device. */
+typedef struct { int partition, cpu; } ActCkptOpts;
+static const Key ACT_CKPT_KEYS[] = {
+    {"partition_activations", .type = K_BOOL, .off = offsetof(ActCkptOpts, partition)},
+    {"cpu_checkpointing", .type = K_BOOL, .off = offsetof(ActCkptOpts, cpu)},
+    {"contiguous_memory_optimization", .type = K_BOOL, .flags = F_DISCARD},
+    {"number_checkpoints", .type = K_LONG, RANGE(1, INF), .flags = F_NULL | F_DISCARD},
+    {"synchronize_checkpoint_boundary", .type = K_BOOL, .flags = F_DISCARD},
+    {"profile", .type = K_BOOL, .flags = F_DISCARD},
+};
+
+static int read_act_ckpt(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    int present;
+    int rc = section(x, v, path, &present);
+    if (rc || !present) return rc;   /* null: off */
+    ActCkptOpts o = {0, 0};
+    rc = read_object(x, v, path, ACT_CKPT_KEYS, sizeof ACT_CKPT_KEYS / sizeof *ACT_CKPT_KEYS, &o, UNKNOWN_WARN);
+    if (rc) return rc;
+    if (o.partition || o.cpu)
+        warn(x, "%s: partition_activations and cpu_checkpointing are not implemented: the checkpointed "
+             "activations stay whole on the device", path);
+    ((ZnConfig *)base)->activation_checkpointing = 1;
+    return ZN_OK;
+}
+
 static const Key ZINC_KEYS[] = {
     {"canonical", .type = K_BOOL, .off = C(canonical)},
     {"exact", .type = K_BOOL, .off = C(exact)},
@@ -988,6 +1016,7 @@ static const Key TOP_KEYS[] = {
     {"zero_allow_untested_optimizer", .type = K_BOOL, .off = C(zero_allow_untested_optimizer)},
     {"zero_force_ds_cpu_optimizer", .type = K_BOOL, .off = C(zero_force_ds_cpu_optimizer), .def = 1},
     {"checkpoint", .type = K_SECTION, SUB(CHECKPOINT_KEYS, 0), .unknown = UNKNOWN_WARN},
+    {"activation_checkpointing", .type = K_FN, .fn = read_act_ckpt},
     {"zinc", .type = K_SECTION, SUB(ZINC_KEYS, 0), .unknown = UNKNOWN_ZINC},
     /* DeepSpeed features zinc does not implement */
     {"amp", .type = K_FN, .fn = read_ignored_feature},
@@ -998,7 +1027,7 @@ static const Key TOP_KEYS[] = {
        named together in one warning (Z-CFG-006) */
 #define UNIMPL .type = K_ANY, .flags = F_UNIMPL
     {"autotuning", UNIMPL}, {"flops_profiler", UNIMPL},
-    {"activation_checkpointing", UNIMPL}, {"sparse_attention", UNIMPL},
+    {"sparse_attention", UNIMPL},
     {"data_efficiency", UNIMPL}, {"curriculum_learning", UNIMPL},
     {"compression_training", UNIMPL}, {"tensorboard", UNIMPL},
     {"wandb", UNIMPL}, {"csv_monitor", UNIMPL}, {"comet", UNIMPL},

@@ -126,6 +126,7 @@ typedef struct {
     int load_universal;             /* checkpoint.load_universal, 0 */
     /* "zinc": { ... } section: zinc's own switches */
     int canonical;                  /* 0 */
+    int activation_checkpointing;   /* the "activation_checkpointing" section is present: recompute each block */
     int exact;                      /* 0 */
     int deepspeed_quirks;           /* 0: zinc's fixes; 1: reproduce DeepSpeed's quirks (Z-PREC-*) */
     /* derived */

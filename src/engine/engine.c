@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "core/alloc.h"
 #include "core/hash.h"
+#include "engine/fetch.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,48 +169,26 @@ int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long co
 /* stage 3: gather and release */
 
 /* plan: gather_per_layer=1 */
-static int gather_param(ZnEngine *E, int p, ZnErr *err) {
+int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->full[p]) return 0;
     const ZnLayout *L = &E->L;
-    long pn = L->s3_pn[p];
+    long pn = L->s3_pn[p], c0, s0, s1, r0;
     E->full[p] = talloc(E, pn * E->world.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
-    return ag_dt(E, E->param_part + L->s3_off[p], E->full[p], even_counts(E, pn), err);
+    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
+    int rc = ag_dt(E, E->param_part + L->s3_off[p], E->full[p], even_counts(E, pn), err);
+    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
+    E->gather_sent[E->gphase] += s1 - s0;
+    E->n_avail += L->params[p].numel;
+    return rc;
 }
 
 /* plan: gather_per_layer=1 */
-static void release_param(ZnEngine *E, int p) {
+void zn_engine_release_param(ZnEngine *E, int p) {
     if (E->persistent[p] || !E->full[p]) return;
     zn_dev_free(E->dev, E->full[p]);
     E->full[p] = NULL;
-}
-
-/* DeepSpeed's persistence rule (parameter_offload.mark_persistent_parameters):
- * small params stay gathered; the model-wide budget is walked in model order.
- * The reuse rule (coordinator release): after a layer's forward, its params
- * are kept if their next use (the same layer's backward) comes within
- * max_reuse_distance elements of other modules' params. zinc knows the model's
- * schedule up front, so it applies the rule from the first step (DeepSpeed
- * applies it once its trace is recorded). */
-/* plan: gather_per_layer=1 */
-static void plan_residency(ZnEngine *E) {
-    const ZnZeroConfig *z = &E->cfg->zero;
-    long persisted = 0;
-    for (int p = 0; p < E->L.nparams; p++) {
-        long n = E->L.params[p].numel;
-        E->persistent[p] = 0;
-        if (n <= z->param_persistence_threshold && persisted + n <= z->model_persistence_threshold) {
-            E->persistent[p] = 1;
-            persisted += n;
-        }
-    }
-    const ZnModel *m = E->model;
-    for (int i = 0; i < m->nmodules; i++) {
-        long between = 0;   /* params of the modules used between fwd(i) and bwd(i) */
-        for (int j = i + 1; j < m->nmodules; j++)
-            for (int q = 0; q < m->modules[j].nparams; q++) between += 2 * E->L.params[m->modules[j].param[q]].numel;
-        E->keep_after_fwd[i] = between < z->max_reuse_distance;
-    }
+    E->n_avail -= E->L.params[p].numel;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -343,7 +322,7 @@ static int reduce_at_boundary(ZnEngine *E, ZnErr *err) {
 /* ---------------------------------------------------------------------- */
 /* forward and backward of one micro-batch */
 
-static float *param_ptr(ZnEngine *E, int p) {
+float *zn_engine_param_ptr(ZnEngine *E, int p) {
     return E->P.gather_per_layer ? E->full[p] : E->flat_params + E->L.flat_offset[p];
 }
 
@@ -385,39 +364,22 @@ static float *grad_dest(ZnEngine *E, int p, float *scratch) {
     return E->flat_grads + E->L.flat_offset[p];
 }
 
-/* Gathers module i's params (stage 3) and points W at them. */
-static int module_params(ZnEngine *E, int i, float **W, ZnErr *err) {
-    const ZnModule *md = &E->model->modules[i];
-    for (int q = 0; q < md->nparams; q++) {
-        int rc = E->P.gather_per_layer ? gather_param(E, md->param[q], err) : 0;
-        if (rc) return rc;
-        W[q] = param_ptr(E, md->param[q]);
-    }
-    return 0;
-}
-
-static void module_release(ZnEngine *E, int i) {
-    const ZnModule *md = &E->model->modules[i];
-    if (!E->P.gather_per_layer) return;
-    for (int q = 0; q < md->nparams; q++) release_param(E, md->param[q]);
-}
-
 static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *loss, ZnErr *err) {
-    const ZnModel *m = E->model;
-    const int nm = m->nmodules;
+    const int nm = E->model->nmodules;
     ZnModelRun *R = E->run;
     int rc = zn_run_begin(R, E->data, first_sample, err);
     if (rc) goto done;
     phase(E, "before forward");
     double t_f = zn_now_s();
     float *W[2] = {NULL, NULL}, *dW[2] = {NULL, NULL};
-    for (int i = 0; i < nm; i++) {
-        if ((rc = module_params(E, i, W, err))) goto done;
-        zn_run_forward(R, i, W);
-        if (!E->keep_after_fwd || !E->keep_after_fwd[i]) module_release(E, i);
-        if (E->hooks.repeat_on && i == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
+    E->gphase = 0;
+    for (int k = 0; k < nm; k++) {   /* the first nm visits: forward */
+        if ((rc = zn_fetch_module(E, k, W, err))) goto done;
+        zn_run_forward(R, k, W);
+        zn_fetch_release(E, k);
+        if (E->hooks.repeat_on && k == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
             E->hooks.repeat_on = 0;
-            i--;
+            k--;
         }
     }
     *loss = zn_run_loss(R, grad_scale);
@@ -427,22 +389,29 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     phase(E, "before backward");
     double t_b = zn_now_s();
 
-    for (int i = nm - 1; i >= 0; i--) {
-        const ZnModule *md = &m->modules[i];
-        if ((rc = module_params(E, i, W, err))) goto done;
+    E->gphase = 1;
+    for (int k = nm; k < E->ntrace; k++) {
+        const ZnVisit v = E->trace[k];
+        const ZnModule *md = &E->model->modules[v.mod];
+        if ((rc = zn_fetch_module(E, k, W, err))) goto done;
+        if (v.kind == ZN_VISIT_RECOMPUTE) {   /* activation checkpointing: the same forward again */
+            zn_run_forward(R, v.mod, W);
+            zn_fetch_release(E, k);
+            continue;
+        }
         long off = 0;
         for (int q = 0; q < md->nparams; q++) {
             dW[q] = grad_dest(E, md->param[q], E->grad_scratch + off);
             off += E->L.params[md->param[q]].numel;
         }
-        zn_run_backward(R, i, W, dW);
+        zn_run_backward(R, v.mod, W, dW);
         for (int q = 0; q < md->nparams; q++) round_dt(E, dW[q], E->L.params[md->param[q]].numel);
-        if (i == nm - 1 && E->micro == 0 && inject_now(E))   /* dW[0][0] = inject_value */
+        if (v.mod == nm - 1 && E->micro == 0 && inject_now(E))   /* dW[0][0] = inject_value */
             E->k->upload(E->dev, dW[0], &E->hooks.inject_value, sizeof(float));
-        module_release(E, i);
+        zn_fetch_release(E, k);
         /* backward order: a module's params last to first (reverse model order) */
         for (int q = md->nparams - 1; q >= 0; q--)
-            if ((rc = weight_grad(E, i, md->param[q], dW[q], err))) goto done;
+            if ((rc = weight_grad(E, v.mod, md->param[q], dW[q], err))) goto done;
     }
     if (E->P.reduce_per_micro && E->next_bucket != E->L.nbuckets) {
         rc = zn_err(err, ZN_E_INTERNAL, "backward ended with %d of %d buckets reduced",
@@ -455,6 +424,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     zn_trace_add(E->hooks.trace, "backward", t_b, zn_now_s(), -1, E->global_step + 1);
 done:
     zn_run_end(R);
+    zn_fetch_end_micro(E);
     if (!rc) phase(E, "after backward");
     return rc;
 }
@@ -598,12 +568,12 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
     if (E->P.allgather_after_step) {
         rc = ag_dt(E, work, E->flat_params, even_counts(E, L->part_numel), err);
     } else if (E->P.gather_per_layer) {
+        E->gphase = 2;
         for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
             if (!E->persistent[p]) continue;
-            zn_dev_free(E->dev, E->full[p]);
-            E->full[p] = NULL;
             E->persistent[p] = 0;
-            rc = gather_param(E, p, err);
+            zn_engine_release_param(E, p);
+            rc = zn_engine_gather_param(E, p, err);
             E->persistent[p] = 1;
         }
     }
@@ -858,6 +828,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->scratch_bytes = per_rank * (size_t)E->world.size;
     if (!(E->scratch = zn_dev_alloc(dev, E->scratch_bytes, ZN_MEM_WORKSPACE, err))) goto fail;
     if (!(E->run = zn_run_new(model, dev, E->dt, (int)cfg->micro_batch, err))) goto fail;
+    zn_run_set_recompute(E->run, cfg->activation_checkpointing);
     /* the host scratch of every step, so that a step allocates nothing
        on the host (Z-ENG-017): collective counts, a bucket's received
        pieces, the norm's partial sums, the step's losses */
@@ -950,18 +921,9 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         round_dt(E, E->param_part, E->part_n);
         dcopy(E, E->master, E->param_part, E->part_n);
         E->full = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
-        E->persistent = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(int));
-        E->keep_after_fwd = zn_calloc(ZN_HOST_ENGINE, (size_t)model->nmodules + 1, sizeof(int));
-        if (!E->full || !E->persistent || !E->keep_after_fwd) { zn_nomem(err); goto fail; }
-        plan_residency(E);
-        for (int p = 0; p < L->nparams; p++) {
-            if (!E->persistent[p]) continue;
-            E->persistent[p] = 0;   /* gather once now, then keep */
-            rc = gather_param(E, p, err);
-            E->persistent[p] = 1;
-            if (rc) goto fail;
-        }
+        if (!E->full) { zn_nomem(err); goto fail; }
     }
+    if ((rc = zn_fetch_init(E, err))) goto fail;
     if (!(E->exp_avg = falloc(E, E->part_n, ZN_MEM_EXP_AVG, err))) goto fail;
     if (!(E->exp_avg_sq = falloc(E, E->part_n, ZN_MEM_EXP_AVG_SQ, err))) goto fail;
     if (E->canonical && cfg->grad_accum > 1) {
@@ -986,8 +948,7 @@ void zn_engine_free(ZnEngine *E) {
         for (int p = 0; p < E->L.nparams; p++) zn_dev_free(E->dev, E->full[p]);
         free(E->full);
     }
-    free(E->persistent);
-    free(E->keep_after_fwd);
+    zn_fetch_free(E);
     if (E->tied_acc) {
         for (int p = 0; p < E->L.nparams; p++) if (E->dev) zn_dev_free(E->dev, E->tied_acc[p]);
         free(E->tied_acc);

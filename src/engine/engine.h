@@ -23,6 +23,10 @@
 
 struct ZnEngine;
 
+/* One module visit of a micro-step: kind 0 forward, 1 the forward again
+   (activation checkpointing's recompute), 2 backward (fetch.h). */
+typedef struct { int mod, kind; } ZnVisit;
+
 typedef struct {
     double loss;        /* mean loss over the global batch */
     double grad_norm;   /* unscaled, pre-clip global L2 norm of the averaged gradient */
@@ -81,8 +85,20 @@ typedef struct ZnEngine {
     /* stage 3: this rank's flat partition of the working parameters */
     float *param_part;
     float **full;           /* stage 3: gathered full parameters (pn*W) or NULL */
-    int *persistent;        /* stage 3: params never released (Z-ENG-S3-persist) */
-    int *keep_after_fwd;    /* stage 3, per layer: reused within max_reuse_distance */
+    int *persistent;        /* stage 3: params never released (Z-S3-002) */
+    /* the micro-step's module visits in order (fetch.c): forward, then
+       backward with each checkpointed block recomputed before it */
+    int ntrace;
+    ZnVisit *trace;
+    /* stage 3 fetching (Z-S3-*) */
+    int trace_complete;     /* 0 during the first micro-step: DeepSpeed records the trace then */
+    unsigned char *keep;    /* [ntrace * 2]: keep param slot q gathered after visit k (reuse rule) */
+    int *prefetched;        /* [nparams] gathered ahead of its next use */
+    long pf_cursor;         /* next trace param slot the prefetch considers */
+    long n_avail;           /* parameter elements gathered now (persistent ones too) */
+    long live_peak;         /* the most gathered at once, this step */
+    int gphase;             /* what gathers now: 0 forward, 1 backward, 2 after the step */
+    long gather_sent[3];    /* bytes this rank sent gathering parameters, per phase, since init */
 
     /* optimizer partition: master weights, gradients, Adam moments */
     long part_n;

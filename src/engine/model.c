@@ -83,6 +83,8 @@ ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *
     return R;
 }
 
+void zn_run_set_recompute(ZnModelRun *R, int on) { R->recompute = on; }
+
 void zn_run_free(ZnModelRun *R) {
     if (!R) return;
     zn_run_end(R);

@@ -35,6 +35,7 @@ typedef struct {
     char name[ZN_MAX_NAME];
     int nparams;                 /* 0..2 */
     int param[2];
+    int block;                   /* activation checkpointing's unit (a transformer block), or -1 */
 } ZnModule;
 
 typedef struct {
@@ -117,6 +118,10 @@ typedef struct ZnModelRun ZnModelRun;
 /* NULL + err: no memory, or a device without the model's kernels. */
 ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *err);
 void zn_run_free(ZnModelRun *R);
+/* Activation checkpointing (Z-GPT-014): the caller runs each block's
+ * modules forward again before its backward, so one block's activations
+ * are kept instead of every block's (the block inputs are kept). */
+void zn_run_set_recompute(ZnModelRun *R, int on);
 /* Allocates the micro-batch's activations and uploads samples
  * [first, first + B) of data. */
 int zn_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);

@@ -51,8 +51,9 @@ static void add_param(ZnModel *m, const char *name, int ndim, long d0, long d1) 
     p->numel = ndim == 1 ? d0 : d0 * d1;
 }
 
-static void add_module(ZnModel *m, const char *name, int np, int p0, int p1) {
+static void add_module(ZnModel *m, const char *name, int np, int p0, int p1, int block) {
     ZnModule *md = &m->modules[m->nmodules++];
+    md->block = block;
     snprintf(md->name, sizeof md->name, "%s", name);
     md->nparams = np;
     md->param[0] = p0;
@@ -68,7 +69,7 @@ static void build(ZnModel *m) {
     m->seq_len = g->n_positions;
     add_param(m, "transformer.wte.weight", 2, g->vocab_size, C);
     add_param(m, "transformer.wpe.weight", 2, g->n_positions, C);
-    add_module(m, "transformer.wte+wpe", 2, 0, 1);
+    add_module(m, "transformer.wte+wpe", 2, 0, 1, -1);
     static const struct { const char *suffix; int ndim; long d0, d1; } blk[PER_BLOCK] = {
         {"ln_1.weight", 1, 1, 0},        {"ln_1.bias", 1, 1, 0},
         {"attn.c_attn.weight", 2, 1, 3}, {"attn.c_attn.bias", 1, 3, 0},
@@ -86,13 +87,13 @@ static void build(ZnModel *m) {
         }
         for (int i = 0; i < MODS_PER_BLOCK; i++) {
             snprintf(n, sizeof n, "transformer.h.%d.%s", l, mods[i]);
-            add_module(m, n, 2, base + 2 * i, base + 2 * i + 1);
+            add_module(m, n, 2, base + 2 * i, base + 2 * i + 1, l);
         }
     }
     add_param(m, "transformer.ln_f.weight", 1, C, 0);
     add_param(m, "transformer.ln_f.bias", 1, C, 0);
-    add_module(m, "transformer.ln_f", 2, m->nparams - 2, m->nparams - 1);
-    add_module(m, "lm_head", 1, 0, -1);
+    add_module(m, "transformer.ln_f", 2, m->nparams - 2, m->nparams - 1, -1);
+    add_module(m, "lm_head", 1, 0, -1, -1);
     snprintf(m->aliases[0].name, sizeof m->aliases[0].name, "lm_head.weight");
     m->aliases[0].param = 0;
     m->naliases = 1;
@@ -261,6 +262,11 @@ int zn_gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err)
     if (!(R->labels = (int *)zn_dev_alloc(R->d, (size_t)BT * sizeof(int), ZN_MEM_ACTIVATIONS, err))) return err->code;
     ACT(g->x[0], BT * C);
     for (int l = 0; l < L; l++) {
+        if (R->recompute && l > 0) {   /* one block's activations, shared: backward recomputes them */
+            for (int i = 0; i < NPERLAYER; i++) g->ln1[(long)i * L + l] = g->ln1[(long)i * L];
+            ACT(g->x[l + 1], BT * C);
+            continue;
+        }
         ACT(g->ln1[l], BT * C);
         STAT(g->ln1_mean[l], BT);
         STAT(g->ln1_rstd[l], BT);
@@ -443,7 +449,7 @@ void zn_gpt2_run_end(ZnModelRun *R) {
     for (int i = 0; i < NPERLAYER; i++) {
         float **a = g->ln1 + (long)i * L;   /* the arrays lie one after another */
         for (int l = 0; l < L; l++) {
-            zn_dev_free(d, a[l]);
+            if (!R->recompute || l == 0) zn_dev_free(d, a[l]);   /* shared ones freed once */
             a[l] = NULL;
         }
     }

@@ -161,6 +161,7 @@ int zn_mlp_parse(const char *spec, ZnModel *m, ZnErr *err) {
         md->nparams = 2;
         md->param[0] = m->layer_param[l][0];
         md->param[1] = m->layer_param[l][1];
+        md->block = -1;
     }
     return 0;
 }

@@ -11,6 +11,7 @@ struct ZnModelRun {
     const ZnKernels *k;
     ZnDtype dt;
     int B;
+    int recompute;         /* activation checkpointing: blocks recomputed in backward */
     /* host staging of one micro-batch, allocated once */
     float *host_x;
     int *host_in, *host_tgt;
