@@ -456,12 +456,18 @@ static void test_cli_model(void **state) {
     assert_int_equal(r.rc, 0);
     /* 2*4096*16384 + 16384 + 4096; layer 0 = 67108864 + 16384 */
     assert_str_contains(r.out, "Model mlp:4096,16384,4096: 134238208 params, largest layer layers.0 "
-                               "with 67125248 params (weight + bias).\n");
+                               "with 67125248 params (its own parameters).\n");
     assert_str_contains(r.out, "SW: Model with 134M total params, 67M largest layer params.\n");
     /* no offload, zero_init: CPU 67125248*4*8*1.5 -> 3.00 GB; GPU
        4*67125248 + int(18*134238208/8) = 268500992 + 302035968 -> 0.53 GB */
     assert_str_contains(r.out, "    3.00GB |   0.53GB | offload_param=none, offload_optimizer=none, zero_init=1\n");
     assert_int_equal(r.note_len, 0);
+    run_free(&r);
+    /* GPT-2: the largest nn.Module is the token embedding (tied with lm_head) */
+    RUN(r, "--model", "gpt2", "--gpus-per-node", "8", "--stage", "3");
+    assert_int_equal(r.rc, 0);
+    assert_str_contains(r.out, "Model gpt2: 124439808 params, largest layer transformer.wte with 38597376 params "
+                               "(its own parameters).\n");
     run_free(&r);
 }
 
@@ -469,7 +475,7 @@ static void test_cli_model(void **state) {
 static void test_cli_bad_flags(void **state) {
     (void)state;
     static const struct { int argc; const char *argv[6]; const char *msg; } bad[] = {
-        {0, {NULL}, "--params P or --model mlp:D0,...,Dk is required"},
+        {0, {NULL}, "--params P or --model (mlp:D0,...,Dk, gpt2...) is required"},
         {1, {"--bogus"}, "unknown flag '--bogus' for 'zinc estimate'"},
         {1, {"7.5B"}, "unexpected argument '7.5B' for 'zinc estimate'"},
         {1, {"--params"}, "--params needs a value"},

@@ -190,21 +190,36 @@ int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
         if (rc) return rc;
         /* total: every parameter once (a tied parameter is one entry) */
         o->params = zn_model_numel(&m);
-        /* largest layer: a module's own params (weight + bias of one Linear);
-           a layer naming one param twice counts it once */
-        for (int l = 0; l < m.nlayers; l++) {
-            int w = m.layer_param[l][0], b = m.layer_param[l][1];
-            long long n = m.params[w].numel + (b != w ? m.params[b].numel : 0);
-            if (n > o->largest_layer || o->largest_layer_index < 0) {
-                o->largest_layer = n;
-                o->largest_layer_index = l;
+        /* largest layer: the most parameters one nn.Module owns, as DeepSpeed's
+           *_all_live helpers count them (recurse=False): within each of
+           zinc's modules, the params sharing a name prefix up to the last
+           '.' are one nn.Module's (a Linear's weight and bias; GPT-2's
+           embeddings module holds two, wte and wpe); a tied param is
+           counted with every module that uses it */
+        for (int i = 0; i < m.nmodules; i++) {
+            const ZnModule *md = &m.modules[i];
+            for (int q = 0; q < md->nparams; q++) {
+                const char *name = m.params[md->param[q]].name, *dot = strrchr(name, '.');
+                size_t plen = dot ? (size_t)(dot - name) : strlen(name);
+                long long n = 0;
+                for (int r = 0; r < md->nparams; r++) {
+                    const char *o2 = m.params[md->param[r]].name;
+                    if (strlen(o2) > plen && !strncmp(o2, name, plen) && o2[plen] == '.' && !strchr(o2 + plen + 1, '.') &&
+                        (r == 0 || md->param[r] != md->param[0]))
+                        n += m.params[md->param[r]].numel;
+                }
+                if (n > o->largest_layer || o->largest_layer_index < 0) {
+                    o->largest_layer = n;
+                    o->largest_layer_index = i;
+                    snprintf(o->largest_layer_name, sizeof o->largest_layer_name, "%.*s", (int)plen, name);
+                }
             }
         }
         o->have_largest = 1;
         have_params = 1;
     }
     if (!have_params)
-        return zn_err(err, ZN_E_USAGE, "--params P or --model mlp:D0,...,Dk is required "
+        return zn_err(err, ZN_E_USAGE, "--params P or --model (mlp:D0,...,Dk, gpt2...) is required "
                       "(e.g. zinc estimate --params 7.5B --gpus-per-node 8)");
     if (o->largest_layer > o->params)
         return zn_err(err, ZN_E_USAGE, "--largest-layer (%lld) exceeds --params (%lld)",
@@ -247,8 +262,8 @@ int zn_est_run(int argc, char **argv, FILE *out, FILE *note, ZnErr *err) {
     int stage2, stage3;
     estimators_for(&o, &stage2, &stage3);
     if (o.model_spec)
-        fprintf(out, "Model %s: %lld params, largest layer layers.%d with %lld params (weight + bias).\n\n",
-                o.model_spec, o.params, o.largest_layer_index, o.largest_layer);
+        fprintf(out, "Model %s: %lld params, largest layer %s with %lld params (its own parameters).\n\n",
+                o.model_spec, o.params, o.largest_layer_name, o.largest_layer);
     if (stage3 && !o.have_largest && note)
         fprintf(note, "zinc estimate: note: --largest-layer not given: stage 3 counts 0 for the largest "
                       "layer, so its GPU figures are lower bounds\n");

@@ -21,7 +21,8 @@ typedef struct {
     int rows;               /* ZN_EST_ROWS_* */
     double buffer_factor;   /* additional_buffer_factor */
     const char *model_spec; /* --model, or NULL */
-    int largest_layer_index;/* --model: index of the largest layer */
+    int largest_layer_index;/* --model: index of the largest layer's module */
+    char largest_layer_name[96];   /* --model: the nn.Module it is (its parameters' name prefix) */
     int help;               /* -h / --help */
 } ZnEstOpts;
 
