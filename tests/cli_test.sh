@@ -397,4 +397,15 @@ a2=$(grep -o 'activations=[0-9]*' "$T/out2" | sort -t= -k2 -n | tail -n 1 | cut 
 if [ -n "$a1" ] && [ -n "$a2" ] && [ "$a2" -lt "$a1" ] && grep -q '^digest=' "$T/out1" && \
    [ "$(tail -n 1 "$T/out1")" = "$(tail -n 1 "$T/out2")" ]; then
   ok Z-GPT-014-checkpointing; else bad Z-GPT-014-checkpointing "activations $a1 vs $a2; $(tail -n 1 "$T/out1") $(tail -n 1 "$T/out2")"; fi
+
+# spec: Z-OPT-020 the weight-decay groups are recorded and a resume with others is refused
+G="train --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 8 --world-size 2 --steps 2 --train-batch-size 4 --steps-per-print 0 --stage 2"
+"$ZINC" $G --checkpoint-dir "$T/wck" --checkpoint-interval 2 >/dev/null 2>&1
+printf '{"train_batch_size": 4, "zinc": {"weight_decay_exclude": []}}\n' >"$T/wd0.json"
+if grep -q '"no_weight_decay":.*"transformer.h.0.ln_1.weight"' "$T"/wck/global_step2/manifest.json; then
+  expect_fail Z-OPT-020-resume 2 "saved with 18 parameters without weight decay (first: 'transformer.h.0.ln_1.weight'), this run has 0" -- \
+    $G --steps 3 --checkpoint-dir "$T/wck" --resume --config "$T/wd0.json"
+else bad Z-OPT-020-manifest "no_weight_decay not recorded"; fi
+printf '{"train_batch_size": 4, "zinc": {"weight_decay_exclude": "bias"}}\n' >"$T/wd1.json"
+expect_fail Z-OPT-020-type 2 "zinc.weight_decay_exclude" -- $G --config "$T/wd1.json"
 finish cli

@@ -603,7 +603,7 @@ static void test_zinc_section(void **state) {
     assert_int_equal(c.canonical, 1);
     assert_int_equal(c.exact, 1);
     err_is("{\"zinc\": {\"canon\": true}}", NULL,
-           "ds.json: zinc.canon: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks)");
+           "ds.json: zinc.canon: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks, weight_decay_exclude)");
     err_is("{\"zinc\": {\"exact\": \"auto\"}}", NULL, "ds.json: zinc.exact: \"auto\" is not supported for this key");
     /* the args override the section */
     ZnConfigArgs a = no_args();

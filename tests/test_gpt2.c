@@ -7,6 +7,8 @@
 #include "engine/data_text.h"
 #include "core/zn_math.h"
 #include "core/rng.h"
+#include "core/config.h"
+#include "engine/decay.h"
 #include <math.h>
 
 /* spec: Z-GPT-001 */
@@ -334,6 +336,61 @@ static void test_gradient_check(void **state) {
     free(m);
 }
 
+/* spec: Z-OPT-020 */
+static void test_decay_ranges(void **state) {
+    (void)state;
+    ZnModel *m = malloc(sizeof *m);
+    ZnErr err = {0};
+    assert_int_equal(zn_model_parse("gpt2-tiny", m, &err), 0);
+    ZnConfig cfg;
+    zn_config_defaults(&cfg);
+    for (int stage = 0; stage <= 3; stage++)
+        for (int W = 1; W <= 3; W++) {
+            ZnLayout L;
+            ZnLayoutOpts lo = {0, 1000000000L, 5000};
+            assert_int_equal(zn_layout_build(&L, m->params, m->nparams, W, stage, &lo, &err), 0);
+            ZnPlan plan;
+            assert_int_equal(zn_plan_build(&plan, stage, &err), 0);
+            long part_n = zn_layout_master_numel(&L, &plan);
+            for (int r = 0; r < W; r++) {
+                ZnDecayRange *rg;
+                int n;
+                assert_int_equal(zn_decay_ranges(m, &cfg, &L, r, part_n, &rg, &n, &err), 0);
+                /* the ranges tile the partition, neighbours differ */
+                long at = 0;
+                for (int i = 0; i < n; i++) {
+                    assert_int_equal(rg[i].lo, at);
+                    assert_true(rg[i].hi > rg[i].lo);
+                    if (i) assert_int_not_equal(rg[i].decay, rg[i - 1].decay);
+                    at = rg[i].hi;
+                }
+                assert_int_equal(at, part_n);
+                /* every element this rank holds has its param's rule */
+                for (int p = 0; p < m->nparams; p++) {
+                    long plo, phi, off;
+                    zn_layout_owned(&L, p, r, &plo, &phi, &off);
+                    int want = !strstr(m->params[p].name, "bias") && !strstr(m->params[p].name, ".ln_");
+                    assert_int_equal(zn_decay_param(m, &cfg, p), want);
+                    for (long e = off; e < off + (phi - plo); e++) {
+                        int i = 0;
+                        while (rg[i].hi <= e) i++;
+                        assert_int_equal(rg[i].decay, want);
+                    }
+                }
+                free(rg);
+            }
+            zn_layout_free(&L);
+        }
+    /* the config's list replaces the default; [] decays everything */
+    cfg.n_wd_exclude = 1;
+    snprintf(cfg.wd_exclude[0], sizeof cfg.wd_exclude[0], "wpe");
+    assert_int_equal(zn_decay_param(m, &cfg, 1), 0);
+    assert_int_equal(zn_decay_param(m, &cfg, 3), 1);
+    cfg.n_wd_exclude = 0;
+    for (int p = 0; p < m->nparams; p++) assert_int_equal(zn_decay_param(m, &cfg, p), 1);
+    free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_presets_and_counts),
@@ -341,6 +398,7 @@ int main(void) {
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_tanh),
         cmocka_unit_test(test_gradient_check),
+        cmocka_unit_test(test_decay_ranges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

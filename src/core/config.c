@@ -412,7 +412,7 @@ static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *ke
             if (unknown == UNKNOWN_FORBID)
                 return fail(x, "%s: unknown key (DeepSpeed forbids unknown keys in %s)", sub, path);
             if (unknown == UNKNOWN_ZINC)
-                return fail(x, "%s: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks)", sub);
+                return fail(x, "%s: unknown key (the \"zinc\" section takes canonical, exact, deepspeed_quirks, weight_decay_exclude)", sub);
             warn(x, "%s: unknown key, ignored", sub);
             continue;
         }
@@ -974,10 +974,31 @@ static int read_act_ckpt(Ctx *x, const Key *k, const cJSON *v, const char *path,
     return ZN_OK;
 }
 
+/* zinc.weight_decay_exclude: an array of name substrings (Z-OPT-020) */
+static int read_wd_exclude(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnConfig *c = base;
+    if (cJSON_IsNull(v)) return ZN_OK;
+    if (!cJSON_IsArray(v)) return expected(x, v, path, "an array of parameter-name substrings", 0);
+    int n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (n == ZN_WD_EXCLUDE_MAX)
+            return fail(x, "%s: at most %d substrings", path, ZN_WD_EXCLUDE_MAX);
+        if (!cJSON_IsString(it) || !it->valuestring[0] || strlen(it->valuestring) >= sizeof c->wd_exclude[0])
+            return fail(x, "%s[%d]: expected a non-empty string of at most %zu characters", path, n,
+                        sizeof c->wd_exclude[0] - 1);
+        snprintf(c->wd_exclude[n++], sizeof c->wd_exclude[0], "%s", it->valuestring);
+    }
+    c->n_wd_exclude = n;
+    return ZN_OK;
+}
+
 static const Key ZINC_KEYS[] = {
     {"canonical", .type = K_BOOL, .off = C(canonical)},
     {"exact", .type = K_BOOL, .off = C(exact)},
     {"deepspeed_quirks", .type = K_BOOL, .off = C(deepspeed_quirks)},
+    {"weight_decay_exclude", .type = K_FN, .fn = read_wd_exclude},
 };
 
 /* Sections zinc accepts and ignores; when one of them is switched on it
@@ -1061,6 +1082,7 @@ void zn_config_defaults(ZnConfig *c) {
     memset(c, 0, sizeof *c);
     apply_defaults(TOP_KEYS, sizeof TOP_KEYS / sizeof *TOP_KEYS, (char *)c);
     c->optimizer_present = 0;
+    c->n_wd_exclude = -1;   /* not given: the model's default (Z-OPT-020) */
     c->opt_type = ZN_OPT_ADAM;
     c->beta1 = 0.9;          /* FusedAdam's constructor defaults (betas: read_betas) */
     c->beta2 = 0.999;

@@ -5,6 +5,7 @@
  * Hugging Face's Trainer fills them. */
 #ifndef ZN_CONFIG_H
 #define ZN_CONFIG_H
+#define ZN_WD_EXCLUDE_MAX 16
 #include "core/err.h"
 #include "core/dtype.h"
 
@@ -129,6 +130,11 @@ typedef struct {
     int activation_checkpointing;   /* the "activation_checkpointing" section is present: recompute each block */
     int exact;                      /* 0 */
     int deepspeed_quirks;           /* 0: zinc's fixes; 1: reproduce DeepSpeed's quirks (Z-PREC-*) */
+    /* zinc.weight_decay_exclude (Z-OPT-020): parameters whose name contains
+       one of these get no weight decay; -1 count: not given (the model's
+       default, engine/decay.c) */
+    int n_wd_exclude;
+    char wd_exclude[ZN_WD_EXCLUDE_MAX][64];
     /* derived */
     ZnDtype model_dtype;            /* fp32 unless fp16/bf16 enabled */
 } ZnConfig;

@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "engine/fetch.h"
+#include "engine/decay.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,6 +494,19 @@ static void plant_fault(ZnEngine *E, long i, float delta) {
     }
 }
 
+/* Adam over [lo, hi) of the partition, one call per weight-decay range
+ * (Z-OPT-020): Adam is element-wise, so the cut changes no other bit. */
+static void adam_range(ZnEngine *E, long lo, long hi, const ZnAdamParams *hp, float mul, float *work) {
+    for (int i = 0; i < E->ndecay; i++) {
+        long a = E->decay[i].lo > lo ? E->decay[i].lo : lo, b = E->decay[i].hi < hi ? E->decay[i].hi : hi;
+        if (b <= a) continue;
+        ZnAdamParams h = *hp;
+        if (!E->decay[i].decay) h.weight_decay = 0.0;
+        E->k->adam(E->dev, b - a, E->master + a, E->grad_part + a, E->exp_avg + a, E->exp_avg_sq + a, &h, E->opt_step,
+                   mul, work ? work + a : NULL, E->dt);
+    }
+}
+
 static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
     const int quirks = cfg->deepspeed_quirks;
@@ -538,13 +552,10 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
         for (int s = 0; s < L->nsubgroups; s++) {
             int p0 = L->subgroup_first[s], p1 = L->subgroup_first[s + 1];
             if (p1 <= p0) continue;
-            long lo = L->s3_off[p0], hi = L->s3_off[p1 - 1] + L->s3_pn[p1 - 1];
-            E->k->adam(E->dev, hi - lo, E->master + lo, E->grad_part + lo, E->exp_avg + lo,
-                       E->exp_avg_sq + lo, &hp, E->opt_step, mul, work + lo, E->dt);
+            adam_range(E, L->s3_off[p0], L->s3_off[p1 - 1] + L->s3_pn[p1 - 1], &hp, mul, work);
         }
     } else {
-        E->k->adam(E->dev, E->part_n, E->master, E->grad_part, E->exp_avg, E->exp_avg_sq, &hp,
-                   E->opt_step, mul, work, E->dt);
+        adam_range(E, 0, E->part_n, &hp, mul, work);
     }
     zn_sched_step(&E->sched);
     if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n)
@@ -924,6 +935,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (!E->full) { zn_nomem(err); goto fail; }
     }
     if ((rc = zn_fetch_init(E, err))) goto fail;
+    if ((rc = zn_decay_ranges(model, cfg, L, E->world.rank, E->part_n, &E->decay, &E->ndecay, err))) goto fail;
     if (!(E->exp_avg = falloc(E, E->part_n, ZN_MEM_EXP_AVG, err))) goto fail;
     if (!(E->exp_avg_sq = falloc(E, E->part_n, ZN_MEM_EXP_AVG_SQ, err))) goto fail;
     if (E->canonical && cfg->grad_accum > 1) {
@@ -949,6 +961,7 @@ void zn_engine_free(ZnEngine *E) {
         free(E->full);
     }
     zn_fetch_free(E);
+    free(E->decay);
     if (E->tied_acc) {
         for (int p = 0; p < E->L.nparams; p++) if (E->dev) zn_dev_free(E->dev, E->tied_acc[p]);
         free(E->tied_acc);

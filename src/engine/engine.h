@@ -105,6 +105,9 @@ typedef struct ZnEngine {
     float *master;          /* stage 0: aliases flat_params */
     float *grad_part;       /* stage 0: flat_grads; stage 1: flat_grads + r*S_p */
     float *exp_avg, *exp_avg_sq;
+    /* the partition cut by weight-decay rule (decay.h): Adam runs once per range */
+    struct ZnDecayRange *decay;
+    int ndecay;
 
     float *bucket_buf;      /* reduce bucket (stages 2/3, stage 1 with round robin) */
     long bucket_cap;

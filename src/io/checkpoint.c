@@ -3,6 +3,7 @@
 #include <xxhash.h>
 #include "core/alloc.h"
 #include "core/json_track.h"
+#include "engine/decay.h"
 #include "core/fileio.h"
 #include "core/hash.h"
 #include "io/safetensors.h"
@@ -89,14 +90,19 @@ typedef struct {
     ZnLayoutOpts lopts;
     long aligned_numel, part_numel, rank_numel;
     int nparams;
-    ZnParamSpec params[2 * ZN_MAX_LAYERS];
-    long flat_offset[2 * ZN_MAX_LAYERS], pn[2 * ZN_MAX_LAYERS];
+    ZnParamSpec params[ZN_MAX_PARAMS];
+    long flat_offset[ZN_MAX_PARAMS], pn[ZN_MAX_PARAMS];
     ZnEngineState st;
     int nfiles;
     struct { char name[128]; uint64_t bytes, hash; int kind; } files[4096 + 1];   /* kind: SUM_* */
     int naliases;               /* tied weights: alias name -> the parameter it shares */
     struct { char name[ZN_MAX_NAME]; int param; } aliases[2 * ZN_MAX_LAYERS];
     cJSON *config;              /* owned; may be NULL */
+    /* the parameters saved without weight decay (Z-OPT-020): how many, a
+       hash of their names, the first */
+    int n_nwd;
+    uint64_t nwd_hash;
+    char nwd_first[ZN_MAX_NAME];
 } Manifest;
 
 static cJSON *layout_json(const ZnLayout *L, const ZnLayoutOpts *lo) {
@@ -242,7 +248,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
         (rc = get_long(m, lay, "rank_numel", "layout.", 0, &m->rank_numel, err)))
         goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(lay, "params");
-    if (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) < 1 || cJSON_GetArraySize(ps) > 2 * ZN_MAX_LAYERS) {
+    if (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) < 1 || cJSON_GetArraySize(ps) > ZN_MAX_PARAMS) {
         rc = zn_err(err, ZN_E_CORRUPT, "%s: layout.params: missing or of a bad length", path);
         goto out;
     }
@@ -332,6 +338,21 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
         }
         snprintf(m->aliases[m->naliases].name, ZN_MAX_NAME, "%s", it->string);
         m->aliases[m->naliases++].param = p;
+    }
+    const cJSON *nwd = cJSON_GetObjectItemCaseSensitive(doc, "no_weight_decay");   /* absent before GPT-2: none */
+    m->nwd_hash = ZN_FNV_INIT;
+    if (nwd && !cJSON_IsArray(nwd)) {
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: no_weight_decay: not an array", path);
+        goto out;
+    }
+    cJSON_ArrayForEach(it, nwd) {
+        const char *name = cJSON_GetStringValue(it);
+        if (!name) {
+            rc = zn_err(err, ZN_E_CORRUPT, "%s: no_weight_decay.%d: not a string", path, m->n_nwd);
+            goto out;
+        }
+        if (!m->n_nwd++) snprintf(m->nwd_first, sizeof m->nwd_first, "%s", name);
+        m->nwd_hash = zn_fnv1a64(m->nwd_hash, name, strlen(name) + 1);
     }
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(doc, "config");
     if (cfg && !(m->config = cJSON_Duplicate(cfg, 1))) rc = zn_err(err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG, path);
@@ -560,6 +581,23 @@ static const char *shape_str(const ZnParamSpec *p, char *buf, size_t n) {
 }
 
 /* The engine's model must be the checkpoint's: same names, same shapes. */
+/* A checkpoint resumes with the weight-decay groups it was saved with
+ * (Z-OPT-020): the run's must name the same parameters. */
+static int check_decay(const Manifest *m, const ZnEngine *E, ZnErr *err) {
+    int n = 0;
+    uint64_t h = ZN_FNV_INIT;
+    const char *first = "";
+    for (int p = 0; p < E->L.nparams; p++) {
+        if (zn_decay_param(E->model, E->cfg, p)) continue;
+        if (!n++) first = E->L.params[p].name;
+        h = zn_fnv1a64(h, E->L.params[p].name, strlen(E->L.params[p].name) + 1);
+    }
+    if (n == m->n_nwd && h == m->nwd_hash) return 0;
+    return zn_err(err, ZN_E_USAGE, "%s: saved with %d parameters without weight decay (first: '%s'), this run has %d "
+                  "(first: '%s'): resume with the zinc.weight_decay_exclude it was saved with", m->path, m->n_nwd,
+                  m->nwd_first, n, first);
+}
+
 static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
     if (m->nparams != L->nparams)
         return zn_err(err, ZN_E_USAGE, "%s: the checkpoint holds %d parameters (model %s), this model has %d",
@@ -729,6 +767,9 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON *sh = cJSON_AddObjectToObject(m, "shared_params");
         for (int a = 0; a < E->model->naliases; a++)
             cJSON_AddStringToObject(sh, E->model->aliases[a].name, L->params[E->model->aliases[a].param].name);
+        cJSON *nwd = cJSON_AddArrayToObject(m, "no_weight_decay");   /* Z-OPT-020 */
+        for (int p = 0; p < L->nparams; p++)
+            if (!zn_decay_param(E->model, E->cfg, p)) zn_json_add(nwd, NULL, cJSON_CreateString(L->params[p].name));
         cJSON *cfg = config_json ? zn_json_parse(config_json, strlen(config_json) + 1, NULL, 0) : NULL;
         zn_json_add(m, "config", cfg ? cfg : cJSON_CreateNull());
         cJSON *fs = cJSON_AddArrayToObject(m, "files");
@@ -860,6 +901,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     if (!universal && (rc = check_file_list(m, err))) goto out;
     if (!universal && E->world.rank == 0 && (rc = verify_model_file(m, tagdir, err))) goto out;
     if ((rc = check_model(m, &E->L, err))) goto out;
+    if (!universal && (rc = check_decay(m, E, err))) goto out;
     if (m->dt != E->dt) {
         rc = zn_err(err, ZN_E_USAGE, "%s: saved with model dtype %s, resuming with %s", m->path, zn_dtype_name(m->dt),
                     zn_dtype_name(E->dt));
@@ -1050,7 +1092,7 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
     if (!rc) rc = zn_mkdir_p(out, &err);
     UnivJob j;
     memset(&j, 0, sizeof j);
-    long offs[2 * ZN_MAX_LAYERS] = {0};
+    long offs[ZN_MAX_PARAMS] = {0};
     if (!rc) {
         for (int p = 1; p < m->nparams; p++) offs[p] = offs[p - 1] + m->params[p - 1].numel;
         j.m = m;
