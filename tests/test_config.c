@@ -576,8 +576,17 @@ static void test_known_ignored_keys_silent(void **state) {
                          " \"checkpoint\": {\"tag_validation\": \"Warn\", \"use_node_local_storage\": false}}",
                          NULL, w, sizeof w);
     assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
-                           "flops_profiler, activation_checkpointing, sparse_attention, data_efficiency, "
+                           "flops_profiler, sparse_attention, data_efficiency, "
                            "compression_training, tensorboard, wandb, csv_monitor, comms_logger, aio\n");
+    assert_int_equal(c.activation_checkpointing, 1);   /* an implemented section now (Z-GPT-014) */
+    ZnConfig c2 = ok_warn("{" MB ", \"activation_checkpointing\": {\"partition_activations\": true, "
+                          "\"number_checkpoints\": 4}}", NULL, w, sizeof w);
+    assert_int_equal(c2.activation_checkpointing, 1);
+    assert_string_equal(w, "zinc: warning: ds.json: activation_checkpointing: partition_activations and "
+                           "cpu_checkpointing are not implemented: the checkpointed activations stay whole on "
+                           "the device\n");
+    c2 = ok_warn("{" MB ", \"activation_checkpointing\": null}", NULL, w, sizeof w);
+    assert_int_equal(c2.activation_checkpointing, 0);
     /* settings with no effect on what zinc computes stay silent */
     ok_warn("{" MB ", \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"dump_state\": false,"
             " \"sparse_gradients\": false, \"vocabulary_size\": 50257, \"elasticity\": {\"enabled\": false}}",
@@ -1143,7 +1152,7 @@ static void test_users_hf_config(void **state) {
     ZnConfig c = ok_warn(j, &a, w, sizeof w);
     /* spec: Z-CFG-006 the sections zinc does not implement, in one line */
     assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
-                           "flops_profiler, activation_checkpointing, sparse_attention, data_efficiency, "
+                           "flops_profiler, sparse_attention, data_efficiency, "
                            "compression_training\n");
     assert_true(c.train_batch_size == 64 && c.micro_batch == 4 && c.grad_accum == 2);
     assert_true(c.gradient_clipping == 1.0 && c.steps_per_print == 100);
