@@ -92,6 +92,16 @@ for S in 0 1 2 3; do
   else bad "Z-PROC-002 tcp stage $S" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
 done
 
+# spec: Z-GPT-010 GPT-2 in tcp processes at stage 3 (per-module gathers)
+# gives the simulator's digest
+next_port
+A="--model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 8 --steps 3 --stage 3 --micro-batch 2"
+$TO "$ZINC" launch --nproc-per-node 3 --master-port $PORT -- zinc train --backend tcp $A >"$T/tcp" 2>&1
+$TO "$ZINC" train $A --world-size 3 >"$T/sim" 2>&1
+a=$(digest "$T/sim"); b=$(digest "$T/tcp")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-GPT-010 gpt2 tcp stage 3"
+else bad "Z-GPT-010 gpt2 tcp stage 3" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+
 # spec: Z-RDV-005 file rendezvous: rank 0 publishes its address in the file
 next_port
 $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --rendezvous "file:$T/rdv" $M >"$T/file" 2>&1
