@@ -29,7 +29,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ZnErr err = {0};
     int rc = zn_model_parse(spec, &m, &err);
     fuzz_check_err(rc, &err, "model spec");
-    if (!rc) {
+    if (!rc && m.kind == ZN_MODEL_GPT2) {   /* GPT-2: a consistent shape and its params */
+        const ZnGpt2Shape *g = &m.gpt2;
+        int ok = g->n_layer >= 1 && g->n_head >= 1 && g->n_embd % g->n_head == 0 && g->vocab_size >= 1 &&
+                 g->n_positions >= 1 && m.nparams == 12 * g->n_layer + 4 && m.nparams <= ZN_MAX_PARAMS &&
+                 m.nmodules == 6 * g->n_layer + 3 && m.seq_len == g->n_positions;
+        for (int p = 0; ok && p < m.nparams; p++) {
+            long n = 1;
+            for (int d = 0; d < m.params[p].ndim; d++) n *= m.params[p].shape[d];
+            ok = n == m.params[p].numel && n >= 1;
+        }
+        if (!ok) {
+            dprintf(2, "fuzz: model spec '%.200s' parsed into an impossible GPT-2\n", spec);
+            abort();
+        }
+    } else if (!rc) {
         int ok = m.nlayers >= 1 && m.nlayers <= ZN_MAX_LAYERS && m.nparams >= 1 && m.nparams <= 2 * ZN_MAX_LAYERS;
         for (int i = 0; ok && i <= m.nlayers; i++) ok = m.dims[i] >= 1 && m.dims[i] <= (1 << 20);
         for (int p = 0; ok && p < m.nparams; p++) {
