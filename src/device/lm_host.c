@@ -11,6 +11,12 @@
 #define GELU_S 0.7978845608f   /* sqrt(2 / pi) */
 #define GELU_A 0.044715f
 
+static int lm_isa = -1;   /* -1: zn_isa_gemm() */
+void zn_lm_host_set_isa(ZnIsa isa) {
+    lm_isa = (int)isa >= 0 && isa < ZN_ISA_N && zn_isa_supported(isa) ? (int)isa : -1;
+}
+ZnIsa zn_lm_host_isa(void) { return lm_isa >= 0 ? (ZnIsa)lm_isa : zn_isa_gemm(); }
+
 void zn_host_add_bias(ZnDevice *d, int M, int N, const float *b, float *y) {
     (void)d;
     for (long i = 0; i < M; i++)
