@@ -310,17 +310,21 @@ static void test_layernorm_gelu(void **st) {
 }
 
 /* spec: Z-HOST-007 causal attention forward (probabilities and output) and
- * backward (dq, dk, dv) with odd head sizes (17, 23, 40, 64), T of 1, 7, 67
- * and 131 (past one block of queries), on every path and 1, 2, 3 threads
+ * backward (dq, dk, dv) with odd head sizes (17, 23, 40, 64), T of 1, 7, 67,
+ * 70 and 131 (past one block of queries), scores far apart (exponents out of
+ * the vector range), on every path and 1, 2, 3 threads
  * give the element-at-a-time definition's bits */
 static void test_attention(void **st) {
     (void)st;
     lcg_state = 13u;
-    const int cases[5][4] = {{2, 7, 69, 3}, {1, 131, 51, 3}, {2, 67, 80, 2}, {3, 1, 17, 1}, {1, 70, 128, 2}};
-    for (int cs = 0; cs < 5; cs++) {
+    /* B, T, C, NH, the scale of q, k, v (12: scores far apart, so softmax
+       arguments below zn_expf's vector range) */
+    const int cases[6][5] = {{2, 7, 69, 3, 1}, {1, 131, 51, 3, 1}, {2, 67, 80, 2, 1},
+                             {3, 1, 17, 1, 1}, {1, 70, 128, 2, 1}, {2, 45, 46, 2, 12}};
+    for (int cs = 0; cs < 6; cs++) {
         const int B = cases[cs][0], T = cases[cs][1], C = cases[cs][2], NH = cases[cs][3];
         const long nq = (long)B * T * 3 * C, na = (long)B * NH * T * T, no = (long)B * T * C;
-        float *qkv = rand_buf(nq, 1.5f), *dout = rand_buf(no, 1.0f);
+        float *qkv = rand_buf(nq, 1.5f * (float)cases[cs][4]), *dout = rand_buf(no, 1.0f);
         float *attr = zbuf(na), *outr = zbuf(no), *dqkvr = zbuf(nq);
         float *att = zbuf(na), *out = zbuf(no), *dqkv = zbuf(nq), *scratch = zbuf(na);
         ref_attn_fwd(B, T, C, NH, qkv, attr, outr);
