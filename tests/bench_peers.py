@@ -38,9 +38,9 @@ import time
 CLASSES = 16   # mlp:W,W,W,16: the class count zinc's bench models use
 
 
-def row(name, unit, zinc, peer, peer_v):
-    """bench.c's row(): ratio > 1 means zinc is faster."""
-    print(f"bench {name:<28} zinc={zinc:.2f}{unit} peer={peer}:{peer_v:.2f}{unit} ratio={zinc / peer_v:.2f}",
+def row(name, unit, zinc, peer, peer_v, prec=2):
+    """bench.c's row(): ratio > 1 means zinc is faster (prec: digits after the point)."""
+    print(f"bench {name:<28} zinc={zinc:.{prec}f}{unit} peer={peer}:{peer_v:.{prec}f}{unit} ratio={zinc / peer_v:.2f}",
           flush=True)
 
 
@@ -344,7 +344,9 @@ def main():
         if p is None:
             skip(name, why)
             continue
-        row(name, "step/s", 1.0 / zs, f"torch_{p['kind']}", 1.0 / float(p["seconds"]))
+        print(f"torch gpt2 124M seq={seq} micro={micro} threads={T}: {float(p['seconds']) * 1e3:.1f} ms/step",
+              flush=True)
+        row(name, "step/s", 1.0 / zs, f"torch_{p['kind']}", 1.0 / float(p["seconds"]), prec=4)
     return 0 if ok else 1
 
 

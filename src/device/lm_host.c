@@ -196,14 +196,22 @@ void zn_host_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const f
     lm_par(&j, embed_rows, (long)B * T, 4096 / (C > 0 ? C : 1) + 1);
 }
 
-/* a range of column blocks: zero them in dwte and dwpe, then add the rows in
- * order (every element of dwpe[t] sees b ascending, of dwte[v] r ascending) */
+/* rows [lo, hi) of dwte then dwpe (one range of V + P rows) to zero */
+static void embed_bwd_zero(const LmJob *j, long lo, long hi) {
+    const long C = j->C, V = j->V;
+    if (lo < V) memset(j->out + lo * C, 0, (size_t)((hi < V ? hi : V) - lo) * C * sizeof(float));
+    if (hi > V) {
+        long p0 = lo > V ? lo - V : 0;
+        memset(j->out2 + p0 * C, 0, (size_t)(hi - V - p0) * C * sizeof(float));
+    }
+}
+
+/* a range of column blocks: add the rows in order (every element of
+ * dwpe[t] sees b ascending, of dwte[v] r ascending) */
 static void embed_bwd_cols(const LmJob *j, long lo, long hi) {
     const long C = j->C, BT = (long)j->B * j->T;
     long c0, c1;
     lm_cols(C, lo, hi, &c0, &c1);
-    for (long v = 0; v < j->V; v++) memset(j->out + v * C + c0, 0, (size_t)(c1 - c0) * sizeof(float));
-    for (long t = 0; t < j->P; t++) memset(j->out2 + t * C + c0, 0, (size_t)(c1 - c0) * sizeof(float));
     for (long r = 0; r < BT; r++) {
         const float *g = j->g + r * C + c0;
         j->op->add_row(c1 - c0, g, j->out + (long)j->tok[r] * C + c0);
@@ -215,6 +223,7 @@ void zn_host_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int
                        float *dwte, float *dwpe) {
     (void)d;
     LmJob j = {.B = B, .T = T, .C = C, .V = V, .P = P, .tok = tok, .g = dout, .out = dwte, .out2 = dwpe};
+    lm_par(&j, embed_bwd_zero, (long)V + P, 16);
     lm_par(&j, embed_bwd_cols, (C + LM_CB - 1) / LM_CB, 1);
 }
 
