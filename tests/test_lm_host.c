@@ -337,6 +337,15 @@ static void test_attention(void **st) {
             for (long i = 0; i < nq; i++) dqkv[i] = 4.0f;
             zn_host_attn_bwd(NULL, B, T, C, NH, dout, qkv, attr, dqkv, scratch);
             same(dqkv, dqkvr, nq, "attn_bwd dqkv", isa, threads);
+            /* without the block buffer (its allocation failed): row at a time */
+            zn_lm_host_test_no_buffer(1);
+            for (long i = 0; i < no; i++) out[i] = 5.0f;
+            zn_host_attn_fwd(NULL, B, T, C, NH, qkv, att, out);
+            same(out, outr, no, "attn_fwd out (no buffer)", isa, threads);
+            for (long i = 0; i < nq; i++) dqkv[i] = 4.0f;
+            zn_host_attn_bwd(NULL, B, T, C, NH, dout, qkv, attr, dqkv, scratch);
+            same(dqkv, dqkvr, nq, "attn_bwd dqkv (no buffer)", isa, threads);
+            zn_lm_host_test_no_buffer(0);
         })
         free(qkv); free(dout); free(attr); free(outr); free(dqkvr); free(att); free(out); free(dqkv); free(scratch);
     }

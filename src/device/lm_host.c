@@ -28,6 +28,10 @@ void zn_lm_host_set_isa(ZnIsa isa) {
 }
 ZnIsa zn_lm_host_isa(void) { return lm_isa >= 0 ? (ZnIsa)lm_isa : zn_isa_gemm(); }
 
+/* test hook: attention as if its block buffer could not be allocated */
+static int lm_no_tmp;
+void zn_lm_host_test_no_buffer(int on) { lm_no_tmp = on; }
+
 static inline float lm_gelu1(float v) {
     float u = GELU_S * (v + GELU_A * v * v * v);
     return 0.5f * v * (1.0f + zn_tanhf(u));
@@ -305,9 +309,20 @@ void zn_host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const f
 
 /* For rows t of [t0, t0 + nb) of one head: y_t[i] = sum over t2 <= t in
  * order of A[t][t2] X_t2[i]; A rows at stride T, X rows at stride sx, y
- * rows at stride sy; tmp holds LM_QB x hs floats. */
+ * rows at stride sy; tmp holds LM_QB x hs floats, or is NULL (its
+ * allocation failed): then each row sums into its place in y, a GEMM over
+ * t2 < t continued by t2 = t -- the same ordered sum, so the same bits. */
 static void causal_rows(const LmJob *j, long t0, long nb, long hs, const float *A, long T, const float *X, long sx,
                         float *y, long sy, float *tmp) {
+    if (!tmp) {
+        for (long t = t0; t < t0 + nb; t++) {
+            float *acc = y + t * sy;
+            if (t > 0) zn_host_gemm_isa(j->isa, 1, 1, (int)hs, (int)t, A + t * T, T, 1, X, 1, sx, NULL, acc);
+            else memset(acc, 0, (size_t)hs * sizeof(float));
+            j->op->axpy(hs, A[t * T + t], X + t * sx, acc);
+        }
+        return;
+    }
     if (t0 > 0)
         zn_host_gemm_isa(j->isa, 1, (int)nb, (int)hs, (int)t0, A + t0 * T, T, 1, X, 1, sx, NULL, tmp);
     else
@@ -324,8 +339,7 @@ static void causal_rows(const LmJob *j, long t0, long nb, long hs, const float *
 static void attn_fwd_pairs(const LmJob *j, long lo, long hi) {
     const long T = j->T, C = j->C, NH = j->NH, hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    float *tmp = malloc((size_t)(LM_QB * hs) * sizeof(float));
-    if (!tmp) abort();
+    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));   /* NULL: row at a time */
     for (long bh = lo; bh < hi; bh++) {
         const long b = bh / NH, h = bh % NH;
         const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
@@ -361,8 +375,7 @@ void zn_host_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv
 static void attn_bwd_pairs(const LmJob *j, long lo, long hi) {
     const long T = j->T, C = j->C, NH = j->NH, hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    float *tmp = malloc((size_t)(LM_QB * hs) * sizeof(float));
-    if (!tmp) abort();
+    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));   /* NULL: row at a time */
     for (long bh = lo; bh < hi; bh++) {
         const long b = bh / NH, h = bh % NH;
         const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;

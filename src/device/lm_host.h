@@ -11,6 +11,9 @@
  * goes back to the default). Every choice gives the same bits (Z-HOST-008).
  * Not for use while kernels run. */
 void zn_lm_host_set_isa(ZnIsa isa);
+/* Test hook: 1 makes attention run as when its block buffer's allocation
+ * fails (row at a time; the same bits). */
+void zn_lm_host_test_no_buffer(int on);
 ZnIsa zn_lm_host_isa(void);
 
 void zn_host_add_bias(ZnDevice *d, int M, int N, const float *b, float *y);
