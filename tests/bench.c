@@ -11,7 +11,12 @@
  *      the cores against OpenBLAS's sgemm (any order, FMA) when
  *      libopenblas.so.0 is installed, in GFLOP/s;
  *   4. a training step of a 4096-wide MLP on N = 1, 2, 4, 8 simulated ranks
- *      against N single-rank steps (the simulator's overhead). */
+ *      against N single-rank steps (the simulator's overhead);
+ *   5. the language-model host kernels (device/lm_host.c) at GPT-2 124M's
+ *      shapes (batch 4, seq 256, C 768, 12 heads), as one training step
+ *      calls them (12 layers), on the best path and the host threads (the
+ *      core count) against the scalar path on one thread, in steps/s of
+ *      that kernel alone, and the total ms a step spends in them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,7 @@
 #include <ftw.h>
 #include <dlfcn.h>
 #include "device/gemm_host.h"
+#include "device/lm_host.h"
 #include "engine/optim.h"
 #include "core/cpu.h"
 #include "device/device.h"
@@ -414,6 +420,74 @@ static void bench_ckpt(void) {
     if (system("rm -rf build/bench-ckpt")) return;
 }
 
+/* 5. the language-model kernels: seconds one step spends in each (calls
+ * per step times the best of 3 calls), best path and all cores against the
+ * scalar path on one thread */
+static float *lm_buf(long n, float scale) {
+    float *p = malloc((size_t)n * sizeof(float));
+    if (!p) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
+    uint32_t s = 1u;
+    for (long i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = scale * ((float)(s >> 8) / 8388608.0f - 1.0f);
+    }
+    return p;
+}
+
+static void bench_lm(void) {
+    const int B = 4, T = 256, C = 768, NH = 12, V = 50257, P = 1024, L = 12;
+    const long BT = (long)B * T;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    if (cores > ZN_MAX_HOST_THREADS) cores = ZN_MAX_HOST_THREADS;
+    int *tok = malloc((size_t)BT * sizeof(int));
+    if (!tok) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
+    for (long r = 0; r < BT; r++) tok[r] = (int)((r * 7919) % 256);
+    float *qkv = lm_buf(BT * 3 * C, 1.0f), *x = lm_buf(BT * 4 * C, 2.0f), *g = lm_buf(BT * 4 * C, 1.0f);
+    float *att = lm_buf((long)B * NH * T * T, 0.0f), *scr = lm_buf((long)B * NH * T * T, 0.0f);
+    float *out = lm_buf(BT * 9 * C, 0.0f), *dqkv = lm_buf(BT * 3 * C, 0.0f), *w = lm_buf(C, 1.0f), *b = lm_buf(C, 1.0f),
+          *b9 = lm_buf(9 * C, 1.0f);   /* the biases of a layer's four Conv1Ds, side by side */
+    float *mean = lm_buf(BT, 0.0f), *rstd = lm_buf(BT, 0.0f), *dw = lm_buf(C, 0.0f), *db = lm_buf(C, 0.0f);
+    float *wte = lm_buf((long)V * C, 1.0f), *wpe = lm_buf((long)P * C, 1.0f), *dwte = lm_buf((long)V * C, 0.0f),
+          *dwpe = lm_buf((long)P * C, 0.0f);
+    ZnDevice d;
+    zn_device_host_init(&d);
+    zn_host_kernels.attn_fwd(&d, B, T, C, NH, qkv, att, out);   /* real probabilities for backward */
+    zn_host_kernels.layernorm_fwd(&d, (int)BT, C, x, w, b, out, mean, rstd);
+    double total[2] = {0, 0};
+    /* the calls of one step: per layer ln_1, ln_2, attention, GELU and the
+       biases of c_attn, attn.c_proj, c_fc, mlp.c_proj; ln_f; embeddings */
+#define LM_ROW(name, calls, stmt)                                                                 \
+    do {                                                                                          \
+        double t_[2];                                                                             \
+        for (int k_ = 0; k_ < 2; k_++) {                                                          \
+            zn_lm_host_set_isa(k_ ? ZN_ISA_SCALAR : ZN_ISA_N);                                    \
+            zn_set_host_threads(k_ ? 1 : (int)cores);                                             \
+            BEST(3, stmt, t_[k_]);                                                                \
+            t_[k_] *= (calls);                                                                    \
+            total[k_] += t_[k_];                                                                  \
+        }                                                                                         \
+        row(name, "step/s", 1.0 / t_[0], "scalar_1thread", 1.0 / t_[1]);                         \
+    } while (0)
+    LM_ROW("lm_attn_fwd_gpt2", L, zn_host_kernels.attn_fwd(&d, B, T, C, NH, qkv, scr, out));
+    LM_ROW("lm_attn_bwd_gpt2", L, zn_host_kernels.attn_bwd(&d, B, T, C, NH, g, qkv, att, dqkv, scr));
+    LM_ROW("lm_layernorm_fwd_gpt2", 2 * L + 1, zn_host_kernels.layernorm_fwd(&d, (int)BT, C, x, w, b, out, mean, rstd));
+    LM_ROW("lm_layernorm_bwd_gpt2", 2 * L + 1,
+           zn_host_kernels.layernorm_bwd(&d, (int)BT, C, g, x, w, mean, rstd, out, dw, db));
+    LM_ROW("lm_gelu_fwd_gpt2", L, zn_host_kernels.gelu_fwd(&d, BT * 4 * C, x, out));
+    LM_ROW("lm_gelu_bwd_gpt2", L, zn_host_kernels.gelu_bwd(&d, BT * 4 * C, x, g, out));
+    LM_ROW("lm_add_bias_gpt2", L, zn_host_kernels.add_bias(&d, (int)BT, 9 * C, b9, out));
+    LM_ROW("lm_embed_fwd_gpt2", 1, zn_host_kernels.embed_fwd(&d, B, T, C, tok, wte, wpe, out));
+    LM_ROW("lm_embed_bwd_gpt2", 1, zn_host_kernels.embed_bwd(&d, B, T, C, V, P, tok, g, dwte, dwpe));
+#undef LM_ROW
+    zn_lm_host_set_isa(ZN_ISA_N);
+    zn_set_host_threads(0);
+    printf("lm kernels of one GPT-2 124M step: %.1f ms (best path, %ld threads), %.1f ms (scalar, 1 thread)\n",
+           total[0] * 1e3, cores, total[1] * 1e3);
+    free(tok); free(qkv); free(x); free(g); free(att); free(scr); free(out); free(dqkv); free(w); free(b); free(b9);
+    free(mean); free(rstd); free(dw); free(db); free(wte); free(wpe); free(dwte); free(dwpe);
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : "";
     if (!*only || !strcmp(only, "adam")) bench_adam();
@@ -421,5 +495,6 @@ int main(int argc, char **argv) {
     if (!*only || !strcmp(only, "comm")) bench_collectives();
     if (!*only || !strcmp(only, "train")) bench_train();
     if (!*only || !strcmp(only, "ckpt")) bench_ckpt();
+    if (!*only || !strcmp(only, "lm")) bench_lm();
     return 0;
 }

@@ -9,7 +9,12 @@
  *     -> adam n=N threads=T isa=ISA seconds=S
  *   bench_peer_zinc mlp W MICRO T   one training step of mlp:W,W,W,16 on one
  *                                   rank (stage 0), micro-batch MICRO, T threads
- *     -> mlp width=W micro=MICRO threads=T seconds_per_step=S */
+ *     -> mlp width=W micro=MICRO threads=T seconds_per_step=S
+ *   bench_peer_zinc gpt2 SEQ MICRO T one training step of GPT-2 124M (fp32, one
+ *                                   rank, stage 0) on text:tests/data/gpl-3.txt,
+ *                                   seq-len SEQ, micro-batch MICRO, T threads:
+ *                                   the faster of steps 2 and 3 of one run
+ *     -> gpt2 seq=SEQ micro=MICRO threads=T seconds_per_step=S */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +100,49 @@ static int bench_mlp(int width, long micro, int T) {
     return 0;
 }
 
+/* GPT-2 124M: a run of 3 steps, the step lines into a temporary file; the
+ * step time is the faster of steps 2 and 3 (step 1 pays the page faults of
+ * the activations and the optimizer state). Set-up is excluded by the
+ * engine's own per-step clock. */
+static int bench_gpt2(long seq, long micro, int T) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = "gpt2";
+    f.data_spec = "text:tests/data/gpl-3.txt";
+    f.seq_len = seq;
+    f.steps = 3;
+    f.print_every = 1;
+    f.threads = T;
+    f.args.world_size = 1;
+    f.args.stage = 0;
+    f.args.micro_batch = micro;
+    ZnRunOpts o;
+    ZnErr err;
+    if (zn_train_resolve(&f, NULL, &o, &err)) { fprintf(stderr, "bench_peer_zinc: %s\n", err.msg); return 1; }
+    zn_run_opts_free(&o);
+    FILE *out = tmpfile();
+    if (!out) { fprintf(stderr, "bench_peer_zinc: no temporary file\n"); return 1; }
+    o.out = out;
+    ZnRunResult res;
+    if (zn_run(&o, &res, &err)) { fprintf(stderr, "bench_peer_zinc: %s\n", err.msg); fclose(out); return 1; }
+    zn_run_result_free(&res);
+    rewind(out);
+    char line[512];
+    double best = 1e30;
+    long step;
+    while (fgets(line, sizeof line, out)) {
+        const char *tm = strstr(line, "time_ms=");
+        if (sscanf(line, "step=%ld", &step) == 1 && step >= 2 && tm) {
+            double ms = atof(tm + 8);
+            if (ms < best * 1e3) best = ms / 1e3;
+        }
+    }
+    fclose(out);
+    if (best >= 1e30) { fprintf(stderr, "bench_peer_zinc: no step times in the run's output\n"); return 1; }
+    printf("gpt2 seq=%ld micro=%ld threads=%d seconds_per_step=%.6f\n", seq, micro, T, best);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 4 && (atoi(argv[argc - 1]) < 1 || atoi(argv[argc - 1]) > ZN_MAX_HOST_THREADS)) {
         fprintf(stderr, "bench_peer_zinc: THREADS must be 1..%d\n", ZN_MAX_HOST_THREADS);
@@ -102,6 +150,8 @@ int main(int argc, char **argv) {
     }
     if (argc == 4 && !strcmp(argv[1], "adam")) return bench_adam(atol(argv[2]), atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "mlp")) return bench_mlp(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: bench_peer_zinc adam N THREADS | bench_peer_zinc mlp WIDTH MICRO THREADS\n");
+    if (argc == 5 && !strcmp(argv[1], "gpt2")) return bench_gpt2(atol(argv[2]), atol(argv[3]), atoi(argv[4]));
+    fprintf(stderr, "usage: bench_peer_zinc adam N THREADS | bench_peer_zinc mlp WIDTH MICRO THREADS |"
+                    " bench_peer_zinc gpt2 SEQ MICRO THREADS\n");
     return 2;
 }

@@ -12,6 +12,13 @@ peers on this CPU, measured in the same run, never asserted:
 2. a training step of mlp:W,W,W,16 (fp32, W = 1024, 4096) at the same
    micro-batch and threads: zinc's single-rank stage-0 step against a
    PyTorch eager step of the same model, in steps per second.
+3. a training step of GPT-2 124M (fp32, seq-len 256, micro-batch 4; one
+   rank, stage 0, on text:tests/data/gpl-3.txt): zinc's step against a
+   PyTorch eager step of the same model written out here (GPT2LMHeadModel's
+   modules: tied lm_head, tanh GELU, LayerNorm eps 1e-5, eager causal
+   attention as matmul/mask/softmax/matmul), the same loss, clipping at 1.0
+   and AdamW (weight decay 0, zinc's built-in config), in steps per second.
+   PEERS_ONLY=gpt2 runs these rows alone.
 
 This driver needs only the standard library: zinc's figures come from
 bench_peer_zinc, the peers' from workers (this file with --worker) run by
@@ -31,9 +38,9 @@ import time
 CLASSES = 16   # mlp:W,W,W,16: the class count zinc's bench models use
 
 
-def row(name, unit, zinc, peer, peer_v):
-    """bench.c's row(): ratio > 1 means zinc is faster."""
-    print(f"bench {name:<28} zinc={zinc:.2f}{unit} peer={peer}:{peer_v:.2f}{unit} ratio={zinc / peer_v:.2f}",
+def row(name, unit, zinc, peer, peer_v, prec=2):
+    """bench.c's row(): ratio > 1 means zinc is faster (prec: digits after the point)."""
+    print(f"bench {name:<28} zinc={zinc:.{prec}f}{unit} peer={peer}:{peer_v:.{prec}f}{unit} ratio={zinc / peer_v:.2f}",
           flush=True)
 
 
@@ -125,7 +132,78 @@ def worker(kind, args):
             best = min(best, (time.perf_counter() - t0) / 4)
         print(f"kind={how} seconds={best:.6f}")
         return
+    if kind == "gpt2-torch":
+        seq, micro = int(args[0]), int(args[1])
+        print(f"kind=eager_adamw seconds={gpt2_torch_step(torch, seq, micro):.6f}")
+        return
     raise SystemExit(f"unknown worker {kind}")
+
+
+def gpt2_torch_step(torch, seq, micro, V=50257, P=1024, L=12, NH=12, C=768):
+    """Seconds per training step of GPT-2 124M in PyTorch eager (fp32): the
+    faster of steps 2 and 3, as bench_peer_zinc gpt2."""
+    import math
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(C, eps=1e-5), nn.LayerNorm(C, eps=1e-5)
+            self.c_attn, self.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+            self.c_fc, self.mlp_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+            self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)), persistent=False)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (z.view(B, T, NH, C // NH).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // NH))
+            att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            x = x + self.c_proj(y)
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(P, C)
+            self.h = nn.ModuleList(Block() for _ in range(L))
+            self.ln_f = nn.LayerNorm(C, eps=1e-5)
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for b in self.h:
+                x = b(x)
+            return self.ln_f(x) @ self.wte.weight.t()   # tied lm_head
+
+    torch.manual_seed(0)
+    model = GPT2()
+    for p in model.parameters():
+        if p.dim() == 2:
+            nn.init.normal_(p, std=0.02)
+    hp = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    try:
+        opt = torch.optim.AdamW(model.parameters(), fused=True, **hp)
+    except (RuntimeError, TypeError, ValueError):
+        opt = torch.optim.AdamW(model.parameters(), foreach=True, **hp)
+    idx = torch.randint(0, 256, (micro, seq + 1))   # bytes as tokens, as text:FILE
+    x, y = idx[:, :-1], idx[:, 1:]
+
+    def step():
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+
+    best = float("inf")
+    for s in range(3):
+        t0 = time.perf_counter()
+        step()
+        if s >= 1:
+            best = min(best, time.perf_counter() - t0)
+    return best
 
 
 # --------------------------------------------------------------------------
@@ -196,7 +274,7 @@ def main():
     print(f"bench-peers: {cpu_model()}, {cores} cores, {versions}", flush=True)
 
     ok = True
-    only = os.environ.get("PEERS_ONLY", "adam mlp").split()   # a subset of the rows
+    only = os.environ.get("PEERS_ONLY", "adam mlp gpt2").split()   # a subset of the rows
     # 1. Adam: 4 fp32 arrays of n in each process, one process at a time
     n = 100_000_000
     avail = mem_available()
@@ -247,6 +325,28 @@ def main():
             skip(name, why)
             continue
         row(name, "step/s", 1.0 / zs, f"torch_eager_{p['kind']}", 1.0 / float(p["seconds"]))
+
+    # 3. GPT-2 124M training step (seq-len 256, micro-batch 4)
+    seq, micro = 256, 4
+    for T in threads if "gpt2" in only else []:
+        name = f"gpt2_124m_step_{T}thread{'s' if T > 1 else ''}"
+        z, why = run([zinc, "gpt2", str(seq), str(micro), str(T)], T)
+        if z is None:
+            skip(name, f"zinc failed: {why}")
+            ok = False
+            continue
+        zs = float(z["seconds_per_step"])
+        print(f"zinc gpt2 124M seq={seq} micro={micro} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
+        if peer_reason:
+            skip(name, peer_reason)
+            continue
+        p, why = run([py, me, "--worker", "gpt2-torch", str(seq), str(micro), str(T)], T)
+        if p is None:
+            skip(name, why)
+            continue
+        print(f"torch gpt2 124M seq={seq} micro={micro} threads={T}: {float(p['seconds']) * 1e3:.1f} ms/step",
+              flush=True)
+        row(name, "step/s", 1.0 / zs, f"torch_{p['kind']}", 1.0 / float(p["seconds"]), prec=4)
     return 0 if ok else 1
 
 

@@ -1,9 +1,20 @@
 /* lm_host.c: the host twins of the language-model kernels (device.h,
  * spec Z-GPT-003..007): embeddings, LayerNorm, causal attention, GELU and
- * the bias add. Plain loops in the order the spec states, so that the CUDA
- * twins in exact mode can reproduce every bit. exp and tanh come from
- * core/zn_math.h, the one definition gcc and nvcc share. */
+ * the bias add. Each output element is computed in the order the spec
+ * states, so that the CUDA twins in exact mode can reproduce every bit; exp
+ * and tanh come from core/zn_math.h, the one definition gcc and nvcc share.
+ *
+ * Made fast only in ways that change no bit (spec Z-HOST-006..008): work is
+ * split over the host threads by whole output elements (rows, columns,
+ * (batch, head) pairs), each computed by one thread in its defined order;
+ * the inner loops (lm_tile.h) run over independent output elements in
+ * vector lanes; the dot products of attention go through the host GEMM
+ * (Z-HOST-003), whose every element is the same ordered sum. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include "device/lm_host.h"
+#include "device/gemm_host.h"
 #include "core/zn_math.h"
 #include <math.h>
 #include <string.h>
@@ -11,41 +22,222 @@
 #define GELU_S 0.7978845608f   /* sqrt(2 / pi) */
 #define GELU_A 0.044715f
 
+static int lm_isa = -1;   /* -1: zn_isa_gemm() */
+void zn_lm_host_set_isa(ZnIsa isa) {
+    lm_isa = (int)isa >= 0 && isa < ZN_ISA_N && zn_isa_supported(isa) ? (int)isa : -1;
+}
+ZnIsa zn_lm_host_isa(void) { return lm_isa >= 0 ? (ZnIsa)lm_isa : zn_isa_gemm(); }
+
+/* test hook: attention as if its block buffer could not be allocated */
+static int lm_no_tmp;
+void zn_lm_host_test_no_buffer(int on) { lm_no_tmp = on; }
+
+static inline float lm_gelu1(float v) {
+    float u = GELU_S * (v + GELU_A * v * v * v);
+    return 0.5f * v * (1.0f + zn_tanhf(u));
+}
+
+/* d/dx: 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) S (1 + 3 A x^2) */
+static inline float lm_gelu_grad1(float v, float dy) {
+    float u = GELU_S * (v + GELU_A * v * v * v);
+    float th = zn_tanhf(u);
+    float local = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * GELU_A * v * v);
+    return local * dy;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the inner loops, one set per instruction set */
+
+#define LT(x) x##_scalar
+#define LT_VL 1
+#include "device/lm_tile.h"
+#undef LT
+#undef LT_VL
+
+#define LT(x) x##_sse2
+#define LT_VL 4
+#include "device/lm_tile.h"
+#undef LT
+#undef LT_VL
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ZN_LM_X86 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define LT(x) x##_avx2
+#define LT_VL 8
+#include "device/lm_tile.h"
+#undef LT
+#undef LT_VL
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#define LT(x) x##_avx512
+#define LT_VL 16
+#include "device/lm_tile.h"
+#undef LT
+#undef LT_VL
+#pragma GCC pop_options
+#endif
+
+typedef struct {
+    void (*gelu_fwd)(long lo, long hi, const float *x, float *y);
+    void (*gelu_bwd)(long lo, long hi, const float *x, const float *dy, float *dx);
+    void (*exp_sub)(long n, float *a, float mx);
+    void (*add_row)(long n, const float *b, float *y);
+    void (*sum_row)(long n, const float *a, const float *b, float *y);
+    void (*axpy)(long n, float s, const float *x, float *y);
+    void (*scale_row)(long n, float s, const float *x, float *y);
+    void (*div_row)(long n, float *a, float s);
+    void (*dsoft_row)(long n, const float *p, float *ds, float dot, float scale);
+    void (*ln_out)(long n, const float *x, float m, float rs, const float *w, const float *b, float *out);
+    void (*ln_dx)(long n, const float *x, const float *g, const float *w, float m, float rs, float md, float mdn,
+                  float *dx);
+    void (*ln_dwdb)(long n, const float *x, const float *g, float m, float rs, float *dw, float *db);
+    void (*dkdv)(long t2, long T, long hs, const float *q, long sq, const float *g, long sg, const float *ds,
+                 const float *P, float *dk, float *dv);
+} LmOps;
+
+#define LM_OPS(sfx)                                                                                      \
+    {gelu_fwd_##sfx, gelu_bwd_##sfx, exp_sub_##sfx, add_row_##sfx, sum_row_##sfx, axpy_##sfx,            \
+     scale_row_##sfx, div_row_##sfx, dsoft_row_##sfx, ln_out_##sfx, ln_dx_##sfx, ln_dwdb_##sfx, dkdv_##sfx}
+
+static const LmOps lm_ops_scalar = LM_OPS(scalar), lm_ops_sse2 = LM_OPS(sse2);
+#ifdef ZN_LM_X86
+static const LmOps lm_ops_avx2 = LM_OPS(avx2), lm_ops_avx512 = LM_OPS(avx512);
+#endif
+
+static const LmOps *lm_ops(ZnIsa isa) {
+    switch (isa) {
+    case ZN_ISA_SCALAR: return &lm_ops_scalar;
+#ifdef ZN_LM_X86
+    case ZN_ISA_AVX2: return &lm_ops_avx2;
+    case ZN_ISA_AVX512: return &lm_ops_avx512;
+#endif
+    default: return &lm_ops_sse2;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* threads: n items in zn_host_threads() contiguous ranges, at least grain
+ * items a thread. A thread that cannot start leaves its range to the caller
+ * (the same items, the same bits). */
+
+typedef struct LmJob LmJob;
+typedef void (*LmRange)(const LmJob *j, long lo, long hi);
+struct LmJob {
+    LmRange fn;
+    const LmOps *op;
+    ZnIsa isa;
+    int B, T, C, NH, V, P;
+    long n;
+    const int *tok;
+    const float *x, *w, *b, *y, *g, *mean, *rstd;
+    float *out, *out2, *out3, *out4;
+};
+typedef struct { const LmJob *j; long lo, hi; } LmPart;
+
+static void *lm_part_run(void *arg) {
+    const LmPart *p = arg;
+    p->j->fn(p->j, p->lo, p->hi);
+    return NULL;
+}
+
+static void lm_par(LmJob *j, LmRange fn, long n, long grain) {
+    j->fn = fn;
+    j->isa = zn_lm_host_isa();
+    j->op = lm_ops(j->isa);
+    long T = zn_host_threads();
+    if (grain < 1) grain = 1;
+    if (T > n / grain) T = n / grain;
+    if (T <= 1) {
+        if (n > 0) fn(j, 0, n);
+        return;
+    }
+    LmPart part[ZN_MAX_HOST_THREADS];
+    pthread_t th[ZN_MAX_HOST_THREADS];
+    int started[ZN_MAX_HOST_THREADS];
+    for (long k = 0; k < T; k++) part[k] = (LmPart){j, n * k / T, n * (k + 1) / T};
+    for (long k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, lm_part_run, &part[k]) == 0;
+    lm_part_run(&part[0]);
+    for (long k = 1; k < T; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else lm_part_run(&part[k]);
+    }
+}
+
+/* column ranges go in whole blocks of LM_CB columns (a cache line) */
+#define LM_CB 16
+static void lm_cols(long C, long lo, long hi, long *c0, long *c1) {
+    *c0 = lo * LM_CB;
+    *c1 = hi * LM_CB < C ? hi * LM_CB : C;
+}
+
+/* ------------------------------------------------------------------------ */
+/* bias, embeddings */
+
+static void bias_rows(const LmJob *j, long lo, long hi) {
+    for (long i = lo; i < hi; i++) j->op->add_row(j->C, j->b, j->out + i * j->C);
+}
+
 void zn_host_add_bias(ZnDevice *d, int M, int N, const float *b, float *y) {
     (void)d;
-    for (long i = 0; i < M; i++)
-        for (long j = 0; j < N; j++) y[i * N + j] = y[i * N + j] + b[j];
+    LmJob j = {.C = N, .b = b, .out = y};
+    lm_par(&j, bias_rows, M, 4096 / (N > 0 ? N : 1) + 1);
+}
+
+static void embed_rows(const LmJob *j, long lo, long hi) {
+    const long C = j->C;
+    for (long r = lo; r < hi; r++)
+        j->op->sum_row(C, j->x + (long)j->tok[r] * C, j->w + (r % j->T) * C, j->out + r * C);
 }
 
 void zn_host_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte, const float *wpe,
                        float *out) {
     (void)d;
-    for (long r = 0; r < (long)B * T; r++) {
-        const float *e = wte + (long)tok[r] * C, *p = wpe + (r % T) * C;
-        for (long c = 0; c < C; c++) out[r * C + c] = e[c] + p[c];
+    LmJob j = {.T = T, .C = C, .tok = tok, .x = wte, .w = wpe, .out = out};
+    lm_par(&j, embed_rows, (long)B * T, 4096 / (C > 0 ? C : 1) + 1);
+}
+
+/* rows [lo, hi) of dwte then dwpe (one range of V + P rows) to zero */
+static void embed_bwd_zero(const LmJob *j, long lo, long hi) {
+    const long C = j->C, V = j->V;
+    if (lo < V) memset(j->out + lo * C, 0, (size_t)((hi < V ? hi : V) - lo) * C * sizeof(float));
+    if (hi > V) {
+        long p0 = lo > V ? lo - V : 0;
+        memset(j->out2 + p0 * C, 0, (size_t)(hi - V - p0) * C * sizeof(float));
+    }
+}
+
+/* a range of column blocks: add the rows in order (every element of
+ * dwpe[t] sees b ascending, of dwte[v] r ascending) */
+static void embed_bwd_cols(const LmJob *j, long lo, long hi) {
+    const long C = j->C, BT = (long)j->B * j->T;
+    long c0, c1;
+    lm_cols(C, lo, hi, &c0, &c1);
+    for (long r = 0; r < BT; r++) {
+        const float *g = j->g + r * C + c0;
+        j->op->add_row(c1 - c0, g, j->out + (long)j->tok[r] * C + c0);
+        j->op->add_row(c1 - c0, g, j->out2 + (r % j->T) * C + c0);
     }
 }
 
 void zn_host_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
                        float *dwte, float *dwpe) {
     (void)d;
-    memset(dwte, 0, (size_t)V * C * sizeof(float));
-    memset(dwpe, 0, (size_t)P * C * sizeof(float));   /* positions past T get no gradient */
-    for (long r = 0; r < (long)B * T; r++) {
-        float *e = dwte + (long)tok[r] * C, *p = dwpe + (r % T) * C;
-        const float *g = dout + r * C;
-        for (long c = 0; c < C; c++) {
-            e[c] += g[c];
-            p[c] += g[c];   /* rows of one t arrive in order of b */
-        }
-    }
+    LmJob j = {.B = B, .T = T, .C = C, .V = V, .P = P, .tok = tok, .g = dout, .out = dwte, .out2 = dwpe};
+    lm_par(&j, embed_bwd_zero, (long)V + P, 16);
+    lm_par(&j, embed_bwd_cols, (C + LM_CB - 1) / LM_CB, 1);
 }
 
-void zn_host_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b, float *out,
-                           float *mean, float *rstd) {
-    (void)d;
-    for (long r = 0; r < N; r++) {
-        const float *xr = x + r * C;
+/* ------------------------------------------------------------------------ */
+/* LayerNorm */
+
+static void ln_fwd_rows(const LmJob *j, long lo, long hi) {
+    const long C = j->C;
+    for (long r = lo; r < hi; r++) {
+        const float *xr = j->x + r * C;
         float s = 0.0f;
         for (long c = 0; c < C; c++) s += xr[c];
         float m = s / (float)C;
@@ -55,35 +247,120 @@ void zn_host_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const floa
             v += dx * dx;
         }
         float rs = 1.0f / sqrtf(v / (float)C + 1e-5f);
-        for (long c = 0; c < C; c++) out[r * C + c] = ((xr[c] - m) * rs) * w[c] + b[c];
-        mean[r] = m;
-        rstd[r] = rs;
+        j->op->ln_out(C, xr, m, rs, j->w, j->b, j->out + r * C);
+        j->out2[r] = m;
+        j->out3[r] = rs;
     }
 }
 
-void zn_host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
-                           const float *mean, const float *rstd, float *dx, float *dw, float *db) {
+void zn_host_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b, float *out,
+                           float *mean, float *rstd) {
     (void)d;
-    memset(dw, 0, (size_t)C * sizeof(float));
-    memset(db, 0, (size_t)C * sizeof(float));
-    for (long r = 0; r < N; r++) {
-        const float *xr = x + r * C, *g = dout + r * C;
-        const float m = mean[r], rs = rstd[r];
-        /* the two row means of the input gradient's formula */
+    LmJob j = {.C = C, .x = x, .w = w, .b = b, .out = out, .out2 = mean, .out3 = rstd};
+    lm_par(&j, ln_fwd_rows, N, 8);
+}
+
+/* the input gradient, row by row: the two row means of its formula */
+static void ln_bwd_rows(const LmJob *j, long lo, long hi) {
+    const long C = j->C;
+    const float *w = j->w;
+    for (long r = lo; r < hi; r++) {
+        const float *xr = j->x + r * C, *g = j->g + r * C;
+        const float m = j->mean[r], rs = j->rstd[r];
         float sd = 0.0f, sdn = 0.0f;
         for (long c = 0; c < C; c++) {
             float n = (xr[c] - m) * rs, dn = w[c] * g[c];
             sd += dn;
             sdn += dn * n;
         }
-        float md = sd / (float)C, mdn = sdn / (float)C;
-        for (long c = 0; c < C; c++) {
-            float n = (xr[c] - m) * rs, dn = w[c] * g[c];
-            dx[r * C + c] = (dn - md - n * mdn) * rs;
-            dw[c] += n * g[c];
-            db[c] += g[c];
-        }
+        j->op->ln_dx(C, xr, g, w, m, rs, sd / (float)C, sdn / (float)C, j->out + r * C);
     }
+}
+
+/* the weight gradients, a range of column blocks: every column sums the
+ * rows in order */
+static void ln_bwd_cols(const LmJob *j, long lo, long hi) {
+    const long C = j->C;
+    long c0, c1;
+    lm_cols(C, lo, hi, &c0, &c1);
+    float *dw = j->out2 + c0, *db = j->out3 + c0;
+    memset(dw, 0, (size_t)(c1 - c0) * sizeof(float));
+    memset(db, 0, (size_t)(c1 - c0) * sizeof(float));
+    for (long r = 0; r < j->n; r++)
+        j->op->ln_dwdb(c1 - c0, j->x + r * C + c0, j->g + r * C + c0, j->mean[r], j->rstd[r], dw, db);
+}
+
+void zn_host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
+                           const float *mean, const float *rstd, float *dx, float *dw, float *db) {
+    (void)d;
+    LmJob j = {.C = C, .n = N, .x = x, .w = w, .g = dout, .mean = mean, .rstd = rstd, .out = dx, .out2 = dw,
+               .out3 = db};
+    lm_par(&j, ln_bwd_rows, N, 8);
+    lm_par(&j, ln_bwd_cols, (C + LM_CB - 1) / LM_CB, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* causal attention: (batch, head) pairs over the threads */
+
+/* queries go in blocks of LM_QB rows: the keys before a block's first row
+ * are summed by every row of the block in full (one GEMM), the rest row by
+ * row, continuing from the GEMM's partial sum */
+#define LM_QB 64
+
+/* For rows t of [t0, t0 + nb) of one head: y_t[i] = sum over t2 <= t in
+ * order of A[t][t2] X_t2[i]; A rows at stride T, X rows at stride sx, y
+ * rows at stride sy; tmp holds LM_QB x hs floats, or is NULL (its
+ * allocation failed): then each row sums into its place in y, a GEMM over
+ * t2 < t continued by t2 = t -- the same ordered sum, so the same bits. */
+static void causal_rows(const LmJob *j, long t0, long nb, long hs, const float *A, long T, const float *X, long sx,
+                        float *y, long sy, float *tmp) {
+    if (!tmp) {
+        for (long t = t0; t < t0 + nb; t++) {
+            float *acc = y + t * sy;
+            if (t > 0) zn_host_gemm_isa(j->isa, 1, 1, (int)hs, (int)t, A + t * T, T, 1, X, 1, sx, NULL, acc);
+            else memset(acc, 0, (size_t)hs * sizeof(float));
+            j->op->axpy(hs, A[t * T + t], X + t * sx, acc);
+        }
+        return;
+    }
+    if (t0 > 0)
+        zn_host_gemm_isa(j->isa, 1, (int)nb, (int)hs, (int)t0, A + t0 * T, T, 1, X, 1, sx, NULL, tmp);
+    else
+        memset(tmp, 0, (size_t)(nb * hs) * sizeof(float));
+    for (long r = 0; r < nb; r++) {
+        const long t = t0 + r;
+        float *acc = tmp + r * hs;
+        const float *a = A + t * T;
+        for (long t2 = t0; t2 <= t; t2++) j->op->axpy(hs, a[t2], X + t2 * sx, acc);
+        memcpy(y + t * sy, acc, (size_t)hs * sizeof(float));
+    }
+}
+
+static void attn_fwd_pairs(const LmJob *j, long lo, long hi) {
+    const long T = j->T, C = j->C, NH = j->NH, hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));   /* NULL: row at a time */
+    for (long bh = lo; bh < hi; bh++) {
+        const long b = bh / NH, h = bh % NH;
+        const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+        float *att = j->out + bh * T * T;
+        /* every score q_t . k_t2 (the GEMM's ordered sums); above the
+           diagonal overwritten with 0 below */
+        zn_host_gemm_isa(j->isa, 1, (int)T, (int)T, (int)hs, q, C3, 1, k, C3, 1, NULL, att);
+        for (long t = 0; t < T; t++) {
+            float *a = att + t * T;
+            j->op->scale_row(t + 1, scale, a, a);
+            float mx, sum;
+            zn_softmax_row(a, (int)t + 1, &mx, &sum);
+            j->op->exp_sub(t + 1, a, mx);
+            j->op->div_row(t + 1, a, sum);
+            memset(a + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
+        }
+        for (long t0 = 0; t0 < T; t0 += LM_QB)
+            causal_rows(j, t0, T - t0 < LM_QB ? T - t0 : LM_QB, hs, att, T, v, C3, j->out2 + b * T * C + h * hs, C,
+                        tmp);
+    }
+    free(tmp);
 }
 
 /* Row t of one head: scores s[t2] = (q_t . k_t2) * scale for t2 <= t (the
@@ -91,31 +368,36 @@ void zn_host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const f
  * (zn_softmax_row's max and sum, then each exp divided by the sum). */
 void zn_host_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out) {
     (void)d;
-    const int hs = C / NH;
-    const long C3 = 3L * C;
+    LmJob j = {.B = B, .T = T, .C = C, .NH = NH, .x = qkv, .out = att, .out2 = out};
+    lm_par(&j, attn_fwd_pairs, (long)B * NH, 1);
+}
+
+static void attn_bwd_pairs(const LmJob *j, long lo, long hi) {
+    const long T = j->T, C = j->C, NH = j->NH, hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    for (long b = 0; b < B; b++)
-        for (long h = 0; h < NH; h++)
-            for (long t = 0; t < T; t++) {
-                const float *q = qkv + (b * T + t) * C3 + h * hs;
-                float *a = att + ((b * NH + h) * T + t) * T;
-                for (long t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + (b * T + t2) * C3 + C + h * hs;
-                    float dot = 0.0f;
-                    for (long i = 0; i < hs; i++) dot += q[i] * k[i];
-                    a[t2] = dot * scale;
-                }
-                float mx, sum;
-                zn_softmax_row(a, (int)t + 1, &mx, &sum);
-                for (long t2 = 0; t2 <= t; t2++) a[t2] = zn_expf(a[t2] - mx) / sum;
-                for (long t2 = t + 1; t2 < T; t2++) a[t2] = 0.0f;
-                float *o = out + (b * T + t) * C + h * hs;
-                for (long i = 0; i < hs; i++) {
-                    float acc = 0.0f;
-                    for (long t2 = 0; t2 <= t; t2++) acc += a[t2] * qkv[(b * T + t2) * C3 + 2 * C + h * hs + i];
-                    o[i] = acc;
-                }
-            }
+    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));   /* NULL: row at a time */
+    for (long bh = lo; bh < hi; bh++) {
+        const long b = bh / NH, h = bh % NH;
+        const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+        const float *g = j->g + b * T * C + h * hs;
+        const float *P = j->y + bh * T * T;
+        float *dS = j->out2 + bh * T * T;
+        float *dq = j->out + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+        /* dP[t][t2] = dO_t . v_t2 for every pair (the GEMM's ordered sums;
+           only t2 <= t is read) */
+        zn_host_gemm_isa(j->isa, 1, (int)T, (int)T, (int)hs, g, C, 1, v, C3, 1, NULL, dS);
+        for (long t = 0; t < T; t++) {
+            const float *p = P + t * T;
+            float *ds = dS + t * T;
+            float dot = 0.0f;
+            for (long t2 = 0; t2 <= t; t2++) dot += p[t2] * ds[t2];
+            j->op->dsoft_row(t + 1, p, ds, dot, scale);
+        }
+        for (long t0 = 0; t0 < T; t0 += LM_QB)
+            causal_rows(j, t0, T - t0 < LM_QB ? T - t0 : LM_QB, hs, dS, T, k, C3, dq, C3, tmp);
+        for (long t2 = 0; t2 < T; t2++) j->op->dkdv(t2, T, hs, q, C3, g, C, dS, P, dk + t2 * C3, dv + t2 * C3);
+    }
+    free(tmp);
 }
 
 /* For one head, with P = att and dO = dout (Z-GPT-006):
@@ -123,71 +405,37 @@ void zn_host_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv
  *   dS[t][t2] = P[t][t2] * (dP[t][t2] - sum_{t2' <= t} P[t][t2'] dP[t][t2'])
  *   dq_t      = sum_{t2 <= t} (dS[t][t2] * scale) k_t2     (t2 ascending)
  *   dk_t2     = sum_{t >= t2} (dS[t][t2] * scale) q_t      (t ascending)
- *   dv_t2     = sum_{t >= t2} P[t][t2] dO_t                (t ascending) */
+ *   dv_t2     = sum_{t >= t2} P[t][t2] dO_t                (t ascending)
+ * Every element of dqkv belongs to one (batch, head) pair and is written
+ * whole by it. */
 void zn_host_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
                       const float *att, float *dqkv, float *scratch) {
     (void)d;
-    const int hs = C / NH;
-    const long C3 = 3L * C;
-    const float scale = 1.0f / sqrtf((float)hs);
-    memset(dqkv, 0, (size_t)B * T * C3 * sizeof(float));
-    for (long b = 0; b < B; b++)
-        for (long h = 0; h < NH; h++) {
-            const float *P = att + (b * NH + h) * T * T;
-            float *dS = scratch + (b * NH + h) * T * T;
-            for (long t = 0; t < T; t++) {
-                const float *g = dout + (b * T + t) * C + h * hs;
-                const float *p = P + t * T;
-                float *ds = dS + t * T;
-                float dot = 0.0f;
-                for (long t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
-                    float dp = 0.0f;
-                    for (long i = 0; i < hs; i++) dp += g[i] * v[i];
-                    ds[t2] = dp;
-                    dot += p[t2] * dp;
-                }
-                for (long t2 = 0; t2 <= t; t2++) ds[t2] = p[t2] * (ds[t2] - dot) * scale;
-                float *dq = dqkv + (b * T + t) * C3 + h * hs;
-                for (long i = 0; i < hs; i++) {
-                    float acc = 0.0f;
-                    for (long t2 = 0; t2 <= t; t2++) acc += ds[t2] * qkv[(b * T + t2) * C3 + C + h * hs + i];
-                    dq[i] = acc;
-                }
-            }
-            /* keys and values: each row t2 collects the queries t >= t2 in order */
-            for (long t2 = 0; t2 < T; t2++) {
-                float *dk = dqkv + (b * T + t2) * C3 + C + h * hs, *dv = dk + C;
-                for (long t = t2; t < T; t++) {
-                    const float *q = qkv + (b * T + t) * C3 + h * hs;
-                    const float *g = dout + (b * T + t) * C + h * hs;
-                    const float s = dS[t * T + t2], p = P[t * T + t2];
-                    for (long i = 0; i < hs; i++) {
-                        dk[i] += s * q[i];
-                        dv[i] += p * g[i];
-                    }
-                }
-            }
-        }
+    LmJob j = {.B = B, .T = T, .C = C, .NH = NH, .x = qkv, .g = dout, .y = att, .out = dqkv, .out2 = scratch};
+    lm_par(&j, attn_bwd_pairs, (long)B * NH, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* GELU, in ranges of elements (dx may be dy: element-wise) */
+
+#define LM_EB 4096
+static void gelu_fwd_blocks(const LmJob *j, long lo, long hi) {
+    long e0 = lo * LM_EB, e1 = hi * LM_EB < j->n ? hi * LM_EB : j->n;
+    j->op->gelu_fwd(e0, e1, j->x, j->out);
+}
+static void gelu_bwd_blocks(const LmJob *j, long lo, long hi) {
+    long e0 = lo * LM_EB, e1 = hi * LM_EB < j->n ? hi * LM_EB : j->n;
+    j->op->gelu_bwd(e0, e1, j->x, j->g, j->out);
 }
 
 void zn_host_gelu_fwd(ZnDevice *d, long n, const float *x, float *y) {
     (void)d;
-    for (long i = 0; i < n; i++) {
-        float v = x[i];
-        float u = GELU_S * (v + GELU_A * v * v * v);
-        y[i] = 0.5f * v * (1.0f + zn_tanhf(u));
-    }
+    LmJob j = {.n = n, .x = x, .out = y};
+    lm_par(&j, gelu_fwd_blocks, (n + LM_EB - 1) / LM_EB, 4);
 }
 
-/* d/dx: 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) S (1 + 3 A x^2) */
 void zn_host_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx) {
     (void)d;
-    for (long i = 0; i < n; i++) {
-        float v = x[i];
-        float u = GELU_S * (v + GELU_A * v * v * v);
-        float th = zn_tanhf(u);
-        float local = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * GELU_A * v * v);
-        dx[i] = local * dy[i];
-    }
+    LmJob j = {.n = n, .x = x, .g = dy, .out = dx};
+    lm_par(&j, gelu_bwd_blocks, (n + LM_EB - 1) / LM_EB, 4);
 }

@@ -4,6 +4,17 @@
 #ifndef ZN_LM_HOST_H
 #define ZN_LM_HOST_H
 #include "device/device.h"
+#include "core/cpu.h"
+
+/* The instruction set the kernels run on: zn_isa_gemm() unless a test chose
+ * another with zn_lm_host_set_isa (one this CPU cannot run, or ZN_ISA_N,
+ * goes back to the default). Every choice gives the same bits (Z-HOST-008).
+ * Not for use while kernels run. */
+void zn_lm_host_set_isa(ZnIsa isa);
+/* Test hook: 1 makes attention run as when its block buffer's allocation
+ * fails (row at a time; the same bits). */
+void zn_lm_host_test_no_buffer(int on);
+ZnIsa zn_lm_host_isa(void);
 
 void zn_host_add_bias(ZnDevice *d, int M, int N, const float *b, float *y);
 void zn_host_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte, const float *wpe,
