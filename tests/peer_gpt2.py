@@ -21,7 +21,8 @@ test-peer, ci/test_peer.sh; spec Z-HF-009..011).
      unexpected keys, lm_head tied to wte) and its logits over a window
      equal those `zinc sample --logits` writes within LOGIT_ATOL; zinc
      sample's first greedy tokens are the argmax of transformers' logits.
-Prints a summary table; exit status 0 when every check passes."""
+Prints a summary table; exit status 0 when every check passes.
+spec: Z-HF-009 Z-HF-010 Z-HF-011 (and Z-DATA-012, Z-SAMPLE-007, Z-SAMPLE-008 from the other side)"""
 import argparse
 import json
 import os

@@ -15,8 +15,8 @@
 
 #define MAX_NEW_LIMIT (1L << 20)
 
-static int sample_usage(const char *msg) {
-    fprintf(stderr, "zinc: error: %s\n", msg);
+static int sample_usage(const char *msg, const char *flag) {
+    fprintf(stderr, "zinc: error: %s%s%.60s%s\n", msg, flag ? " '" : "", flag ? flag : "", flag ? "'" : "");
     fprintf(stderr, "usage: zinc sample --checkpoint-dir DIR [--checkpoint-tag TAG] --prompt TEXT\n"
                     "                   [--max-new-tokens N] [--temperature X] [--top-k K] [--seed S] [--logits FILE]\n"
                     "  a byte-level model (vocabulary 256) reads TEXT's bytes and prints bytes; a larger\n"
@@ -61,7 +61,7 @@ static int prompt_tokens(const char *prompt, int V, int *tok, long *n) {
             }
         }
     }
-    if (*n == 0) return sample_usage("--prompt: give at least one token");
+    if (*n == 0) return sample_usage("--prompt: give at least one token", NULL);
     return 0;
 }
 
@@ -95,10 +95,7 @@ int zn_cmd_sample(int argc, char **argv) {
     ZnSampleOpts o = {200, 0.0f, 0, 0};
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i];
-        if (i + 1 >= argc) {
-            fprintf(stderr, "zinc: error: %.60s: expected a value\n", f);
-            return sample_usage("every flag of 'zinc sample' takes a value");
-        }
+        if (i + 1 >= argc) return sample_usage("every flag of 'zinc sample' takes a value; none follows", f);
         const char *v = argv[++i];
         long x;
         if (!strcmp(f, "--checkpoint-dir")) dir = v;
@@ -122,13 +119,10 @@ int zn_cmd_sample(int argc, char **argv) {
                 return 2;
             }
             o.temperature = (float)t;
-        } else {
-            fprintf(stderr, "zinc: error: unknown flag '%.60s' for 'zinc sample'\n", f);
-            return sample_usage("see the flags below");
-        }
+        } else return sample_usage("unknown flag for 'zinc sample':", f);
     }
-    if (!dir || !prompt) return sample_usage("zinc sample needs --checkpoint-dir and --prompt");
-    if (strlen(dir) > ZN_CKPT_PATH_MAX) return sample_usage("--checkpoint-dir: path too long");
+    if (!dir || !prompt) return sample_usage("zinc sample needs --checkpoint-dir and --prompt", NULL);
+    if (strlen(dir) > ZN_CKPT_PATH_MAX) return sample_usage("--checkpoint-dir: path too long", NULL);
     ZnErr err = {0};
     char tagdir[4096];
     int rc = zn_ckpt_find(dir, tag, tagdir, &err);
