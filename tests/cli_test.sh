@@ -453,7 +453,7 @@ done
 "$ZINC" sample --checkpoint-dir "$T/g4" --checkpoint-tag global_step4 --prompt "GNU" --max-new-tokens 5 >"$T/s2" 2>&1
 [ $rc = 0 ] && [ "$(head -c 3 "$T/s1")" = GNU ] && [ "$(wc -c <"$T/s1")" -eq 9 ] && cmp -s "$T/s1" "$T/s2" && ok Z-SAMPLE-001 || bad Z-SAMPLE-001 "exit $rc: $(cat "$T/s1")"
 expect_fail Z-SAMPLE-001-mlp 2 "the checkpoint holds an MLP, not GPT-2; zinc sample runs GPT-2 only" -- sample --checkpoint-dir "$T/mck" --prompt x
-expect_fail Z-SAMPLE-001-missing 1 "$T/none/latest" -- sample --checkpoint-dir "$T/none" --prompt x
+expect_fail Z-SAMPLE-001-missing 1 "no checkpoint to sample (latest): $T/none/latest: open failed" -- sample --checkpoint-dir "$T/none" --prompt x
 expect_fail Z-SAMPLE-001-tag 2 "--checkpoint-tag: the tag '../g0' holds a path separator" -- sample --checkpoint-dir "$T/g4" --checkpoint-tag ../g0 --prompt x
 expect_fail Z-SAMPLE-001-notag 2 "the tag 'global_step9' names no checkpoint folder" -- sample --checkpoint-dir "$T/g4" --checkpoint-tag global_step9 --prompt x
 

@@ -789,12 +789,12 @@ static int check_tag(const char *dir, const char *tag, const char *from, int bad
     return 0;
 }
 
-static int read_tag(const char *dir, const char *name, char *tag, size_t n, ZnErr *err) {
+static int read_tag(const char *dir, const char *name, const char *what, char *tag, size_t n, ZnErr *err) {
     char path[PATH_MAX_ZN], *text;
     size_t len;
     join(path, dir, name);
     int rc = zn_read_file(path, 4096, &text, &len, err);
-    if (rc) return zn_err_prefix(err, "no checkpoint to resume (%s): ", name);
+    if (rc) return zn_err_prefix(err, "no checkpoint to %s (%s): ", what, name);
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r')) text[--len] = 0;
     if (!len || memchr(text, 0, len)) rc = zn_err(err, ZN_E_CORRUPT, "%s: does not hold a tag (%zu bytes)", path, len);
     if (!rc) rc = check_tag(dir, text, path, ZN_E_CORRUPT, err);
@@ -837,7 +837,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     if ((rc = too_long(dir, err))) return rc;
     if (tag_in && (rc = check_tag(dir, tag_in, "--checkpoint-tag", ZN_E_USAGE, err))) return rc;
     if (tag_in) pathf(tag, "%s", tag_in);
-    else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", tag, sizeof tag, err))) return rc;
+    else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", "resume", tag, sizeof tag, err))) return rc;
     join(tagdir, dir, tag);
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     if (!m) return zn_nomem(err);
@@ -1124,7 +1124,7 @@ int zn_ckpt_find(const char *dir, const char *tag, char *tagdir, ZnErr *err) {
     char tagbuf[256];
     int rc = too_long(dir, err);
     if (!rc) rc = tag ? check_tag(dir, tag, "--checkpoint-tag", ZN_E_USAGE, err)
-                      : read_tag(dir, "latest", tagbuf, sizeof tagbuf, err);
+                      : read_tag(dir, "latest", "sample", tagbuf, sizeof tagbuf, err);
     if (!rc) join(tagdir, dir, tag ? tag : tagbuf);
     return rc;
 }

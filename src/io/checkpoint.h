@@ -65,7 +65,7 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
 /* DIR/TAG to one safetensors file of the full weights in dt (Z-CKPT-008). */
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err);
 /* The folder of checkpoint DIR/TAG (tag NULL: the one DIR/latest names)
- * into tagdir (ZN_CKPT_PATH_MAX + 300 bytes): a bad or missing tag is an
+ * into tagdir (4096 bytes): a bad or missing tag is an
  * error naming it (Z-SAMPLE-001). */
 int zn_ckpt_find(const char *dir, const char *tag, char *tagdir, ZnErr *err);
 /* The model checkpoint folder DIR/TAG holds: its manifest's model spec
