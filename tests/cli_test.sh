@@ -413,6 +413,14 @@ for k, (dt, shape, data) in h16.items():
 PY
 then ok Z-HF-001; else bad Z-HF-001 "exit $rc: $(cat "$T/hfout")"; fi
 
+# spec: Z-HF-001 a GPT-2 of 12 blocks (148 parameters: more than an MLP's
+# 128, the manifest's old limit) saves, resumes and exports
+DEEP="--model gpt2:n_layer=12,n_head=2,n_embd=8,vocab_size=256,n_positions=16 --data text:tests/data/gpl-3.txt --world-size 2"
+"$ZINC" train $DEEP --steps 0 --checkpoint-dir "$T/deep" >/dev/null 2>&1
+"$ZINC" train $DEEP --steps 1 --checkpoint-dir "$T/deep" --resume --checkpoint-interval 1 >/dev/null 2>&1; rc=$?
+"$ZINC" ckpt consolidate --input "$T/deep/global_step1" --hf "$T/deephf" >"$T/deepout" 2>&1; rc2=$?
+[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q "GPT2LMHeadModel, 148 tensors" "$T/deepout" && ok Z-HF-001-deep || bad Z-HF-001-deep "exit $rc/$rc2: $(cat "$T/deepout")"
+
 # spec: Z-HF-005 an MLP checkpoint is refused, nothing written
 "$ZINC" train --steps 2 --checkpoint-dir "$T/mck" --checkpoint-interval 2 >/dev/null 2>&1
 expect_fail Z-HF-005 2 "$T/mck/global_step2: the checkpoint holds an MLP of 3 layers, not GPT-2; --hf exports GPT-2 checkpoints only" -- ckpt consolidate --input "$T/mck/global_step2" --hf "$T/hfm"

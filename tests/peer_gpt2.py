@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors.numpy import load_file as load_np
+import transformers
 from transformers import GPT2Config, GPT2LMHeadModel
 
 STEPS = 20
@@ -104,8 +105,12 @@ def zinc_train(zinc, work, name, world, stage, steps, lr=LR):
     return d, losses
 
 
-def load_hf(path):
-    model, info = GPT2LMHeadModel.from_pretrained(path, torch_dtype=torch.float32, output_loading_info=True)
+# transformers 5 names the load dtype `dtype`, 4.x `torch_dtype`
+DTYPE_KW = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+
+
+def load_hf(path, dtype=torch.float32):
+    model, info = GPT2LMHeadModel.from_pretrained(path, output_loading_info=True, **{DTYPE_KW: dtype})
     bad = {k: v for k, v in info.items() if v and not (k == "missing_keys" and set(v) <= {"lm_head.weight"})}
     if bad:
         sys.exit("peer_gpt2: %s did not load cleanly: %s" % (path, bad))
@@ -140,6 +145,8 @@ def main():
     ap.add_argument("--work", default="build/peer")
     a = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     os.makedirs(a.work, exist_ok=True)
     tokens = np.frombuffer(open(DATA, "rb").read(), dtype=np.uint8)
     fails = []
@@ -162,7 +169,7 @@ def main():
     model, tl = torch_train(hf0, tokens)
     final = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     print("\npeer_gpt2: zinc (gpt2-tiny, fp32, AdamW lr %g wd %g, B=%d, T=%d) vs transformers %s / torch %s"
-          % (LR, WD, B, T, __import__("transformers").__version__, torch.__version__))
+          % (LR, WD, B, T, transformers.__version__, torch.__version__))
     print("%-14s %12s %12s %12s %14s %14s" % ("run", "loss[1]", "loss[%d]" % STEPS, "max rel dloss",
                                               "max |dW|", "rel ||dW||"))
     print("%-14s %12.6f %12.6f %12s %14s %14s" % ("transformers", tl[0], tl[-1], "-", "-", "-"))
@@ -219,7 +226,7 @@ def main():
         out16 = os.path.join(d, "hf_" + dt)
         run([a.zinc, "ckpt", "consolidate", "--input", os.path.join(d, "ck", "global_step300"),
              "--hf", out16, "--dtype", dt])
-        m16 = GPT2LMHeadModel.from_pretrained(out16)
+        m16 = load_hf(out16, "auto")   # the dtype config.json names
         ok = m16.dtype == tdt and all(torch.equal(v, hf.state_dict()[k].to(tdt)) for k, v in m16.state_dict().items()
                                       if k in hf.state_dict() and not k.endswith(".attn.bias"))
         print("%-14s loads as %s, every tensor the fp32 export rounded: %s" % ("export " + dt, m16.dtype, ok))

@@ -89,8 +89,8 @@ typedef struct {
     ZnLayoutOpts lopts;
     long aligned_numel, part_numel, rank_numel;
     int nparams;
-    ZnParamSpec params[2 * ZN_MAX_LAYERS];
-    long flat_offset[2 * ZN_MAX_LAYERS], pn[2 * ZN_MAX_LAYERS];
+    ZnParamSpec params[ZN_MAX_PARAMS];   /* GPT-2 has 12 per block + 4 */
+    long flat_offset[ZN_MAX_PARAMS], pn[ZN_MAX_PARAMS];
     ZnEngineState st;
     int nfiles;
     struct { char name[128]; uint64_t bytes, hash; int kind; } files[4096 + 1];   /* kind: SUM_* */
@@ -242,7 +242,7 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
         (rc = get_long(m, lay, "rank_numel", "layout.", 0, &m->rank_numel, err)))
         goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(lay, "params");
-    if (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) < 1 || cJSON_GetArraySize(ps) > 2 * ZN_MAX_LAYERS) {
+    if (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) < 1 || cJSON_GetArraySize(ps) > ZN_MAX_PARAMS) {
         rc = zn_err(err, ZN_E_CORRUPT, "%s: layout.params: missing or of a bad length", path);
         goto out;
     }
@@ -1050,7 +1050,7 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
     if (!rc) rc = zn_mkdir_p(out, &err);
     UnivJob j;
     memset(&j, 0, sizeof j);
-    long offs[2 * ZN_MAX_LAYERS] = {0};
+    long offs[ZN_MAX_PARAMS] = {0};
     if (!rc) {
         for (int p = 1; p < m->nparams; p++) offs[p] = offs[p - 1] + m->params[p - 1].numel;
         j.m = m;
