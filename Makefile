@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
+# Targets: all demo test test-peer test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -76,7 +76,7 @@ endif
 ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
-.PHONY: FORCE all demo test test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
+.PHONY: FORCE all demo test test-peer test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -136,6 +136,12 @@ demo: $(BUILD)/zinc
 
 test: tests
 	@sh ci/run_tests.sh $(BUILD)
+
+# zinc's GPT-2 against Hugging Face transformers (tests/peer_gpt2.py, spec
+# Z-HF-009..011): a venv under $(BUILD) with torch (CPU), transformers,
+# safetensors and numpy (ci/test_peer.sh)
+test-peer: $(BUILD)/zinc
+	@sh ci/test_peer.sh $(BUILD)
 
 # Coverage: the suite built with gcov, a gcovr report (HTML under
 # coverage/html, text summary in coverage/summary.txt) and the per-stage table

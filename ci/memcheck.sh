@@ -31,6 +31,15 @@ printf '{"train_batch_size": 4, "activation_checkpointing": {}, "zero_optimizati
 check "memcheck zinc train gpt2 stage 3" $MC $Z $GPT --stage 3 --steps 3 --config "$GCFG"
 check "helgrind zinc train gpt2 stage 2" valgrind -q --tool=helgrind --error-exitcode=98 $Z $GPT --stage 2 --dtype bf16 --threads 2
 rm -f "$GCFG"
+# a GPT-2 checkpoint exported for transformers and sampled (Z-HF-001, Z-SAMPLE-002)
+GK=$(mktemp -d)
+$Z train --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 16 --world-size 2 --steps 2 \
+  --checkpoint-dir "$GK/ck" --checkpoint-interval 2 >/dev/null 2>&1
+check "memcheck zinc ckpt consolidate --hf" $MC $Z ckpt consolidate --input "$GK/ck/global_step2" --hf "$GK/hf" --dtype bf16
+check "memcheck zinc sample" $MC $Z sample --checkpoint-dir "$GK/ck" --prompt GNU --max-new-tokens 40 --logits "$GK/l.st"
+check "memcheck zinc sample --temperature" $MC $Z sample --checkpoint-dir "$GK/ck" --prompt GNU --max-new-tokens 40 \
+  --temperature 0.9 --top-k 8 --seed 5
+rm -rf "$GK"
 for s in 2 3; do
   check "helgrind zinc train stage $s" valgrind -q --tool=helgrind --error-exitcode=98 $Z $RUN --stage $s
   check "drd zinc train stage $s" valgrind -q --tool=drd --error-exitcode=98 $Z $RUN --stage $s

@@ -408,4 +408,170 @@ if grep -q '"no_weight_decay":.*"transformer.h.0.ln_1.weight"' "$T"/wck/global_s
 else bad Z-OPT-020-manifest "no_weight_decay not recorded"; fi
 printf '{"train_batch_size": 4, "zinc": {"weight_decay_exclude": "bias"}}\n' >"$T/wd1.json"
 expect_fail Z-OPT-020-type 2 "zinc.weight_decay_exclude" -- $G --config "$T/wd1.json"
+
+# ---- Hugging Face export and sampling (Z-HF, Z-SAMPLE) ----
+GPT="--model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 16 --dtype fp32"
+# spec: Z-HF-008 --steps 0 with a checkpoint dir saves the initial state as
+# global_step0 (no --checkpoint-interval needed); resuming from it trains as
+# a run from scratch (same digest)
+"$ZINC" train $GPT --world-size 2 --stage 3 --steps 0 --checkpoint-dir "$T/g0" >/dev/null 2>&1
+"$ZINC" ckpt inspect "$T/g0/global_step0" >"$T/insp0" 2>&1
+"$ZINC" train $GPT --world-size 2 --stage 3 --steps 3 >"$T/g3" 2>&1
+"$ZINC" train $GPT --world-size 2 --stage 3 --steps 3 --checkpoint-dir "$T/g0" --resume >"$T/g3r" 2>&1
+if [ "$(cat "$T/g0/latest")" = global_step0 ] && grep -q "global step 0, optimizer step 0" "$T/insp0" && \
+   grep -q ': OK$' "$T/insp0" && [ -n "$(grep '^digest=' "$T/g3")" ] && \
+   [ "$(grep '^digest=' "$T/g3")" = "$(grep '^digest=' "$T/g3r")" ]; then ok Z-HF-008
+else bad Z-HF-008 "$(cat "$T/insp0" "$T/g3" "$T/g3r" | tail -n 6)"; fi
+
+# spec: Z-HF-001 Z-HF-002 Z-HF-003 Z-HF-004 --hf writes model.safetensors
+# (every parameter once, the --output file's bytes, no lm_head.weight,
+# metadata format pt) and config.json; bf16 is the fp32 export rounded
+"$ZINC" train $GPT --world-size 2 --stage 3 --steps 4 --checkpoint-dir "$T/g4" --checkpoint-interval 4 >/dev/null 2>&1
+"$ZINC" ckpt consolidate --input "$T/g4/global_step4" --output "$T/g4.safetensors" >/dev/null 2>&1
+"$ZINC" ckpt consolidate --input "$T/g4/global_step4" --hf "$T/hf/a/b" >"$T/hfout" 2>&1; rc=$?
+"$ZINC" ckpt consolidate --input "$T/g4/global_step4" --hf "$T/hf16" --dtype bf16 >/dev/null 2>&1
+if [ $rc = 0 ] && grep -qx "wrote $T/hf/a/b/model.safetensors and $T/hf/a/b/config.json: GPT2LMHeadModel, 28 tensors (lm_head.weight tied), 34688 parameters, fp32" "$T/hfout" && \
+   python3 - "$T/g4.safetensors" "$T/hf/a/b" "$T/hf16" <<'PY'
+import json, struct, sys
+def read(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    hdr = json.loads(b[8:8 + n])
+    body = b[8 + n:]
+    meta = hdr.pop("__metadata__", {})
+    return meta, {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in hdr.items()}
+_, full = read(sys.argv[1])
+meta, hf = read(sys.argv[2] + "/model.safetensors")
+assert meta == {"format": "pt"}, meta
+assert "lm_head.weight" in full and "lm_head.weight" not in hf
+assert sorted(hf) == sorted(k for k in full if k != "lm_head.weight")
+for k, v in hf.items():
+    assert v == full[k], k
+assert hf["transformer.h.1.attn.c_attn.weight"][1] == [32, 96] and hf["transformer.wte.weight"][1] == [256, 32]
+cfg = json.load(open(sys.argv[2] + "/config.json"))
+want = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_head": 2, "n_embd": 32,
+        "vocab_size": 256, "n_positions": 32, "n_ctx": 32, "activation_function": "gelu_new",
+        "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0,
+        "tie_word_embeddings": True, "bos_token_id": 255, "eos_token_id": 255, "torch_dtype": "float32"}
+for k, v in want.items():
+    assert cfg[k] == v, (k, cfg[k])
+_, h16 = read(sys.argv[3] + "/model.safetensors")
+assert json.load(open(sys.argv[3] + "/config.json"))["torch_dtype"] == "bfloat16"
+for k, (dt, shape, data) in h16.items():
+    assert dt == "BF16" and shape == hf[k][1]
+    f32 = struct.unpack("<%dI" % (len(data) // 2), hf[k][2])
+    b16 = struct.unpack("<%dH" % (len(data) // 2), data)
+    assert all(((x + 0x7FFF + ((x >> 16) & 1)) >> 16) == y for x, y in zip(f32, b16)), k
+PY
+then ok Z-HF-001; else bad Z-HF-001 "exit $rc: $(cat "$T/hfout")"; fi
+
+# spec: Z-HF-001 a GPT-2 of 12 blocks (148 parameters: more than an MLP's
+# 128, the manifest's old limit) saves, resumes and exports
+DEEP="--model gpt2:n_layer=12,n_head=2,n_embd=8,vocab_size=256,n_positions=16 --data text:tests/data/gpl-3.txt --world-size 2"
+"$ZINC" train $DEEP --steps 0 --checkpoint-dir "$T/deep" >/dev/null 2>&1
+"$ZINC" train $DEEP --steps 1 --checkpoint-dir "$T/deep" --resume --checkpoint-interval 1 >/dev/null 2>&1; rc=$?
+"$ZINC" ckpt consolidate --input "$T/deep/global_step1" --hf "$T/deephf" >"$T/deepout" 2>&1; rc2=$?
+[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q "GPT2LMHeadModel, 148 tensors" "$T/deepout" && ok Z-HF-001-deep || bad Z-HF-001-deep "exit $rc/$rc2: $(cat "$T/deepout")"
+
+# spec: Z-HF-005 an MLP checkpoint is refused, nothing written
+"$ZINC" train --steps 2 --checkpoint-dir "$T/mck" --checkpoint-interval 2 >/dev/null 2>&1
+expect_fail Z-HF-005 2 "$T/mck/global_step2: the checkpoint holds an MLP of 3 layers, not GPT-2; --hf exports GPT-2 checkpoints only" -- ckpt consolidate --input "$T/mck/global_step2" --hf "$T/hfm"
+[ -e "$T/hfm" ] && bad Z-HF-005-nothing "$T/hfm was made" || ok Z-HF-005-nothing
+# spec: Z-HF-006 bad command lines exit 2; a missing checkpoint exits 1 naming the file
+expect_error Z-HF-006-both 2 "--output or --hf, not both" -- ckpt consolidate --input "$T/g4/global_step4" --hf "$T/x" --output "$T/y"
+expect_error Z-HF-006-value 2 "takes a value" -- ckpt consolidate --input "$T/g4/global_step4" --hf
+expect_error Z-HF-006-none 2 "needs --input and --output (or --hf OUTDIR)" -- ckpt consolidate --input "$T/g4/global_step4"
+expect_error Z-HF-006-dtype 2 "--dtype: expected fp32, bf16 or fp16" -- ckpt consolidate --input "$T/g4/global_step4" --hf "$T/x" --dtype fp8
+expect_fail Z-HF-006-missing 1 "$T/none/manifest.json: open failed" -- ckpt consolidate --input "$T/none" --hf "$T/x"
+
+# spec: Z-HF-007 an I/O fault at every operation in turn: the export fails
+# cleanly with config.json absent (or, a failed fsync after its rename,
+# present and complete), or succeeds complete; never half-written
+k=1; hfbad=""
+while [ $k -le 200 ]; do
+  rm -rf "$T/hff"
+  ZINC_FAULT=op=$k "$ZINC" ckpt consolidate --input "$T/g4/global_step4" --hf "$T/hff" >/dev/null 2>"$T/ferr"; rc=$?
+  if [ $rc = 0 ]; then
+    cmp -s "$T/hff/model.safetensors" "$T/hf/a/b/model.safetensors" && cmp -s "$T/hff/config.json" "$T/hf/a/b/config.json" || hfbad="op $k: exit 0 but files differ"
+    break
+  fi
+  # config.json renamed into place but its folder's fsync failed (Z-FILE-002): complete, reported
+  durable=0
+  grep -q "config.json: renamed into place, but not yet durable" "$T/ferr" &&
+    cmp -s "$T/hff/config.json" "$T/hf/a/b/config.json" && cmp -s "$T/hff/model.safetensors" "$T/hf/a/b/model.safetensors" && durable=1
+  if [ $rc != 1 ] || { [ -e "$T/hff/config.json" ] && [ $durable = 0 ]; } || ls "$T/hff" 2>/dev/null | grep -q tmp || \
+     ! grep -q "injected I/O fault" "$T/ferr"; then
+    hfbad="op $k: exit $rc, $(ls "$T/hff" 2>/dev/null | tr '\n' ' ') $(cat "$T/ferr")"; break
+  fi
+  k=$((k + 1))
+done
+[ -z "$hfbad" ] && [ $k -gt 3 ] && [ $k -le 200 ] && ok "Z-HF-007 ($((k - 1)) faulted exports clean)" || bad Z-HF-007 "$hfbad (k=$k)"
+
+# spec: Z-SAMPLE-001 reading the checkpoint: latest by default, a tag, an MLP
+# refused, a missing checkpoint, a bad tag
+"$ZINC" sample --checkpoint-dir "$T/g4" --prompt "GNU" --max-new-tokens 5 >"$T/s1" 2>&1; rc=$?
+"$ZINC" sample --checkpoint-dir "$T/g4" --checkpoint-tag global_step4 --prompt "GNU" --max-new-tokens 5 >"$T/s2" 2>&1
+[ $rc = 0 ] && [ "$(head -c 3 "$T/s1")" = GNU ] && [ "$(wc -c <"$T/s1")" -eq 9 ] && cmp -s "$T/s1" "$T/s2" && ok Z-SAMPLE-001 || bad Z-SAMPLE-001 "exit $rc: $(cat "$T/s1")"
+expect_fail Z-SAMPLE-001-mlp 2 "the checkpoint holds an MLP, not GPT-2; zinc sample runs GPT-2 only" -- sample --checkpoint-dir "$T/mck" --prompt x
+expect_fail Z-SAMPLE-001-missing 1 "no checkpoint to sample (latest): $T/none/latest: open failed" -- sample --checkpoint-dir "$T/none" --prompt x
+expect_fail Z-SAMPLE-001-tag 2 "--checkpoint-tag: the tag '../g0' holds a path separator" -- sample --checkpoint-dir "$T/g4" --checkpoint-tag ../g0 --prompt x
+expect_fail Z-SAMPLE-001-notag 2 "the tag 'global_step9' names no checkpoint folder" -- sample --checkpoint-dir "$T/g4" --checkpoint-tag global_step9 --prompt x
+
+# spec: Z-SAMPLE-005 a vocabulary above 256 reads and prints token ids
+"$ZINC" train --model gpt2:n_layer=1,n_head=2,n_embd=8,vocab_size=300,n_positions=8 --data text:tests/data/gpl-3.txt \
+  --world-size 1 --steps 0 --checkpoint-dir "$T/v300" >/dev/null 2>&1
+"$ZINC" sample --checkpoint-dir "$T/v300" --prompt "1,299,3" --max-new-tokens 12 >"$T/ids" 2>&1; rc=$?
+[ $rc = 0 ] && grep -qE '^1,299,3(,[0-9]+){12}$' "$T/ids" && ok Z-SAMPLE-005-ids || bad Z-SAMPLE-005-ids "exit $rc: $(cat "$T/ids")"
+expect_fail Z-SAMPLE-005-big 2 "--prompt: token 1 ('300') is not an id in 0..299" -- sample --checkpoint-dir "$T/v300" --prompt 1,300
+expect_fail Z-SAMPLE-005-word 2 "--prompt: token 0 ('x,2') is not an id" -- sample --checkpoint-dir "$T/v300" --prompt x,2
+expect_fail Z-SAMPLE-005-comma 2 "a token id is missing after the last comma" -- sample --checkpoint-dir "$T/v300" --prompt 1,2,
+"$ZINC" train --model gpt2:n_layer=1,n_head=1,n_embd=4,vocab_size=70000,n_positions=4 --data text:tests/data/gpl-3.txt \
+  --world-size 1 --steps 0 --checkpoint-dir "$T/v70k" >/dev/null 2>&1
+expect_fail Z-SAMPLE-005-vocab 2 "vocabulary 70000: zinc sample runs vocabularies of at most 65536 tokens" -- sample --checkpoint-dir "$T/v70k" --prompt 1
+expect_error Z-SAMPLE-005-empty 2 "--prompt: give at least one token" -- sample --checkpoint-dir "$T/g4" --prompt ""
+# spec: Z-SAMPLE-006 bad flags
+expect_fail Z-SAMPLE-006-max 2 "--max-new-tokens: expected an integer in 0..1048576, got '-1'" -- sample --checkpoint-dir "$T/g4" --prompt x --max-new-tokens -1
+expect_fail Z-SAMPLE-006-temp 2 "--temperature: expected a number in [0, 10000], got 'hot'" -- sample --checkpoint-dir "$T/g4" --prompt x --temperature hot
+expect_fail Z-SAMPLE-006-nan 2 "--temperature: expected a number in [0, 10000], got 'nan'" -- sample --checkpoint-dir "$T/g4" --prompt x --temperature nan
+expect_fail Z-SAMPLE-006-topk 2 "--top-k: expected an integer in 0..1048576, got '1e3'" -- sample --checkpoint-dir "$T/g4" --prompt x --top-k 1e3
+expect_fail Z-SAMPLE-006-seed 2 "--seed: expected an integer in 0..2147483647, got '2147483648'" -- sample --checkpoint-dir "$T/g4" --prompt x --seed 2147483648
+expect_error Z-SAMPLE-006-unknown 2 "unknown flag for 'zinc sample': '--frob'" -- sample --checkpoint-dir "$T/g4" --prompt x --frob 1
+expect_error Z-SAMPLE-006-novalue 2 "none follows '--seed'" -- sample --checkpoint-dir "$T/g4" --prompt x --seed
+expect_error Z-SAMPLE-006-need 2 "zinc sample needs --checkpoint-dir and --prompt" -- sample --prompt x
+
+# spec: Z-SAMPLE-008 Z-SAMPLE-007 Z-SAMPLE-004 300 steps on the GPL: greedy
+# text continues the prompt (mostly letters and spaces, not one repeated
+# byte), the same every run, its first token the argmax of the last row of
+# the logits --logits writes; a seeded temperature run repeats with its
+# seed and changes with another
+"$ZINC" train $GPT --world-size 1 --stage 0 --steps 300 --lr 3e-3 --checkpoint-dir "$T/g300" --checkpoint-interval 300 >/dev/null 2>&1
+P="the GNU General Public License"
+"$ZINC" sample --checkpoint-dir "$T/g300" --prompt "$P" --max-new-tokens 120 --logits "$T/lg.safetensors" >"$T/txt1" 2>&1; rc=$?
+"$ZINC" sample --checkpoint-dir "$T/g300" --prompt "$P" --max-new-tokens 120 >"$T/txt2" 2>&1
+"$ZINC" sample --checkpoint-dir "$T/g300" --prompt "$P" --max-new-tokens 60 --temperature 0.8 --top-k 20 --seed 1 >"$T/tA" 2>&1
+"$ZINC" sample --checkpoint-dir "$T/g300" --prompt "$P" --max-new-tokens 60 --temperature 0.8 --top-k 20 --seed 1 >"$T/tB" 2>&1
+"$ZINC" sample --checkpoint-dir "$T/g300" --prompt "$P" --max-new-tokens 60 --temperature 0.8 --top-k 20 --seed 2 >"$T/tC" 2>&1
+if [ $rc = 0 ] && cmp -s "$T/txt1" "$T/txt2" && python3 - "$T/txt1" "$P" "$T/lg.safetensors" <<'PY'
+import json, struct, sys
+out = open(sys.argv[1], "rb").read()
+p = sys.argv[2].encode()
+assert out.startswith(p) and out.endswith(b"\n")
+gen = out[len(p):-1]
+assert len(gen) == 120, len(gen)
+assert len(set(gen)) >= 4, gen
+assert sum(c == 32 or 97 <= c <= 122 for c in gen) >= 100, gen
+b = open(sys.argv[3], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+hdr = json.loads(b[8:8 + n])
+t = hdr["logits"]
+T = min(len(p), 32)
+assert t["dtype"] == "F32" and t["shape"] == [T, 256], t
+s, e = t["data_offsets"]
+lg = struct.unpack("<%df" % (T * 256), b[8 + n + s:8 + n + e])
+last = lg[(T - 1) * 256:]
+assert max(range(256), key=lambda i: (last[i], -i)) == gen[0], (gen[0], max(last))
+PY
+then ok "Z-SAMPLE-008 greedy: $(tail -c 60 "$T/txt1" | tr '\n' ' ')"; else bad Z-SAMPLE-008 "exit $rc: $(cat "$T/txt1")"; fi
+cmp -s "$T/tA" "$T/tB" && ! cmp -s "$T/tA" "$T/tC" && ok Z-SAMPLE-004-seeded || bad Z-SAMPLE-004-seeded "$(cat "$T/tA" "$T/tC")"
+
 finish cli

@@ -278,11 +278,11 @@ static void test_manifest_fields(void **st) {
     };
     each_mut(orig, t, sizeof t / sizeof t[0], 0);
 
-    /* lists past their limits: 641 parameters, 4097 files, 129 aliases */
+    /* lists past their limits: ZN_MAX_PARAMS + 1 (641) parameters, 4097 files, 129 aliases */
     ZnErr err;
     doc = cJSON_Parse(orig);
     cJSON *ps = item_at(doc, "layout.params");
-    while (cJSON_GetArraySize(ps) <= 640) cJSON_AddItemToArray(ps, cJSON_Duplicate(cJSON_GetArrayItem(ps, 3), 1));
+    while (cJSON_GetArraySize(ps) <= ZN_MAX_PARAMS) cJSON_AddItemToArray(ps, cJSON_Duplicate(cJSON_GetArrayItem(ps, 3), 1));
     assert_int_equal(check_doc(doc, 1, 0, &err), ZN_E_CORRUPT);
     assert_str_contains(err.msg, "M.json: layout.params: missing or of a bad length");
     cJSON_Delete(doc);

@@ -21,6 +21,9 @@ int zn_cmd_launch(int argc, char **argv);
 int zn_cmd_estimate(int argc, char **argv);
 /* `zinc ckpt {to-universal, consolidate, inspect}` (cli_ckpt.c) */
 int zn_cmd_ckpt(int argc, char **argv);
+/* `zinc sample --checkpoint-dir DIR --prompt TEXT ...` (cli_sample.c):
+ * text from a GPT-2 checkpoint; 0, 1 (checkpoint unreadable) or 2 (usage). */
+int zn_cmd_sample(int argc, char **argv);
 /* (cli_plot.c) */
 /* `zinc plot A.csv B.csv ... -o OUT.svg [--metric M] [--title T]
  * [--names a,b,...] [--logy]`: 0 on success, 2 on any error (one message on

@@ -4,6 +4,7 @@
  * error; 1 for any other failure). The tools are src/io/checkpoint.c. */
 #include "app/cli.h"
 #include "io/checkpoint.h"
+#include "io/hf_export.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ static int ckpt_usage(const char *msg) {
     fprintf(stderr, "zinc: error: %s\n", msg);
     fprintf(stderr, "usage: zinc ckpt to-universal --input-folder DIR/TAG --output-folder OUT [--num-workers N]\n"
                     "       zinc ckpt consolidate --input DIR/TAG --output model.safetensors [--dtype fp32|bf16|fp16]\n"
+                    "       zinc ckpt consolidate --input DIR/TAG --hf OUTDIR [--dtype fp32|bf16|fp16]\n"
                     "       zinc ckpt inspect DIR/TAG\n");
     return 2;
 }
@@ -48,21 +50,32 @@ static int cmd_to_universal(int argc, char **argv) {
 }
 
 static int cmd_consolidate(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *hf = NULL;
     ZnDtype dt = ZN_F32;
     for (int i = 0; i < argc; i++) {
         if (i + 1 >= argc) return ckpt_usage("every flag of 'zinc ckpt consolidate' takes a value");
         if (!strcmp(argv[i], "--input")) in = argv[++i];
         else if (!strcmp(argv[i], "--output")) out = argv[++i];
+        else if (!strcmp(argv[i], "--hf")) hf = argv[++i];
         else if (!strcmp(argv[i], "--dtype")) {
             dt = zn_ckpt_dtype_from_name(argv[++i]);
             if (dt == ZN_DTYPE_N) return ckpt_usage("--dtype: expected fp32, bf16 or fp16");
         } else return ckpt_usage("unknown flag for 'zinc ckpt consolidate'");
     }
-    if (!in || !out) return ckpt_usage("consolidate needs --input and --output");
-    if (strlen(in) > ZN_CKPT_PATH_MAX) return ckpt_usage("path too long");
+    if (out && hf) return ckpt_usage("consolidate takes --output or --hf, not both");
+    if (!in || (!out && !hf)) return ckpt_usage("consolidate needs --input and --output (or --hf OUTDIR)");
+    if (strlen(in) > ZN_CKPT_PATH_MAX || (hf && strlen(hf) > ZN_CKPT_PATH_MAX)) return ckpt_usage("path too long");
     ZnCkptSummary sum;
     ZnErr err = {0};
+    if (hf) {   /* a Hugging Face model folder (Z-HF-001) */
+        int n;
+        long elements;
+        int rc = zn_hf_export(in, hf, dt, &n, &elements, &err);
+        if (rc) return failed(rc, &err);
+        printf("wrote %s/model.safetensors and %s/config.json: GPT2LMHeadModel, %d tensors (lm_head.weight tied), "
+               "%ld parameters, %s\n", hf, hf, n, elements, zn_dtype_name(dt));
+        return 0;
+    }
     int rc = zn_ckpt_consolidate(in, out, dt, &sum, &err);
     if (rc) return failed(rc, &err);
     printf("wrote %s: %d tensors (%d tied), %ld parameters, %s\n", out, sum.nparams + sum.naliases, sum.naliases,

@@ -20,7 +20,9 @@ static void usage(FILE *f) {
         "  stepper    step two engines with their own configs on the same batches\n"
         "             (ModelStepper's STATUS / DIVERGED lines)\n"
         "  plot       draw runs' CSV logs as curves on one SVG chart\n"
-        "  ckpt       to-universal, consolidate, inspect checkpoints\n"
+        "  ckpt       to-universal, consolidate (--hf: a Hugging Face folder), inspect checkpoints\n"
+        "  sample     generate text from a GPT-2 checkpoint (zinc sample --checkpoint-dir DIR\n"
+        "             --prompt TEXT [--max-new-tokens N] [--temperature X] [--top-k K] [--seed S])\n"
         "  estimate   DeepSpeed's memory estimators and the ZeRO paper's formulas\n"
         "  spec       run conformance cases (zinc spec run [CASE...]) or list\n"
         "             uncovered clauses (zinc spec coverage)\n"
@@ -58,6 +60,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "estimate")) return zn_cmd_estimate(argc - 2, argv + 2);
     if (!strcmp(cmd, "ckpt")) return zn_cmd_ckpt(argc - 2, argv + 2);
     if (!strcmp(cmd, "plot")) return zn_cmd_plot(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sample")) return zn_cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("zinc %s\n", ZN_VERSION);
         return 0;

@@ -190,6 +190,11 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         rc = zn_nomem(err);
         goto out;
     }
+    /* a run of 0 steps with a checkpoint dir saves the initial state as
+       global_step0, so the weights before training can be exported (Z-HF-009) */
+    if (o->ckpt_dir && o->steps == 0 && E.global_step == 0 &&
+        (rc = zn_ckpt_save(&E, o->ckpt_dir, o->model_spec, o->config_text, err)))
+        goto out;
     cpu0 = zn_thread_cpu_s();   /* the steps alone, not the set-up */
     tw.cpu_s = 0.0;
     for (long t = E.global_step; t < o->steps; t++) {

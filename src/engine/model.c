@@ -120,3 +120,9 @@ void zn_run_end(ZnModelRun *R) {
     zn_dev_free(R->d, R->labels);
     R->labels = NULL;
 }
+
+void zn_run_logits(ZnModelRun *R, long row, long n, float *out) {
+    const int V = R->m->kind == ZN_MODEL_GPT2 ? R->m->gpt2.vocab_size : R->m->dims[R->m->nlayers];
+    const float *logits = R->m->kind == ZN_MODEL_GPT2 ? zn_gpt2_run_logits(R) : R->acts[R->m->nlayers];
+    R->k->download(R->d, out, logits + row * V, (size_t)(n * V) * sizeof(float));
+}

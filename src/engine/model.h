@@ -131,5 +131,9 @@ void zn_run_forward(ZnModelRun *R, int mod, float *const *W);
 float zn_run_loss(ZnModelRun *R, float grad_scale);
 void zn_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
 void zn_run_end(ZnModelRun *R);
+/* After every module's forward: the logits of rows [row, row + n) of the
+ * micro-batch (GPT-2: row b * T + t; the MLP: sample b) copied to host out
+ * [n, classes] (zinc sample reads the last row, Z-SAMPLE-002). */
+void zn_run_logits(ZnModelRun *R, long row, long n, float *out);
 
 #endif

@@ -435,6 +435,9 @@ void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const 
     }
 }
 
+/* the logits [B * T, V] of the last forward (model_run.h) */
+const float *zn_gpt2_run_logits(const ZnModelRun *R) { return R->g->logits; }
+
 void zn_gpt2_run_end(ZnModelRun *R) {
     struct ZnGpt2Acts *g = R->g;
     if (!g) return;

@@ -47,6 +47,7 @@ void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W);
 float zn_gpt2_run_loss(ZnModelRun *R, float grad_scale);
 void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
 void zn_gpt2_run_end(ZnModelRun *R);
+const float *zn_gpt2_run_logits(const ZnModelRun *R);
 void zn_gpt2_run_free(ZnModelRun *R);
 void zn_gpt2_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
 void zn_mlp_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);

@@ -90,7 +90,7 @@ typedef struct {
     ZnLayoutOpts lopts;
     long aligned_numel, part_numel, rank_numel;
     int nparams;
-    ZnParamSpec params[ZN_MAX_PARAMS];
+    ZnParamSpec params[ZN_MAX_PARAMS];   /* GPT-2 has 12 per block + 4 */
     long flat_offset[ZN_MAX_PARAMS], pn[ZN_MAX_PARAMS];
     ZnEngineState st;
     int nfiles;
@@ -830,12 +830,12 @@ static int check_tag(const char *dir, const char *tag, const char *from, int bad
     return 0;
 }
 
-static int read_tag(const char *dir, const char *name, char *tag, size_t n, ZnErr *err) {
+static int read_tag(const char *dir, const char *name, const char *what, char *tag, size_t n, ZnErr *err) {
     char path[PATH_MAX_ZN], *text;
     size_t len;
     join(path, dir, name);
     int rc = zn_read_file(path, 4096, &text, &len, err);
-    if (rc) return zn_err_prefix(err, "no checkpoint to resume (%s): ", name);
+    if (rc) return zn_err_prefix(err, "no checkpoint to %s (%s): ", what, name);
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r')) text[--len] = 0;
     if (!len || memchr(text, 0, len)) rc = zn_err(err, ZN_E_CORRUPT, "%s: does not hold a tag (%zu bytes)", path, len);
     if (!rc) rc = check_tag(dir, text, path, ZN_E_CORRUPT, err);
@@ -878,7 +878,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     if ((rc = too_long(dir, err))) return rc;
     if (tag_in && (rc = check_tag(dir, tag_in, "--checkpoint-tag", ZN_E_USAGE, err))) return rc;
     if (tag_in) pathf(tag, "%s", tag_in);
-    else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", tag, sizeof tag, err))) return rc;
+    else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", "resume", tag, sizeof tag, err))) return rc;
     join(tagdir, dir, tag);
     Manifest *m = zn_calloc(ZN_HOST_IO, 1, sizeof *m);
     if (!m) return zn_nomem(err);
@@ -1144,6 +1144,49 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
     return rc;
 }
 
+/* The model a checkpoint's manifest records (its "model" field), checked
+ * against the parameters the manifest lists. */
+static int manifest_model(const Manifest *m, ZnModel *model, long *total, ZnErr *err) {
+    if (zn_model_parse(m->model, model, err)) {
+        zn_err_prefix(err, "%s: ", m->path);
+        return ZN_E_CORRUPT;
+    }
+    if (model->nparams != m->nparams)
+        return zn_err(err, ZN_E_CORRUPT, "%s: %d parameters recorded, model %s has %d", m->path, m->nparams, m->model,
+                      model->nparams);
+    *total = 0;
+    for (int p = 0; p < m->nparams; p++) *total += m->params[p].numel;
+    if (*total != zn_model_numel(model))
+        return zn_err(err, ZN_E_CORRUPT, "%s: %ld elements recorded, model %s has %ld", m->path, *total, m->model,
+                      zn_model_numel(model));
+    return 0;
+}
+
+int zn_ckpt_find(const char *dir, const char *tag, char *tagdir, ZnErr *err) {
+    char tagbuf[256];
+    int rc = too_long(dir, err);
+    if (!rc) rc = tag ? check_tag(dir, tag, "--checkpoint-tag", ZN_E_USAGE, err)
+                      : read_tag(dir, "latest", "sample", tagbuf, sizeof tagbuf, err);
+    if (!rc) join(tagdir, dir, tag ? tag : tagbuf);
+    return rc;
+}
+
+int zn_ckpt_read_model(const char *tagdir, ZnModel *model, float **weights, ZnErr *err_out) {
+    Manifest *m = NULL;
+    float *f[3] = {0};
+    long total = 0;
+    ZnErr err = {0};
+    *weights = NULL;
+    int rc = open_full(tagdir, &m, f, &err);
+    if (!rc) rc = manifest_model(m, model, &total, &err);
+    if (!rc) {   /* the master weights are the result; the moments go */
+        *weights = f[0];
+        f[0] = NULL;
+    } else *err_out = err;
+    full_free(m, f);
+    return rc;
+}
+
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err_out) {
     Manifest *m = NULL;
     float *f[3] = {0};
@@ -1151,19 +1194,7 @@ int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSumma
     int rc = open_full(in, &m, f, &err);
     long total = 0;
     ZnModel model;
-    if (!rc && zn_model_parse(m->model, &model, &err)) {
-        zn_err_prefix(&err, "%s: ", m->path);
-        rc = ZN_E_CORRUPT;
-    }
-    if (!rc && model.nparams != m->nparams)
-        rc = zn_err(&err, ZN_E_CORRUPT, "%s: %d parameters recorded, model %s has %d", m->path, m->nparams, m->model,
-                    model.nparams);
-    if (!rc) {
-        for (int p = 0; p < m->nparams; p++) total += m->params[p].numel;
-        if (total != zn_model_numel(&model))
-            rc = zn_err(&err, ZN_E_CORRUPT, "%s: %ld elements recorded, model %s has %ld", m->path, total, m->model,
-                        zn_model_numel(&model));
-    }
+    if (!rc) rc = manifest_model(m, &model, &total, &err);
     if (!rc) {
         /* tied weights are restored under every name they have (DeepSpeed's
            zero_to_fp32 dropped them: issue #1896) */

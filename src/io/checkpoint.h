@@ -64,6 +64,15 @@ typedef struct {
 int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSummary *sum, ZnErr *err);
 /* DIR/TAG to one safetensors file of the full weights in dt (Z-CKPT-008). */
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err);
+/* The folder of checkpoint DIR/TAG (tag NULL: the one DIR/latest names)
+ * into tagdir (4096 bytes): a bad or missing tag is an
+ * error naming it (Z-SAMPLE-001). */
+int zn_ckpt_find(const char *dir, const char *tag, char *tagdir, ZnErr *err);
+/* The model checkpoint folder DIR/TAG holds: its manifest's model spec
+ * parsed into *model, and its full fp32 master weights in model order
+ * (*weights, zn_model_numel(model) floats, malloc'd; the caller frees),
+ * every shard verified (zinc sample, zinc ckpt consolidate --hf). */
+int zn_ckpt_read_model(const char *tagdir, ZnModel *model, float **weights, ZnErr *err);
 /* Verifies every file of DIR/TAG and writes what it holds to out, one line
  * per fact and per file (`zinc ckpt inspect`); nothing on failure. */
 int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err);
