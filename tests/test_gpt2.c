@@ -291,7 +291,7 @@ static void test_gradient_check(void **state) {
         zn_run_forward(R, i, W);
     }
     float loss = zn_run_loss(R, 1.0f / BT);
-    float *tmp = malloc((size_t)V * C * sizeof *tmp * 2);
+    float *tmp = malloc((size_t)total * sizeof *tmp);   /* room for any module's gradients */
     for (int i = m->nmodules - 1; i >= 0; i--) {
         const ZnModule *md = &m->modules[i];
         long o = 0;
