@@ -124,3 +124,16 @@ int zn_host_threads(void) {
     if (e && zn_parse_threads("ZINC_NUM_THREADS", e, &n, NULL)) n = 1;   /* checked at start-up by the CLI */
     return n;
 }
+
+void zn_run_parts(int T, void *(*fn)(void *), void *parts, size_t part_size) {
+    pthread_t th[ZN_MAX_HOST_THREADS];
+    int started[ZN_MAX_HOST_THREADS];
+    char *base = parts;
+    if (T > ZN_MAX_HOST_THREADS) T = ZN_MAX_HOST_THREADS;
+    for (int k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, fn, base + (size_t)k * part_size) == 0;
+    if (T > 0) fn(base);
+    for (int k = 1; k < T; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else fn(base + (size_t)k * part_size);
+    }
+}

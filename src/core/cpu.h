@@ -10,6 +10,7 @@
  * elements go at once, never a result. */
 #ifndef ZN_CPU_H
 #define ZN_CPU_H
+#include <stddef.h>
 #include "core/err.h"
 
 typedef enum {
@@ -42,6 +43,12 @@ int zn_host_env_check(ZnErr *err);
 #define ZN_MAX_HOST_THREADS 256
 int zn_host_threads(void);
 void zn_set_host_threads(int n);
+/* Runs fn(parts + k * part_size) for k = 0..T-1 (T <= ZN_MAX_HOST_THREADS):
+ * parts 1..T-1 on threads of their own, part 0 on the caller, then waits.
+ * A thread that cannot be started leaves its part to the caller, so every
+ * part runs exactly once whatever happens (the same bits either way: each
+ * output element belongs to one part). */
+void zn_run_parts(int T, void *(*fn)(void *), void *parts, size_t part_size);
 /* Parses a thread count (ZINC_NUM_THREADS, --threads): 1..ZN_MAX_HOST_THREADS. */
 int zn_parse_threads(const char *what, const char *s, int *out, ZnErr *err);
 

@@ -5,7 +5,6 @@
  * The kernels promise an accumulation order, not just a result (device.h
  * says which for each); the build uses -ffp-contract=off, so no multiply-add
  * is fused. The GEMMs, the bulk of a step, live in gemm_host.c. */
-#include <pthread.h>
 #include "device/device.h"
 #include "device/lm_host.h"
 #include "core/alloc.h"
@@ -257,18 +256,11 @@ static void *sumsq_part(void *arg) {
 static int scan_split(const float *x, long n, int shift, void *(*fn)(void *), ScanPart *part) {
     int T = zn_host_threads();
     if (n < SCAN_MT_MIN) T = 1;
-    pthread_t th[ZN_MAX_HOST_THREADS];
-    int started[ZN_MAX_HOST_THREADS];
     for (int k = 0; k < T; k++) {
         long lo = n * k / T, hi = n * (k + 1) / T;
         part[k] = (ScanPart){x + lo, hi - lo, shift, {0.0f, 0}, 0, 0};
     }
-    for (int k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, fn, &part[k]) == 0;
-    fn(&part[0]);
-    for (int k = 1; k < T; k++) {
-        if (started[k]) pthread_join(th[k], NULL);
-        else fn(&part[k]);
-    }
+    zn_run_parts(T, fn, part, sizeof *part);
     return T;
 }
 
@@ -347,15 +339,8 @@ static void host_adam(ZnDevice *d, long n, float *p, const float *g, float *m, f
     int T = zn_host_threads();
     if (T > 1 && n >= ADAM_MT_MIN) {
         AdamSlice sl[ZN_MAX_HOST_THREADS];
-        pthread_t th[ZN_MAX_HOST_THREADS];
-        int started[ZN_MAX_HOST_THREADS];
         for (int k = 0; k < T; k++) sl[k] = (AdamSlice){&j, k, T};
-        for (int k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, adam_slice, &sl[k]) == 0;
-        adam_slice(&sl[0]);
-        for (int k = 1; k < T; k++) {
-            if (started[k]) pthread_join(th[k], NULL);
-            else adam_slice(&sl[k]);
-        }
+        zn_run_parts(T, adam_slice, sl, sizeof *sl);
         return;
     }
     adam_range(&j, 0, n);

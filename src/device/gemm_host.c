@@ -223,8 +223,6 @@ void zn_host_gemm_isa(ZnIsa isa, int threads, int M, int N, int K, const float *
         return;
     }
     Part part[ZN_MAX_HOST_THREADS];
-    pthread_t th[ZN_MAX_HOST_THREADS];
-    int started[ZN_MAX_HOST_THREADS];
     const int unit = by_cols ? kn->nr : kn->mr, total = by_cols ? N : M, units = (total + unit - 1) / unit;
     for (int t = 0; t < T; t++) {
         int lo = (int)((long)units * t / T) * unit, hi = (int)((long)units * (t + 1) / T) * unit;
@@ -242,14 +240,7 @@ void zn_host_gemm_isa(ZnIsa isa, int threads, int M, int N, int K, const float *
         }
         part[t] = (Part){kn, s, scratch + (size_t)t * scratch_floats(kn)};
     }
-    for (int t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, part_run, &part[t]) == 0;
-    part_run(&part[0]);
-    /* a thread that could not start leaves its part to the caller: the
-       same elements, the same bits */
-    for (int t = 1; t < T; t++) {
-        if (started[t]) pthread_join(th[t], NULL);
-        else part_run(&part[t]);
-    }
+    zn_run_parts(T, part_run, part, sizeof *part);
 }
 
 void zn_host_gemm(int M, int N, int K, const float *A, long sai, long sak, const float *B, long sbj, long sbk,

@@ -10,7 +10,6 @@
  * the inner loops (lm_tile.h) run over independent output elements in
  * vector lanes; the dot products of attention go through the host GEMM
  * (Z-HOST-003), whose every element is the same ordered sum. */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "device/lm_host.h"
@@ -156,15 +155,8 @@ static void lm_par(LmJob *j, LmRange fn, long n, long grain) {
         return;
     }
     LmPart part[ZN_MAX_HOST_THREADS];
-    pthread_t th[ZN_MAX_HOST_THREADS];
-    int started[ZN_MAX_HOST_THREADS];
     for (long k = 0; k < T; k++) part[k] = (LmPart){j, n * k / T, n * (k + 1) / T};
-    for (long k = 1; k < T; k++) started[k] = pthread_create(&th[k], NULL, lm_part_run, &part[k]) == 0;
-    lm_part_run(&part[0]);
-    for (long k = 1; k < T; k++) {
-        if (started[k]) pthread_join(th[k], NULL);
-        else lm_part_run(&part[k]);
-    }
+    zn_run_parts((int)T, lm_part_run, part, sizeof *part);
 }
 
 /* column ranges go in whole blocks of LM_CB columns (a cache line) */
