@@ -3,7 +3,9 @@
 test-peer, ci/test_peer.sh; spec Z-HF-009..011).
 
   a. zinc trains gpt2-tiny on tests/data/gpl-3.txt (fp32, AdamW with fixed
-     lr, weight decay on every parameter, no warmup, and "gradient_clipping"
+     lr, weight decay in the Hugging Face Trainer's groups -- none for biases
+     and LayerNorm parameters, zinc's GPT-2 default (Z-OPT-020) -- no
+     warmup, and "gradient_clipping"
      0: zinc's default is DeepSpeed's 1.0) for STEPS
      steps at stages 0 and 3, world sizes 1 and 4, logging every loss; the
      initial weights come from a 0-step run's checkpoint (global_step0)
@@ -123,7 +125,13 @@ def torch_train(hf0, tokens):
     torch.manual_seed(0)
     model = load_hf(hf0)
     model.train()   # every dropout is 0 in the exported config
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    # the Trainer's groups (get_decay_parameter_names): no decay for biases
+    # and LayerNorm parameters; the tied lm_head.weight is wte, listed once
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if "bias" not in n and ".ln_" not in n]
+    rest = [p for n, p in named if "bias" in n or ".ln_" in n]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": rest, "weight_decay": 0.0}],
+                            lr=LR, betas=BETAS, eps=EPS)
     n = len(tokens)
     losses = []
     for step in range(STEPS):
