@@ -25,8 +25,20 @@ typedef struct {
     double max_in_cpu;       /* param only, 1e9 */
     int fast_init;           /* optimizer only, 0 */
     double ratio;            /* optimizer only, 1.0 (<1 only with stage 3) */
+    int pipeline_read, pipeline_write;   /* optimizer only, 0: overlap the NVMe swap with the step */
     int present;             /* the section was given and not null */
 } ZnOffloadConfig;
+
+/* The "aio" section (DeepSpeed runtime/swap_tensor/aio_config.py): how the
+ * NVMe swapper issues its I/O (io/aio.h). */
+typedef struct {
+    long block_size;                    /* bytes per request, 1048576 */
+    long queue_depth;                   /* requests in flight, 8 */
+    long intra_op_parallelism;          /* threads that split one transfer, 1 */
+    int single_submit;                  /* 0: one submit call per batch; 1: one per request */
+    int overlap_events;                 /* 1: refill the queue as requests complete */
+    int use_gds;                        /* 0 (GPUDirect Storage: refused, zinc has none) */
+} ZnAioConfig;
 
 typedef struct {
     int stage;                          /* 0..3, default 0 */
@@ -112,6 +124,7 @@ typedef struct {
     ZnFp16Config fp16;
     ZnBf16Config bf16;
     ZnSchedConfig sched;
+    ZnAioConfig aio;
     double gradient_clipping;       /* 1.0 (DeepSpeed >= 0.19.3); 0 disables */
     int prescale_gradients;         /* 0 */
     double gradient_predivide_factor; /* 1.0 */
