@@ -53,6 +53,7 @@ typedef struct {
     int verbose;              /* --verbose: errors name the source line that wrote them */
     ZnConfigArgs args;
     int threads;             /* --threads: host kernel threads (0: ZINC_NUM_THREADS, else 1) */
+    long device_memory;      /* --device-memory: each rank's simulated device capacity in bytes (0: unlimited) */
 } ZnTrainFlags;
 
 void zn_train_flags_init(ZnTrainFlags *f);

@@ -74,6 +74,26 @@ static int parse_dtype(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err
     return 0;
 }
 
+/* --device-memory: bytes, or a number with a unit: KB MB GB TB (powers of
+   1000, as GPU data sheets count) or KiB MiB GiB TiB (powers of 1024). */
+static int parse_device_memory(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err) {
+    static const struct { const char *unit; double mul; } U[] = {
+        {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    for (size_t i = 0; !errno && end != v && x > 0 && i < sizeof U / sizeof *U; i++) {
+        if (strcmp(end, U[i].unit)) continue;
+        double b = x * U[i].mul;
+        if (b >= 1.0 && b < 9.0e18) {
+            f->device_memory = (long)b;
+            return 0;
+        }
+    }
+    return zn_err(err, ZN_E_USAGE, "%s: expected a size such as 80GB, 40GiB or 1000000 (bytes), got '%s'", a, v);
+}
+
 /* The flags of `zinc train` (and of the tools that share them), one row
    each: where the value goes, what it may be, and its words in the usage
    (`zinc help`, the README): rows are in usage order; a usage ending in a
@@ -115,6 +135,7 @@ static const Flag TRAIN_FLAGS[] = {
     {"--log", FL_STR, F(log_path), .usage = "[--log FILE.csv|FILE.jsonl]\n"},
     {"--memory-report", FL_SWITCH, F(memory_report), .usage = "[--memory-report]"},
     {"--comm-report", FL_SWITCH, F(comm_report), .usage = "[--comm-report]"},
+    {"--device-memory", FL_FN, .fn = parse_device_memory, .usage = "[--device-memory SIZE]"},
     {"--trace", FL_STR, F(trace_path), .usage = "[--trace FILE.json]\n"},
     {"--checkpoint-dir", FL_STR, F(ckpt_dir), .usage = "[--checkpoint-dir DIR --checkpoint-interval K]"},
     {"--checkpoint-interval", FL_LONG, F(ckpt_interval), 1, 1L << 40},
@@ -205,9 +226,6 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
         rc = zn_config_parse(default_config, strlen(default_config), "built-in config", &args, &o->cfg, err);
     }
     if (rc) return rc;
-    /* what this build does not train yet is refused, never silently ignored */
-    if (o->cfg.zero.offload_optimizer.device != ZN_OFFLOAD_NONE || o->cfg.zero.offload_param.device != ZN_OFFLOAD_NONE)
-        return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_*: offload is not available in this build");
     o->world = zn_world(args.world_size, 0, 0);
     o->steps = f->steps >= 0 ? f->steps : ZN_DEFAULT_STEPS;
     o->print_every = f->print_every >= 0 ? f->print_every
@@ -216,6 +234,7 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     o->memory_report = f->memory_report || o->cfg.memory_breakdown;
     o->time_breakdown = o->cfg.wall_clock_breakdown;
     o->comm_report = f->comm_report;
+    o->device_memory = f->device_memory;
     o->trace_path = f->trace_path;
     o->hooks.fault_rank = -1;
     o->hooks.inject_rank = -1;

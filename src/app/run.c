@@ -37,6 +37,32 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* DeepSpeed's "CPU Virtual Memory" line: the machine's used memory (total
+ * less available, psutil's virtual_memory), in GB and percent. */
+static void cpu_memory_line(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[256];
+    long total = -1, avail = -1, v;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemTotal: %ld kB", &v) == 1) total = v;
+        else if (sscanf(line, "MemAvailable: %ld kB", &v) == 1) avail = v;
+    }
+    fclose(f);
+    if (total <= 0 || avail < 0) return;
+    const double used = (double)(total - avail) * 1024.0;
+    printf("[zinc] [rank 0] CPU Virtual Memory:  used = %.2f GB, percent = %.1f%%\n", used / (1024.0 * 1024.0 * 1024.0),
+           100.0 * (double)(total - avail) / (double)total);
+}
+
+/* An offload tier's bytes by category (Z-OFF-007): what the rank's offloaded
+ * states take in host memory and on NVMe. */
+static void tier_line(const char *tier, const ZnMemStats *m) {
+    printf("[zinc] [rank 0] %s bytes by category:", tier);
+    for (int c = 0; c < ZN_MEM_NCAT; c++) printf(" %s=%ld", zn_mem_cat_name((ZnMemCat)c), m->cur[c]);
+    printf(" | total=%ld peak=%ld\n", m->cur_total, m->peak_total);
+}
+
 /* DeepSpeed's see_memory_usage lines (Z-REP-002), rank 0, then the
  * per-category split zinc adds; the peak window restarts after each report
  * as DeepSpeed resets the CUDA peak. */
@@ -57,6 +83,32 @@ static void memory_phase(void *arg, ZnEngine *E, const char *what) {
     }
     printf("\n");
     zn_mem_reset_window(m);
+    cpu_memory_line();
+    if (E->P.optim_tier != ZN_TIER_DEVICE || E->P.param_tier != ZN_TIER_DEVICE) {   /* Z-OFF-007 */
+        tier_line("host", &E->tier_host.mem);
+        tier_line("nvme", &E->tier_nvme.mem);
+    }
+}
+
+/* Bytes an offloaded rank moved so far: H2D, D2H, NVMe read, NVMe write. */
+static void moved_now(const ZnEngine *E, unsigned long long m[4]) {
+    m[0] = E->h2d_bytes;
+    m[1] = E->d2h_bytes;
+    zn_engine_nvme_stats(E, &m[2], &m[3]);
+}
+
+/* The offload traffic of the steps since `before` (Z-OFF-009), rank 0. */
+static void offload_line(const ZnEngine *E, const char *what, const unsigned long long before[4], long steps) {
+    if (E->P.optim_tier == ZN_TIER_DEVICE && E->P.param_tier == ZN_TIER_DEVICE) return;
+    unsigned long long m[4];
+    moved_now(E, m);
+    const double s = (double)steps;
+    printf("[zinc] offload %s rank %d: device->host %.0f B/step, host->device %.0f B/step, nvme read %.0f B/step, "
+           "nvme write %.0f B/step (optimizer on %s, parameters on %s)\n",
+           what, E->world.rank, (double)(m[1] - before[1]) / s, (double)(m[0] - before[0]) / s,
+           (double)(m[2] - before[2]) / s, (double)(m[3] - before[3]) / s,
+           E->P.optim_tier == ZN_TIER_NVME ? "nvme" : E->P.optim_tier == ZN_TIER_HOST ? "cpu" : "device",
+           E->P.param_tier == ZN_TIER_HOST ? "cpu" : E->P.param_tier == ZN_TIER_NVME ? "nvme" : "device");
 }
 
 static void time_line(RunCtx *ctx, const ZnEngine *E) {
@@ -155,6 +207,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     ZnDevice own, *dev = o->proc_dev ? o->proc_dev : &own;
     int rc = o->proc_dev ? 0 : rank_device(ctx, rank, &own, err);
     if (rc) return rc;
+    if (o->device_memory > 0) dev->capacity = o->device_memory;   /* --device-memory (Z-OFF-008) */
     ZnEngine E;
     ZnEngineHooks hooks = {&ctx->sched, o->hooks.inject_steps, rank == o->hooks.inject_rank ? o->hooks.ninject : 0,
                            o->hooks.inject_value, o->out == NULL, memory_phase, ctx,
@@ -185,6 +238,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     res->comm_init[rank] = comm->stats;
     long gather_init[3];
     memcpy(gather_init, E.gather_sent, sizeof gather_init);
+    unsigned long long moved_init[4];
+    moved_now(&E, moved_init);
     float *params = NULL;
     if (o->record && !(gbuf = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float)))) {
         rc = zn_nomem(err);
@@ -204,6 +259,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         ZnCommStats before = comm->stats;
         long gather_before[3];
         memcpy(gather_before, E.gather_sent, sizeof gather_before);
+        unsigned long long moved_before[4];
+        moved_now(&E, moved_before);
         double t0 = now_s();
         if ((rc = zn_engine_train_step(&E, &sr, err)) || (rc = device_check(dev, err))) goto out;
         double ms = 1e3 * (now_s() - t0);
@@ -221,7 +278,10 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
             goto out;
         if (o->time_breakdown && report) time_line(ctx, &E);
         if (rank != 0) continue;
-        if (o->comm_report && report) comm_line(o, rank, &before, &comm->stats, 1, "step", gather_before, E.gather_sent);
+        if (o->comm_report && report) {
+            comm_line(o, rank, &before, &comm->stats, 1, "step", gather_before, E.gather_sent);
+            offload_line(&E, "step", moved_before, 1);
+        }
         res->loss[t] = sr.loss;
         res->grad_norm[t] = sr.grad_norm;
         res->lr[t] = sr.lr;
@@ -254,8 +314,14 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     if (o->comm_report && o->steps > 0) {
         pthread_mutex_lock(&ctx->print_lock);
         comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.gather_sent);
+        if (rank == 0) offload_line(&E, "run", moved_init, o->steps);
         pthread_mutex_unlock(&ctx->print_lock);
     }
+    unsigned long long moved_end[4];
+    moved_now(&E, moved_end);
+    for (int j = 0; j < 4; j++) res->moved[4 * rank + j] = moved_end[j] - moved_init[j];
+    res->host_end[rank] = E.tier_host.mem;
+    res->nvme_end[rank] = E.tier_nvme.mem;
     params = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
     if (!params) { rc = zn_nomem(err); goto out; }
     if ((rc = zn_engine_gather_params(&E, params, err))) goto out;
@@ -309,8 +375,11 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->comm_init = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnCommStats));
     res->comm_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnCommStats));
     res->mem_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
+    res->host_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
+    res->nvme_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
+    res->moved = zn_calloc(ZN_HOST_APP, 4 * (size_t)o->world.size, sizeof(unsigned long long));
     if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
-        !res->comm_end || !res->mem_end) {
+        !res->comm_end || !res->mem_end || !res->host_end || !res->nvme_end || !res->moved) {
         zn_run_result_free(res);
         return zn_nomem(err);
     }
@@ -409,6 +478,6 @@ out:
 
 void zn_run_result_free(ZnRunResult *res) {
     ZN_FREE_ALL(res->loss, res->grad_norm, res->lr, res->scale, res->scale_after, res->skipped, res->params,
-                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end);
+                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved);
     memset(res, 0, sizeof *res);
 }

@@ -41,6 +41,7 @@ typedef struct {
     int memory_report;     /* DeepSpeed's see_memory_usage lines, rank 0 */
     int time_breakdown;    /* DeepSpeed's "time (ms) | fwd_microstep ..." line, every rank */
     int comm_report;       /* per-step and per-run collective bytes against the ZeRO volumes */
+    long device_memory;    /* each rank's simulated device capacity in bytes (Z-OFF-008); 0: unlimited */
     const char *trace_path;/* Chrome trace-event JSON */
     int measure_cpu;       /* split each rank's CPU time into collectives and the rest (bench) */
     /* checkpoints (Z-CKPT-*) */
@@ -76,6 +77,8 @@ typedef struct {
     uint64_t digest;
     ZnCommStats *comm_init, *comm_end; /* [world.size of the options]: after init, after the last step */
     ZnMemStats *mem_end;             /* [world.size of the options]: device memory after the last step */
+    ZnMemStats *host_end, *nvme_end; /* [world.size]: the offload tiers after the last step (Z-OFF-007) */
+    unsigned long long *moved;       /* [4 * world.size]: H2D, D2H, NVMe read, NVMe write bytes of the steps */
     double wall_s;
     double cpu_total_s, cpu_comm_s;  /* with measure_cpu: thread CPU time of all ranks, and the part
                                         spent inside the simulator's collectives */

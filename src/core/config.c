@@ -536,8 +536,8 @@ static const Key OFFLOAD_OPTIMIZER_KEYS[] = {
     {"nvme_path", .type = K_FN, .fn = read_nvme_path},
     {"buffer_count", .type = K_LONG, .off = O(buffer_count), .def = 4, RANGE(0, INF)},
     {"pin_memory", .type = K_BOOL, .off = O(pin_memory), .def = 1},
-    {"pipeline_read", .type = K_BOOL, .flags = F_DISCARD},
-    {"pipeline_write", .type = K_BOOL, .flags = F_DISCARD},
+    {"pipeline_read", .type = K_BOOL, .off = O(pipeline_read)},
+    {"pipeline_write", .type = K_BOOL, .off = O(pipeline_write)},
     {"fast_init", .type = K_BOOL, .off = O(fast_init)},
     /* DeepSpeed allows 0; zinc wants a section that offloads something */
     {"ratio", .type = K_NUM, .off = O(ratio), .def = 1.0, RANGE(0, 1), .flags = F_GT},
@@ -938,6 +938,40 @@ static int read_tag_validation(Ctx *x, const Key *k, const cJSON *v, const char 
     return expected(x, v, path, "\"Ignore\", \"Warn\" or \"Fail\"", 0);
 }
 
+/* DeepSpeed's aio section (runtime/swap_tensor/aio_config.py): get_aio_config
+   reads only its known keys, so a misspelt or retired one is silently
+   ignored there; zinc warns (Z-CFG-060). thread_count was renamed
+   intra_op_parallelism (DeepSpeed PR #7056) and ds_nvme_tune still prints
+   num_threads: both name the key that replaced them. */
+static int read_aio_retired(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)v; (void)base;
+    warn(x, "%s: DeepSpeed ignores %s (renamed intra_op_parallelism); ignored", path, k->name);
+    return ZN_OK;
+}
+
+static int read_use_gds(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k;
+    ZnAioConfig *a = base;
+    int rc = read_bool_to(x, v, path, 0, &a->use_gds);
+    if (rc) return rc;
+    if (a->use_gds) return fail(x, "%s: GPUDirect Storage is not supported by zinc (its NVMe swap goes through host "
+                                   "buffers); set it to false", path);
+    return ZN_OK;
+}
+
+#define A(f) offsetof(ZnAioConfig, f)
+static const Key AIO_KEYS[] = {
+    {"block_size", .type = K_LONG, .off = A(block_size), .def = 1048576, RANGE(0, INF), .flags = F_GT},
+    {"queue_depth", .type = K_LONG, .off = A(queue_depth), .def = 8, RANGE(0, INF), .flags = F_GT},
+    {"intra_op_parallelism", .type = K_LONG, .off = A(intra_op_parallelism), .def = 1, RANGE(0, 1024), .flags = F_GT},
+    {"single_submit", .type = K_BOOL, .off = A(single_submit)},
+    {"overlap_events", .type = K_BOOL, .off = A(overlap_events), .def = 1},
+    {"use_gds", .type = K_FN, .fn = read_use_gds},
+    {"thread_count", .type = K_FN, .fn = read_aio_retired},
+    {"num_threads", .type = K_FN, .fn = read_aio_retired},
+};
+#undef A
+
 static const Key CHECKPOINT_KEYS[] = {
     {"load_universal", .type = K_BOOL, .off = C(load_universal)},
     {"tag_validation", .type = K_FN, .fn = read_tag_validation},
@@ -1037,6 +1071,7 @@ static const Key TOP_KEYS[] = {
     {"zero_allow_untested_optimizer", .type = K_BOOL, .off = C(zero_allow_untested_optimizer)},
     {"zero_force_ds_cpu_optimizer", .type = K_BOOL, .off = C(zero_force_ds_cpu_optimizer), .def = 1},
     {"checkpoint", .type = K_SECTION, SUB(CHECKPOINT_KEYS, 0), .unknown = UNKNOWN_WARN},
+    {"aio", .type = K_SECTION, SUB(AIO_KEYS, C(aio)), .unknown = UNKNOWN_WARN},
     {"activation_checkpointing", .type = K_FN, .fn = read_act_ckpt},
     {"zinc", .type = K_SECTION, SUB(ZINC_KEYS, 0), .unknown = UNKNOWN_ZINC},
     /* DeepSpeed features zinc does not implement */
@@ -1052,7 +1087,7 @@ static const Key TOP_KEYS[] = {
     {"data_efficiency", UNIMPL}, {"curriculum_learning", UNIMPL},
     {"compression_training", UNIMPL}, {"tensorboard", UNIMPL},
     {"wandb", UNIMPL}, {"csv_monitor", UNIMPL}, {"comet", UNIMPL},
-    {"comms_logger", UNIMPL}, {"aio", UNIMPL}, {"nebula", UNIMPL}, {"pipeline", UNIMPL},
+    {"comms_logger", UNIMPL}, {"nebula", UNIMPL}, {"pipeline", UNIMPL},
     {"eigenvalue", UNIMPL}, {"quantize_training", UNIMPL}, {"hybrid_engine", UNIMPL},
     {"weight_quantization", UNIMPL}, {"compile", UNIMPL}, {"tensor_parallel", UNIMPL},
 #undef UNIMPL
@@ -1347,11 +1382,16 @@ static int check_offload(Ctx *x, const ZnPlan *P, const ZnOffloadConfig *o, int 
     if (o->device != ZN_OFFLOAD_NONE) {
         if (P->optim == ZN_HOLD_FULL)
             return fail(x, "zero_optimization.%s: offload requires ZeRO stage 1, 2 or 3 (stage is 0)", name);
-        if (o->device == ZN_OFFLOAD_NVME && !o->nvme_path[0])
+        /* only stage 3 swaps (below): elsewhere nvme is cpu and needs no path */
+        if (o->device == ZN_OFFLOAD_NVME && !o->nvme_path[0] && P->ds_optimizer == ZN_DS_ZERO3)
             return fail(x, "zero_optimization.%s.nvme_path: required when device is \"nvme\"", name);
         if (is_param && P->params == ZN_HOLD_FULL)
             warn(x, "zero_optimization.offload_param: only ZeRO stage 3 offloads parameters; ignored at stage %d",
                  c->zero.stage);
+        /* stage_1_and_2.py sets cpu_offload for any device but none */
+        if (!is_param && o->device == ZN_OFFLOAD_NVME && P->ds_optimizer != ZN_DS_ZERO3)
+            warn(x, "zero_optimization.offload_optimizer.device: \"nvme\" at ZeRO stage %d behaves as \"cpu\" "
+                 "(DeepSpeed swaps to NVMe only at stage 3); nvme_path is not used", c->zero.stage);
     }
     /* DeepSpeedZeroConfig.offload_ratio_check: looks at the ratio whatever the device */
     if (!is_param && o->present && o->ratio < 1.0 && P->ds_optimizer != ZN_DS_ZERO3)

@@ -7,6 +7,7 @@ int zn_plan_build(ZnPlan *P, int stage, ZnErr *err) {
     if (stage < 0 || stage > 3) return zn_err(err, ZN_E_USAGE, "ZeRO stage %d not in 0..3", stage);
     memset(P, 0, sizeof *P);
     P->stage = stage;
+    P->optim_ratio = 1.0;   /* no offload until zn_plan_offload */
     P->shard = zn_plan_shard(stage);
     P->params = stage == 3 ? ZN_HOLD_PART : ZN_HOLD_FULL;
     P->grads = stage >= 2 ? ZN_HOLD_PART : ZN_HOLD_FULL;
@@ -27,6 +28,18 @@ ZnShard zn_plan_shard(int stage) {
     if (stage == 1 || stage == 2) return ZN_SHARD_FLAT;
     if (stage == 3) return ZN_SHARD_PARAM;
     return ZN_SHARD_NONE;
+}
+
+void zn_plan_offload(ZnPlan *P, int optim_device, int param_device, double ratio) {
+    P->optim_tier = ZN_TIER_DEVICE;
+    P->param_tier = ZN_TIER_DEVICE;
+    P->optim_ratio = 1.0;
+    if (optim_device && P->optim == ZN_HOLD_PART) {
+        P->optim_tier = optim_device == 2 && P->step_per_subgroup ? ZN_TIER_NVME : ZN_TIER_HOST;
+        P->optim_ratio = P->step_per_subgroup ? ratio : 1.0;
+    }
+    if (param_device && P->params == ZN_HOLD_PART) P->param_tier = param_device == 2 ? ZN_TIER_NVME : ZN_TIER_HOST;
+    P->grads_on_host = P->optim_tier != ZN_TIER_DEVICE && P->grads == ZN_HOLD_PART;
 }
 
 int zn_plan_same(const ZnPlan *a, const ZnPlan *b) { return a->stage == b->stage; }

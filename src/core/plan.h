@@ -29,6 +29,10 @@ typedef enum {
 /* What a rank holds of one state. */
 typedef enum { ZN_HOLD_FULL = 0, ZN_HOLD_PART } ZnHold;
 
+/* Where a state lives (offload, spec Z-OFF-*): the accelerator, host memory,
+ * or NVMe files staged through host buffers. */
+typedef enum { ZN_TIER_DEVICE = 0, ZN_TIER_HOST, ZN_TIER_NVME } ZnTier;
+
 /* The DeepSpeed optimizer class a stage reproduces (its quirks differ:
  * Z-PREC-005, Z-PREC-010). */
 typedef enum { ZN_DS_FP16_OPTIMIZER = 0, ZN_DS_ZERO12, ZN_DS_ZERO3 } ZnDsOptimizer;
@@ -63,10 +67,20 @@ typedef struct {
     /* the ZeRO paper's per-step traffic in units of Ψ·(N−1)/N (§7): 2 for
        reduce-scatter + all-gather, 3 with the second gather of stage 3 */
     int comm_volume_psi;
+    /* offload (zn_plan_offload; device and 1.0 without it) */
+    ZnTier optim_tier;      /* fp32 master and Adam moments */
+    ZnTier param_tier;      /* the stage-3 working-parameter partition */
+    int grads_on_host;      /* the gradient partition lives with a host optimizer */
+    double optim_ratio;     /* fraction of sub-groups, the last ones, kept off the device */
 } ZnPlan;
 
 /* The plan of ZeRO stage `stage` (0..3); ZN_E_USAGE for another number. */
 int zn_plan_build(ZnPlan *P, int stage, ZnErr *err);
+/* Adds offload to a built plan: optim_device and param_device as in the
+ * config (0 none, 1 cpu, 2 nvme), ratio its offload_optimizer.ratio.
+ * DeepSpeed's rules: nvme swaps only at stage 3 (stages 1/2 keep the state
+ * in host memory), parameters move only where they are partitioned. */
+void zn_plan_offload(ZnPlan *P, int optim_device, int param_device, double ratio);
 /* The shard of a stage, for the layout's callers that know only the number
    (ZN_SHARD_NONE for a stage out of range; zn_plan_build reports those). */
 ZnShard zn_plan_shard(int stage);

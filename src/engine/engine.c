@@ -20,6 +20,8 @@
 #include "core/hash.h"
 #include "engine/fetch.h"
 #include "engine/decay.h"
+#include "engine/offload.h"
+#include "io/swap.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,10 @@ static void copy_or_add(ZnEngine *E, float *dst, const float *src, long n, int a
 /* dst = round_dt(src), or dst = round_dt(dst + src): a received gradient
  * entering a partition held in the model dtype */
 static void put_grad(ZnEngine *E, float *dst, const float *src, long n, int add) {
+    if (E->gdev != E->dev) {   /* an offloaded optimizer's partition: down to the host (Z-OFF-003) */
+        zn_off_put_grad(E, dst, src, n, add);
+        return;
+    }
     copy_or_add(E, dst, src, n, add);
     if (!add) round_dt(E, dst, n);
 }
@@ -176,8 +182,13 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     long pn = L->s3_pn[p], c0, s0, s1, r0;
     E->full[p] = talloc(E, pn * E->world.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
+    const float *send = E->param_part + L->s3_off[p];
+    if (E->pdev != E->dev) {   /* an offloaded partition goes up before its gather (Z-OFF-005) */
+        zn_off_copy(E, E->pstage, E->dev, send, E->pdev, pn, zn_dtype_size(E->dt));
+        send = E->pstage;
+    }
     zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
-    int rc = ag_dt(E, E->param_part + L->s3_off[p], E->full[p], even_counts(E, pn), err);
+    int rc = ag_dt(E, send, E->full[p], even_counts(E, pn), err);
     zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
     E->gather_sent[E->gphase] += s1 - s0;
     E->n_avail += L->params[p].numel;
@@ -435,7 +446,8 @@ done:
 
 /* Global norm of the averaged gradient over every rank's partition. */
 static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
-    ZnAbsMax am = E->k->absmax(E->dev, E->grad_part, E->part_n);
+    ZnDevice *gd = E->gdev;   /* the gradient partition's tier (Z-OFF-003) */
+    ZnAbsMax am = gd->k->absmax(gd, E->grad_part, E->part_n);
     float mx = am.nonfinite ? INFINITY : am.maxabs;
     if (E->P.norm_across_ranks) {   /* else every rank already holds the whole gradient */
         int rc = all_reduce_host_f32(E, &mx, ZN_MAX, "norm", err);
@@ -444,7 +456,7 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
     if (!isfinite(mx)) { *norm = -1.0; return 0; }   /* DeepSpeed masks a non-finite norm to -1 */
     int shift = zn_norm_shift(mx);
     uint64_t mine[2] = {0, 0};   /* the kernel adds into (hi, lo): start from zero */
-    E->k->sumsq_fixed(E->dev, E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
+    gd->k->sumsq_fixed(gd, E->grad_part, E->part_n, shift, &mine[0], &mine[1]);
     uint64_t hi = mine[0], lo = mine[1];
     if (E->P.norm_across_ranks) {
         uint64_t *all = E->norm_all;   /* 2 per rank */
@@ -460,7 +472,7 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
 /* Any inf/NaN in any rank's gradient partition (Z-PREC-004): every rank
  * takes the same skip decision. */
 static int global_overflow(ZnEngine *E, int *overflow, ZnErr *err) {
-    float flag = E->k->absmax(E->dev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
+    float flag = E->gdev->k->absmax(E->gdev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
     if (E->P.norm_across_ranks) {   /* else every rank holds the same whole gradient */
         int rc = all_reduce_host_f32(E, &flag, ZN_MAX, "overflow", err);
         if (rc) return rc;
@@ -475,37 +487,13 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err);
  * the fused Adam kernel writes as it goes; NULL when the master is the
  * working copy itself (fp32 stage 0). */
 static float *working_image(ZnEngine *E) {
-    if (E->P.optim == ZN_HOLD_FULL) return E->master != E->flat_params ? E->flat_params : NULL;
+    if (E->P.optim == ZN_HOLD_FULL) return E->dt != ZN_F32 ? E->flat_params : NULL;
     if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->world.rank * E->L.part_numel;
     return E->param_part;
 }
 
-/* The planted fault of Z-REP-001: master[i] += delta after the step, and the
- * working copy follows, as if the fault had come from the step itself. */
-static void plant_fault(ZnEngine *E, long i, float delta) {
-    float x;
-    E->k->download(E->dev, &x, E->master + i, sizeof x);
-    x = x + delta;
-    E->k->upload(E->dev, E->master + i, &x, sizeof x);
-    float *work = working_image(E);
-    if (work) {
-        dcopy(E, work + i, E->master + i, 1);
-        round_dt(E, work + i, 1);
-    }
-}
-
-/* Adam over [lo, hi) of the partition, one call per weight-decay range
- * (Z-OPT-020): Adam is element-wise, so the cut changes no other bit. */
-static void adam_range(ZnEngine *E, long lo, long hi, const ZnAdamParams *hp, float mul, float *work) {
-    for (int i = 0; i < E->ndecay; i++) {
-        long a = E->decay[i].lo > lo ? E->decay[i].lo : lo, b = E->decay[i].hi < hi ? E->decay[i].hi : hi;
-        if (b <= a) continue;
-        ZnAdamParams h = *hp;
-        if (!E->decay[i].decay) h.weight_decay = 0.0;
-        E->k->adam(E->dev, b - a, E->master + a, E->grad_part + a, E->exp_avg + a, E->exp_avg_sq + a, &h, E->opt_step,
-                   mul, work ? work + a : NULL, E->dt);
-    }
-}
+/* The tier of the working image: the stage-3 partition's, else the device. */
+static ZnDevice *working_tier(ZnEngine *E) { return E->P.params == ZN_HOLD_PART ? E->pdev : E->dev; }
 
 static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
@@ -543,23 +531,20 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     ZnAdamParams hp = E->adam;
     hp.lr = E->sched.lr;
     if (E->sched.sets_betas) { hp.beta1 = E->sched.beta1; hp.beta2 = E->sched.beta2; }
-    /* Adam writes the cast working copy in the same pass. Elements outside
-       every sub-group (none today) keep their old master value, whose cast
-       the working copy already holds. */
+    /* Adam per optimizer group (one per sub-group at stage 3), one call per
+       weight-decay range (Z-OPT-020), writing the cast working copy in the
+       same pass where it lives with the master (offload.c). Adam is
+       element-wise, so the cuts change no bit. Elements outside every
+       sub-group (none today) keep their old master value, whose cast the
+       working copy already holds. */
     float *work = working_image(E);
-    if (E->P.step_per_subgroup) {   /* one optimizer group per sub-group */
-        const ZnLayout *L = &E->L;
-        for (int s = 0; s < L->nsubgroups; s++) {
-            int p0 = L->subgroup_first[s], p1 = L->subgroup_first[s + 1];
-            if (p1 <= p0) continue;
-            adam_range(E, L->s3_off[p0], L->s3_off[p1 - 1] + L->s3_pn[p1 - 1], &hp, mul, work);
-        }
-    } else {
-        adam_range(E, 0, E->part_n, &hp, mul, work);
-    }
+    if ((rc = zn_off_step(E, &hp, mul, work, working_tier(E), err))) return rc;
     zn_sched_step(&E->sched);
-    if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n)
-        plant_fault(E, E->hooks.fault_index, E->hooks.fault_delta);
+    /* the planted fault of Z-REP-001: master[i] += delta after the step, and
+       the working copy follows, as if the fault had come from the step */
+    if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n &&
+        (rc = zn_off_add_master(E, E->hooks.fault_index, E->hooks.fault_delta, work, working_tier(E), err)))
+        return rc;
     res->grad_norm = gs < 0.0 ? -1.0 : gs / S_report;
     return publish_params(E, 0, err);
 }
@@ -572,10 +557,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
     const ZnLayout *L = &E->L;
     int rc = 0;
     float *work = working_image(E);
-    if (cast && work) {
-        dcopy(E, work, E->master, E->part_n);
-        round_dt(E, work, E->part_n);
-    }
+    if (cast && work && (rc = zn_off_cast_work(E, work, working_tier(E), err))) return rc;
     if (E->P.allgather_after_step) {
         rc = ag_dt(E, work, E->flat_params, even_counts(E, L->part_numel), err);
     } else if (E->P.gather_per_layer) {
@@ -598,31 +580,33 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
  * micro-batch index whatever N and GA are (Z-CANON-002) */
 
 static void canon_push(ZnEngine *E) {
+    ZnDevice *gd = E->gdev;   /* the levels live with the gradient partition */
     const float *carry = E->grad_part;
     int k = 0;
     while (E->occupied & (1ul << k)) {   /* levels[k] holds earlier micro-batches: it goes left */
         float *acc = E->levels[k];
-        E->k->add(E->dev, E->dt, acc, carry, E->part_n);
+        gd->k->add(gd, E->dt, acc, carry, E->part_n);
         E->occupied &= ~(1ul << k);
         carry = acc;
         k++;
     }
-    if (carry != E->levels[k]) dcopy(E, E->levels[k], carry, E->part_n);
+    if (carry != E->levels[k]) gd->k->copy(gd, E->levels[k], carry, (size_t)E->part_n * sizeof(float));
     E->occupied |= 1ul << k;
 }
 
 /* the total (levels from the highest, i.e. earliest, down) scaled once by 1/M */
 static void canon_finish(ZnEngine *E, long M) {
+    ZnDevice *gd = E->gdev;
     float *g = E->grad_part;
     int first = 1;
     for (int k = E->nlevels - 1; k >= 0; k--) {
         if (!(E->occupied & (1ul << k))) continue;
-        if (first) dcopy(E, g, E->levels[k], E->part_n);
-        else E->k->add(E->dev, E->dt, g, E->levels[k], E->part_n);
+        if (first) gd->k->copy(gd, g, E->levels[k], (size_t)E->part_n * sizeof(float));
+        else gd->k->add(gd, E->dt, g, E->levels[k], E->part_n);
         first = 0;
     }
     E->occupied = 0;
-    if (!E->cfg->allreduce_sum && M > 1) E->k->div(E->dev, E->dt, g, E->part_n, (float)M);
+    if (!E->cfg->allreduce_sum && M > 1) gd->k->div(gd, E->dt, g, E->part_n, (float)M);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -657,7 +641,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     if (E->canonical) {
         if (E->nlevels) canon_finish(E, ga * E->world.size);
         else if (!cfg->allreduce_sum && E->world.size > 1)   /* GA 1: just the final scale */
-            E->k->div(E->dev, E->dt, E->grad_part, E->part_n, (float)E->world.size);
+            E->gdev->k->div(E->gdev, E->dt, E->grad_part, E->part_n, (float)E->world.size);
     } else if (!E->P.reduce_per_micro && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     phase(E, "before step");
@@ -714,17 +698,40 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
     return rc;
 }
 
+/* gather_partitions of a buffer on another tier, or of an optimizer state
+ * (which: 0..2; src NULL), through a device copy: the communicator takes
+ * device buffers. */
+static int gather_via_device(ZnEngine *E, const float *src, ZnDevice *sd, int which, float *out, ZnErr *err) {
+    float *dev = zn_off_state_in_place(E, which);
+    if (src && sd == E->dev) return gather_partitions(E, src, out, err);
+    if (!src && E->nog == 1 && E->og[0].tier == ZN_TIER_DEVICE) return gather_partitions(E, E->og[0].st[which], out, err);
+    float *tmp = falloc(E, E->part_n, ZN_MEM_BUCKETS, err);
+    float *host = src ? NULL : zn_malloc(ZN_HOST_ENGINE, (size_t)(E->part_n + 1) * sizeof(float));
+    int rc = tmp ? 0 : err->code;
+    if (!rc && !src && !host) rc = zn_nomem(err);
+    if (!rc && src) zn_off_copy(E, tmp, E->dev, src, sd, E->part_n, sizeof(float));
+    if (!rc && !src) {
+        if (dev) memcpy(host, dev, (size_t)E->part_n * sizeof(float));
+        else rc = zn_off_state_read(E, which, host, err);
+        if (!rc) zn_off_copy(E, tmp, E->dev, host, &E->tier_host, E->part_n, sizeof(float));
+    }
+    if (!rc) rc = gather_partitions(E, tmp, out, err);
+    zn_dev_free(E->dev, tmp);
+    free(host);
+    return rc;
+}
+
 int zn_engine_gather_params(ZnEngine *E, float *out, ZnErr *err) {
-    return gather_partitions(E, E->master, out, err);
+    return gather_via_device(E, NULL, NULL, 0, out, err);
 }
 
 int zn_engine_gather_moments(ZnEngine *E, float *exp_avg, float *exp_avg_sq, ZnErr *err) {
-    int rc = gather_partitions(E, E->exp_avg, exp_avg, err);
-    return rc ? rc : gather_partitions(E, E->exp_avg_sq, exp_avg_sq, err);
+    int rc = gather_via_device(E, NULL, NULL, 1, exp_avg, err);
+    return rc ? rc : gather_via_device(E, NULL, NULL, 2, exp_avg_sq, err);
 }
 
 int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err) {
-    return gather_partitions(E, E->grad_part, out, err);
+    return gather_via_device(E, E->grad_part, E->gdev, 0, out, err);
 }
 
 void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s) {
@@ -748,26 +755,31 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
     E->scaler.last_overflow_iter = s->scaler.last_overflow_iter;
     E->scaler.cur_hysteresis = s->scaler.cur_hysteresis;
     zn_sched_set_iteration(&E->sched, s->sched_t);
-    size_t bytes = (size_t)E->part_n * sizeof(float);
     /* a state read in place (zn_engine_part_in_place) is there already */
-    if (master != E->master) E->k->upload(E->dev, E->master, master, bytes);
-    if (exp_avg != E->exp_avg) E->k->upload(E->dev, E->exp_avg, exp_avg, bytes);
-    if (exp_avg_sq != E->exp_avg_sq) E->k->upload(E->dev, E->exp_avg_sq, exp_avg_sq, bytes);
+    const float *st[3] = {master, exp_avg, exp_avg_sq};
+    for (int w = 0; w < 3; w++) {
+        int rc = zn_off_state_write(E, w, st[w], err);
+        if (rc) return rc;
+    }
     return publish_params(E, 1, err);
 }
 
-static const float *part_src(const ZnEngine *E, ZnPartState which) {
-    return which == ZN_PART_MASTER ? E->master : which == ZN_PART_EXP_AVG ? E->exp_avg
-         : which == ZN_PART_EXP_AVG_SQ ? E->exp_avg_sq : E->param_part;
-}
-
-void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host) {
-    const float *src = part_src(E, which);
-    if (src) E->k->download(E->dev, host, src, (size_t)E->part_n * sizeof(float));
+int zn_engine_read_part(ZnEngine *E, ZnPartState which, float *host, ZnErr *err) {
+    if (which != ZN_PART_PARAMS) return zn_off_state_read(E, (int)which, host, err);
+    if (E->param_part) E->pdev->k->download(E->pdev, host, E->param_part, (size_t)E->part_n * sizeof(float));
+    return 0;
 }
 
 float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which) {
-    return E->dev->host_addressable && !E->dev->meta ? (float *)part_src(E, which) : NULL;
+    if (which != ZN_PART_PARAMS) return zn_off_state_in_place(E, (int)which);
+    return E->pdev && E->pdev->host_addressable && !E->pdev->meta ? E->param_part : NULL;
+}
+
+void zn_engine_nvme_stats(const ZnEngine *E, unsigned long long *read_bytes, unsigned long long *write_bytes) {
+    ZnSwapStats st = {0, 0, 0};
+    if (E->swap) st = zn_swap_stats(E->swap);
+    *read_bytes = st.read_bytes;
+    *write_bytes = st.write_bytes;
 }
 
 uint64_t zn_digest(const float *params, long n) {
@@ -821,6 +833,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->canonical = cfg->canonical;
     E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                              cfg->adamw, cfg->bias_correction};
+    if ((rc = zn_off_init(E, err))) return rc;   /* where grads, params and the optimizer live */
     if ((rc = zn_config_layout(cfg, model, E->world.size, &E->L, err))) return rc;
     if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;
@@ -902,24 +915,23 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if (needs_bucket && !(E->bucket_buf = talloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
     E->bucket_cap = bucket_need;
 
+    /* the optimizer partition; with offload the master, the moments and
+       (stages 2/3) the gradient partition live off the device (offload.c) */
     E->part_n = zn_layout_master_numel(L, &E->P);
+    const int grads_dt = E->gdev == dev;   /* on the host the gradient partition is fp32 (DeepSpeed's) */
+    const float *init = NULL;              /* the master's first values (part_n floats on init_dev) */
+    ZnDevice *init_dev = dev;
     if (E->P.optim == ZN_HOLD_FULL) {
         E->grad_part = E->flat_grads;
-        if (E->dt == ZN_F32) {
-            E->master = E->flat_params;   /* fp32 stage 0 steps the model weights themselves */
-        } else {
-            if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-            dcopy(E, E->master, E->flat_params, E->part_n);
-        }
+        init = E->flat_params;             /* fp32 stage 0 steps the model weights themselves */
     } else if (E->P.shard == ZN_SHARD_FLAT) {
-        if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-        dcopy(E, E->master, E->flat_params + (long)E->world.rank * L->part_numel, E->part_n);
+        init = E->flat_params + (long)E->world.rank * L->part_numel;
         if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->world.rank * L->part_numel;
-        else if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+        else if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     } else {
-        if (!(E->param_part = talloc(E, E->part_n, ZN_MEM_PARAMS16, err))) goto fail;
-        if (!(E->master = falloc(E, E->part_n, ZN_MEM_MASTER32, err))) goto fail;
-        if (!(E->grad_part = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+        ZnDevice *pd = E->pdev;
+        if (!(E->param_part = zn_off_alloc(E, pd, E->part_n, ZN_MEM_PARAMS16, 1, err))) goto fail;
+        if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
         float *h = zn_calloc(ZN_HOST_ENGINE, (size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
         if (!h) { zn_nomem(err); goto fail; }
         for (int p = 0; p < L->nparams; p++) {
@@ -927,17 +939,22 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             zn_layout_owned(L, p, E->world.rank, &lo2, &hi2, &off);
             if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, h + off);
         }
-        E->k->upload(dev, E->param_part, h, (size_t)E->part_n * sizeof(float));
+        pd->k->upload(pd, E->param_part, h, (size_t)E->part_n * sizeof(float));
         free(h);
-        round_dt(E, E->param_part, E->part_n);
-        dcopy(E, E->master, E->param_part, E->part_n);
+        pd->k->round_dt(pd, E->dt, E->param_part, E->part_n);
+        init = E->param_part;
+        init_dev = pd;
         E->full = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
         if (!E->full) { zn_nomem(err); goto fail; }
+        if (pd != dev) {   /* a partition's way up to its gather */
+            long maxpn = 0;
+            for (int p = 0; p < L->nparams; p++) if (L->s3_pn[p] > maxpn) maxpn = L->s3_pn[p];
+            if (!(E->pstage = talloc(E, maxpn, ZN_MEM_BUCKETS, err))) goto fail;
+        }
     }
     if ((rc = zn_fetch_init(E, err))) goto fail;
     if ((rc = zn_decay_ranges(model, cfg, L, E->world.rank, E->part_n, &E->decay, &E->ndecay, err))) goto fail;
-    if (!(E->exp_avg = falloc(E, E->part_n, ZN_MEM_EXP_AVG, err))) goto fail;
-    if (!(E->exp_avg_sq = falloc(E, E->part_n, ZN_MEM_EXP_AVG_SQ, err))) goto fail;
+    if ((rc = zn_off_groups_init(E, init, init_dev, err))) goto fail;
     if (E->canonical && cfg->grad_accum > 1) {
         /* the binary counter over GA micro-steps needs floor(log2 GA) + 1
            partition-sized partial sums: canonical mode's memory cost */
@@ -945,7 +962,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         E->levels = zn_calloc(ZN_HOST_ENGINE, (size_t)E->nlevels, sizeof(float *));
         if (!E->levels) { zn_nomem(err); goto fail; }
         for (int k = 0; k < E->nlevels; k++)
-            if (!(E->levels[k] = talloc(E, E->part_n, ZN_MEM_GRADS, err))) goto fail;
+            if (!(E->levels[k] = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     }
     phase(E, "init");
     return 0;
@@ -968,19 +985,18 @@ void zn_engine_free(ZnEngine *E) {
     }
     free(E->first_use);
     free(E->tied_cnt);
+    zn_off_free(E);
     if (E->dev) {
-        if (E->master != E->flat_params) zn_dev_free(E->dev, E->master);
-        if (E->P.grads == ZN_HOLD_PART) zn_dev_free(E->dev, E->grad_part);
+        if (E->P.grads == ZN_HOLD_PART) zn_dev_free(E->gdev, E->grad_part);
         zn_dev_free(E->dev, E->flat_params);
         zn_dev_free(E->dev, E->flat_grads);
-        zn_dev_free(E->dev, E->param_part);
-        zn_dev_free(E->dev, E->exp_avg);
-        zn_dev_free(E->dev, E->exp_avg_sq);
+        if (E->pdev) zn_dev_free(E->pdev, E->param_part);
+        zn_dev_free(E->dev, E->pstage);
         zn_dev_free(E->dev, E->bucket_buf);
         zn_dev_free(E->dev, E->grad_scratch);
         zn_dev_free(E->dev, E->comm16);
         zn_dev_free(E->dev, E->scratch);
-        for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->dev, E->levels[k]);
+        for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->gdev, E->levels[k]);
     }
     zn_run_free(E->run);
     ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered);

@@ -100,11 +100,26 @@ typedef struct ZnEngine {
     int gphase;             /* what gathers now: 0 forward, 1 backward, 2 after the step */
     long gather_sent[3];    /* bytes this rank sent gathering parameters, per phase, since init */
 
-    /* optimizer partition: master weights, gradients, Adam moments */
+    /* optimizer partition: master weights, gradients, Adam moments. The
+       master and moments live in the optimizer groups (offload.h); fp32
+       stage 0's master is flat_params itself */
     long part_n;
-    float *master;          /* stage 0: aliases flat_params */
     float *grad_part;       /* stage 0: flat_grads; stage 1: flat_grads + r*S_p */
-    float *exp_avg, *exp_avg_sq;
+    struct ZnOptGroup *og;  /* [nog] ranges of the partition with their states and tier */
+    int nog;
+
+    /* offload (Z-OFF-*, offload.h): the tiers besides the device */
+    ZnDevice tier_host;     /* host memory the offloaded states take (accounted like the device) */
+    ZnDevice tier_nvme;     /* NVMe: accounting only, the swap files hold the bytes */
+    ZnDevice *gdev;         /* where grad_part (and canonical levels) live: dev or &tier_host */
+    ZnDevice *pdev;         /* where param_part lives (stage 3): dev or &tier_host */
+    float *hstage, *dstage; /* chunk staging on the host and on the device */
+    float *pstage;          /* device: a host param partition on its way to the gather */
+    float **swapbuf;        /* NVMe: offload_optimizer.buffer_count host buffers */
+    int nswapbuf;
+    size_t swapbuf_bytes;
+    struct ZnSwap *swap;
+    unsigned long long h2d_bytes, d2h_bytes;   /* since init, at the bytes a real run moves */
     /* the partition cut by weight-decay rule (decay.h): Adam runs once per range */
     struct ZnDecayRange *decay;
     int ndecay;
@@ -207,11 +222,13 @@ uint64_t zn_digest(const float *params, long n);
  * ZN_PART_PARAMS: the working-parameter partition of a plan that partitions
  * parameters). What a checkpoint saves, without reaching into the device. */
 typedef enum { ZN_PART_MASTER, ZN_PART_EXP_AVG, ZN_PART_EXP_AVG_SQ, ZN_PART_PARAMS } ZnPartState;
-void zn_engine_read_part(const ZnEngine *E, ZnPartState which, float *host);
+int zn_engine_read_part(ZnEngine *E, ZnPartState which, float *host, ZnErr *err);
 /* The partition itself when the device's buffers are host memory (the
  * simulator), else NULL: a checkpoint save writes it without a copy, and a
  * load reads a shard straight into it (then hands it to
  * zn_engine_set_state, which sees it is in place). */
 float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which);
+/* Swap statistics of this rank's NVMe files (zeros without NVMe). */
+void zn_engine_nvme_stats(const ZnEngine *E, unsigned long long *read_bytes, unsigned long long *write_bytes);
 
 #endif

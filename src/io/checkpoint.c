@@ -621,13 +621,15 @@ static int check_model(const Manifest *m, const ZnLayout *L, ZnErr *err) {
 /* A host copy of one of this rank's partitions (E->part_n floats). */
 /* This rank's partition of one state: in place on a host device, else a
  * copy (*owned, freed by the caller). */
-static const float *part_for_save(ZnEngine *E, ZnPartState which, float **owned) {
+static const float *part_for_save(ZnEngine *E, ZnPartState which, float **owned, int *rc, ZnErr *err) {
     *owned = NULL;
+    if (*rc) return NULL;
     const float *p = zn_engine_part_in_place(E, which);
     if (p) return p;
     size_t bytes = (size_t)E->part_n * sizeof(float);
-    if ((*owned = zn_malloc(ZN_HOST_IO, bytes ? bytes : 1))) zn_engine_read_part(E, which, *owned);
-    return *owned;
+    if (!(*owned = zn_malloc(ZN_HOST_IO, bytes ? bytes : 1))) *rc = zn_nomem(err);
+    else *rc = zn_engine_read_part(E, which, *owned, err);   /* an NVMe read can fail */
+    return *rc ? NULL : *owned;
 }
 
 static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *err) {
@@ -643,12 +645,12 @@ static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *
     int n = 0;
     const int64_t len = E->part_n;
     float *own[4];
-    const float *ms = part_for_save(E, ZN_PART_MASTER, &own[0]), *ea = part_for_save(E, ZN_PART_EXP_AVG, &own[1]),
-                *es = part_for_save(E, ZN_PART_EXP_AVG_SQ, &own[2]);
-    const float *pp = E->P.ckpt_param_partition ? part_for_save(E, ZN_PART_PARAMS, &own[3]) : (own[3] = NULL);
-    void *p16 = NULL;
     int rc = 0;
-    if (!ms || !ea || !es || (E->P.ckpt_param_partition && !pp)) rc = zn_nomem(err);
+    const float *ms = part_for_save(E, ZN_PART_MASTER, &own[0], &rc, err),
+                *ea = part_for_save(E, ZN_PART_EXP_AVG, &own[1], &rc, err),
+                *es = part_for_save(E, ZN_PART_EXP_AVG_SQ, &own[2], &rc, err);
+    const float *pp = E->P.ckpt_param_partition ? part_for_save(E, ZN_PART_PARAMS, &own[3], &rc, err) : (own[3] = NULL);
+    void *p16 = NULL;
     if (!rc) {
         e[n++] = (ZnStEntry){"fp32", ZN_F32, 1, {len}, ms};
         e[n++] = (ZnStEntry){"exp_avg", ZN_F32, 1, {len}, ea};
