@@ -577,7 +577,7 @@ static void test_known_ignored_keys_silent(void **state) {
                          NULL, w, sizeof w);
     assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
                            "flops_profiler, sparse_attention, data_efficiency, "
-                           "compression_training, tensorboard, wandb, csv_monitor, comms_logger, aio\n");
+                           "compression_training, tensorboard, wandb, csv_monitor, comms_logger\n");
     assert_int_equal(c.activation_checkpointing, 1);   /* an implemented section now (Z-GPT-014) */
     ZnConfig c2 = ok_warn("{" MB ", \"activation_checkpointing\": {\"partition_activations\": true, "
                           "\"number_checkpoints\": 4}}", NULL, w, sizeof w);
@@ -1434,7 +1434,7 @@ static void test_offload_validation(void **state) {
          "ds.json: zero_optimization.offload_optimizer: offload requires ZeRO stage 1, 2 or 3 (stage is 0)"},
         {"{" MB ", \"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\"}}}",
          "ds.json: zero_optimization.offload_param: offload requires ZeRO stage 1, 2 or 3 (stage is 0)"},
-        {"{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}",
+        {"{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"nvme\"}}}",
          "ds.json: zero_optimization.offload_optimizer.nvme_path: required when device is \"nvme\""},
         {"{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\","
          " \"nvme_path\": null}}}",
@@ -1456,11 +1456,56 @@ static void test_offload_validation(void **state) {
             sizeof w);
     assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.offload_param: only ZeRO stage 3 offloads"
                            " parameters; ignored at stage 2\n");
+    /* nvme at stages 1/2 is DeepSpeed's cpu: a warning, and no path needed */
+    ok_warn("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}", NULL, w,
+            sizeof w);
+    assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.offload_optimizer.device: \"nvme\" at ZeRO stage 2"
+                           " behaves as \"cpu\" (DeepSpeed swaps to NVMe only at stage 3); nvme_path is not used\n");
     /* an offload that is fine in the file is checked against --stage */
     ZnConfigArgs a = no_args();
     a.stage = 0;
     err_has("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}}}", &a,
             "offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
+}
+
+/* spec: Z-CFG-060 the aio section: DeepSpeed's defaults, its keys read,
+   retired names and unknown keys warned, GPUDirect Storage refused */
+static void test_aio_section(void **state) {
+    (void)state;
+    ZnConfig c = ok("{" MB "}");
+    assert_int_equal(c.aio.block_size, 1048576);
+    assert_int_equal(c.aio.queue_depth, 8);
+    assert_int_equal(c.aio.intra_op_parallelism, 1);
+    assert_int_equal(c.aio.single_submit, 0);
+    assert_int_equal(c.aio.overlap_events, 1);
+    assert_int_equal(c.zero.offload_optimizer.pipeline_read, 0);
+    c = ok("{" MB ", \"aio\": {\"block_size\": 262144, \"queue_depth\": 32, \"intra_op_parallelism\": 4,"
+           " \"single_submit\": true, \"overlap_events\": false, \"use_gds\": false},"
+           " \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
+           " \"pipeline_read\": true, \"pipeline_write\": true}}}");
+    assert_int_equal(c.aio.block_size, 262144);
+    assert_int_equal(c.aio.queue_depth, 32);
+    assert_int_equal(c.aio.intra_op_parallelism, 4);
+    assert_int_equal(c.aio.single_submit, 1);
+    assert_int_equal(c.aio.overlap_events, 0);
+    assert_int_equal(c.zero.offload_optimizer.pipeline_read, 1);
+    assert_int_equal(c.zero.offload_optimizer.pipeline_write, 1);
+    char w[512];
+    c = ok_warn("{" MB ", \"aio\": {\"thread_count\": 2}}", NULL, w, sizeof w);
+    assert_string_equal(w, "zinc: warning: ds.json: aio.thread_count: DeepSpeed ignores thread_count (renamed "
+                           "intra_op_parallelism); ignored\n");
+    assert_int_equal(c.aio.intra_op_parallelism, 1);
+    ok_warn("{" MB ", \"aio\": {\"num_threads\": 8}}", NULL, w, sizeof w);
+    assert_str_contains(w, "aio.num_threads: DeepSpeed ignores num_threads (renamed intra_op_parallelism)");
+    ok_warn("{" MB ", \"aio\": {\"blok_size\": 8}}", NULL, w, sizeof w);
+    assert_str_contains(w, "aio.blok_size");
+    static const ErrCase bad[] = {
+        {"{" MB ", \"aio\": {\"use_gds\": true}}",
+         "ds.json: aio.use_gds: GPUDirect Storage is not supported by zinc (its NVMe swap goes through host buffers);"
+         " set it to false"},
+        {"{" MB ", \"aio\": {\"queue_depth\": 0}}", "ds.json: aio.queue_depth: expected a positive integer, got 0"},
+    };
+    err_table(bad);
 }
 
 /* spec: Z-CFG-027 */
@@ -2014,7 +2059,7 @@ ZT_MAIN(
     cmocka_unit_test(test_legacy_stage1_and_zenflow),
     cmocka_unit_test(test_offload_sections),
     cmocka_unit_test(test_offload_validation),
-    cmocka_unit_test(test_cpu_offload_deprecated),
+    cmocka_unit_test(test_cpu_offload_deprecated), cmocka_unit_test(test_aio_section),
     cmocka_unit_test(test_allgather_sequential_stage3),
     cmocka_unit_test(test_optimizer_types),
     cmocka_unit_test(test_optimizer_params),
