@@ -1468,7 +1468,7 @@ static void test_offload_validation(void **state) {
             "offload requires ZeRO stage 1, 2 or 3 (stage is 0)");
 }
 
-/* spec: Z-CFG-060 the aio section: DeepSpeed's defaults, its keys read,
+/* spec: Z-CFG-048 the aio section: DeepSpeed's defaults, its keys read,
    retired names and unknown keys warned, GPUDirect Storage refused */
 static void test_aio_section(void **state) {
     (void)state;

@@ -940,7 +940,7 @@ static int read_tag_validation(Ctx *x, const Key *k, const cJSON *v, const char 
 
 /* DeepSpeed's aio section (runtime/swap_tensor/aio_config.py): get_aio_config
    reads only its known keys, so a misspelt or retired one is silently
-   ignored there; zinc warns (Z-CFG-060). thread_count was renamed
+   ignored there; zinc warns (Z-CFG-048). thread_count was renamed
    intra_op_parallelism (DeepSpeed PR #7056) and ds_nvme_tune still prints
    num_threads: both name the key that replaced them. */
 static int read_aio_retired(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {

@@ -182,7 +182,12 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     long pn = L->s3_pn[p], c0, s0, s1, r0;
     E->full[p] = talloc(E, pn * E->world.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
-    const float *send = E->param_part + L->s3_off[p];
+    const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
+    if (!send) {
+        zn_dev_free(E->dev, E->full[p]);
+        E->full[p] = NULL;
+        return err->code;
+    }
     if (E->pdev != E->dev) {   /* an offloaded partition goes up before its gather (Z-OFF-005) */
         zn_off_copy(E, E->pstage, E->dev, send, E->pdev, pn, zn_dtype_size(E->dt));
         send = E->pstage;
@@ -489,7 +494,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err);
 static float *working_image(ZnEngine *E) {
     if (E->P.optim == ZN_HOLD_FULL) return E->dt != ZN_F32 ? E->flat_params : NULL;
     if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->world.rank * E->L.part_numel;
-    return E->param_part;
+    return E->param_part;   /* NULL with parameters on NVMe: the step writes them back (offload_param.c) */
 }
 
 /* The tier of the working image: the stage-3 partition's, else the device. */
@@ -557,7 +562,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
     const ZnLayout *L = &E->L;
     int rc = 0;
     float *work = working_image(E);
-    if (cast && work && (rc = zn_off_cast_work(E, work, working_tier(E), err))) return rc;
+    if (cast && (work || E->pslot) && (rc = zn_off_cast_work(E, work, working_tier(E), err))) return rc;
     if (E->P.allgather_after_step) {
         rc = ag_dt(E, work, E->flat_params, even_counts(E, L->part_numel), err);
     } else if (E->P.gather_per_layer) {
@@ -766,6 +771,7 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
 
 int zn_engine_read_part(ZnEngine *E, ZnPartState which, float *host, ZnErr *err) {
     if (which != ZN_PART_PARAMS) return zn_off_state_read(E, (int)which, host, err);
+    if (E->pslot) return zn_offp_read_all(E, host, err);
     if (E->param_part) E->pdev->k->download(E->pdev, host, E->param_part, (size_t)E->part_n * sizeof(float));
     return 0;
 }
@@ -776,10 +782,11 @@ float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which) {
 }
 
 void zn_engine_nvme_stats(const ZnEngine *E, unsigned long long *read_bytes, unsigned long long *write_bytes) {
-    ZnSwapStats st = {0, 0, 0};
+    ZnSwapStats st = {0, 0, 0}, sp = {0, 0, 0};
     if (E->swap) st = zn_swap_stats(E->swap);
-    *read_bytes = st.read_bytes;
-    *write_bytes = st.write_bytes;
+    if (E->pswap && E->pswap != E->swap) sp = zn_swap_stats(E->pswap);
+    *read_bytes = st.read_bytes + sp.read_bytes;
+    *write_bytes = st.write_bytes + sp.write_bytes;
 }
 
 uint64_t zn_digest(const float *params, long n) {
@@ -819,6 +826,7 @@ static int init_precision(ZnEngine *E, ZnErr *err) {
 
 int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const ZnData *data,
                    ZnComm *comm, ZnDevice *dev, const ZnEngineHooks *hooks, ZnErr *err) {
+    float *hinit = NULL;   /* stage 3: this rank's initial partition on the host */
     memset(E, 0, sizeof *E);
     E->cfg = cfg;
     E->model = model;
@@ -930,19 +938,26 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         else if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     } else {
         ZnDevice *pd = E->pdev;
-        if (!(E->param_part = zn_off_alloc(E, pd, E->part_n, ZN_MEM_PARAMS16, 1, err))) goto fail;
+        const int nvme = E->P.param_tier == ZN_TIER_NVME;   /* the partitions go to offload_param.c */
+        if (!nvme && !(E->param_part = zn_off_alloc(E, pd, E->part_n, ZN_MEM_PARAMS16, 1, err))) goto fail;
         if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
-        float *h = zn_calloc(ZN_HOST_ENGINE, (size_t)E->part_n + 1, sizeof(float));   /* host, padding zero */
-        if (!h) { zn_nomem(err); goto fail; }
+        if (!(hinit = zn_calloc(ZN_HOST_ENGINE, (size_t)E->part_n + 1, sizeof(float)))) {   /* host, padding zero */
+            zn_nomem(err);
+            goto fail;
+        }
         for (int p = 0; p < L->nparams; p++) {
             long lo2, hi2, off;
             zn_layout_owned(L, p, E->world.rank, &lo2, &hi2, &off);
-            if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, h + off);
+            if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, hinit + off);
         }
-        pd->k->upload(pd, E->param_part, h, (size_t)E->part_n * sizeof(float));
-        free(h);
-        pd->k->round_dt(pd, E->dt, E->param_part, E->part_n);
-        init = E->param_part;
+        if (nvme) {   /* rounded on the host, the parameter tier's memory */
+            E->tier_host.k->round_dt(&E->tier_host, E->dt, hinit, E->part_n);
+            init = hinit;
+        } else {
+            pd->k->upload(pd, E->param_part, hinit, (size_t)E->part_n * sizeof(float));
+            pd->k->round_dt(pd, E->dt, E->param_part, E->part_n);
+            init = E->param_part;
+        }
         init_dev = pd;
         E->full = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
         if (!E->full) { zn_nomem(err); goto fail; }
@@ -952,9 +967,14 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             if (!(E->pstage = talloc(E, maxpn, ZN_MEM_BUCKETS, err))) goto fail;
         }
     }
-    if ((rc = zn_fetch_init(E, err))) goto fail;
     if ((rc = zn_decay_ranges(model, cfg, L, E->world.rank, E->part_n, &E->decay, &E->ndecay, err))) goto fail;
     if ((rc = zn_off_groups_init(E, init, init_dev, err))) goto fail;
+    /* after the optimizer's swap space, which the parameters may share */
+    if (E->P.param_tier == ZN_TIER_NVME && (rc = zn_offp_init(E, hinit, err))) goto fail;
+    free(hinit);
+    hinit = NULL;
+    /* the trace and the persistent gathers: the partitions are in place now */
+    if ((rc = zn_fetch_init(E, err))) goto fail;
     if (E->canonical && cfg->grad_accum > 1) {
         /* the binary counter over GA micro-steps needs floor(log2 GA) + 1
            partition-sized partial sums: canonical mode's memory cost */
@@ -968,6 +988,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     return 0;
 fail:
     rc = err->code ? err->code : ZN_E_INTERNAL;
+    free(hinit);
     zn_engine_free(E);
     return rc;
 }

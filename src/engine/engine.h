@@ -119,6 +119,14 @@ typedef struct ZnEngine {
     int nswapbuf;
     size_t swapbuf_bytes;
     struct ZnSwap *swap;
+    /* stage-3 parameters on NVMe (offload_param.c): a partition is in
+       phost at pslot[p], or (pslot -1) in the swap file at pfile_off[p] */
+    long *pslot;
+    size_t *pfile_off, pfile_bytes, pbuf_bytes;
+    float *phost, *pread;
+    void **pbuf;
+    int npbuf, npbuf_live, pfid;
+    struct ZnSwap *pswap;   /* E->swap when both offloads share a path */
     unsigned long long h2d_bytes, d2h_bytes;   /* since init, at the bytes a real run moves */
     /* the partition cut by weight-decay rule (decay.h): Adam runs once per range */
     struct ZnDecayRange *decay;

@@ -62,10 +62,8 @@ int zn_off_init(ZnEngine *E, ZnErr *err) {
     E->tier_nvme.name = "nvme";
     E->tier_nvme.meta = 1;              /* the files hold the bytes */
     E->gdev = E->P.grads_on_host ? &E->tier_host : E->dev;
-    E->pdev = E->P.param_tier != ZN_TIER_DEVICE ? &E->tier_host : E->dev;
-    if (E->P.param_tier == ZN_TIER_NVME)
-        return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_param.device: \"nvme\" is not supported yet "
-                      "(parameters swap through host memory only); use \"cpu\", or keep nvme for offload_optimizer");
+    E->pdev = E->P.param_tier != ZN_TIER_DEVICE ? &E->tier_host : E->dev;   /* NVMe: through host buffers */
+    (void)err;
     return 0;
 }
 
@@ -236,6 +234,7 @@ int zn_off_groups_init(ZnEngine *E, const float *init, ZnDevice *init_dev, ZnErr
 }
 
 void zn_off_free(ZnEngine *E) {
+    zn_offp_free(E);   /* before the optimizer's swap space, which it may share */
     for (int i = 0; i < E->nog && E->og; i++) {
         ZnOptGroup *g = &E->og[i];
         ZnDevice *d = group_mem(E, g);
@@ -339,6 +338,7 @@ int zn_off_step(ZnEngine *E, const ZnAdamParams *hp, float mul, float *work, ZnD
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) {
             step_group(E, g, g->st, hp, mul, work, wdev);
+            if (E->pslot && (rc = zn_offp_store(E, g->lo, g->hi, g->st[0], group_mem(E, g), err))) break;
             continue;
         }
         if (!E->swap) continue;   /* a dry run: no data */
@@ -354,6 +354,7 @@ int zn_off_step(ZnEngine *E, const ZnAdamParams *hp, float mul, float *work, ZnD
         float *st[3];
         set_states(E, set, st);
         step_group(E, g, st, hp, mul, work, wdev);
+        if (E->pslot && (rc = zn_offp_store(E, g->lo, g->hi, st[0], &E->tier_host, err))) break;
         if ((rc = nvme_io(E, g, set, 1, err))) break;
         /* pipeline_write: the writes complete at the next wait */
         if (!o->pipeline_write && (rc = zn_swap_wait(E->swap, err))) break;
@@ -429,7 +430,9 @@ int zn_off_cast_work(ZnEngine *E, float *work, ZnDevice *wdev, ZnErr *err) {
         float *st[3];
         int rc = group_load(E, g, st, err);
         if (rc) return rc;
-        work_from_master(E, work, wdev, st[0], group_mem(E, g), g->lo, g->hi);
+        if (E->pslot) rc = zn_offp_store(E, g->lo, g->hi, st[0], group_mem(E, g), err);
+        else if (work) work_from_master(E, work, wdev, st[0], group_mem(E, g), g->lo, g->hi);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -445,8 +448,9 @@ int zn_off_add_master(ZnEngine *E, long i, float delta, float *work, ZnDevice *w
         d->k->download(d, &x, st[0] + (i - g->lo), sizeof x);
         x = x + delta;
         d->k->upload(d, st[0] + (i - g->lo), &x, sizeof x);
-        if (work) work_from_master(E, work, wdev, st[0] + (i - g->lo), d, i, i + 1);
-        return group_store(E, g, err);
+        if (E->pslot) rc = zn_offp_store(E, g->lo, g->hi, st[0], d, err);
+        else if (work) work_from_master(E, work, wdev, st[0] + (i - g->lo), d, i, i + 1);
+        return rc ? rc : group_store(E, g, err);
     }
     return 0;
 }

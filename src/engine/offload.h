@@ -60,4 +60,14 @@ float *zn_off_state_in_place(const ZnEngine *E, int which);
 /* master[i] += delta (the planted fault of Z-REP-001); the working copy follows */
 int zn_off_add_master(ZnEngine *E, long i, float delta, float *work, ZnDevice *wdev, ZnErr *err);
 
+/* Stage-3 parameters on NVMe (offload_param.c). */
+int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err);   /* h: the rounded partition, host */
+void zn_offp_free(ZnEngine *E);
+/* param p's partition as host floats (valid until the next fetch); NULL + err */
+const float *zn_offp_fetch(ZnEngine *E, int p, ZnErr *err);
+/* the working copy of the parameters inside [lo, hi) from master (element lo
+   at master[0], tier md): rounded, then written to host or NVMe */
+int zn_offp_store(ZnEngine *E, long lo, long hi, const float *master, ZnDevice *md, ZnErr *err);
+int zn_offp_read_all(ZnEngine *E, float *host, ZnErr *err);
+
 #endif
