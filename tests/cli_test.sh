@@ -30,6 +30,36 @@ if [ $rc = 0 ] && grep -q "^digest=" "$T/out" && [ "$(wc -l <"$T/err")" -eq 1 ] 
    grep -qx "zinc: warning: $T/seed003.json: sections zinc does not implement, ignored: autotuning, flops_profiler, sparse_attention, data_efficiency, compression_training" "$T/err"; then
   ok Z-CFG-046-seed003
 else bad Z-CFG-046-seed003 "exit $rc: $(cat "$T/err") $(tail -n 1 "$T/out")"; fi
+# spec: Z-OFF-001 Z-OFF-006 seed 003's config with its offload placeholders
+# filled (cpu, nvme with nvme_path in a fresh directory) trains to the
+# digest of the run without offload; nvme swaps the optimizer states
+mkdir -p "$T/nvme"
+seedoff=1
+for dev in none cpu nvme; do
+  sed "s/\[0|1|2|3\]/3/; s/\[cpu|nvme\]/$dev/g; s/\[true|false\]/false/; s|/local_nvme|$T/nvme|g" \
+    tests/data/seed003_ds_config.json >"$T/seed003_$dev.json"
+  "$ZINC" train --config "$T/seed003_$dev.json" --steps 3 --max-grad-norm 1.0 --lr 1e-3 --beta1 0.9 --beta2 0.999 \
+    --eps 1e-8 --weight-decay 0 --warmup-steps 10 --train-batch-size 8 --micro-batch 2 --world-size 2 \
+    --model mlp:256,1024,512 --comm-report --steps-per-print 1 >"$T/out_$dev" 2>"$T/err_$dev" || seedoff=0
+done
+d0=$(grep "^digest=" "$T/out_none"); d1=$(grep "^digest=" "$T/out_cpu"); d2=$(grep "^digest=" "$T/out_nvme")
+if [ $seedoff = 1 ] && [ -n "$d0" ] && [ "$d0" = "$d1" ] && [ "$d0" = "$d2" ] && \
+   grep -q "offload run rank 0: .* nvme write [1-9][0-9]* B/step (optimizer on nvme, parameters on nvme)" "$T/out_nvme" && \
+   [ -z "$(ls -A "$T/nvme")" ]; then
+  ok Z-OFF-001-seed003
+else bad Z-OFF-001-seed003 "digests '$d0' '$d1' '$d2': $(cat "$T/err_nvme") $(grep offload "$T/out_nvme")"; fi
+# spec: Z-OFF-014 zinc compare --offload (the seed's --offload_device too)
+# passes with zero tolerance; stage 0 is refused
+okc=1
+for dev in cpu nvme; do
+  for s in 1 2 3; do
+    "$ZINC" compare --stage $s --world-size 3 --train-batch-size 24 --steps 3 --model mlp:12,16,6 --offload_device $dev \
+      >"$T/cmpo" 2>&1 && grep -q '^TEST PASSED$' "$T/cmpo" && grep -q "with offload $dev" "$T/cmpo" || { okc=0; cat "$T/cmpo"; }
+  done
+done
+[ $okc = 1 ] && ok Z-OFF-014 || bad Z-OFF-014 "compare --offload"
+expect_fail Z-OFF-014-stage0 2 "--offload needs --stage 1, 2 or 3" -- compare --stage 0 --offload cpu
+
 # spec: Z-CLI-003 a wrong type names its JSON path
 printf '{"train_batch_size": 8, "zero_optimization": {"stage": "two"}}\n' >"$T/type.json"
 expect_fail Z-CLI-003-type 2 "zero_optimization.stage" -- train --config "$T/type.json" --steps 1

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int usage_error(const ZnErr *err) {
     zn_err_print(stderr, "", err);
@@ -64,6 +65,7 @@ int zn_cmd_compare(int argc, char **argv) {
     long fault_step = 0, fault_index = -1;
     int fault_rank = -1;
     double fault_delta = 1e-3;
+    ZnOffloadDevice offload = ZN_OFFLOAD_NONE;   /* --offload: the tested engine's (Z-OFF-014) */
     for (int i = 0; i < argc; i++) {
         int c = zn_train_flag(&f, argc, argv, &i, &err);
         if (c < 0) return usage_error(&err);
@@ -73,9 +75,12 @@ int zn_cmd_compare(int argc, char **argv) {
         const char *v = argv[++i];
         if (!strcmp(a, "--rtol")) { if (parse_num(a, v, &rtol, &err)) return usage_error(&err); }
         else if (!strcmp(a, "--atol")) { if (parse_num(a, v, &atol, &err)) return usage_error(&err); }
-        else if (!strcmp(a, "--offload")) {
-            if (strcmp(v, "none")) {
-                zn_err(&err, ZN_E_USAGE, "--offload %s: offload is not available in this build (none only)", v);
+        else if (!strcmp(a, "--offload") || !strcmp(a, "--offload_device")) {   /* the seed's spelling too */
+            if (!strcmp(v, "none")) offload = ZN_OFFLOAD_NONE;
+            else if (!strcmp(v, "cpu")) offload = ZN_OFFLOAD_CPU;
+            else if (!strcmp(v, "nvme")) offload = ZN_OFFLOAD_NVME;
+            else {
+                zn_err(&err, ZN_E_USAGE, "%s: expected none, cpu or nvme, got '%s'", a, v);
                 return usage_error(&err);
             }
         } else if (!strcmp(a, "--fault")) {   /* test-only: STEP:RANK:INDEX[:DELTA] */
@@ -118,19 +123,44 @@ int zn_cmd_compare(int argc, char **argv) {
             return usage_error(&err);
         }
     }
+    /* --offload: the tested engine offloads its optimizer, and at stage 3 its
+       parameters, to the device named; nvme swaps under a fresh directory */
+    char swapdir[64] = "";
+    if (offload != ZN_OFFLOAD_NONE) {
+        if (test.cfg.zero.stage == 0) {
+            zn_err(&err, ZN_E_USAGE, "--offload needs --stage 1, 2 or 3 (stage 0 has no optimizer partition to offload)");
+            return usage_error(&err);
+        }
+        ZnOffloadConfig *oo = &test.cfg.zero.offload_optimizer, *op = &test.cfg.zero.offload_param;
+        oo->device = op->device = offload;
+        oo->present = op->present = 1;
+        if (offload == ZN_OFFLOAD_NVME) {
+            snprintf(swapdir, sizeof swapdir, "/tmp/zinc_compare_XXXXXX");
+            if (!mkdtemp(swapdir)) {
+                zn_err(&err, ZN_E_IO, "--offload nvme: cannot create a swap directory under /tmp: %s", strerror(errno));
+                return usage_error(&err);
+            }
+            snprintf(oo->nvme_path, sizeof oo->nvme_path, "%s", swapdir);
+            snprintf(op->nvme_path, sizeof op->nvme_path, "%s", swapdir);
+        }
+    }
     test.record = base.record = 1;
     test.print_every = base.print_every = 0;
     test.hooks.fault_step = fault_step;
     test.hooks.fault_rank = fault_rank;
     test.hooks.fault_index = fault_index;
     test.hooks.fault_delta = (float)fault_delta;
-    printf("zinc compare: stage %d against stage 0, %s, world size %d, %ld steps, rtol %g, atol %g\n",
-           test.cfg.zero.stage, zn_dtype_name(test.cfg.model_dtype), test.world.size, test.steps, rtol, atol);
+    printf("zinc compare: stage %d%s%s against stage 0, %s, world size %d, %ld steps, rtol %g, atol %g\n",
+           test.cfg.zero.stage, offload ? " with offload " : "",
+           offload == ZN_OFFLOAD_CPU ? "cpu" : offload == ZN_OFFLOAD_NVME ? "nvme" : "",
+           zn_dtype_name(test.cfg.model_dtype), test.world.size, test.steps, rtol, atol);
     zn_run_opts_free(&test);   /* checkers save no checkpoints: the config text is not needed */
     zn_run_opts_free(&base);
     ZnRunResult rb, rt;
     if (zn_run(&base, &rb, &err)) { zn_err_print(stderr, "baseline: ", &err); return 1; }
-    if (zn_run(&test, &rt, &err)) {
+    int trc = zn_run(&test, &rt, &err);
+    if (swapdir[0]) rmdir(swapdir);   /* the run removed its zinc_swap/ */
+    if (trc) {
         zn_run_result_free(&rb);
         char what[32];
         snprintf(what, sizeof what, "stage %d: ", test.cfg.zero.stage);
