@@ -25,6 +25,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include "device/gemm_host.h"
 #include "device/lm_host.h"
 #include "engine/optim.h"
@@ -324,6 +326,61 @@ static void bench_train(void) {
     }
 }
 
+/* One offload setting's step time: GPT-2-like MLP widths, stage 3, bf16,
+ * 2 simulated ranks; returns seconds per step (the first step, which
+ * records the stage-3 trace, excluded) and the NVMe bytes moved a step
+ * (averaged over the run's 4 steps). */
+static double offload_step_time(const char *zero, double *nvme_bytes) {
+    ZnTrainFlags f;
+    zn_train_flags_init(&f);
+    f.model_spec = "mlp:1024,4096,4096,1024";
+    f.args.world_size = 2;
+    f.args.micro_batch = 4;
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3, "
+             "\"sub_group_size\": 5000000%s}}", zero);
+    f.steps = 4;
+    ZnRunOpts o;
+    ZnErr err;
+    if (zn_train_resolve(&f, cfg, &o, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    zn_run_opts_free(&o);
+    o.out = NULL;
+    ZnRunResult res;
+    if (zn_run(&o, &res, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    /* the best of the 3 steady steps (step 1 records the stage-3 trace) */
+    double t = res.step_ms[1];
+    for (int k = 2; k < 4; k++) if (res.step_ms[k] < t) t = res.step_ms[k];
+    *nvme_bytes = (double)(res.moved[2] + res.moved[3]) / 4.0;
+    zn_run_result_free(&res);
+    return t / 1e3;
+}
+
+/* ZeRO-Offload's cost on the simulator: the offloaded step against the
+ * same step without offload, in this run (the copies between tiers, the
+ * NVMe swap through io_uring). */
+static void bench_offload(void) {
+    const char *dir = "build/bench-offload";
+    if ((mkdir("build", 0755) && errno != EEXIST) || (mkdir(dir, 0755) && errno != EEXIST)) { perror(dir); return; }
+    double nb = 0;
+    double t0 = offload_step_time("", &nb);
+    static const struct { const char *name, *zero; } K[] = {
+        {"offload_cpu_optimizer", ", \"offload_optimizer\": {\"device\": \"cpu\"}"},
+        {"offload_cpu_all", ", \"offload_optimizer\": {\"device\": \"cpu\"}, \"offload_param\": {\"device\": \"cpu\"}"},
+        {"offload_nvme_optimizer", ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"build/bench-offload\","
+                                   " \"pipeline_read\": true, \"buffer_count\": 6}"},
+        {"offload_nvme_all", ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"build/bench-offload\"},"
+                             " \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"build/bench-offload\", \"max_in_cpu\": 0}"},
+    };
+    for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
+        double t = offload_step_time(K[i].zero, &nb);
+        char name[64];
+        snprintf(name, sizeof name, "sim_step_%s", K[i].name);
+        row(name, "step/s", 1.0 / t, "no_offload", 1.0 / t0);
+        if (nb > 0) printf("      (NVMe: %.1f MB read+written a step, %.2f GB/s over the step)\n", nb / 1e6, nb / t / 1e9);
+    }
+    rmdir(dir);
+}
+
 /* Checkpoint save and load throughput against a plain sequential write +
  * fsync and read of the same bytes on the same disk (what dd conv=fsync and
  * dd of=/dev/null measure), all in this run. */
@@ -496,5 +553,6 @@ int main(int argc, char **argv) {
     if (!*only || !strcmp(only, "train")) bench_train();
     if (!*only || !strcmp(only, "ckpt")) bench_ckpt();
     if (!*only || !strcmp(only, "lm")) bench_lm();
+    if (!*only || !strcmp(only, "offload")) bench_offload();
     return 0;
 }

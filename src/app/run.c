@@ -287,6 +287,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         res->lr[t] = sr.lr;
         res->scale[t] = sr.loss_scale;
         res->skipped[t] = sr.skipped;
+        res->step_ms[t] = ms;
         res->scale_after[t] = E.scaler.cur_scale;
         if (o->out && o->print_every > 0 && (t + 1) % o->print_every == 0) {
             char scale[48] = "";
@@ -363,6 +364,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->scale = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
     res->scale_after = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
     res->skipped = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(int));
+    res->step_ms = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
     res->params = zn_calloc(ZN_HOST_APP, (size_t)res->numel + 1, sizeof(float));
     if (o->record) {
         res->rec_params = zn_calloc(ZN_HOST_APP, (size_t)(o->steps * res->numel) + 1, sizeof(float));
@@ -378,7 +380,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->host_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
     res->nvme_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
     res->moved = zn_calloc(ZN_HOST_APP, 4 * (size_t)o->world.size, sizeof(unsigned long long));
-    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->params || !res->comm_init ||
+    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->step_ms || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end || !res->host_end || !res->nvme_end || !res->moved) {
         zn_run_result_free(res);
         return zn_nomem(err);
@@ -478,6 +480,6 @@ out:
 
 void zn_run_result_free(ZnRunResult *res) {
     ZN_FREE_ALL(res->loss, res->grad_norm, res->lr, res->scale, res->scale_after, res->skipped, res->params,
-                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved);
+                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved, res->step_ms);
     memset(res, 0, sizeof *res);
 }

@@ -72,6 +72,7 @@ typedef struct {
     double *loss, *grad_norm, *lr, *scale;   /* [steps]; scale: the loss scale the step used */
     double *scale_after;             /* [steps]: the loss scale after the step's update */
     int *skipped;                    /* [steps] */
+    double *step_ms;                 /* [steps]: rank 0's wall time of each step */
     long numel;
     float *params;                   /* final fp32 parameters, model order */
     uint64_t digest;
