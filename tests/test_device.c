@@ -610,7 +610,14 @@ static void far_run(FarCtx *c, int world, ZnErr *err) {
 /* One side of a far-device comparison (far 0: the host device, 1: the far
    one): model, data, config and a params buffer for `steps` steps of
    stage and dt. Returns the model's element count. */
+static long far_ctx_init_off(FarCtx *c, int far, int world, int stage, ZnDtype dt, int canonical, long steps,
+                             int offload);
 static long far_ctx_init(FarCtx *c, int far, int world, int stage, ZnDtype dt, int canonical, long steps) {
+    return far_ctx_init_off(c, far, world, stage, dt, canonical, steps, 0);
+}
+/* offload 1: the optimizer (and at stage 3 the parameters) on the host tier */
+static long far_ctx_init_off(FarCtx *c, int far, int world, int stage, ZnDtype dt, int canonical, long steps,
+                             int offload) {
     ZnErr err;
     memset(c, 0, sizeof *c);
     assert_int_equal(zn_model_parse(FAR_MODEL, &c->model, &err), 0);
@@ -619,8 +626,11 @@ static long far_ctx_init(FarCtx *c, int far, int world, int stage, ZnDtype dt, i
     args.canonical = canonical;
     args.max_grad_norm = 0.5;
     /* stage 3: biases persist, weights are gathered and released per use */
-    zt_config(&c->cfg, "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
-                       " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}", &args);
+    zt_config(&c->cfg, offload ? "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
+                                 " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50,"
+                                 " \"offload_optimizer\": {\"device\": \"cpu\"}, \"offload_param\": {\"device\": \"cpu\"}}}"
+                               : "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 10,"
+                                 " \"stage3_max_reuse_distance\": 0, \"reduce_bucket_size\": 50}}", &args);
     long n = zn_model_numel(&c->model);
     c->params = calloc((size_t)n, sizeof(float));
     assert_non_null(c->params);
@@ -680,6 +690,39 @@ static void test_far_device(void **st) {
             }
 }
 
+/* spec: Z-OFF-001 Z-DEV-001 offload on a device whose addresses fault on
+ * any host access: host-tier buffers never reach the device's kernels or
+ * the communicator, device buffers never reach the host's, and the bits
+ * are the host device's without offload (the fault hook included) */
+static void test_far_offload(void **st) {
+    (void)st;
+    ZnErr err;
+    const int world = 2;
+    const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
+    for (int stage = 1; stage <= 3; stage++)
+        for (int k = 0; k < 3; k++)
+            for (int canonical = 0; canonical <= 1; canonical++) {
+                static FarCtx c[2];
+                long n = 0;
+                for (int f = 0; f < 2; f++) {
+                    n = far_ctx_init_off(&c[f], f, world, stage, dts[k], canonical, 4, f);
+                    c[f].hooks.fault_step = 2;
+                    c[f].hooks.fault_index = 3;
+                    c[f].hooks.fault_delta = 0.25f;
+                }
+                atomic_store(&host_ptrs_seen, 0);
+                far_run(&c[0], world, &err);
+                far_run(&c[1], world, &err);
+                if (atomic_load(&host_ptrs_seen))
+                    fail_msg("stage %d dtype %d: %ld host pointers reached the device or the communicator", stage, k,
+                             (long)atomic_load(&host_ptrs_seen));
+                if (memcmp(c[0].params, c[1].params, (size_t)n * sizeof(float)))
+                    fail_msg("stage %d dtype %d canonical %d: offload on the far device differs", stage, k, canonical);
+                assert_memory_equal(c[0].loss, c[1].loss, sizeof c[0].loss);
+                for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
+            }
+}
+
 /* spec: Z-DEV-001 a checkpoint saved and loaded through the far device
  * resumes to the bits of an uninterrupted host run */
 static void test_far_checkpoint(void **st) {
@@ -718,5 +761,5 @@ ZT_MAIN(
     cmocka_unit_test(test_absmax_sumsq),
     cmocka_unit_test(test_adam),
     cmocka_unit_test(test_charge_and_hooks),
-    cmocka_unit_test(test_far_device),
+    cmocka_unit_test(test_far_device), cmocka_unit_test(test_far_offload),
     cmocka_unit_test(test_far_checkpoint))
