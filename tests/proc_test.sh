@@ -102,6 +102,24 @@ a=$(digest "$T/sim"); b=$(digest "$T/tcp")
 if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-GPT-010 gpt2 tcp stage 3"
 else bad "Z-GPT-010 gpt2 tcp stage 3" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
 
+# spec: Z-OFF-001 offload in tcp processes (each its own swap directory
+# under one nvme_path) gives the simulator's digest without offload
+next_port
+mkdir -p "$T/nv"
+cat >"$T/off.json" <<EOF
+{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true},
+ "zero_optimization": {"stage": 3, "sub_group_size": 200000,
+   "offload_optimizer": {"device": "nvme", "nvme_path": "$T/nv"},
+   "offload_param": {"device": "nvme", "nvme_path": "$T/nv", "max_in_cpu": 0}}}
+EOF
+A="--model mlp:256,1024,512 --steps 2"
+$TO "$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp $A --config "$T/off.json" >"$T/tcp" 2>&1
+$TO "$ZINC" train $A --world-size 2 --stage 3 --dtype bf16 --micro-batch 2 >"$T/sim" 2>&1
+a=$(digest "$T/sim"); b=$(digest "$T/tcp")
+if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "nvme swap: " "$T/tcp" && [ -z "$(ls -A "$T/nv")" ]; then
+  ok "Z-OFF-001 nvme offload tcp"
+else bad "Z-OFF-001 nvme offload tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+
 # spec: Z-RDV-005 file rendezvous: rank 0 publishes its address in the file
 next_port
 $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --rendezvous "file:$T/rdv" $M >"$T/file" 2>&1
