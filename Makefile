@@ -10,7 +10,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Isrc -g -Wall -Wextra -Werror -Wshadow \
                -Wno-missing-field-initializers -ffp-contract=off -fno-math-errno -pthread
 CFLAGS  += $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
-LDLIBS  := -lcjson -lxxhash -lm -pthread
+LDLIBS  := -lcjson -lxxhash -luring -lm -pthread
 
 # The toolchains are detected by ci/configure.sh AFTER it has installed what
 # is missing (ci/setup.sh), and recorded in $(BUILD)/config.mk: make remakes
