@@ -245,6 +245,10 @@ static void test_fallback_log_line(void **state) {
     /* forced: a clear failure instead, and nothing left behind */
     assert_int_equal(zn_swap_open(&s, base, 0, 1 << 20, &aio, ZN_AIO_URING, NULL, &err), ZN_E_IO);
     assert_null(s);
+    assert_str_contains(err.msg, "io_uring was asked for (ZN_AIO_URING) but cannot start (io_uring_queue_init: ");
+    setenv("ZINC_AIO", "uring", 1);
+    assert_int_equal(zn_swap_open(&s, base, 0, 1 << 20, &aio, ZN_AIO_AUTO, NULL, &err), ZN_E_IO);
+    unsetenv("ZINC_AIO");
     assert_str_contains(err.msg, "io_uring was asked for (ZINC_AIO=uring) but cannot start (io_uring_queue_init: ");
     char path[128];
     snprintf(path, sizeof path, "%s/zinc_swap", base);

@@ -119,6 +119,10 @@ void *zn_aio_uring_worker(void *arg) {
             /* never NULL: at most queue_depth entries are in flight on a
                ring of queue_depth entries */
             struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+            if (!sqe) {
+                e = EBUSY;   /* cannot happen; if it does, the ring is not to be trusted */
+                break;
+            }
             int fd = r->fd;
             if (r->write) io_uring_prep_write(sqe, fd, r->buf, (unsigned)r->len, r->off);
             else io_uring_prep_read(sqe, fd, r->buf, (unsigned)r->len, r->off);

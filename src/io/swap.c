@@ -173,7 +173,7 @@ static int make_dir(ZnSwap *s, const char *nvme_path, size_t need, int *odirect_
 
 /* The workers: io_uring rings when the mode allows and they start, else
    pread/pwrite; *why_threads says why the fallback was taken. */
-static int start_workers(ZnSwap *s, ZnAioMode mode, char *why_threads, size_t cap, ZnErr *err) {
+static int start_workers(ZnSwap *s, ZnAioMode mode, int from_env, char *why_threads, size_t cap, ZnErr *err) {
     char eb[128];
     s->workers = zn_calloc(ZN_HOST_IO, (size_t)s->threads, sizeof *s->workers);
     if (!s->workers) return zn_nomem(err);
@@ -187,8 +187,9 @@ static int start_workers(ZnSwap *s, ZnAioMode mode, char *why_threads, size_t ca
             continue;
         }
         if (mode == ZN_AIO_URING)
-            return zn_err(err, ZN_E_IO, "nvme swap: io_uring was asked for (ZINC_AIO=uring) but cannot start "
-                          "(io_uring_queue_init: %s)", why(-rc, eb, sizeof eb));
+            return zn_err(err, ZN_E_IO, "nvme swap: io_uring was asked for (%s) but cannot start "
+                          "(io_uring_queue_init: %s)", from_env ? "ZINC_AIO=uring" : "ZN_AIO_URING",
+                          why(-rc, eb, sizeof eb));
         snprintf(why_threads, cap, "io_uring unavailable (io_uring_queue_init: %s)", why(-rc, eb, sizeof eb));
         for (int j = 0; j < i; j++) io_uring_queue_exit(&s->workers[j].ring), s->workers[j].has_ring = 0;
         s->uring = 0;
@@ -256,7 +257,7 @@ int zn_swap_open(ZnSwap **out, const char *nvme_path, int rank, size_t need_byte
     int odirect_errno = 0;
     int rc = make_dir(s, nvme_path, need_bytes, &odirect_errno, err);
     char why_threads[256] = "";
-    if (!rc) rc = start_workers(s, mode, why_threads, sizeof why_threads, err);
+    if (!rc) rc = start_workers(s, mode, from_env, why_threads, sizeof why_threads, err);
     if (rc) {
         teardown(s, 1);
         return rc;
