@@ -8,6 +8,7 @@
  * O_DIRECT uses /dev/shm where tmpfs still refuses it, else a ramfs
  * mounted for the test (skipped where mount is not allowed). */
 #include "testutil.h"
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/mount.h>
@@ -219,6 +220,45 @@ static void test_directory_fresh_and_removed(void **state) {
     zn_swap_close(s4, 1);
     assert_false(exists(path));   /* zinc_swap/ went with its last rank */
     zn_swap_close(NULL, 1);
+}
+
+/* Simulated ranks live in one process: they open, use and close their
+ * swap directories at the same time, and one rank's close removing an
+ * empty zinc_swap/ must not break another's open. */
+static void *rank_loop(void *arg) {
+    int rank = (int)(intptr_t)arg;
+    for (int it = 0; it < 15; it++) {
+        ZnSwap *s = NULL;
+        ZnErr err = {0};
+        if (zn_swap_open(&s, base, rank, 1 << 20, NULL, it % 2 ? ZN_AIO_THREADS : ZN_AIO_AUTO, NULL, &err))
+            return strdup(err.msg);
+        size_t n = 5000 + (size_t)rank * 100 + (size_t)it;
+        unsigned char *a = zn_swap_buf_alloc(n, &err), *b = zn_swap_buf_alloc(n, &err);
+        fill(a, n, (unsigned)(rank * 100 + it));
+        int id, rc = zn_swap_file(s, "m", n, &id, &err) || zn_swap_write(s, id, 0, a, n, &err) ||
+                     zn_swap_wait(s, &err) || zn_swap_read(s, id, 0, b, n, &err) || zn_swap_wait(s, &err);
+        int same = !rc && memcmp(a, b, n) == 0;
+        zn_swap_buf_free(a);
+        zn_swap_buf_free(b);
+        zn_swap_close(s, 1);
+        if (!same) return strdup(rc ? err.msg : "bytes differ");
+    }
+    return NULL;
+}
+
+/* spec: Z-NVME-002 */
+static void test_ranks_side_by_side(void **state) {
+    (void)state;
+    pthread_t t[4];
+    for (int r = 0; r < 4; r++) assert_int_equal(pthread_create(&t[r], NULL, rank_loop, (void *)(intptr_t)r), 0);
+    for (int r = 0; r < 4; r++) {
+        void *msg;
+        pthread_join(t[r], &msg);
+        if (msg) fail_msg("rank %d: %s", r, (char *)msg);
+    }
+    char path[128];
+    snprintf(path, sizeof path, "%s/zinc_swap", base);
+    assert_false(exists(path));
 }
 
 /* spec: Z-NVME-004 */
@@ -494,6 +534,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip_every_setting),
         cmocka_unit_test(test_default_blocks_and_many_files),
         cmocka_unit_test(test_directory_fresh_and_removed),
+        cmocka_unit_test(test_ranks_side_by_side),
         cmocka_unit_test(test_fallback_log_line),
         cmocka_unit_test(test_zinc_aio_env),
         cmocka_unit_test(test_alignment_and_padding),

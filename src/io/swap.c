@@ -67,7 +67,7 @@ static int rm_tree(const char *path) {
 }
 
 /* mkdir -p path; on failure *bad is the component that could not be made */
-static int mkdir_p(char *path, const char **bad) {
+static int mkdir_p(char *path, char **bad) {
     size_t len = strlen(path);
     for (size_t i = 1; i <= len; i++) {
         if (i < len && (path[i] != '/' || path[i - 1] == '/')) continue;
@@ -133,14 +133,16 @@ static int make_dir(ZnSwap *s, const char *nvme_path, size_t need, int *odirect_
         return zn_err(err, ZN_E_IO, "nvme_path %s is not a directory", nvme_path);
     int e = rm_tree(s->dir);
     if (e) return zn_err(err, ZN_E_IO, "cannot remove the old %s: %s", s->dir, why(e, eb, sizeof eb));
-    const char *bad = NULL;
-    e = mkdir_p(s->dir, &bad);
+    char *bad = NULL;
+    /* ranks of one process open and close side by side: another rank's
+       close may remove an empty zinc_swap/ between our mkdirs, so an
+       ENOENT is tried again */
+    for (int tries = 0; (e = mkdir_p(s->dir, &bad)) == ENOENT && tries < 3; tries++) free(bad), bad = NULL;
     if (e) {
-        int rc = zn_err(err, ZN_E_IO, "cannot create %s: %s%s%s%s", s->dir, why(e, eb, sizeof eb),
-                        bad && strcmp(bad, s->dir) ? " (at " : "", bad && strcmp(bad, s->dir) ? bad : "",
-                        bad && strcmp(bad, s->dir) ? ")" : "");
-        free((void *)bad);
-        return rc;
+        char at[300] = "";
+        if (bad && strcmp(bad, s->dir)) snprintf(at, sizeof at, " (at %s)", bad);
+        free(bad);
+        return zn_err(err, ZN_E_IO, "cannot create %s: %s%s", s->dir, why(e, eb, sizeof eb), at);
     }
     /* writability and O_DIRECT in one probe: tmpfs, for one, refuses
        O_DIRECT with EINVAL, and then the files are opened without it */
