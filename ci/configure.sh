@@ -11,7 +11,7 @@ B=${1:-build}
 mkdir -p "$B"
 
 missing() {
-  [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] && return 0
+  [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] || [ ! -f /usr/include/liburing.h ] && return 0
   for c in gcovr valgrind mpirun mpicc python3; do command -v $c >/dev/null || return 0; done
   python3 -c 'import numpy' 2>/dev/null || return 0
   return 1

@@ -3,7 +3,7 @@
 # machine (.ci/run calls it before the README's commands). Leaves gcc, make
 # and python3, which CI itself needs to run at all. Run as root.
 set -e
-PKGS="libcjson-dev libxxhash-dev libcmocka-dev valgrind gcovr python3-numpy openmpi-bin libopenmpi-dev"
+PKGS="libcjson-dev libxxhash-dev libcmocka-dev liburing-dev valgrind gcovr python3-numpy openmpi-bin libopenmpi-dev"
 present=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 && present="$present $p"

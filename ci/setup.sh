@@ -3,7 +3,7 @@
 # available). Called by ci/configure.sh (so by make) when something is
 # missing, and by .ci/run. .ci/purge.sh removes the same packages.
 set -e
-PKGS="gcc make libcjson-dev libxxhash-dev libcmocka-dev valgrind gcovr python3 python3-numpy openmpi-bin libopenmpi-dev"
+PKGS="gcc make libcjson-dev libxxhash-dev libcmocka-dev liburing-dev valgrind gcovr python3 python3-numpy openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

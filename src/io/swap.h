@@ -32,26 +32,40 @@ typedef struct ZnSwap ZnSwap;
 
 typedef enum { ZN_AIO_AUTO = 0, ZN_AIO_URING, ZN_AIO_THREADS } ZnAioMode;
 
+/* DeepSpeed's aio defaults: block_size 1 MiB, queue_depth 8,
+   intra_op_parallelism 1, single_submit off, overlap_events on. */
+void zn_aio_config_default(ZnAioConfig *a);
+
 /* The I/O path ZINC_AIO asks for (unset or "auto": AUTO); another value is
    a usage error naming the variable. */
 int zn_aio_mode_from_env(ZnAioMode *mode, ZnErr *err);
 
 /* Opens rank's swap directory under nvme_path (created if missing), fresh.
  * need_bytes: the total the run will write there (checked against the free
- * space). log: where the one line naming the I/O path goes (NULL: none). */
+ * space). log: where the one line naming the I/O path goes (NULL: none).
+ * aio NULL: zn_aio_config_default. mode ZN_AIO_AUTO reads ZINC_AIO
+ * (zn_aio_mode_from_env); ZN_AIO_URING / ZN_AIO_THREADS are used as given.
+ * block_size is rounded up to a multiple of ZN_SWAP_ALIGN. */
 int zn_swap_open(ZnSwap **out, const char *nvme_path, int rank, size_t need_bytes, const ZnAioConfig *aio,
                  ZnAioMode mode, FILE *log, ZnErr *err);
 /* "io_uring" or "threads" */
 const char *zn_swap_backend(const ZnSwap *s);
 /* The directory (for messages and tests). */
 const char *zn_swap_dir(const ZnSwap *s);
+/* 1 when the files are opened with O_DIRECT, 0 when the file system
+   refused it (tmpfs) and they are buffered. */
+int zn_swap_direct(const ZnSwap *s);
 
 /* Creates (truncates) file `name` sized for `bytes` and returns its id. */
 int zn_swap_file(ZnSwap *s, const char *name, size_t bytes, int *id, ZnErr *err);
 
 /* Queue a transfer of n bytes between buf and file id at byte offset off
  * (off a multiple of ZN_SWAP_ALIGN). The data is in place only after
- * zn_swap_wait. */
+ * zn_swap_wait. align_up(n) bytes move (a read fills buf up to there), so
+ * buf must be ZN_SWAP_ALIGN-aligned with room for them; the range must lie
+ * inside the file. Transfers queued between two waits may run in any
+ * order: do not read a range written since the last wait. One thread
+ * drives a ZnSwap (calls these, wait and close). */
 int zn_swap_write(ZnSwap *s, int id, size_t off, const void *buf, size_t n, ZnErr *err);
 int zn_swap_read(ZnSwap *s, int id, size_t off, void *buf, size_t n, ZnErr *err);
 /* Waits for every queued transfer; the first failure is reported (file,
