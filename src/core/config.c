@@ -588,7 +588,7 @@ static const Key ZERO_KEYS[] = {
     {"param_persistence_threshold", "stage3_param_persistence_threshold", .type = K_LONG,
      .off = Z(param_persistence_threshold), .def = 100000L, RANGE(0, INF), .fill = FILL_PERSIST},
     {"model_persistence_threshold", "stage3_model_persistence_threshold", .type = K_LONG,
-     .off = Z(model_persistence_threshold), .def = LONG_MAX, RANGE(0, INF)},   /* sys.maxsize */
+     .off = Z(model_persistence_threshold), .def = TWO63, RANGE(0, INF)},   /* sys.maxsize: store() reads 2^63 as LONG_MAX */
     {"max_live_parameters", "stage3_max_live_parameters", .type = K_LONG, .off = Z(max_live_parameters), .def = 1000000000L,
      RANGE(0, INF)},
     {"max_reuse_distance", "stage3_max_reuse_distance", .type = K_LONG, .off = Z(max_reuse_distance), .def = 1000000000L,
