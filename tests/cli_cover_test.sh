@@ -29,8 +29,8 @@ usage_err "Z-CLI-006 compare --rtol overflow" 2 "zinc: error: --rtol: expected a
 usage_err "Z-CLI-006 compare --atol suffix" 2 "zinc: error: --atol: expected a non-negative number, got '1e-3x'" -- compare $M --stage 1 --atol 1e-3x
 usage_err "Z-CLI-006 compare --atol nan" 2 "zinc: error: --atol: expected a non-negative number, got 'nan'" -- compare $M --stage 1 --atol nan
 usage_err "Z-CLI-006 compare --atol negative" 2 "zinc: error: --atol: expected a non-negative number, got '-1'" -- compare $M --stage 1 --atol -1
-# spec: Z-REP-001 --offload takes only none in this build
-usage_err "Z-REP-001 compare --offload cpu refused" 2 "zinc: error: --offload cpu: offload is not available in this build (none only)" -- compare $M --stage 1 --offload cpu
+# spec: Z-OFF-014 --offload takes none, cpu or nvme
+usage_err "Z-OFF-014 compare --offload disk refused" 2 "zinc: error: --offload: expected none, cpu or nvme, got 'disk'" -- compare $M --stage 1 --offload disk
 # spec: Z-REP-001 --fault STEP:RANK:INDEX[:DELTA]: a malformed value, a step below 1, a negative rank or index, a rank outside the world
 usage_err "Z-REP-001 compare --fault word" 2 "zinc: error: --fault: expected STEP:RANK:INDEX[:DELTA], got 'x'" -- compare $M --stage 1 --fault x
 usage_err "Z-REP-001 compare --fault two fields" 2 "zinc: error: --fault: expected STEP:RANK:INDEX[:DELTA], got '1:0'" -- compare $M --stage 1 --fault 1:0
