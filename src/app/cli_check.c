@@ -127,7 +127,9 @@ int zn_cmd_compare(int argc, char **argv) {
        parameters, to the device named; nvme swaps under a fresh directory */
     char swapdir[64] = "";
     if (offload != ZN_OFFLOAD_NONE) {
-        if (test.cfg.zero.stage == 0) {
+        ZnPlan P;   /* the plan says what a stage partitions (Z-BUILD-003) */
+        if (zn_plan_build(&P, test.cfg.zero.stage, &err)) return usage_error(&err);
+        if (P.optim == ZN_HOLD_FULL) {
             zn_err(&err, ZN_E_USAGE, "--offload needs --stage 1, 2 or 3 (stage 0 has no optimizer partition to offload)");
             return usage_error(&err);
         }
