@@ -58,6 +58,8 @@ int zn_off_init(ZnEngine *E, ZnErr *err) {
     zn_device_host_init(&E->tier_host);
     E->tier_host.name = "cpu";
     E->tier_host.meta = E->dev->meta;   /* a dry run counts the host too */
+    /* and its host kernels do nothing either: they would read meta tokens */
+    if (E->dev->meta) E->tier_host.k = E->dev->k;
     zn_device_host_init(&E->tier_nvme);
     E->tier_nvme.name = "nvme";
     E->tier_nvme.meta = 1;              /* the files hold the bytes */
