@@ -42,12 +42,14 @@ void zn_off_copy(ZnEngine *E, float *dst, ZnDevice *dd, const float *src, ZnDevi
     if (dd == sd) {
         dd->k->copy(dd, dst, src, bytes);
     } else if (sd == E->dev) {   /* device to host */
-        E->k->download(E->dev, dst, src, bytes);
+        /* a dry run's host tier is meta tokens: no memory to write, but the
+           bytes a real run moves are counted all the same (Z-DRY-004) */
+        if (!dd->meta) E->k->download(E->dev, dst, src, bytes);
         E->d2h_bytes += (unsigned long long)n * es;
     } else if (dd == E->dev) {   /* host to device */
         E->k->upload(E->dev, dst, src, bytes);
         E->h2d_bytes += (unsigned long long)n * es;
-    } else {                     /* host to host (two host tiers: never today) */
+    } else if (!dd->meta) {      /* host to host (two host tiers: never today) */
         memcpy(dst, src, bytes);
     }
 }
