@@ -87,6 +87,8 @@ int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err) {
     if ((rc = zn_engine_init(&E, &o->cfg, &o->model, &data, &comm, &dev, &hooks, err))) goto out_data;
     res->padded = E.L.aligned_numel;
     res->part_n = E.part_n;
+    for (int p = 0; E.persistent && p < E.L.nparams; p++)
+        if (E.persistent[p]) res->persistent += E.L.s3_pn[p] * (long)E.world.size;
     res->init[ZN_DRY_DEVICE] = dev.mem;
     res->init[ZN_DRY_HOST] = E.tier_host.mem;
     res->init[ZN_DRY_NVME] = E.tier_nvme.mem;

@@ -28,6 +28,8 @@ typedef struct {
     long padded;                      /* the layout's padded total (stage 3: N * partition) */
     long part_n;                      /* elements of the rank's optimizer partition */
     long long largest_layer;          /* DeepSpeed's largest_layer_params (cli_estimate.h) */
+    long persistent;                  /* stage 3: elements of the persistent parameters, gathered
+                                         whole (N pieces each) at init and kept (Z-S3-002) */
     /* after zn_engine_init: cur = what the rank holds, peak = init's peak */
     ZnMemStats init[ZN_DRY_NTIERS];
     ZnCommStats comm_init;            /* init's collectives */
