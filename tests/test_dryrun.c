@@ -235,6 +235,38 @@ static void test_dry_equals_sim_init(void **state) {
             }
 }
 
+/* spec: Z-DRY-003 */
+static void test_dry_equals_sim_nvme(void **state) {
+    (void)state;
+    /* the optimizer (and at stage 3 the parameters) on NVMe: the dry run
+       writes no file, and counts what the swap files and their host
+       buffers take; 1M parameters, so a partition is past the 1 MiB below
+       which a group stays in host memory */
+    char dir[] = "/tmp/zinc-dryrun-nvme-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char off[512];
+    for (int stage = 1; stage <= 3; stage++) {
+        snprintf(off, sizeof off, ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}%s%s%s", dir,
+                 stage == 3 ? ", \"offload_param\": {\"device\": \"nvme\", \"max_in_cpu\": 0, \"nvme_path\": \"" : "", stage == 3 ? dir : "",
+                 stage == 3 ? "\"}" : "");
+        compare_with_sim("mlp:1024,1024,8", NULL, CFG_FP16, stage, off, 2, 0);
+    }
+    /* a step would read parameters from NVMe: offload_param.c refuses it on
+       a meta device (nothing was written), so the dry run is init only */
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, CFG_FP16, 3, off);
+    ZnRunOpts o = opts("mlp:1024,1024,8", NULL, cfg, 2, 1, 1);
+    ZnDryRun dr;
+    ZnErr err = {0};
+    assert_int_not_equal(zn_dry_run(&o, 1, &dr, &err), 0);
+    assert_str_contains(err.msg, "a dry run holds no parameters to read");
+    assert_int_equal(zn_dry_run(&o, 0, &dr, &err), 0);
+    assert_true(dr.init[ZN_DRY_NVME].cur[ZN_MEM_PARAMS16] > 0);
+    assert_true(dr.init[ZN_DRY_NVME].cur[ZN_MEM_MASTER32] > 0);
+    zn_run_opts_free(&o);
+    assert_int_equal(rmdir(dir), 0);   /* empty: the runs' swap files went at exit */
+}
+
 static char *write_text(void) {
     static char path[] = "/tmp/zinc-dryrun-XXXXXX";
     int fd = mkstemp(path);
@@ -547,6 +579,7 @@ static void test_cli(void **state) {
 }
 
 ZT_MAIN(cmocka_unit_test(test_meta_device), cmocka_unit_test(test_meta_comm_counts),
-        cmocka_unit_test(test_dry_equals_sim_init), cmocka_unit_test(test_dry_equals_sim_step),
+        cmocka_unit_test(test_dry_equals_sim_init), cmocka_unit_test(test_dry_equals_sim_nvme),
+        cmocka_unit_test(test_dry_equals_sim_step),
         cmocka_unit_test(test_scale), cmocka_unit_test(test_estimator_zero2), cmocka_unit_test(test_estimator_zero3),
         cmocka_unit_test(test_cli))
