@@ -75,11 +75,9 @@ int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err) {
     zn_comm_meta_init(&comm, o->world.size, rank, o->world.per_node);
     ZnData data;
     ZnTokens tokens;
+    memset(&data, 0, sizeof data);     /* init reads no sample: empty data will do */
+    memset(&tokens, 0, sizeof tokens);
     int rc = step ? dry_data(o, &data, &tokens, err) : 0;
-    if (!step) {   /* init reads no sample */
-        memset(&data, 0, sizeof data);
-        memset(&tokens, 0, sizeof tokens);
-    }
     if (rc) return rc;
     ZnEngineHooks hooks = {0};
     hooks.quiet = 1;
@@ -118,10 +116,8 @@ out:
         rc = zn_err(err, ZN_E_INTERNAL, "dry run: %ld device allocations left after the engine was freed",
                     dev.mem.nallocs);
 out_data:
-    if (step) {
-        zn_data_free(&data);
-        free(tokens.tok);
-    }
+    zn_data_free(&data);
+    free(tokens.tok);
     return rc;
 }
 
