@@ -9,6 +9,7 @@
 #include "engine/data_text.h"
 #include "engine/engine.h"
 #include "engine/estimate.h"
+#include "core/plan.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,9 @@ static void tier_lines(FILE *f, int rank, const char *tier, const char *when, co
 void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
     static const char *const tiers[ZN_DRY_NTIERS] = {"device", "host", "nvme"};
     const ZnZeroConfig *z = &o->cfg.zero;
+    ZnPlan P;   /* what the stage holds: the lines below ask it, not the stage number */
+    ZnErr perr = {0};
+    if (zn_plan_build(&P, z->stage, &perr)) return;   /* the engine ran on this stage: cannot happen */
     fprintf(f, "[zinc] dry run: rank %d of %d (%d per node), stage %d, %ld parameters (%ld padded), "
                "partition %ld elements, offload optimizer %s, offload param %s\n",
             r->rank, r->world.size, r->world.per_node, z->stage, r->numel, r->padded, r->part_n,
@@ -151,7 +155,7 @@ void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
         for (int i = 0; i < r->nphases; i++)
             fprintf(f, "[zinc] dry run [rank %d] device at %s: MA %.2f GB, Max_MA %.2f GB\n", r->rank, r->phase[i].what,
                     r->phase[i].dev.cur_total / GB, r->phase[i].dev.win_peak_total / GB);
-        if (z->stage == 3) fprintf(f, "[zinc] dry run [rank %d] gathered params peak %ld elements\n", r->rank, r->gathered_peak);
+        if (P.gather_per_layer) fprintf(f, "[zinc] dry run [rank %d] gathered params peak %ld elements\n", r->rank, r->gathered_peak);
     }
     const ZnCommStats *cs[2] = {&r->comm_init, &r->comm_step};
     for (int k = 0; k < 1 + r->stepped; k++) {
@@ -169,15 +173,19 @@ void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
        its model partitioned, as under deepspeed.zero.Init */
     const int gpn = r->world.per_node, nodes = r->world.size / r->world.per_node;
     const int off = z->offload_optimizer.device != ZN_OFFLOAD_NONE, offp = z->offload_param.device != ZN_OFFLOAD_NONE;
-    ZnEst e = z->stage == 3 ? zn_est_zero3(r->numel, r->largest_layer, gpn, nodes, off, offp, 1, 1.0)
-                            : zn_est_zero2(r->numel, gpn, nodes, off, 1.0);
-    if (z->stage >= 1 && e.gpu >= 0) {
-        fprintf(f, "[zinc] dry run [rank %d] device model states %.2f GB | DeepSpeed estimate_zero%d per GPU %.2f GB\n",
-                r->rank, zn_dry_model_states(&r->init[ZN_DRY_DEVICE]) / GB, z->stage == 3 ? 3 : 2, e.gpu / GB);
-        fprintf(f, "[zinc] dry run [rank %d] host model states %.2f GB | DeepSpeed estimate_zero%d per CPU / %d GPUs "
+    /* estimate_zero3 where the parameters are partitioned, estimate_zero2
+       where only the optimizer state (and gradients) are; none for plain
+       data parallelism */
+    const int zero3 = P.params == ZN_HOLD_PART;
+    const char *est = zero3 ? "estimate_zero3" : "estimate_zero2";
+    ZnEst e = zero3 ? zn_est_zero3(r->numel, r->largest_layer, gpn, nodes, off, offp, 1, 1.0)
+                    : zn_est_zero2(r->numel, gpn, nodes, off, 1.0);
+    if (P.optim == ZN_HOLD_PART && e.gpu >= 0) {
+        fprintf(f, "[zinc] dry run [rank %d] device model states %.2f GB | DeepSpeed %s per GPU %.2f GB\n", r->rank,
+                zn_dry_model_states(&r->init[ZN_DRY_DEVICE]) / GB, est, e.gpu / GB);
+        fprintf(f, "[zinc] dry run [rank %d] host model states %.2f GB | DeepSpeed %s per CPU / %d GPUs "
                    "(buffer factor 1) %.2f GB\n",
-                r->rank, zn_dry_model_states(&r->init[ZN_DRY_HOST]) / GB, z->stage == 3 ? 3 : 2, gpn,
-                (double)e.cpu / gpn / GB);
+                r->rank, zn_dry_model_states(&r->init[ZN_DRY_HOST]) / GB, est, gpn, (double)e.cpu / gpn / GB);
         fprintf(f, "[zinc] dry run [rank %d] nvme model states %.2f GB | DeepSpeed's estimators count no NVMe\n",
                 r->rank, zn_dry_model_states(&r->init[ZN_DRY_NVME]) / GB);
     }
