@@ -54,6 +54,7 @@ typedef struct {
     ZnConfigArgs args;
     int threads;             /* --threads: host kernel threads (0: ZINC_NUM_THREADS, else 1) */
     long device_memory;      /* --device-memory: each rank's simulated device capacity in bytes (0: unlimited) */
+    int dry_run;             /* --dry-run: rank 0 on the meta device, memory and collectives only (app/dryrun.h) */
 } ZnTrainFlags;
 
 void zn_train_flags_init(ZnTrainFlags *f);

@@ -133,6 +133,37 @@ static int fits(const ZnEstOpts *o) {
     return 1;
 }
 
+/* The largest layer: the most parameters one nn.Module owns, as DeepSpeed's
+ * *_all_live helpers count them (recurse=False): within each of zinc's
+ * modules, the params sharing a name prefix up to the last '.' are one
+ * nn.Module's (a Linear's weight and bias; GPT-2's embeddings module holds
+ * two, wte and wpe); a tied param is counted with every module that uses it. */
+long long zn_est_largest_layer(const ZnModel *m, int *index, char *name_out, size_t name_len) {
+    long long largest = 0;
+    int at = -1;
+    for (int i = 0; i < m->nmodules; i++) {
+        const ZnModule *md = &m->modules[i];
+        for (int q = 0; q < md->nparams; q++) {
+            const char *name = m->params[md->param[q]].name, *dot = strrchr(name, '.');
+            size_t plen = dot ? (size_t)(dot - name) : strlen(name);
+            long long n = 0;
+            for (int r = 0; r < md->nparams; r++) {
+                const char *o2 = m->params[md->param[r]].name;
+                if (strlen(o2) > plen && !strncmp(o2, name, plen) && o2[plen] == '.' && !strchr(o2 + plen + 1, '.') &&
+                    (r == 0 || md->param[r] != md->param[0]))
+                    n += m->params[md->param[r]].numel;
+            }
+            if (n > largest || at < 0) {
+                largest = n;
+                at = i;
+                if (name_out && name_len) snprintf(name_out, name_len, "%.*s", (int)plen, name);
+            }
+        }
+    }
+    if (index) *index = at;
+    return largest;
+}
+
 int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
     memset(o, 0, sizeof *o);
     /* DeepSpeed's defaults: one node with one GPU, additional_buffer_factor 1.5 */
@@ -190,31 +221,8 @@ int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
         if (rc) return rc;
         /* total: every parameter once (a tied parameter is one entry) */
         o->params = zn_model_numel(&m);
-        /* largest layer: the most parameters one nn.Module owns, as DeepSpeed's
-           *_all_live helpers count them (recurse=False): within each of
-           zinc's modules, the params sharing a name prefix up to the last
-           '.' are one nn.Module's (a Linear's weight and bias; GPT-2's
-           embeddings module holds two, wte and wpe); a tied param is
-           counted with every module that uses it */
-        for (int i = 0; i < m.nmodules; i++) {
-            const ZnModule *md = &m.modules[i];
-            for (int q = 0; q < md->nparams; q++) {
-                const char *name = m.params[md->param[q]].name, *dot = strrchr(name, '.');
-                size_t plen = dot ? (size_t)(dot - name) : strlen(name);
-                long long n = 0;
-                for (int r = 0; r < md->nparams; r++) {
-                    const char *o2 = m.params[md->param[r]].name;
-                    if (strlen(o2) > plen && !strncmp(o2, name, plen) && o2[plen] == '.' && !strchr(o2 + plen + 1, '.') &&
-                        (r == 0 || md->param[r] != md->param[0]))
-                        n += m.params[md->param[r]].numel;
-                }
-                if (n > o->largest_layer || o->largest_layer_index < 0) {
-                    o->largest_layer = n;
-                    o->largest_layer_index = i;
-                    snprintf(o->largest_layer_name, sizeof o->largest_layer_name, "%.*s", (int)plen, name);
-                }
-            }
-        }
+        o->largest_layer = zn_est_largest_layer(&m, &o->largest_layer_index, o->largest_layer_name,
+                                                sizeof o->largest_layer_name);
         o->have_largest = 1;
         have_params = 1;
     }

@@ -4,6 +4,7 @@
 #define ZN_CLI_ESTIMATE_H
 #include <stdio.h>
 #include "engine/estimate.h"
+#include "engine/model.h"
 
 /* Parses a parameter count (Z-EST-008): decimal digits with an optional
  * fraction, then an optional suffix K, M, B or T (any case: 10^3, 10^6, 10^9,
@@ -25,6 +26,11 @@ typedef struct {
     char largest_layer_name[96];   /* --model: the nn.Module it is (its parameters' name prefix) */
     int help;               /* -h / --help */
 } ZnEstOpts;
+
+/* DeepSpeed's largest_layer_params of a zinc model: the most parameters
+ * one nn.Module owns directly; *index (if not NULL) the zinc module holding
+ * it, name_out (if not NULL) its parameters' name prefix. */
+long long zn_est_largest_layer(const ZnModel *m, int *index, char *name_out, size_t name_len);
 
 /* Parses the flags after `zinc estimate` (Z-EST-009..Z-EST-013); with
  * --model, fills params and largest_layer from the model. */

@@ -1,5 +1,6 @@
 /* cli_train.c: `zinc train` and the flags it shares with the other tools. */
 #include "app/cli.h"
+#include "app/dryrun.h"
 #include "core/cpu.h"
 #include "core/alloc.h"
 #include "app/proc.h"
@@ -136,6 +137,7 @@ static const Flag TRAIN_FLAGS[] = {
     {"--memory-report", FL_SWITCH, F(memory_report), .usage = "[--memory-report]"},
     {"--comm-report", FL_SWITCH, F(comm_report), .usage = "[--comm-report]"},
     {"--device-memory", FL_FN, .fn = parse_device_memory, .usage = "[--device-memory SIZE]"},
+    {"--dry-run", FL_SWITCH, F(dry_run), .usage = "[--dry-run]"},
     {"--trace", FL_STR, F(trace_path), .usage = "[--trace FILE.json]\n"},
     {"--checkpoint-dir", FL_STR, F(ckpt_dir), .usage = "[--checkpoint-dir DIR --checkpoint-interval K]"},
     {"--checkpoint-interval", FL_LONG, F(ckpt_interval), 1, 1L << 40},
@@ -203,7 +205,8 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     rc = zn_model_parse(f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL, &o->model, err);
     if (rc) return rc;
     if (f->seq_len > 0 && (rc = zn_model_set_seq_len(&o->model, f->seq_len, err))) return rc;
-    if (o->model.kind == ZN_MODEL_GPT2 && !f->data_spec)
+    /* a dry run reads no text: its step looks at no token (Z-DRY-005) */
+    if (o->model.kind == ZN_MODEL_GPT2 && !f->data_spec && !f->dry_run)
         return zn_err(err, ZN_E_USAGE, "--model %s trains on text: give --data text:FILE or --data tokens:FILE",
                       f->model_spec);
     if (o->model.kind != ZN_MODEL_GPT2 && f->data_spec)
@@ -321,6 +324,11 @@ int zn_cmd_train(int argc, char **argv) {
         zn_err(&err, ZN_E_USAGE, "--rendezvous applies to --backend tcp and nccl (the simulator runs every rank itself)");
         goto usage_error;
     }
+    if (multi && f.dry_run) {
+        zn_err(&err, ZN_E_USAGE, "--dry-run simulates one rank itself: use it without --backend %s",
+               zn_backend_name(backend));
+        goto usage_error;
+    }
     ZnProc proc = {0};
     if (multi) {   /* this process is one rank */
         if (zn_proc_start(backend, f.rendezvous, f.args.world_size, &proc, &err)) goto proc_error;
@@ -353,6 +361,17 @@ int zn_cmd_train(int argc, char **argv) {
                f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
                o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
     fflush(stdout);
+    if (f.dry_run) {   /* one rank on the meta device: memory and collectives, no training (Z-DRY-005) */
+        ZnDryRun dr;
+        int drc = zn_dry_run(&o, o.steps > 0, &dr, &err);
+        if (!drc) zn_dry_run_print(stdout, &o, &dr);
+        zn_run_opts_free(&o);
+        if (drc) {
+            zn_err_print(stderr, "", &err);
+            return err.code == ZN_E_USAGE ? 2 : 1;
+        }
+        return 0;
+    }
     ZnRunResult res;
     int rc = zn_run(&o, &res, &err);
     zn_run_opts_free(&o);

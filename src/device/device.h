@@ -173,4 +173,11 @@ struct ZnKernels {
 
 extern const ZnKernels zn_host_kernels;
 
+/* The dry run's device (device_meta.c, spec Z-DRY-001): the host device in
+ * meta mode (allocations counted per category, no memory behind them) with
+ * a kernel table that does nothing -- reductions return zero and finite,
+ * softmax_xent 0, download writes zeros -- so an engine can run on it. */
+extern const ZnKernels zn_meta_kernels;
+void zn_device_meta_init(ZnDevice *d);
+
 #endif

@@ -903,14 +903,18 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
        copies the cast values (DeepSpeed casts the module before ZeRO init). */
     if (E->P.params == ZN_HOLD_FULL) {
         if (!(E->flat_params = talloc(E, L->aligned_numel, ZN_MEM_PARAMS16, err))) goto fail;
-        /* generated on the host (padding zero), uploaded, cast on the device */
-        float *h = zn_calloc(ZN_HOST_ENGINE, (size_t)L->aligned_numel + 1, sizeof(float));
-        if (!h) { zn_nomem(err); goto fail; }
-        for (int p = 0; p < L->nparams; p++)
-            zn_model_init_param(model, p, seed, 0, L->params[p].numel, h + L->flat_offset[p]);
-        E->k->upload(dev, E->flat_params, h, (size_t)L->aligned_numel * sizeof(float));
-        free(h);
-        round_dt(E, E->flat_params, L->aligned_numel);
+        /* generated on the host (padding zero), uploaded, cast on the device;
+           a dry run has no values to fill, and a host copy of a billion
+           parameters would be the one thing it cannot afford (Z-DRY-004) */
+        if (!dev->meta) {
+            float *h = zn_calloc(ZN_HOST_ENGINE, (size_t)L->aligned_numel + 1, sizeof(float));
+            if (!h) { zn_nomem(err); goto fail; }
+            for (int p = 0; p < L->nparams; p++)
+                zn_model_init_param(model, p, seed, 0, L->params[p].numel, h + L->flat_offset[p]);
+            E->k->upload(dev, E->flat_params, h, (size_t)L->aligned_numel * sizeof(float));
+            free(h);
+            round_dt(E, E->flat_params, L->aligned_numel);
+        }
     }
     if (E->P.grads == ZN_HOLD_FULL && !(E->flat_grads = talloc(E, L->aligned_numel, ZN_MEM_GRADS, err))) goto fail;
 
@@ -941,21 +945,27 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         const int nvme = E->P.param_tier == ZN_TIER_NVME;   /* the partitions go to offload_param.c */
         if (!nvme && !(E->param_part = zn_off_alloc(E, pd, E->part_n, ZN_MEM_PARAMS16, 1, err))) goto fail;
         if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
-        if (!(hinit = zn_calloc(ZN_HOST_ENGINE, (size_t)E->part_n + 1, sizeof(float)))) {   /* host, padding zero */
-            zn_nomem(err);
-            goto fail;
-        }
-        for (int p = 0; p < L->nparams; p++) {
-            long lo2, hi2, off;
-            zn_layout_owned(L, p, E->world.rank, &lo2, &hi2, &off);
-            if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, hinit + off);
+        /* a dry run fills no values: a host copy of a billion parameters
+           would be the one thing it cannot afford (Z-DRY-004) */
+        if (!dev->meta) {
+            if (!(hinit = zn_calloc(ZN_HOST_ENGINE, (size_t)E->part_n + 1, sizeof(float)))) {   /* host, padding zero */
+                zn_nomem(err);
+                goto fail;
+            }
+            for (int p = 0; p < L->nparams; p++) {
+                long lo2, hi2, off;
+                zn_layout_owned(L, p, E->world.rank, &lo2, &hi2, &off);
+                if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, hinit + off);
+            }
         }
         if (nvme) {   /* rounded on the host, the parameter tier's memory */
-            E->tier_host.k->round_dt(&E->tier_host, E->dt, hinit, E->part_n);
+            if (hinit) E->tier_host.k->round_dt(&E->tier_host, E->dt, hinit, E->part_n);
             init = hinit;
         } else {
-            pd->k->upload(pd, E->param_part, hinit, (size_t)E->part_n * sizeof(float));
-            pd->k->round_dt(pd, E->dt, E->param_part, E->part_n);
+            if (hinit) {
+                pd->k->upload(pd, E->param_part, hinit, (size_t)E->part_n * sizeof(float));
+                pd->k->round_dt(pd, E->dt, E->param_part, E->part_n);
+            }
             init = E->param_part;
         }
         init_dev = pd;

@@ -42,12 +42,14 @@ void zn_off_copy(ZnEngine *E, float *dst, ZnDevice *dd, const float *src, ZnDevi
     if (dd == sd) {
         dd->k->copy(dd, dst, src, bytes);
     } else if (sd == E->dev) {   /* device to host */
-        E->k->download(E->dev, dst, src, bytes);
+        /* a dry run's host tier is meta tokens: no memory to write, but the
+           bytes a real run moves are counted all the same (Z-DRY-004) */
+        if (!dd->meta) E->k->download(E->dev, dst, src, bytes);
         E->d2h_bytes += (unsigned long long)n * es;
     } else if (dd == E->dev) {   /* host to device */
         E->k->upload(E->dev, dst, src, bytes);
         E->h2d_bytes += (unsigned long long)n * es;
-    } else {                     /* host to host (two host tiers: never today) */
+    } else if (!dd->meta) {      /* host to host (two host tiers: never today) */
         memcpy(dst, src, bytes);
     }
 }
@@ -58,6 +60,8 @@ int zn_off_init(ZnEngine *E, ZnErr *err) {
     zn_device_host_init(&E->tier_host);
     E->tier_host.name = "cpu";
     E->tier_host.meta = E->dev->meta;   /* a dry run counts the host too */
+    /* and its host kernels do nothing either: they would read meta tokens */
+    if (E->dev->meta) E->tier_host.k = E->dev->k;
     zn_device_host_init(&E->tier_nvme);
     E->tier_nvme.name = "nvme";
     E->tier_nvme.meta = 1;              /* the files hold the bytes */

@@ -72,7 +72,8 @@ int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err) {
                           "partition of '%s' (%ld elements); raise buffer_size", o->buffer_size, L->params[p].name, pn);
     }
     if (!(E->phost = zn_off_alloc(E, &E->tier_host, host_n, ZN_MEM_PARAMS16, 1, err))) return err->code;
-    for (int p = 0; p < np; p++)
+    /* a dry run has no values (h NULL) and its host tier no memory (Z-DRY-004) */
+    for (int p = 0; p < np && !E->dev->meta; p++)
         if (E->pslot[p] >= 0) memcpy(E->phost + E->pslot[p], h + L->s3_off[p], (size_t)L->s3_pn[p] * sizeof(float));
     if (file == 0) return 0;   /* everything fits in host memory */
     if (zn_mem_charge(&E->tier_nvme, file, ZN_MEM_PARAMS16, err)) return err->code;
