@@ -16,6 +16,7 @@
 #include "core/cpu.h"
 #include "device/lm_host.h"
 #include "device/lm_elem.h"
+#include "engine/model.h"
 
 /* ------------------------------------------------------------------------ */
 /* inputs */
@@ -266,8 +267,51 @@ static void test_gelu(void **st) {
     free(x); free(dy); free(ye); free(dxe); free(yh); free(dxh);
 }
 
+/* spec: Z-CUDA-009 Z-GPT-013 a kernel table that lacks any GPT-2 kernel
+ * (a backend without them) refuses the model at init with ZN_E_USAGE
+ * naming the device, instead of calling a NULL kernel later */
+static void test_table_without_lm_kernels(void **st) {
+    (void)st;
+    ZnModel *m = malloc(sizeof *m);
+    assert_non_null(m);
+    ZnErr err = {0};
+    assert_int_equal(zn_model_parse("gpt2:n_layer=1,n_head=2,n_embd=8,vocab_size=11,n_positions=4", m, &err), 0);
+    for (int which = 0; which < 9; which++) {
+        ZnKernels k = zn_host_kernels;
+        switch (which) {
+        case 0: k.add_bias = NULL; break;
+        case 1: k.embed_fwd = NULL; break;
+        case 2: k.embed_bwd = NULL; break;
+        case 3: k.layernorm_fwd = NULL; break;
+        case 4: k.layernorm_bwd = NULL; break;
+        case 5: k.attn_fwd = NULL; break;
+        case 6: k.attn_bwd = NULL; break;
+        case 7: k.gelu_fwd = NULL; break;
+        default: k.gelu_bwd = NULL; break;
+        }
+        ZnDevice d;
+        zn_device_host_init(&d);
+        d.k = &k;
+        err = (ZnErr){0};
+        ZnModelRun *R = zn_run_new(m, &d, ZN_F32, 2, &err);
+        if (R) zn_run_free(R);
+        assert_null(R);
+        assert_int_equal(err.code, ZN_E_USAGE);
+        assert_non_null(strstr(err.msg, "host"));
+        assert_non_null(strstr(err.msg, "GPT-2 kernels"));
+    }
+    /* the full table: the same model starts */
+    ZnDevice d;
+    zn_device_host_init(&d);
+    ZnModelRun *R = zn_run_new(m, &d, ZN_F32, 2, &err);
+    assert_non_null(R);
+    zn_run_free(R);
+    free(m);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_bias_embed),
     cmocka_unit_test(test_layernorm),
     cmocka_unit_test(test_attention),
-    cmocka_unit_test(test_gelu))
+    cmocka_unit_test(test_gelu),
+    cmocka_unit_test(test_table_without_lm_kernels))
