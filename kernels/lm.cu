@@ -120,9 +120,11 @@ extern "C" void zn_cuda_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P
 extern "C" void zn_cuda_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b,
                                       float *out, float *mean, float *rstd) {
     const long n = (long)N * C;
-    if (n <= 0) return;
+    /* each launch over its own count: rows get statistics even with no
+       columns, as on the host */
+    if (N <= 0) return;
     LAUNCH(d, N, "layernorm_fwd stats", k_ln_stats, N, C, x, mean, rstd);
-    LAUNCH(d, n, "layernorm_fwd", k_ln_out, n, C, x, w, b, mean, rstd, out);
+    if (n > 0) LAUNCH(d, n, "layernorm_fwd", k_ln_out, n, C, x, w, b, mean, rstd, out);
 }
 
 extern "C" void zn_cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x,
@@ -144,17 +146,17 @@ extern "C" void zn_cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *do
 extern "C" void zn_cuda_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att,
                                  float *out) {
     const long rows = (long)B * NH * T, n = (long)B * T * C;
-    if (rows <= 0 || n <= 0) return;
+    if (rows <= 0) return;
     LAUNCH(d, rows, "attn_fwd probs", k_attn_probs, rows, T, C, NH, qkv, att);
-    LAUNCH(d, n, "attn_fwd out", k_attn_out, n, T, C, NH, qkv, att, out);
+    if (n > 0) LAUNCH(d, n, "attn_fwd out", k_attn_out, n, T, C, NH, qkv, att, out);
 }
 
 extern "C" void zn_cuda_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
                                  const float *att, float *dqkv, float *scratch) {
     const long rows = (long)B * NH * T, n = (long)B * T * 3 * C;
-    if (rows <= 0 || n <= 0) return;
+    if (rows <= 0) return;
     LAUNCH(d, rows, "attn_bwd dS", k_attn_ds, rows, T, C, NH, dout, qkv, att, scratch);
-    LAUNCH(d, n, "attn_bwd dqkv", k_attn_dqkv, n, T, C, NH, dout, qkv, att, scratch, dqkv);
+    if (n > 0) LAUNCH(d, n, "attn_bwd dqkv", k_attn_dqkv, n, T, C, NH, dout, qkv, att, scratch, dqkv);
 }
 
 extern "C" void zn_cuda_gelu_fwd(ZnDevice *d, long n, const float *x, float *y) {
