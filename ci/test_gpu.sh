@@ -6,7 +6,9 @@
 #      digest line of `zinc train --backend cuda --exact` equals the
 #      simulator's (Z-CUDA-003);
 #   3. fast mode: the final loss within the tolerance of Z-CUDA-005;
-#   4. the conformance cases on the CUDA backend.
+#   4. GPT-2 (the language-model kernels of kernels/lm.cu, Z-CUDA-009): the
+#      digest of an exact run on --backend cuda equals the simulator's;
+#   5. the conformance cases on the CUDA backend.
 B=${1:-build}
 ZINC=$B/zinc
 "$B"/tests/gpu_probe || exit 1
@@ -35,6 +37,19 @@ for S in 0 1 2 3; do
       if awk -v a="$fa" -v b="$ls" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d;
              m = b < 0 ? -b : b; exit !(a != "" && d <= t * (m > 1e-6 ? m : 1e-6)) }'; then ok
       else bad "fast loss $args: sim $ls cuda $fa (tolerance $tol relative)"; fi
+    done
+  done
+done
+
+# GPT-2 on the text corpus: every kernel of the model, forward and backward,
+# through the exact table (spec Z-CUDA-009)
+for S in 0 1 2 3; do
+  for D in fp32 fp16 bf16; do
+    for W in 1 2; do
+      args="--model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 16 --stage $S --dtype $D --world-size $W --steps 3"
+      ds=$("$ZINC" train $args --exact 2>&1 | grep '^digest=')
+      de=$("$ZINC" train $args --exact --backend cuda 2>&1 | grep '^digest=')
+      if [ -n "$ds" ] && [ "$ds" = "$de" ]; then ok; else bad "gpt2 exact digest $args: sim '$ds' cuda '$de'"; fi
     done
   done
 done

@@ -18,12 +18,22 @@
     .sumsq_fixed = zn_cuda_sumsq_fixed,     \
     .adam = zn_cuda_adam
 
-/* after the GEMMs: C++ wants designators in declaration order */
+/* after the GEMMs: C++ wants designators in declaration order. The
+   language-model kernels (lm.cu) are exact twins too (spec Z-CUDA-009). */
 #define SHARED_TAIL_KERNELS                 \
     .colsum = zn_cuda_colsum,               \
     .relu_fwd = zn_cuda_relu_fwd,           \
     .relu_bwd = zn_cuda_relu_bwd,           \
-    .softmax_xent = zn_cuda_softmax_xent
+    .softmax_xent = zn_cuda_softmax_xent,   \
+    .add_bias = zn_cuda_add_bias,           \
+    .embed_fwd = zn_cuda_embed_fwd,         \
+    .embed_bwd = zn_cuda_embed_bwd,         \
+    .layernorm_fwd = zn_cuda_layernorm_fwd, \
+    .layernorm_bwd = zn_cuda_layernorm_bwd, \
+    .attn_fwd = zn_cuda_attn_fwd,           \
+    .attn_bwd = zn_cuda_attn_bwd,           \
+    .gelu_fwd = zn_cuda_gelu_fwd,           \
+    .gelu_bwd = zn_cuda_gelu_bwd
 
 /* a table: the shared kernels around one mode's GEMMs */
 #define KERNEL_TABLE(mode)                  \

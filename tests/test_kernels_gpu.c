@@ -1,7 +1,8 @@
 /* test_kernels_gpu.c: every kernel of the CUDA table against the host twin
  * (zn_host_kernels) on random data. Needs a GPU (make test-gpu runs it;
  * make test skips *_gpu). Exact table: bit for bit. Fast table: within the
- * bounds of spec Z-CUDA-005. Also the accounting (Z-CUDA-002) and the
+ * bounds of spec Z-CUDA-005; the GPT-2 kernels, which both tables share,
+ * bit for bit on both (Z-CUDA-009). Also the accounting (Z-CUDA-002) and the
  * simulator's collectives over GPU memory (Z-CUDA-006). */
 #include "testutil.h"
 #include "device/cuda.h"
@@ -20,12 +21,13 @@ static uint32_t next32(void) {
 static float rnd(void) { return ((float)next32() / 4294967296.0f - 0.5f) * 8.0f; }
 static void fill(float *x, long n) { for (long i = 0; i < n; i++) x[i] = rnd(); }
 
-/* a device copy of host data on d */
+/* a device copy of host data on d; src NULL: zeros (the allocation is
+   zero-filled, and the host upload would read from NULL) */
 static void *dup_to(ZnDevice *d, const void *src, size_t bytes) {
     ZnErr err = {0};
     void *p = zn_dev_alloc(d, bytes ? bytes : 4, ZN_MEM_WORKSPACE, &err);
     if (!p) fail_msg("alloc: %s", err.msg);
-    if (bytes) d->k->upload(d, p, src, bytes);
+    if (bytes && src) d->k->upload(d, p, src, bytes);
     return p;
 }
 static void *fetch(ZnDevice *d, const void *p, size_t bytes) {
@@ -240,6 +242,164 @@ static void test_softmax_exact(void **state) {
     no_gpu_error(&gpu);
 }
 
+/* ------------------------------------- the language model (GPT-2) */
+
+/* a host buffer copied to the host twin, the exact and the fast CUDA
+   device (the fast table runs the same language-model kernels) */
+static ZnDevice *lm_devs[3] = {&host, &gpu, &gpuf};
+static void lm_up(void *out[3], const void *src, size_t bytes) {
+    for (int d = 0; d < 3; d++) out[d] = dup_to(lm_devs[d], src, bytes);
+}
+static void lm_free(void *p[3]) {
+    for (int d = 0; d < 3; d++) zn_dev_free(lm_devs[d], p[d]);
+}
+/* both CUDA results against the host twin's, bit for bit; a NaN only has
+   to meet a NaN (the GPU makes its canonical NaN, x86 keeps the input's
+   payload: no arithmetic difference) */
+static void lm_same(void *p[3], long n, const char *what) {
+    float *h = fetch(&host, p[0], (size_t)n * 4);
+    for (int d = 1; d < 3; d++) {
+        float *g = fetch(lm_devs[d], p[d], (size_t)n * 4);
+        for (long i = 0; i < n; i++)
+            if (!zt_same_bits(h[i], g[i]) && !(isnan(h[i]) && isnan(g[i])))
+                fail_msg("%s (%s table): element %ld of %ld: host %.9g, cuda %.9g", what, d == 1 ? "exact" : "fast",
+                         i, n, (double)h[i], (double)g[i]);
+        free(g);
+    }
+    free(h);
+}
+static float *lm_rand(long n, float scale) {
+    float *p = malloc((size_t)n * 4);
+    assert_non_null(p);
+    for (long i = 0; i < n; i++) p[i] = rnd() * scale;
+    return p;
+}
+static float *lm_fill(long n, float v) {   /* stale values a kernel must overwrite */
+    float *p = malloc((size_t)n * 4);
+    assert_non_null(p);
+    for (long i = 0; i < n; i++) p[i] = v;
+    return p;
+}
+
+/* spec: Z-CUDA-009 Z-CUDA-003 bias, embeddings (forward and backward,
+ * repeated tokens, B*T past the vocabulary, positions past T) */
+static void test_lm_bias_embed_exact(void **state) {
+    (void)state;
+    const int B = 5, T = 41, C = 69, V = 37, P = 50;
+    const long BT = (long)B * T;
+    int *tok = malloc((size_t)BT * sizeof(int));
+    assert_non_null(tok);
+    for (long r = 0; r < BT; r++) tok[r] = (int)(next32() % V);
+    float *wte = lm_rand((long)V * C, 0.25f), *wpe = lm_rand((long)P * C, 0.25f), *bias = lm_rand(C, 0.25f);
+    float *g = lm_rand(BT * C, 0.25f), *stale_v = lm_fill((long)V * C, 5.0f), *stale_p = lm_fill((long)P * C, 5.0f);
+    void *dtok[3], *dwte[3], *dwpe[3], *dbias[3], *dg[3], *dout[3], *dgwte[3], *dgwpe[3];
+    lm_up(dtok, tok, (size_t)BT * sizeof(int));
+    lm_up(dwte, wte, (size_t)V * C * 4); lm_up(dwpe, wpe, (size_t)P * C * 4); lm_up(dbias, bias, (size_t)C * 4);
+    lm_up(dg, g, (size_t)BT * C * 4); lm_up(dout, NULL, (size_t)BT * C * 4);
+    lm_up(dgwte, stale_v, (size_t)V * C * 4); lm_up(dgwpe, stale_p, (size_t)P * C * 4);
+    for (int d = 0; d < 3; d++) {
+        ZnDevice *dv = lm_devs[d];
+        dv->k->embed_fwd(dv, B, T, C, dtok[d], dwte[d], dwpe[d], dout[d]);
+        dv->k->add_bias(dv, (int)BT, C, dbias[d], dout[d]);
+        dv->k->embed_bwd(dv, B, T, C, V, P, dtok[d], dg[d], dgwte[d], dgwpe[d]);
+    }
+    lm_same(dout, BT * C, "embed_fwd + add_bias");
+    lm_same(dgwte, (long)V * C, "embed_bwd dwte");
+    lm_same(dgwpe, (long)P * C, "embed_bwd dwpe");
+    lm_free(dtok); lm_free(dwte); lm_free(dwpe); lm_free(dbias); lm_free(dg); lm_free(dout);
+    lm_free(dgwte); lm_free(dgwpe);
+    free(tok); free(wte); free(wpe); free(bias); free(g); free(stale_v); free(stale_p);
+    no_gpu_error(&gpu);
+    no_gpu_error(&gpuf);
+}
+
+/* spec: Z-CUDA-009 Z-CUDA-003 LayerNorm forward and backward */
+static void test_lm_layernorm_exact(void **state) {
+    (void)state;
+    const int sizes[3][2] = {{205, 69}, {67, 771}, {9, 1}};
+    for (int s = 0; s < 3; s++) {
+        const int N = sizes[s][0], C = sizes[s][1];
+        const long NC = (long)N * C;
+        float *x = lm_rand(NC, 0.5f), *w = lm_rand(C, 0.4f), *b = lm_rand(C, 0.1f), *g = lm_rand(NC, 0.25f);
+        float *stale = lm_fill(NC, 3.0f);
+        void *dx[3], *dw[3], *db[3], *dg[3], *out[3], *mean[3], *rstd[3], *gx[3], *gw[3], *gb[3];
+        lm_up(dx, x, NC * 4); lm_up(dw, w, C * 4); lm_up(db, b, C * 4); lm_up(dg, g, NC * 4);
+        lm_up(out, stale, NC * 4); lm_up(mean, stale, N * 4); lm_up(rstd, stale, N * 4);
+        lm_up(gx, stale, NC * 4); lm_up(gw, stale, C * 4); lm_up(gb, stale, C * 4);
+        for (int d = 0; d < 3; d++) {
+            ZnDevice *dv = lm_devs[d];
+            dv->k->layernorm_fwd(dv, N, C, dx[d], dw[d], db[d], out[d], mean[d], rstd[d]);
+            dv->k->layernorm_bwd(dv, N, C, dg[d], dx[d], dw[d], mean[d], rstd[d], gx[d], gw[d], gb[d]);
+        }
+        lm_same(out, NC, "layernorm_fwd out");
+        lm_same(mean, N, "layernorm_fwd mean");
+        lm_same(rstd, N, "layernorm_fwd rstd");
+        lm_same(gx, NC, "layernorm_bwd dx");
+        lm_same(gw, C, "layernorm_bwd dw");
+        lm_same(gb, C, "layernorm_bwd db");
+        lm_free(dx); lm_free(dw); lm_free(db); lm_free(dg); lm_free(out); lm_free(mean); lm_free(rstd);
+        lm_free(gx); lm_free(gw); lm_free(gb);
+        free(x); free(w); free(b); free(g); free(stale);
+    }
+    no_gpu_error(&gpu);
+    no_gpu_error(&gpuf);
+}
+
+/* spec: Z-CUDA-009 Z-CUDA-003 causal attention forward and backward: T
+ * past the host's blocks of 64 queries and not a multiple of them, head
+ * sizes 17 and 40, one to three heads, scores far apart (scale 3) */
+static void test_lm_attention_exact(void **state) {
+    (void)state;
+    /* B, T, C, NH, scale of q, k, v */
+    const int cases[4][5] = {{2, 7, 69, 3, 1}, {1, 131, 51, 3, 1}, {2, 67, 80, 2, 1}, {2, 45, 46, 2, 3}};
+    for (int cs = 0; cs < 4; cs++) {
+        const int B = cases[cs][0], T = cases[cs][1], C = cases[cs][2], NH = cases[cs][3];
+        const long nq = (long)B * T * 3 * C, na = (long)B * NH * T * T, no = (long)B * T * C;
+        float *qkv = lm_rand(nq, 0.4f * (float)cases[cs][4]), *g = lm_rand(no, 0.25f), *stale = lm_fill(nq > na ? nq : na, 3.0f);
+        void *dqkv_in[3], *dg[3], *att[3], *out[3], *dqkv[3], *scratch[3];
+        lm_up(dqkv_in, qkv, nq * 4); lm_up(dg, g, no * 4); lm_up(att, stale, na * 4); lm_up(out, stale, no * 4);
+        lm_up(dqkv, stale, nq * 4); lm_up(scratch, stale, na * 4);
+        for (int d = 0; d < 3; d++) {
+            ZnDevice *dv = lm_devs[d];
+            dv->k->attn_fwd(dv, B, T, C, NH, dqkv_in[d], att[d], out[d]);
+            dv->k->attn_bwd(dv, B, T, C, NH, dg[d], dqkv_in[d], att[d], dqkv[d], scratch[d]);
+        }
+        lm_same(att, na, "attn_fwd att");
+        lm_same(out, no, "attn_fwd out");
+        lm_same(dqkv, nq, "attn_bwd dqkv");
+        lm_free(dqkv_in); lm_free(dg); lm_free(att); lm_free(out); lm_free(dqkv); lm_free(scratch);
+        free(qkv); free(g); free(stale);
+    }
+    no_gpu_error(&gpu);
+    no_gpu_error(&gpuf);
+}
+
+/* spec: Z-CUDA-009 Z-CUDA-003 GELU forward and backward (in place too),
+ * values past tanh's cut-off, zeros of both signs, infinities, NaN,
+ * subnormals */
+static void test_lm_gelu_exact(void **state) {
+    (void)state;
+    const long n = 100003;
+    static const float odd[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 20.0f, -20.0f, 1e-30f, -3e-39f, 11.3f, -11.3f};
+    float *x = lm_rand(n, 1.5f), *dy = lm_rand(n, 0.25f);
+    for (long i = 0; i < n; i += 97) x[i] = odd[(i / 97) % 11];
+    void *dx[3], *ddy[3], *y[3], *gx[3];
+    lm_up(dx, x, n * 4); lm_up(ddy, dy, n * 4); lm_up(y, NULL, n * 4); lm_up(gx, NULL, n * 4);
+    for (int d = 0; d < 3; d++) {
+        ZnDevice *dv = lm_devs[d];
+        dv->k->gelu_fwd(dv, n, dx[d], y[d]);
+        dv->k->gelu_bwd(dv, n, dx[d], ddy[d], gx[d]);
+        dv->k->gelu_bwd(dv, n, dx[d], ddy[d], ddy[d]);   /* dx aliasing dy, as the engine calls it */
+    }
+    lm_same(y, n, "gelu_fwd");
+    lm_same(gx, n, "gelu_bwd");
+    lm_same(ddy, n, "gelu_bwd in place");
+    lm_free(dx); lm_free(ddy); lm_free(y); lm_free(gx);
+    free(x); free(dy);
+    no_gpu_error(&gpu);
+    no_gpu_error(&gpuf);
+}
+
 /* spec: Z-CUDA-002 */
 static void test_accounting_equal(void **state) {
     (void)state;
@@ -355,6 +515,10 @@ int main(void) {
         cmocka_unit_test(test_adam_exact),
         cmocka_unit_test(test_gemm_exact_and_fast),
         cmocka_unit_test(test_softmax_exact),
+        cmocka_unit_test(test_lm_bias_embed_exact),
+        cmocka_unit_test(test_lm_layernorm_exact),
+        cmocka_unit_test(test_lm_attention_exact),
+        cmocka_unit_test(test_lm_gelu_exact),
         cmocka_unit_test(test_accounting_equal),
         cmocka_unit_test(test_collectives_on_gpu_match_sim),
     };

@@ -221,6 +221,8 @@ struct ZnGpt2Acts {
 
 int zn_gpt2_run_init(ZnModelRun *R, ZnErr *err) {
     const ZnKernels *k = R->k;
+    /* the host and both CUDA tables have them (spec Z-CUDA-009); a table
+       without them (a new backend) is told here, not by a NULL call */
     if (!k->embed_fwd || !k->embed_bwd || !k->layernorm_fwd || !k->layernorm_bwd || !k->attn_fwd || !k->attn_bwd ||
         !k->gelu_fwd || !k->gelu_bwd || !k->add_bias)
         return zn_err(err, ZN_E_USAGE, "the %s device has no GPT-2 kernels in this build (the MLP runs on it)",
