@@ -145,8 +145,11 @@ void zn_offp_free(ZnEngine *E) {
 const float *zn_offp_fetch(ZnEngine *E, int p, ZnErr *err) {
     const ZnLayout *L = &E->L;
     if (E->pslot[p] >= 0) return E->phost + E->pslot[p];
+    /* a dry run reads nothing: its meta buffer stands for the partition,
+       and the gather after it is counted as a real one (Z-DRY-003) */
+    if (!E->pswap && E->dev->meta) return E->pread;
     if (!E->pswap) {
-        zn_err(err, ZN_E_USAGE, "a dry run holds no parameters to read");
+        zn_err(err, ZN_E_INTERNAL, "parameter '%s' is on NVMe but no swap space is open", L->params[p].name);
         return NULL;
     }
     int rc = zn_swap_read(E->pswap, E->pfid, E->pfile_off[p], E->pbuf[0], dt_bytes(E, L->s3_pn[p]), err);
