@@ -645,6 +645,22 @@ static void far_ctx_free(FarCtx *c) {
     zn_data_free(&c->data);
 }
 
+/* Runs both sides of a far-device comparison (c[0] the host device, c[1]
+ * the far one) and checks that no host pointer reached the far side and
+ * that the weights and losses are the same bits. */
+static void far_pair(FarCtx *c, int world, long n, int stage, int k, int canonical) {
+    ZnErr err;
+    atomic_store(&host_ptrs_seen, 0);
+    far_run(&c[0], world, &err);
+    far_run(&c[1], world, &err);
+    if (atomic_load(&host_ptrs_seen))
+        fail_msg("stage %d dtype %d: %ld host pointers reached the device or the communicator", stage, k,
+                 (long)atomic_load(&host_ptrs_seen));
+    if (memcmp(c[0].params, c[1].params, (size_t)n * sizeof(float)))
+        fail_msg("stage %d dtype %d canonical %d: the far device's weights differ", stage, k, canonical);
+    assert_memory_equal(c[0].loss, c[1].loss, sizeof c[0].loss);
+}
+
 /* spec: Z-DEV-001 the engine (training, gathers, checkpoint save and load,
  * the inject and fault hooks) never dereferences a device buffer: on a
  * device whose addresses fault on any host access it runs and gives the
@@ -654,7 +670,6 @@ static void far_ctx_free(FarCtx *c) {
  * workspace scratch of max(16, 4 GA) bytes per rank */
 static void test_far_device(void **st) {
     (void)st;
-    ZnErr err;
     const int world = 2;
     const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
     for (int stage = 0; stage <= 3; stage++)
@@ -674,15 +689,7 @@ static void test_far_device(void **st) {
                     c[f].hooks.ninject = dts[k] == ZN_F16;
                     c[f].hooks.inject_value = INFINITY;
                 }
-                atomic_store(&host_ptrs_seen, 0);
-                far_run(&c[0], world, &err);
-                far_run(&c[1], world, &err);
-                if (atomic_load(&host_ptrs_seen))
-                    fail_msg("stage %d dtype %d: %ld host pointers reached the device or the communicator", stage, k,
-                             (long)atomic_load(&host_ptrs_seen));
-                if (memcmp(c[0].params, c[1].params, (size_t)n * sizeof(float)))
-                    fail_msg("stage %d dtype %d canonical %d: the far device's weights differ", stage, k, canonical);
-                assert_memory_equal(c[0].loss, c[1].loss, sizeof c[0].loss);
+                far_pair(c, world, n, stage, k, canonical);
                 /* the scratch: max(2 uint64, GA = 2 floats) = 16 bytes per rank */
                 assert_int_equal(c[1].scratch_bytes, 16 * world);
                 assert_int_equal(c[1].workspace, c[0].workspace);
@@ -696,7 +703,6 @@ static void test_far_device(void **st) {
  * are the host device's without offload (the fault hook included) */
 static void test_far_offload(void **st) {
     (void)st;
-    ZnErr err;
     const int world = 2;
     const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
     for (int stage = 1; stage <= 3; stage++)
@@ -710,15 +716,7 @@ static void test_far_offload(void **st) {
                     c[f].hooks.fault_index = 3;
                     c[f].hooks.fault_delta = 0.25f;
                 }
-                atomic_store(&host_ptrs_seen, 0);
-                far_run(&c[0], world, &err);
-                far_run(&c[1], world, &err);
-                if (atomic_load(&host_ptrs_seen))
-                    fail_msg("stage %d dtype %d: %ld host pointers reached the device or the communicator", stage, k,
-                             (long)atomic_load(&host_ptrs_seen));
-                if (memcmp(c[0].params, c[1].params, (size_t)n * sizeof(float)))
-                    fail_msg("stage %d dtype %d canonical %d: offload on the far device differs", stage, k, canonical);
-                assert_memory_equal(c[0].loss, c[1].loss, sizeof c[0].loss);
+                far_pair(c, world, n, stage, k, canonical);
                 for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
             }
 }
