@@ -96,11 +96,15 @@ typedef struct {
     void (*ln_dwdb)(long n, const float *x, const float *g, float m, float rs, float *dw, float *db);
     void (*dkdv)(long t2, long T, long hs, const float *q, long sq, const float *g, long sg, const float *ds,
                  const float *P, float *dk, float *dv);
+    void (*exp_from)(long n, const float *x, float *a, float mx);
+    float (*row_max)(long n, const float *z);
+    void (*xent_grad)(long n, float *a, float s, float g);
 } LmOps;
 
 #define LM_OPS(sfx)                                                                                      \
     {gelu_fwd_##sfx, gelu_bwd_##sfx, exp_sub_##sfx, add_row_##sfx, sum_row_##sfx, axpy_##sfx,            \
-     scale_row_##sfx, div_row_##sfx, dsoft_row_##sfx, ln_out_##sfx, ln_dx_##sfx, ln_dwdb_##sfx, dkdv_##sfx}
+     scale_row_##sfx, div_row_##sfx, dsoft_row_##sfx, ln_out_##sfx, ln_dx_##sfx, ln_dwdb_##sfx, dkdv_##sfx,    \
+     exp_from_##sfx, row_max_##sfx, xent_grad_##sfx}
 
 static const LmOps lm_ops_scalar = LM_OPS(scalar), lm_ops_sse2 = LM_OPS(sse2);
 #ifdef ZN_LM_X86
@@ -134,6 +138,7 @@ struct LmJob {
     const int *tok;
     const float *x, *w, *b, *y, *g, *mean, *rstd;
     float *out, *out2, *out3, *out4;
+    float scale;
 };
 typedef struct { const LmJob *j; long lo, hi; } LmPart;
 
@@ -430,4 +435,68 @@ void zn_host_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, floa
     (void)d;
     LmJob j = {.n = n, .x = x, .g = dy, .out = dx};
     lm_par(&j, gelu_bwd_blocks, (n + LM_EB - 1) / LM_EB, 4);
+}
+
+/* ------------------------------------------------------------------------ */
+/* softmax cross-entropy (Z-MOD-009) */
+
+/* rows [lo, hi): each row's loss into out2[r], its gradient into out (when
+ * there is one). The exps go into the gradient row (or, without one, a
+ * block on the stack) in vector lanes, then s sums them one at a time in
+ * column order from 0.0f, as the definition does: the same bits. */
+static void xent_rows(const LmJob *j, long lo, long hi) {
+    const long C = j->C;
+    for (long r = lo; r < hi; r++) {
+        const float *z = j->x + r * C;
+        const int y = j->tok[r];
+        const float zy = z[y];   /* read before the gradient row is written (it may be z) */
+        const float m = j->op->row_max(C, z);
+        float s = 0.0f;
+        if (j->out) {
+            float *dl = j->out + r * C;
+            j->op->exp_from(C, z, dl, m);
+            for (long c = 0; c < C; c++) s += dl[c];
+            const float ey = dl[y];
+            j->op->xent_grad(C, dl, s, j->scale);
+            dl[y] = (ey / s - 1.0f) * j->scale;   /* the label's column */
+        } else {
+            float e[512];
+            for (long c0 = 0; c0 < C; c0 += 512) {
+                const long n = C - c0 < 512 ? C - c0 : 512;
+                j->op->exp_from(n, z + c0, e, m);
+                for (long c = 0; c < n; c++) s += e[c];
+            }
+        }
+        j->out2[r] = zn_logf(s) - (zy - m);
+    }
+}
+
+float zn_host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, const int *labels, float grad_scale,
+                           float *dlogits) {
+    (void)d;
+    if (B <= 0 || C <= 0) return 0.0f;  /* no rows: no loss (and no 0/0) */
+    float one[64];   /* the row losses; a heap block past 64 rows */
+    float *loss = B <= 64 ? one : malloc((size_t)B * sizeof(float));
+    LmJob j = {.C = C, .x = logits, .tok = labels, .out = dlogits, .out2 = loss, .scale = grad_scale};
+    if (loss) {
+        lm_par(&j, xent_rows, B, 1);
+    } else {   /* no block for the losses: one row at a time, the same bits */
+        float l1;
+        j.out2 = &l1;
+        j.isa = zn_lm_host_isa();
+        j.op = lm_ops(j.isa);
+        float total = 0.0f;
+        for (long r = 0; r < B; r++) {
+            j.x = logits + r * C;
+            j.tok = labels + r;
+            j.out = dlogits ? dlogits + r * C : NULL;
+            xent_rows(&j, 0, 1);
+            total += l1;
+        }
+        return total / (float)B;
+    }
+    float total = 0.0f;   /* the mean: row losses summed in row order */
+    for (long r = 0; r < B; r++) total += loss[r];
+    if (loss != one) free(loss);
+    return total / (float)B;
 }
