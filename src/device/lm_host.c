@@ -341,15 +341,23 @@ static void attn_fwd_pairs(const LmJob *j, long lo, long hi) {
         const long b = bh / NH, h = bh % NH;
         const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
         float *att = j->out + bh * T * T;
-        /* every score q_t . k_t2 (the GEMM's ordered sums); above the
-           diagonal overwritten with 0 below */
-        zn_host_gemm_isa(j->isa, 1, (int)T, (int)T, (int)hs, q, C3, 1, k, C3, 1, NULL, att);
+        /* the scores q_t . k_t2 (the GEMM's ordered sums) for the keys
+           up to the end of t's block of queries, not the whole square;
+           above the diagonal overwritten with 0 below */
+        for (long t0 = 0; t0 < T; t0 += LM_QB) {
+            const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
+            zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)hs, q + t0 * C3, C3, 1, k, C3, 1, NULL,
+                             att + t0 * T, T);
+        }
         for (long t = 0; t < T; t++) {
             float *a = att + t * T;
             j->op->scale_row(t + 1, scale, a, a);
-            float mx, sum;
-            zn_softmax_row(a, (int)t + 1, &mx, &sum);
+            /* zn_softmax_row's max and sum, the exps evaluated once (in
+               vector lanes) and summed in order from 0.0f: the same bits */
+            const float mx = j->op->row_max(t + 1, a);
             j->op->exp_sub(t + 1, a, mx);
+            float sum = 0.0f;
+            for (long t2 = 0; t2 <= t; t2++) sum += a[t2];
             j->op->div_row(t + 1, a, sum);
             memset(a + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
         }
@@ -380,9 +388,14 @@ static void attn_bwd_pairs(const LmJob *j, long lo, long hi) {
         const float *P = j->y + bh * T * T;
         float *dS = j->out2 + bh * T * T;
         float *dq = j->out + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-        /* dP[t][t2] = dO_t . v_t2 for every pair (the GEMM's ordered sums;
-           only t2 <= t is read) */
-        zn_host_gemm_isa(j->isa, 1, (int)T, (int)T, (int)hs, g, C, 1, v, C3, 1, NULL, dS);
+        /* dP[t][t2] = dO_t . v_t2 (the GEMM's ordered sums) for the keys
+           up to the end of t's block of queries; only t2 <= t is read, so
+           the rest of the square is left as it is */
+        for (long t0 = 0; t0 < T; t0 += LM_QB) {
+            const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
+            zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)hs, g + t0 * C, C, 1, v, C3, 1, NULL,
+                             dS + t0 * T, T);
+        }
         for (long t = 0; t < T; t++) {
             const float *p = P + t * T;
             float *ds = dS + t * T;
