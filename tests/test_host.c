@@ -142,6 +142,40 @@ static void test_gemm_paths(void **st) {
     }
 }
 
+/* zn_host_gemm_ldc (the attention's blocks of scores): rows of C at a
+ * stride past N get the bits of the packed ldc = N GEMM, on every path and
+ * thread count, and the columns past N keep what they held */
+static void test_gemm_ldc(void **st) {
+    (void)st;
+    /* threads split the columns of the first, the rows of the second */
+    static const int shapes[][4] = {{200, 150, 90, 161}, {1500, 20, 90, 29}};
+    for (int sh = 0; sh < 2; sh++) {
+        const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], ldc = shapes[sh][3];
+        float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)N * K),
+              *ref = malloc(sizeof(float) * (size_t)M * N), *got = malloc(sizeof(float) * (size_t)M * ldc);
+        assert_non_null(A); assert_non_null(B); assert_non_null(ref); assert_non_null(got);
+        uint32_t x = 777u;
+        for (long i = 0; i < (long)M * K; i++) { x = x * 1664525u + 1013904223u; A[i] = (float)(x >> 8) / 16777216.0f - 0.5f; }
+        for (long i = 0; i < (long)N * K; i++) { x = x * 1664525u + 1013904223u; B[i] = (float)(x >> 8) / 16777216.0f - 0.5f; }
+        zn_host_gemm_isa(ZN_ISA_SCALAR, 1, M, N, K, A, K, 1, B, K, 1, NULL, ref);
+        for (int isa = 0; isa < ZN_ISA_N; isa++) {
+            if (!zn_isa_supported((ZnIsa)isa)) continue;
+            for (int T = 1; T <= 3; T++) {
+                for (long i = 0; i < (long)M * ldc; i++) got[i] = 9.0f;
+                zn_host_gemm_ldc((ZnIsa)isa, T, M, N, K, A, K, 1, B, K, 1, NULL, got, ldc);
+                for (long i = 0; i < M; i++)
+                    for (long j = 0; j < ldc; j++) {
+                        const float want = j < N ? ref[i * N + j] : 9.0f;
+                        if (bits(got[i * ldc + j]) != bits(want))
+                            fail_msg("gemm_ldc %s T=%d C[%ld][%ld]: %a vs %a", zn_isa_name((ZnIsa)isa), T, i, j,
+                                     (double)got[i * ldc + j], (double)want);
+                    }
+            }
+        }
+        free(A); free(B); free(ref); free(got);
+    }
+}
+
 /* spec: Z-HOST-004 the norm's two passes (largest finite |g| with the
  * inf/NaN flag; the fixed-point sum of squares) on every instruction-set
  * path give the bits of the plain definition, written out here: fabsf and
@@ -298,6 +332,7 @@ ZT_MAIN(
     cmocka_unit_test(test_adam_paths),
     cmocka_unit_test(test_adam_threads),
     cmocka_unit_test(test_gemm_paths),
+    cmocka_unit_test(test_gemm_ldc),
     cmocka_unit_test(test_norm_scans),
     cmocka_unit_test(test_norm_threads),
     cmocka_unit_test(test_thread_setting))

@@ -53,6 +53,22 @@ static void same(const float *a, const float *b, long n, const char *what, int i
 /* ------------------------------------------------------------------------ */
 /* references, one output element at a time, from the spec's formulas */
 
+/* Z-MOD-009: per row the max and the sum of zn_softmax_row, the row loss
+ * added to the total in row order, each gradient element its own formula */
+static float ref_xent(int B, int C, const float *logits, const int *labels, float gs, float *dl) {
+    float total = 0.0f;
+    for (long b = 0; b < B; b++) {
+        const float *z = logits + b * C;
+        float m, s;
+        zn_softmax_row(z, C, &m, &s);
+        const int y = labels[b];
+        total += zn_logf(s) - (z[y] - m);
+        if (dl)
+            for (long c = 0; c < C; c++) dl[b * C + c] = (zn_expf(z[c] - m) / s - (c == y ? 1.0f : 0.0f)) * gs;
+    }
+    return total / (float)B;
+}
+
 static void ref_bias(int M, int N, const float *b, float *y) {
     for (long i = 0; i < M; i++)
         for (long j = 0; j < N; j++) y[i * N + j] = y[i * N + j] + b[j];
@@ -256,6 +272,55 @@ static void test_bias_embed(void **st) {
     free(dwter); free(dwper); free(dwte); free(dwpe);
 }
 
+/* spec: Z-MOD-009 the softmax cross-entropy on the host (rows over the
+ * threads, the max and the exps in vector lanes, the sum in column order)
+ * on every path and 1, 2, 3 threads gives the definition's bits: the loss
+ * and every gradient element, without a gradient, in place, at 3 rows (the
+ * losses on the stack) and 70 (on the heap), on rows with a NaN first or
+ * later, infinities, a max of -0 before +0, and exps that underflow */
+static void test_softmax_xent(void **st) {
+    (void)st;
+    lcg_state = 11u;
+    const int C = 1003;
+    const int Bs[2] = {3, 70};
+    for (int k = 0; k < 2; k++) {
+        const int B = Bs[k];
+        const long n = (long)B * C;
+        float *z = rand_buf(n, 8.0f), *dlr = zbuf(n), *dl = zbuf(n), *zi = zbuf(n);
+        int *y = malloc((size_t)B * sizeof(int));
+        assert_non_null(y);
+        for (long r = 0; r < B; r++) y[r] = (int)((urand() + 1.0f) * 0.5f * (C - 1));
+        if (B > 8) {
+            z[0 * C + 0] = NAN;                          /* a NaN max */
+            z[1 * C + 517] = NAN;                        /* a NaN the max skips */
+            z[2 * C + 40] = INFINITY;                    /* an infinite max: NaN exps */
+            z[3 * C + 9] = -INFINITY;                    /* one exp of 0 */
+            for (long c = 0; c < C; c++) z[4 * C + c] = -fabsf(z[4 * C + c]);
+            z[4 * C + 3] = -0.0f;                        /* the max: -0 first, */
+            z[4 * C + 700] = 0.0f;                       /* then +0 (not greater) */
+            for (long c = 0; c < C; c += 3) z[5 * C + c] = -150.0f + z[5 * C + c];   /* underflow */
+            z[5 * C + 11] = 30.0f;
+            for (long c = 0; c < C; c++) z[6 * C + c] = 0.0f;   /* all +0 */
+            z[6 * C + 0] = -0.0f;
+        }
+        const float gs = 1.0f / 3.0f;
+        const float lr = ref_xent(B, C, z, y, gs, dlr), lr0 = ref_xent(B, C, z, y, gs, NULL);
+        FOR_PATHS({
+            memset(dl, 0, (size_t)n * sizeof(float));
+            float l = zn_host_softmax_xent(NULL, B, C, z, y, gs, dl);
+            same(&l, &lr, 1, "softmax_xent loss", isa, threads);
+            same(dl, dlr, n, "softmax_xent dlogits", isa, threads);
+            l = zn_host_softmax_xent(NULL, B, C, z, y, gs, NULL);
+            same(&l, &lr0, 1, "softmax_xent loss without dlogits", isa, threads);
+            memcpy(zi, z, (size_t)n * sizeof(float));
+            l = zn_host_softmax_xent(NULL, B, C, zi, y, gs, zi);
+            same(&l, &lr, 1, "softmax_xent loss in place", isa, threads);
+            same(zi, dlr, n, "softmax_xent dlogits in place", isa, threads);
+        })
+        free(z); free(dlr); free(dl); free(zi); free(y);
+    }
+}
+
 /* spec: Z-HOST-006 LayerNorm forward (out, mean, rstd) and backward (dx,
  * dw, db) and GELU forward and backward (in place too, as the engine calls
  * it; zeros of both signs, infinities, NaN and |x| past tanh's cut-off among
@@ -368,6 +433,7 @@ static void test_isa_override(void **st) {
 
 ZT_MAIN(
     cmocka_unit_test(test_bias_embed),
+    cmocka_unit_test(test_softmax_xent),
     cmocka_unit_test(test_layernorm_gelu),
     cmocka_unit_test(test_attention),
     cmocka_unit_test(test_isa_override))

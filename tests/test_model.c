@@ -4,6 +4,7 @@
 #include "testutil.h"
 #include "core/zn_math.h"
 #include "engine/model.h"
+#include "engine/model_run.h"
 #include "engine/data.h"
 #include "device/device.h"
 #include "core/rng.h"
@@ -721,6 +722,60 @@ static void test_mem_accounting(void **state) {
     mem_sequence(&d);
 }
 
+/* The model run's block pool on the host (model.c): a released block gives
+ * its charge back at once and comes back zero-filled for the next request
+ * of the same sizes and category, the counters stepping exactly as with
+ * fresh blocks; other sizes free the stale idle blocks; a simulated capacity
+ * fails a reuse as it fails a fresh block; nothing is left at the end. */
+static void test_run_block_pool(void **state) {
+    (void)state;
+    ZnModel m;
+    ZnErr err = {0};
+    assert_int_equal(zn_model_parse("mlp:8,8,4", &m, &err), 0);
+    ZnDevice d;
+    zn_device_host_init(&d);
+    ZnModelRun *R = zn_run_new(&m, &d, ZN_BF16, 2, &err);
+    assert_non_null(R);
+    const ZnMemStats m0 = d.mem;
+    float *a = zn_run_talloc(R, 100, ZN_MEM_ACTIVATIONS, &err);   /* 400 bytes, 200 charged */
+    float *b = zn_run_falloc(R, 50, ZN_MEM_WORKSPACE, &err);
+    assert_non_null(a);
+    assert_non_null(b);
+    const ZnMemStats m1 = d.mem;
+    assert_int_equal(m1.cur[ZN_MEM_ACTIVATIONS] - m0.cur[ZN_MEM_ACTIVATIONS], 200);
+    for (int i = 0; i < 100; i++) a[i] = 7.0f;
+    for (int i = 0; i < 50; i++) b[i] = 7.0f;
+    zn_run_release(R, a);
+    zn_run_release(R, b);
+    zn_run_release(R, NULL);
+    assert_int_equal(d.mem.cur_total, m0.cur_total);
+    assert_int_equal(d.mem.nallocs, m0.nallocs);
+    /* the same requests: the same blocks, zero-filled, the same counters */
+    float *a2 = zn_run_talloc(R, 100, ZN_MEM_ACTIVATIONS, &err), *b2 = zn_run_falloc(R, 50, ZN_MEM_WORKSPACE, &err);
+    assert_ptr_equal(a2, a);
+    assert_ptr_equal(b2, b);
+    for (int i = 0; i < 100; i++) assert_true(zt_same_bits(a2[i], 0.0f));
+    for (int i = 0; i < 50; i++) assert_true(zt_same_bits(b2[i], 0.0f));
+    assert_memory_equal(&d.mem, &m1, sizeof m1);
+    zn_run_release(R, a2);
+    /* a capacity the reuse would pass fails it with the fresh block's message */
+    d.capacity = d.mem.cur_total + 100;
+    assert_null(zn_run_talloc(R, 100, ZN_MEM_ACTIVATIONS, &err));
+    assert_int_equal(err.code, ZN_E_NOMEM);
+    assert_str_contains(err.msg, "out of simulated device memory: requesting 200 bytes for activations");
+    d.capacity = 0;
+    /* another size: a new block (the idle one is freed), still accounted */
+    float *c = zn_run_talloc(R, 30, ZN_MEM_ACTIVATIONS, &err);
+    assert_non_null(c);
+    assert_int_equal(d.mem.cur[ZN_MEM_ACTIVATIONS] - m0.cur[ZN_MEM_ACTIVATIONS], 60);
+    zn_run_release(R, c);
+    zn_run_release(R, b2);
+    assert_int_equal(d.mem.cur_total, m0.cur_total);
+    zn_run_free(R);
+    assert_int_equal(d.mem.nallocs, 0);
+    assert_int_equal(d.mem.cur_total, 0);
+}
+
 /* spec: Z-MEM-003 */
 static void test_mem_capacity(void **state) {
     (void)state;
@@ -836,6 +891,7 @@ int main(void) {
         cmocka_unit_test(test_first_loss_is_ln_c),
         cmocka_unit_test(test_mem_cat_names),
         cmocka_unit_test(test_mem_accounting),
+        cmocka_unit_test(test_run_block_pool),
         cmocka_unit_test(test_mem_capacity),
         cmocka_unit_test(test_mem_meta),
         cmocka_unit_test(test_mem_zero_aligned),

@@ -66,6 +66,11 @@ void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err);
  * (bit-identical values) and charges the device their 16-bit size. */
 void *zn_dev_alloc_as(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCat cat, ZnErr *err);
 void zn_dev_free(ZnDevice *d, void *p);
+/* 1: d is the plain host backend (real memory, no meta mode, its own alloc
+ * and free), whose blocks a caller may keep past zn_mem_uncharge and free
+ * later with zn_host_free_uncharged (the model run's block pool). */
+int zn_dev_is_host(const ZnDevice *d);
+void zn_host_free_uncharged(void *p);
 void zn_mem_reset_peak(ZnMemStats *m);
 void zn_mem_reset_window(ZnMemStats *m);
 

@@ -148,6 +148,12 @@ static void host_free(ZnDevice *d, void *p) {
     free(h);
 }
 
+int zn_dev_is_host(const ZnDevice *d) { return d->alloc == host_alloc && d->free == host_free && !d->meta; }
+
+void zn_host_free_uncharged(void *p) {
+    if (p) free((char *)p - ZN_HDR);
+}
+
 /* The public entry points: the backend's hooks behind one set of names. */
 void *zn_dev_alloc(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
     return d->alloc(d, n, n, cat, err);
@@ -398,28 +404,9 @@ static void host_relu_bwd(ZnDevice *d, long n, const float *y, const float *dy, 
  * loss_row = zn_logf(s) - (z_label - m). The mean is the row losses summed in
  * row order, then divided by B. dlogits = (e_c / s - [c == label]) * grad_scale.
  * Subtracting the max keeps expf from overflowing. labels must lie in
- * [0, C): the caller guarantees it (zn_data only makes valid labels). */
-static float host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, const int *labels,
-                               float grad_scale, float *dlogits) {
-    (void)d;
-    if (B <= 0 || C <= 0) return 0.0f;  /* no rows: no loss (and no 0/0) */
-    float total = 0.0f;
-    for (long b = 0; b < B; b++) {
-        const float *z = logits + b * C;
-        float m, s;
-        zn_softmax_row(z, C, &m, &s);
-        int y = labels[b];
-        total += zn_logf(s) - (z[y] - m);
-        if (dlogits) {
-            float *dl = dlogits + b * C;
-            /* expf again rather than a stored copy: the same call on the
-               same argument gives the same bits, and no scratch is needed */
-            for (int c = 0; c < C; c++)
-                dl[c] = (zn_expf(z[c] - m) / s - (c == y ? 1.0f : 0.0f)) * grad_scale;
-        }
-    }
-    return total / (float)B;
-}
+ * [0, C): the caller guarantees it (zn_data only makes valid labels). Rows
+ * over the host threads, exps in vector lanes: zn_host_softmax_xent
+ * (lm_host.c), checked against this definition in tests/test_lm_host.c. */
 
 const ZnKernels zn_host_kernels = {
     .upload = host_upload,
@@ -440,7 +427,7 @@ const ZnKernels zn_host_kernels = {
     .colsum = host_colsum,
     .relu_fwd = host_relu_fwd,
     .relu_bwd = host_relu_bwd,
-    .softmax_xent = host_softmax_xent,
+    .softmax_xent = zn_host_softmax_xent,
     .add_bias = zn_host_add_bias,
     .embed_fwd = zn_host_embed_fwd,
     .embed_bwd = zn_host_embed_bwd,

@@ -209,8 +209,13 @@ static void *part_run(void *arg) {
 
 void zn_host_gemm_isa(ZnIsa isa, int threads, int M, int N, int K, const float *A, long sai, long sak,
                       const float *B, long sbj, long sbk, const float *bias, float *C) {
+    zn_host_gemm_ldc(isa, threads, M, N, K, A, sai, sak, B, sbj, sbk, bias, C, N);
+}
+
+void zn_host_gemm_ldc(ZnIsa isa, int threads, int M, int N, int K, const float *A, long sai, long sak,
+                      const float *B, long sbj, long sbk, const float *bias, float *C, long ldc) {
     const Kernel *kn = kernel_for(zn_isa_supported(isa) ? isa : zn_isa_best());
-    const Gemm g = {M, N, K, A, B, bias, sai, sak, sbj, sbk, N, C};
+    const Gemm g = {M, N, K, A, B, bias, sai, sak, sbj, sbk, ldc, C};
     int T = threads < 1 ? 1 : threads > ZN_MAX_HOST_THREADS ? ZN_MAX_HOST_THREADS : threads;
     if (!kn || (long)M * N * K < GEMM_MT_MIN) T = 1;
     /* split the columns in whole tiles when there are enough of them, else
@@ -236,7 +241,7 @@ void zn_host_gemm_isa(ZnIsa isa, int threads, int M, int N, int K, const float *
         } else {
             s.M = hi - lo;
             s.A = A + lo * sai;
-            s.C = C + (long)lo * N;
+            s.C = C + (long)lo * ldc;
         }
         part[t] = (Part){kn, s, scratch + (size_t)t * scratch_floats(kn)};
     }

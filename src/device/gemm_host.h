@@ -15,5 +15,9 @@ void zn_host_gemm(int M, int N, int K, const float *A, long sai, long sak, const
  * count. Every choice gives the same bits. */
 void zn_host_gemm_isa(ZnIsa isa, int threads, int M, int N, int K, const float *A, long sai, long sak,
                       const float *B, long sbj, long sbk, const float *bias, float *C);
+/* The same into rows of C at stride ldc >= N (C(i, j) = C[i*ldc + j]; the
+ * columns past N are not touched). */
+void zn_host_gemm_ldc(ZnIsa isa, int threads, int M, int N, int K, const float *A, long sai, long sak,
+                      const float *B, long sbj, long sbk, const float *bias, float *C, long ldc);
 
 #endif

@@ -106,6 +106,36 @@ static inline __attribute__((always_inline)) void GT(tr8)(const float *s, long l
 }
 #endif
 
+#if GT_VL == 8
+/* avx2's 6-row A groups: 8 k of 6 rows, transposed as tr8 does with rows
+ * 4 and 5 standing in for rows 6 and 7 (no row past the group is read;
+ * those lanes are dropped), so that column c
+ * of the block becomes d[c*6 .. c*6+5]. Each column's 8-float store runs 2
+ * floats into the next column's place, which the next store overwrites;
+ * the last column stores only its 6, so nothing past d[47] is written. Pure
+ * moves, as the scalar loop's. */
+static inline __attribute__((always_inline)) void GT(tr6)(const float *s, long ls, float *d) {
+    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls),
+           r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+           u4 = _mm256_shuffle_ps(t4, t4, 0x44), u5 = _mm256_shuffle_ps(t4, t4, 0xEE),
+           u6 = _mm256_shuffle_ps(t5, t5, 0x44), u7 = _mm256_shuffle_ps(t5, t5, 0xEE);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(d + 6, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(d + 12, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(d + 18, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(d + 24, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(d + 30, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(d + 36, _mm256_permute2f128_ps(u2, u6, 0x31));
+    __m256 last = _mm256_permute2f128_ps(u3, u7, 0x31);
+    _mm_storeu_ps(d + 42, _mm256_castps256_ps128(last));
+    _mm_storel_pi((__m64 *)(d + 46), _mm256_extractf128_ps(last, 1));
+}
+#endif
+
 /* gemm_host.c's pack() with the group size a constant of this kernel, so
  * the copies of whole groups compile to vector moves. */
 static inline __attribute__((always_inline)) void GT(pack_t)(float *dst, const int T, int R, int kc, const float *src,
@@ -124,6 +154,10 @@ static inline __attribute__((always_inline)) void GT(pack_t)(float *dst, const i
             if (T % 8 == 0)   /* whole 8 x 8 blocks (not avx512's 12-row A groups) */
                 for (; k + 8 <= kc; k += 8)
                     for (long t = 0; t < T; t += 8) GT(tr8)(s + t * sr + k, sr, d + k * T + t, T);
+#endif
+#if GT_VL == 8
+            if (T == 6)   /* avx2's A groups */
+                for (; k + 8 <= kc; k += 8) GT(tr6)(s + k, sr, d + k * 6);
 #endif
             for (; k + 8 <= kc; k += 8)
                 for (long t = 0; t < T; t++)

@@ -96,11 +96,15 @@ typedef struct {
     void (*ln_dwdb)(long n, const float *x, const float *g, float m, float rs, float *dw, float *db);
     void (*dkdv)(long t2, long T, long hs, const float *q, long sq, const float *g, long sg, const float *ds,
                  const float *P, float *dk, float *dv);
+    void (*exp_from)(long n, const float *x, float *a, float mx);
+    float (*row_max)(long n, const float *z);
+    void (*xent_grad)(long n, float *a, float s, float g);
 } LmOps;
 
 #define LM_OPS(sfx)                                                                                      \
     {gelu_fwd_##sfx, gelu_bwd_##sfx, exp_sub_##sfx, add_row_##sfx, sum_row_##sfx, axpy_##sfx,            \
-     scale_row_##sfx, div_row_##sfx, dsoft_row_##sfx, ln_out_##sfx, ln_dx_##sfx, ln_dwdb_##sfx, dkdv_##sfx}
+     scale_row_##sfx, div_row_##sfx, dsoft_row_##sfx, ln_out_##sfx, ln_dx_##sfx, ln_dwdb_##sfx, dkdv_##sfx,    \
+     exp_from_##sfx, row_max_##sfx, xent_grad_##sfx}
 
 static const LmOps lm_ops_scalar = LM_OPS(scalar), lm_ops_sse2 = LM_OPS(sse2);
 #ifdef ZN_LM_X86
@@ -134,6 +138,7 @@ struct LmJob {
     const int *tok;
     const float *x, *w, *b, *y, *g, *mean, *rstd;
     float *out, *out2, *out3, *out4;
+    float scale;
 };
 typedef struct { const LmJob *j; long lo, hi; } LmPart;
 
@@ -336,15 +341,23 @@ static void attn_fwd_pairs(const LmJob *j, long lo, long hi) {
         const long b = bh / NH, h = bh % NH;
         const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
         float *att = j->out + bh * T * T;
-        /* every score q_t . k_t2 (the GEMM's ordered sums); above the
-           diagonal overwritten with 0 below */
-        zn_host_gemm_isa(j->isa, 1, (int)T, (int)T, (int)hs, q, C3, 1, k, C3, 1, NULL, att);
+        /* the scores q_t . k_t2 (the GEMM's ordered sums) for the keys
+           up to the end of t's block of queries, not the whole square;
+           above the diagonal overwritten with 0 below */
+        for (long t0 = 0; t0 < T; t0 += LM_QB) {
+            const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
+            zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)hs, q + t0 * C3, C3, 1, k, C3, 1, NULL,
+                             att + t0 * T, T);
+        }
         for (long t = 0; t < T; t++) {
             float *a = att + t * T;
             j->op->scale_row(t + 1, scale, a, a);
-            float mx, sum;
-            zn_softmax_row(a, (int)t + 1, &mx, &sum);
+            /* zn_softmax_row's max and sum, the exps evaluated once (in
+               vector lanes) and summed in order from 0.0f: the same bits */
+            const float mx = j->op->row_max(t + 1, a);
             j->op->exp_sub(t + 1, a, mx);
+            float sum = 0.0f;
+            for (long t2 = 0; t2 <= t; t2++) sum += a[t2];
             j->op->div_row(t + 1, a, sum);
             memset(a + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
         }
@@ -375,9 +388,14 @@ static void attn_bwd_pairs(const LmJob *j, long lo, long hi) {
         const float *P = j->y + bh * T * T;
         float *dS = j->out2 + bh * T * T;
         float *dq = j->out + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-        /* dP[t][t2] = dO_t . v_t2 for every pair (the GEMM's ordered sums;
-           only t2 <= t is read) */
-        zn_host_gemm_isa(j->isa, 1, (int)T, (int)T, (int)hs, g, C, 1, v, C3, 1, NULL, dS);
+        /* dP[t][t2] = dO_t . v_t2 (the GEMM's ordered sums) for the keys
+           up to the end of t's block of queries; only t2 <= t is read, so
+           the rest of the square is left as it is */
+        for (long t0 = 0; t0 < T; t0 += LM_QB) {
+            const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
+            zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)hs, g + t0 * C, C, 1, v, C3, 1, NULL,
+                             dS + t0 * T, T);
+        }
         for (long t = 0; t < T; t++) {
             const float *p = P + t * T;
             float *ds = dS + t * T;
@@ -430,4 +448,68 @@ void zn_host_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, floa
     (void)d;
     LmJob j = {.n = n, .x = x, .g = dy, .out = dx};
     lm_par(&j, gelu_bwd_blocks, (n + LM_EB - 1) / LM_EB, 4);
+}
+
+/* ------------------------------------------------------------------------ */
+/* softmax cross-entropy (Z-MOD-009) */
+
+/* rows [lo, hi): each row's loss into out2[r], its gradient into out (when
+ * there is one). The exps go into the gradient row (or, without one, a
+ * block on the stack) in vector lanes, then s sums them one at a time in
+ * column order from 0.0f, as the definition does: the same bits. */
+static void xent_rows(const LmJob *j, long lo, long hi) {
+    const long C = j->C;
+    for (long r = lo; r < hi; r++) {
+        const float *z = j->x + r * C;
+        const int y = j->tok[r];
+        const float zy = z[y];   /* read before the gradient row is written (it may be z) */
+        const float m = j->op->row_max(C, z);
+        float s = 0.0f;
+        if (j->out) {
+            float *dl = j->out + r * C;
+            j->op->exp_from(C, z, dl, m);
+            for (long c = 0; c < C; c++) s += dl[c];
+            const float ey = dl[y];
+            j->op->xent_grad(C, dl, s, j->scale);
+            dl[y] = (ey / s - 1.0f) * j->scale;   /* the label's column */
+        } else {
+            float e[512];
+            for (long c0 = 0; c0 < C; c0 += 512) {
+                const long n = C - c0 < 512 ? C - c0 : 512;
+                j->op->exp_from(n, z + c0, e, m);
+                for (long c = 0; c < n; c++) s += e[c];
+            }
+        }
+        j->out2[r] = zn_logf(s) - (zy - m);
+    }
+}
+
+float zn_host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, const int *labels, float grad_scale,
+                           float *dlogits) {
+    (void)d;
+    if (B <= 0 || C <= 0) return 0.0f;  /* no rows: no loss (and no 0/0) */
+    float one[64];   /* the row losses; a heap block past 64 rows */
+    float *loss = B <= 64 ? one : malloc((size_t)B * sizeof(float));
+    LmJob j = {.C = C, .x = logits, .tok = labels, .out = dlogits, .out2 = loss, .scale = grad_scale};
+    if (loss) {
+        lm_par(&j, xent_rows, B, 1);
+    } else {   /* no block for the losses: one row at a time, the same bits */
+        float l1;
+        j.out2 = &l1;
+        j.isa = zn_lm_host_isa();
+        j.op = lm_ops(j.isa);
+        float total = 0.0f;
+        for (long r = 0; r < B; r++) {
+            j.x = logits + r * C;
+            j.tok = labels + r;
+            j.out = dlogits ? dlogits + r * C : NULL;
+            xent_rows(&j, 0, 1);
+            total += l1;
+        }
+        return total / (float)B;
+    }
+    float total = 0.0f;   /* the mean: row losses summed in row order */
+    for (long r = 0; r < B; r++) total += loss[r];
+    if (loss != one) free(loss);
+    return total / (float)B;
 }

@@ -30,5 +30,8 @@ void zn_host_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dou
                       const float *att, float *dqkv, float *scratch);
 void zn_host_gelu_fwd(ZnDevice *d, long n, const float *x, float *y);
 void zn_host_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx);
+/* softmax cross-entropy (Z-MOD-009), rows over the host threads */
+float zn_host_softmax_xent(ZnDevice *d, int B, int C, const float *logits, const int *labels, float grad_scale,
+                           float *dlogits);
 
 #endif

@@ -122,6 +122,69 @@ static void LT(exp_sub)(long n, float *a, float mx) {
     for (; i < n; i++) a[i] = zn_expf(a[i] - mx);
 }
 
+/* a[c] = zn_expf(x[c] - mx) for c in [0, n) (the cross-entropy's numerators) */
+static void LT(exp_from)(long n, const float *x, float *a, float mx) {
+    long i = 0;
+#if LT_VL > 1
+    for (; i + LT_VL <= n; i += LT_VL) {
+        LT(vf) v = LT(ld)(x + i) - mx;
+        LT(vi) bad = (v < -86.0f) | (v > 88.0f) | (v != v);
+        LT(st)(a + i, LT(vexp)(v));
+        if (LT(any)(bad)) {   /* outside vexp's range: those lanes the scalar way (from v: a may be x) */
+            float vs[LT_VL];
+            int32_t b[LT_VL];
+            memcpy(vs, &v, sizeof vs);
+            memcpy(b, &bad, sizeof b);
+            for (int l = 0; l < LT_VL; l++)
+                if (b[l]) a[i + l] = zn_expf(vs[l]);
+        }
+    }
+#endif
+    for (; i < n; i++) a[i] = zn_expf(x[i] - mx);
+}
+
+/* zn_softmax_row's max: z[0], then each z[c] greater than the max so far.
+ * Among numbers the order cannot change the result except between -0 and
+ * +0 (the first one stays), and a NaN z[0] stays while a later NaN is
+ * skipped: a row with a NaN, or whose max is a zero, goes the scalar way. */
+static float LT(row_max)(long n, const float *z) {
+#if LT_VL > 1
+    if (n >= 2 * LT_VL) {
+        LT(vf) mv = LT(ld)(z);
+        LT(vi) nan = mv != mv;
+        long i = LT_VL;
+        for (; i + LT_VL <= n; i += LT_VL) {
+            LT(vf) v = LT(ld)(z + i);
+            nan |= v != v;
+            mv = LT(sel)(v > mv, v, mv);
+        }
+        float a[LT_VL];
+        memcpy(a, &mv, sizeof a);
+        float mx = a[0];
+        int bad = LT(any)(nan);
+        for (int l = 1; l < LT_VL; l++) if (a[l] > mx) mx = a[l];
+        for (; i < n; i++) {
+            bad |= z[i] != z[i];
+            if (z[i] > mx) mx = z[i];
+        }
+        if (!bad && mx != 0.0f) return mx;
+    }
+#endif
+    float mx = z[0];
+    for (long c = 1; c < n; c++) if (z[c] > mx) mx = z[c];
+    return mx;
+}
+
+/* a[c] = (a[c] / s) * g: the cross-entropy's gradient off the label
+ * ((e / s - 0) * g, and e / s - 0 is e / s for every e / s) */
+static void LT(xent_grad)(long n, float *a, float s, float g) {
+    long i = 0;
+#if LT_VL > 1
+    for (; i + LT_VL <= n; i += LT_VL) LT(st)(a + i, (LT(ld)(a + i) / s) * g);
+#endif
+    for (; i < n; i++) a[i] = (a[i] / s) * g;
+}
+
 /* y[i] = y[i] + b[i] */
 static void LT(add_row)(long n, const float *b, float *y) {
     long i = 0;

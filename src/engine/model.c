@@ -47,13 +47,78 @@ void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long h
 /* ------------------------------------------------------------------------ */
 /* the run */
 
+/* A run's activations come back every micro-step in the same sizes. Freed,
+ * they go back to the kernel (glibc maps blocks this large), and allocated
+ * again every page faults in anew, zeroed by the kernel and then by the
+ * backend: a tenth of a GPT-2 124M step on the host. So on the host backend
+ * a released block gives back its charge but keeps its memory, and the next
+ * request of the same sizes and category takes it, zero-filled as a new
+ * block is. The counters (and every memory report) see the same charges in
+ * the same order as with fresh blocks; a simulated capacity fails the same
+ * request with the same message. */
+struct ZnRunBlock {
+    float *p;
+    size_t alloc_n, charged_n;
+    ZnMemCat cat;
+    int busy;   /* handed out (charged); else idle in the pool */
+};
+
+/* frees the idle blocks (their charge was given back at release) */
+static void pool_drop_idle(ZnModelRun *R) {
+    int k = 0;
+    for (int i = 0; i < R->npool; i++) {
+        if (R->pool[i].busy) R->pool[k++] = R->pool[i];
+        else zn_host_free_uncharged(R->pool[i].p);
+    }
+    R->npool = k;
+}
+
+static float *run_alloc(ZnModelRun *R, size_t alloc_n, size_t charged_n, ZnMemCat cat, ZnErr *err) {
+    if (!zn_dev_is_host(R->d)) return (float *)zn_dev_alloc_as(R->d, alloc_n, charged_n, cat, err);
+    for (int i = 0; i < R->npool; i++) {
+        struct ZnRunBlock *b = &R->pool[i];
+        if (b->busy || b->alloc_n != alloc_n || b->charged_n != charged_n || b->cat != cat) continue;
+        if (zn_mem_charge(R->d, charged_n, cat, err)) return NULL;
+        memset(b->p, 0, alloc_n);
+        b->busy = 1;
+        return b->p;
+    }
+    /* no idle block fits: the sizes changed (a new micro-batch shape), so
+       the idle ones are stale; free them rather than let the pool grow */
+    pool_drop_idle(R);
+    float *p = (float *)zn_dev_alloc_as(R->d, alloc_n, charged_n, cat, err);
+    if (!p) return NULL;
+    if (R->npool == R->pool_cap) {   /* no room to track it: a plain block, freed at release */
+        int cap = R->pool_cap ? 2 * R->pool_cap : 64;
+        struct ZnRunBlock *np = realloc(R->pool, (size_t)cap * sizeof *np);
+        if (!np) return p;
+        R->pool = np;
+        R->pool_cap = cap;
+    }
+    R->pool[R->npool++] = (struct ZnRunBlock){p, alloc_n, charged_n, cat, 1};
+    return p;
+}
+
+void zn_run_release(ZnModelRun *R, void *p) {
+    if (!p) return;
+    for (int i = 0; i < R->npool; i++) {
+        struct ZnRunBlock *b = &R->pool[i];
+        if (b->p != p || !b->busy) continue;
+        zn_mem_uncharge(R->d, b->charged_n, b->cat);
+        b->busy = 0;
+        return;
+    }
+    zn_dev_free(R->d, p);
+}
+
 float *zn_run_talloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err) {
     size_t k = (size_t)(n > 0 ? n : 1);
-    return (float *)zn_dev_alloc_as(R->d, k * sizeof(float), k * zn_dtype_size(R->dt), cat, err);
+    return run_alloc(R, k * sizeof(float), k * zn_dtype_size(R->dt), cat, err);
 }
 
 float *zn_run_falloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err) {
-    return (float *)zn_dev_alloc(R->d, (size_t)(n > 0 ? n : 1) * sizeof(float), cat, err);
+    size_t k = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    return run_alloc(R, k, k, cat, err);
 }
 
 void zn_run_round(ZnModelRun *R, float *x, long n) { R->k->round_dt(R->d, R->dt, x, n); }
@@ -88,6 +153,8 @@ void zn_run_set_recompute(ZnModelRun *R, int on) { R->recompute = on; }
 void zn_run_free(ZnModelRun *R) {
     if (!R) return;
     zn_run_end(R);
+    pool_drop_idle(R);   /* zn_run_end released every block: all are idle */
+    free(R->pool);
     if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_free(R);
     free(R->host_x);
     free(R->host_in);

@@ -448,20 +448,20 @@ void zn_gpt2_run_end(ZnModelRun *R) {
     zn_dev_free(d, g->tok);
     g->tok = NULL;
     for (int l = 0; l <= L; l++) {
-        zn_dev_free(d, g->x[l]);
+        zn_run_release(R, g->x[l]);
         g->x[l] = NULL;
     }
     for (int i = 0; i < NPERLAYER; i++) {
         float **a = g->ln1 + (long)i * L;   /* the arrays lie one after another */
         for (int l = 0; l < L; l++) {
-            if (!R->recompute || l == 0) zn_dev_free(d, a[l]);   /* shared ones freed once */
+            if (!R->recompute || l == 0) zn_run_release(R, a[l]);   /* shared ones freed once */
             a[l] = NULL;
         }
     }
     float **one[] = {&g->lnf, &g->lnf_mean, &g->lnf_rstd, &g->logits, &g->dlogits, &g->dres,
                      &g->dtmp, &g->dln, &g->dbig, &g->dqkv, &g->datt};
     for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
-        zn_dev_free(d, *one[i]);
+        zn_run_release(R, *one[i]);
         *one[i] = NULL;
     }
 }

@@ -272,13 +272,13 @@ void zn_mlp_run_backward(ZnModelRun *R, int l, float *const *W, float *const *dW
 
 void zn_mlp_run_end(ZnModelRun *R) {
     for (int l = 0; l <= R->m->nlayers; l++) {
-        zn_dev_free(R->d, R->acts[l]);
+        zn_run_release(R, R->acts[l]);
         R->acts[l] = NULL;
     }
     for (int i = 0; i < 2; i++) {
-        zn_dev_free(R->d, R->dbuf[i]);
+        zn_run_release(R, R->dbuf[i]);
         R->dbuf[i] = NULL;
     }
-    zn_dev_free(R->d, R->yscratch);
+    zn_run_release(R, R->yscratch);
     R->yscratch = NULL;
 }

@@ -26,6 +26,11 @@ struct ZnModelRun {
 
     /* GPT-2 (model_gpt2.c) */
     struct ZnGpt2Acts *g;
+
+    /* on the host backend: the run's blocks, kept between micro-steps
+       (zn_run_release, model.c) */
+    struct ZnRunBlock *pool;
+    int npool, pool_cap;
 };
 
 /* A tensor of the model dtype (16-bit ones are fp32 grid values charged at
@@ -33,6 +38,10 @@ struct ZnModelRun {
 float *zn_run_talloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err);
 float *zn_run_falloc(ZnModelRun *R, long n, ZnMemCat cat, ZnErr *err);
 void zn_run_round(ZnModelRun *R, float *x, long n);
+/* Gives back a block of zn_run_talloc/falloc (NULL: nothing), as
+ * zn_dev_free does; on the host its memory is kept for the next request of
+ * the same size. */
+void zn_run_release(ZnModelRun *R, void *p);
 
 /* the kinds' halves of model.h's run functions */
 int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
