@@ -302,6 +302,13 @@ static int nc_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, 
 
 /* One call the layer has checked: the sequence check, then NCCL. */
 static int nc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    /* groups need communicators split per node group (ncclCommSplit): not
+       built yet, so ZeRO++ and MiCS are refused on NCCL rather than run on
+       the wrong ranks (spec Z-GRP-004) */
+    if (k->grp.size != c->world.size || k->grp.stride != 1 || k->op == ZN_OP_ALL_TO_ALL)
+        return zn_err(err, ZN_E_USAGE, "%s '%s' in a group of %d ranks (stride %d): the nccl backend has no group "
+                      "communicators yet; ZeRO++ and MiCS run on the sim, tcp and mpi backends",
+                      zn_coll_op_name(k->op), k->tag ? k->tag : "", k->grp.size, k->grp.stride);
     int rc = check_sequence(c, k, err);
     if (rc) return rc;
     switch (k->op) {

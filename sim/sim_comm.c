@@ -18,10 +18,12 @@
 static int sequence_check(const ZnSimWorld *w, ZnErr *e) {
     ZnSeqRec a, b;
     const SimPost *p0 = &w->posts[0];
-    zn_seq_fill(&a, p0->call, p0->op, p0->dt, p0->red, p0->root, p0->count, p0->counts, w->world, p0->tag);
+    zn_seq_fill(&a, p0->call, p0->op, p0->dt, p0->red, p0->root, p0->count, p0->counts, p0->grp.size, p0->tag);
+    zn_seq_group(&a, p0->grp);
     for (int q = 1; q < w->world; q++) {
         const SimPost *p = &w->posts[q];
-        zn_seq_fill(&b, p->call, p->op, p->dt, p->red, p->root, p->count, p->counts, w->world, p->tag);
+        zn_seq_fill(&b, p->call, p->op, p->dt, p->red, p->root, p->count, p->counts, p->grp.size, p->tag);
+        zn_seq_group(&b, p->grp);
         if (zn_seq_compare(&a, 0, &b, q, e)) return e->code;
     }
     return 0;
@@ -69,24 +71,25 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
  * into buf, then gather the peers' pieces from their buffers. Each rank
  * reads every input once instead of computing all n elements itself. */
 static int sim_all_reduce(SimRank *rk, const SimPost *p, ZnErr *err) {
-    int world = rk->comm.world.size, rc;
+    int world = p->grp.size, rc;
     char *buf = p->recv;
     size_t es = zn_dtype_size(p->dt);
     long off, len;
-    even_split(p->count, world, rk->rank, &off, &len);
+    even_split(p->count, world, p->gi, &off, &len);
     void *out = NULL;
     if ((rc = sim_reserve(&rk->tree_buf, &rk->tree_cap, zn_tree_tiles_bytes(world), err))) return rc;
     if ((rc = sim_mem_scratch(rk, (size_t)len * es, buf, &out, err))) return rc;
     if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, p, err))) return rc;
     const SimPost *posts = rk->w->posts;
-    rc = sim_mem_reduce(rk, p->dt, p->red, off, len, out, err);
+    rc = sim_mem_reduce(rk, p->grp, p->dt, p->red, off, len, out, err);
     sim_sync(rk); /* every rank has read every input */
     if (!rc) rc = sim_mem_copy(rk, buf + off * es, out, (size_t)len * es, err);
     sim_sync(rk); /* every reduced piece is in its owner's buffer */
-    for (int q = 0; q < world && !rc; q++) {
+    for (int j = 0; j < world && !rc; j++) {
         long qoff, qlen;
-        even_split(p->count, world, q, &qoff, &qlen);
+        even_split(p->count, world, j, &qoff, &qlen);
+        int q = zn_group_member(&rk->comm.world, p->grp, j);
         if (q != rk->rank)
             rc = sim_mem_copy(rk, buf + qoff * es, (const char *)posts[q].recv + qoff * es, (size_t)qlen * es, err);
     }
@@ -95,8 +98,8 @@ static int sim_all_reduce(SimRank *rk, const SimPost *p, ZnErr *err) {
 }
 
 static int sim_reduce_scatter(SimRank *rk, const SimPost *p, ZnErr *err) {
-    int world = rk->comm.world.size, rc;
-    long len = p->counts[rk->rank];
+    int world = p->grp.size, rc;
+    long len = p->counts[p->gi];
     size_t es = zn_dtype_size(p->dt);
     /* in place, recv is part of what peers read: stage the result privately */
     int direct = !overlaps(p->recv, (size_t)len * es, p->send, (size_t)p->count * es);
@@ -105,7 +108,7 @@ static int sim_reduce_scatter(SimRank *rk, const SimPost *p, ZnErr *err) {
     if (!direct && (rc = sim_mem_scratch(rk, (size_t)len * es, p->recv, &out, err))) return rc;
     if ((rc = sim_mem_ready(rk, err))) return rc;
     if ((rc = begin(rk, p, err))) return rc;
-    rc = sim_mem_reduce(rk, p->dt, p->red, p->off, len, out, err);
+    rc = sim_mem_reduce(rk, p->grp, p->dt, p->red, p->off, len, out, err);
     sim_sync(rk); /* every rank has read every input */
     if (!rc && !direct) rc = sim_mem_copy(rk, p->recv, out, (size_t)len * es, err);
     return rc;
@@ -120,10 +123,26 @@ static int sim_all_gather(SimRank *rk, const SimPost *p, ZnErr *err) {
     if ((rc = begin(rk, p, err))) return rc;
     const SimPost *posts = rk->w->posts;
     long qoff = 0;
-    for (int q = 0; q < rk->comm.world.size && !rc; q++) {
+    for (int j = 0; j < p->grp.size && !rc; j++) {
         char *dst = (char *)p->recv + qoff * es;
-        if ((const void *)dst != posts[q].send) rc = sim_mem_copy(rk, dst, posts[q].send, (size_t)p->counts[q] * es, err);
-        qoff += p->counts[q];
+        const void *src = posts[zn_group_member(&rk->comm.world, p->grp, j)].send;
+        if ((const void *)dst != src) rc = sim_mem_copy(rk, dst, src, (size_t)p->counts[j] * es, err);
+        qoff += p->counts[j];
+    }
+    sim_sync(rk); /* nobody still reads this rank's send */
+    return rc;
+}
+
+/* Piece j of recv is piece gi of member j's send. */
+static int sim_all_to_all(SimRank *rk, const SimPost *p, ZnErr *err) {
+    size_t piece = (size_t)p->count * zn_dtype_size(p->dt);
+    int rc;
+    if ((rc = sim_mem_ready(rk, err))) return rc;
+    if ((rc = begin(rk, p, err))) return rc;
+    const SimPost *posts = rk->w->posts;
+    for (int j = 0; j < p->grp.size && !rc; j++) {
+        const char *src = posts[zn_group_member(&rk->comm.world, p->grp, j)].send;
+        rc = sim_mem_copy(rk, (char *)p->recv + (size_t)j * piece, src + (size_t)p->gi * piece, piece, err);
     }
     sim_sync(rk); /* nobody still reads this rank's send */
     return rc;
@@ -145,6 +164,7 @@ static int sim_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     if (c->world.size == 1) {
         /* the tree of one value is the value; only an out-of-place piece moves */
         int moves = (k->op == ZN_OP_REDUCE_SCATTER || k->op == ZN_OP_ALL_GATHER) && k->recv != k->send;
+        if (k->op == ZN_OP_ALL_TO_ALL) return sim_mem_copy(rk, k->recv, k->send, (size_t)k->count * zn_dtype_size(k->dt), err);
         return moves ? sim_mem_copy(rk, k->recv, k->send, (size_t)k->counts[0] * zn_dtype_size(k->dt), err) : 0;
     }
     switch (k->op) {
@@ -152,6 +172,7 @@ static int sim_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     case ZN_OP_REDUCE_SCATTER: return sim_reduce_scatter(rk, k, err);
     case ZN_OP_ALL_GATHER: return sim_all_gather(rk, k, err);
     case ZN_OP_BROADCAST: return sim_broadcast(rk, k, err);
+    case ZN_OP_ALL_TO_ALL: return sim_all_to_all(rk, k, err);
     default: {
         int rc = begin(rk, k, err);
         if (!rc) sim_sync(rk); /* the records are no longer read */

@@ -103,12 +103,12 @@ int sim_mem_copy(SimRank *rk, void *dst, const void *src, size_t bytes, ZnErr *e
 
 /* Peers' records are stable between the first and the final sync of a
  * collective, so the send pointers can be gathered from them here. */
-int sim_mem_reduce(SimRank *rk, ZnDtype dt, ZnRedOp red, long off, long len, void *out, ZnErr *err) {
+int sim_mem_reduce(SimRank *rk, ZnGroup g, ZnDtype dt, ZnRedOp red, long off, long len, void *out, ZnErr *err) {
     const ZnSimWorld *w = rk->w;
     if (len <= 0) return 0;
-    for (int q = 0; q < w->world; q++) rk->sends[q] = w->posts[q].send;
-    if (w->ops.reduce) return w->ops.reduce(w->ops.ctx, rk->rank, rk->sends, w->world, dt, red, off, len, out, err);
-    zn_tree_reduce_host(rk->sends, w->world, dt, red, off, len, out, rk->tree_buf);
+    for (int j = 0; j < g.size; j++) rk->sends[j] = w->posts[zn_group_member(&rk->comm.world, g, j)].send;
+    if (w->ops.reduce) return w->ops.reduce(w->ops.ctx, rk->rank, rk->sends, g.size, dt, red, off, len, out, err);
+    zn_tree_reduce_host(rk->sends, g.size, dt, red, off, len, out, rk->tree_buf);
     return 0;
 }
 

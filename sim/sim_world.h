@@ -92,9 +92,10 @@ int sim_reserve(void **buf, size_t *cap, size_t need, ZnErr *err);
 int sim_mem_ready(SimRank *rk, ZnErr *err);
 /* dst <- src (bytes may be 0) */
 int sim_mem_copy(SimRank *rk, void *dst, const void *src, size_t bytes, ZnErr *err);
-/* out[0..len) = the tree reduction (Z-SIM-002/003) of elements
- * [off, off+len) of every rank's posts[q].send, in dtype dt */
-int sim_mem_reduce(SimRank *rk, ZnDtype dt, ZnRedOp red, long off, long len, void *out, ZnErr *err);
+/* out[0..len) = the tree reduction (Z-SIM-002/003) over the members of
+ * this rank's group g of elements [off, off+len) of their posted sends,
+ * in dtype dt */
+int sim_mem_reduce(SimRank *rk, ZnGroup g, ZnDtype dt, ZnRedOp red, long off, long len, void *out, ZnErr *err);
 /* the rank's private staging, the same kind of memory as like */
 int sim_mem_scratch(SimRank *rk, size_t bytes, const void *like, void **out, ZnErr *err);
 

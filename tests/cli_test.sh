@@ -166,7 +166,7 @@ assert [r["step"] for r in rows] == [1, 2, 3]
 for r in rows:
     for k in ("loss", "lr", "grad_norm", "loss_scale", "skipped", "samples", "step_time_ms"):
         assert k in r, k
-    assert set(r["peak_memory"]) == {"params16", "master32", "grads", "exp_avg", "exp_avg_sq", "buckets", "activations", "workspace"}
+    assert set(r["peak_memory"]) == {"params16", "master32", "grads", "exp_avg", "exp_avg_sq", "buckets", "activations", "workspace", "hpz_secondary"}
     assert r["peak_memory"]["activations"] > 0
 PY
 then ok Z-REP-007; else bad Z-REP-007 "jsonl log invalid"; fi

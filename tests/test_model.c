@@ -660,8 +660,8 @@ static void test_first_loss_is_ln_c(void **state) {
 static void test_mem_cat_names(void **state) {
     (void)state;
     const char *want[] = {"params16", "master32", "grads", "exp_avg", "exp_avg_sq",
-                          "buckets", "activations", "workspace"};
-    assert_int_equal(ZN_MEM_NCAT, 8);
+                          "buckets", "activations", "workspace", "hpz_secondary"};
+    assert_int_equal(ZN_MEM_NCAT, 9);
     for (int c = 0; c < ZN_MEM_NCAT; c++) assert_string_equal(zn_mem_cat_name((ZnMemCat)c), want[c]);
     assert_string_equal(zn_mem_cat_name(ZN_MEM_NCAT), "unknown");
     ZnDevice d;

@@ -55,6 +55,7 @@ typedef struct {
     int threads;             /* --threads: host kernel threads (0: ZINC_NUM_THREADS, else 1) */
     long device_memory;      /* --device-memory: each rank's simulated device capacity in bytes (0: unlimited) */
     int dry_run;             /* --dry-run: rank 0 on the meta device, memory and collectives only (app/dryrun.h) */
+    int ranks_per_node;      /* --ranks-per-node: the simulator's node size (0: one node; processes ask the launcher) */
 } ZnTrainFlags;
 
 void zn_train_flags_init(ZnTrainFlags *f);

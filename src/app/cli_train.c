@@ -114,6 +114,7 @@ typedef struct {
 static const Flag TRAIN_FLAGS[] = {
     {"--config", FL_STR, F(config_path), .usage = "[--config FILE]"},
     {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
+    {"--ranks-per-node", FL_INT, F(ranks_per_node), 1, 4096, .usage = "[--ranks-per-node P]"},
     {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
     {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk|gpt2-tiny|gpt2|gpt2:key=value,...]\n"},
     {"--data", FL_STR, F(data_spec), .usage = "[--data text:FILE|tokens:FILE]"},
@@ -229,7 +230,10 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
         rc = zn_config_parse(default_config, strlen(default_config), "built-in config", &args, &o->cfg, err);
     }
     if (rc) return rc;
-    o->world = zn_world(args.world_size, 0, 0);
+    o->world = zn_world(args.world_size, 0, f->ranks_per_node);
+    if (f->ranks_per_node > 0 && args.world_size % f->ranks_per_node)
+        return zn_err(err, ZN_E_USAGE, "--ranks-per-node %d does not divide --world-size %d into whole nodes",
+                      f->ranks_per_node, args.world_size);
     o->steps = f->steps >= 0 ? f->steps : ZN_DEFAULT_STEPS;
     o->print_every = f->print_every >= 0 ? f->print_every
                    : o->cfg.steps_per_print > 0 ? o->cfg.steps_per_print : ZN_DEFAULT_PRINT;
@@ -327,6 +331,11 @@ int zn_cmd_train(int argc, char **argv) {
     if (multi && f.dry_run) {
         zn_err(&err, ZN_E_USAGE, "--dry-run simulates one rank itself: use it without --backend %s",
                zn_backend_name(backend));
+        goto usage_error;
+    }
+    if (multi && f.ranks_per_node > 0) {
+        zn_err(&err, ZN_E_USAGE, "--ranks-per-node sets the simulator's nodes; processes take theirs from the "
+               "launcher (LOCAL_WORLD_SIZE: zinc launch --nproc-per-node P --nnodes M)");
         goto usage_error;
     }
     ZnProc proc = {0};

@@ -136,7 +136,7 @@ double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
 }
 
 static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const ZnCommStats *b, long steps,
-                      const char *what, const long *ga, const long *gb) {
+                      const char *what, const long *ga, const long *gb, const long *ia, const long *ib) {
     long c, g0, g1, p0, p1, r;
     zn_comm_tag_totals(a, "grad_reduce", &c, &g0, &r);
     zn_comm_tag_totals(b, "grad_reduce", &c, &g1, &r);
@@ -159,6 +159,28 @@ static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const 
            "%.2fpsi(N-1)/N; ZeRO paper %dpsi(N-1)/N = %.0f B/step (psi=%ld with padding, %.0f B/element)\n",
            what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, phases, total,
            unit > 0 ? total / unit : 0.0, P.comm_volume_psi, vol * es, psi, es);
+    if (o->world.per_node < o->world.size) {   /* more than one node: what crossed (Z-GRP-003) */
+        const long gi = zn_comm_tag_inter(b, "grad_reduce") - zn_comm_tag_inter(a, "grad_reduce");
+        const long pi = zn_comm_tag_inter(b, "param_gather") - zn_comm_tag_inter(a, "param_gather");
+        printf("[zinc] comm %s rank %d inter-node: grad_reduce %.0f B/step, param_gather %.0f B/step (forward %.0f, "
+               "backward %.0f, after the step %.0f)\n", what, rank, (double)gi / steps, (double)pi / steps,
+               (double)(ib[0] - ia[0]) / steps, (double)(ib[1] - ia[1]) / steps, (double)(ib[2] - ia[2]) / steps);
+    }
+}
+
+/* The ZeRO++ paper's figure (Z-GRP-003): the bytes one node sends to the
+ * others per step, summed over its ranks, by phase, in units of M, the
+ * model's 16-bit bytes (2 per element, padding included). */
+static void node_inter_line(const ZnRunOpts *o, const ZnRunResult *res) {
+    double ph[4] = {0};
+    for (int r = 0; r < o->world.per_node; r++)   /* node 0; every node sends alike */
+        for (int j = 0; j < 4; j++) ph[j] += (double)res->inter[4 * r + j] / (double)o->steps;
+    long psi = 0;
+    zn_run_zero_volume(o, &psi, NULL);
+    const double M = 2.0 * (double)psi, tot = ph[0] + ph[1] + ph[2] + ph[3];
+    printf("[zinc] comm inter-node: node 0 sends %.0f B/step = %.4fM (forward gather %.4fM, backward gather "
+           "%.4fM, after the step %.4fM, gradient reduction %.4fM; M = %.0f B, the 16-bit model)\n",
+           tot, tot / M, ph[0] / M, ph[1] / M, ph[2] / M, ph[3] / M, M);
 }
 
 /* The rank's device: the host, or (Z-CUDA-006) the GPU, whose buffers the
@@ -221,6 +243,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     double cpu0 = 0.0;
     zn_trace_watch_init(&tw, ctx->traces ? &ctx->traces[rank] : NULL, &trace_step);
     if (ctx->traces || o->measure_cpu) comm->watch = &tw.watch;
+    if (!o->proc_comm) comm->world.per_node = o->world.per_node;   /* the simulator's nodes (Z-GRP-002) */
     rc = zn_engine_init(&E, &o->cfg, &o->model, &ctx->data, comm, dev, &hooks, err);
     if (rc) {
         comm->watch = NULL;
@@ -238,6 +261,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     res->comm_init[rank] = comm->stats;
     long gather_init[3];
     memcpy(gather_init, E.gather_sent, sizeof gather_init);
+    long inter_init[3], grad_inter0 = zn_comm_tag_inter(&comm->stats, "grad_reduce");
+    memcpy(inter_init, E.gather_inter, sizeof inter_init);
     unsigned long long moved_init[4];
     moved_now(&E, moved_init);
     float *params = NULL;
@@ -257,8 +282,9 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         trace_step = t + 1;
         zn_mem_reset_peak(&dev->mem);
         ZnCommStats before = comm->stats;
-        long gather_before[3];
+        long gather_before[3], inter_before[3];
         memcpy(gather_before, E.gather_sent, sizeof gather_before);
+        memcpy(inter_before, E.gather_inter, sizeof inter_before);
         unsigned long long moved_before[4];
         moved_now(&E, moved_before);
         double t0 = now_s();
@@ -279,7 +305,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         if (o->time_breakdown && report) time_line(ctx, &E);
         if (rank != 0) continue;
         if (o->comm_report && report) {
-            comm_line(o, rank, &before, &comm->stats, 1, "step", gather_before, E.gather_sent);
+            comm_line(o, rank, &before, &comm->stats, 1, "step", gather_before, E.gather_sent, inter_before,
+                      E.gather_inter);
             offload_line(&E, "step", moved_before, 1);
         }
         res->loss[t] = sr.loss;
@@ -314,13 +341,16 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     res->comm_end[rank] = comm->stats;
     if (o->comm_report && o->steps > 0) {
         pthread_mutex_lock(&ctx->print_lock);
-        comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.gather_sent);
+        comm_line(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.gather_sent,
+                  inter_init, E.gather_inter);
         if (rank == 0) offload_line(&E, "run", moved_init, o->steps);
         pthread_mutex_unlock(&ctx->print_lock);
     }
     unsigned long long moved_end[4];
     moved_now(&E, moved_end);
     for (int j = 0; j < 4; j++) res->moved[4 * rank + j] = moved_end[j] - moved_init[j];
+    for (int j = 0; j < 3; j++) res->inter[4 * rank + j] = E.gather_inter[j] - inter_init[j];
+    res->inter[4 * rank + 3] = zn_comm_tag_inter(&comm->stats, "grad_reduce") - grad_inter0;
     res->host_end[rank] = E.tier_host.mem;
     res->nvme_end[rank] = E.tier_nvme.mem;
     params = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
@@ -380,8 +410,9 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->host_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
     res->nvme_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
     res->moved = zn_calloc(ZN_HOST_APP, 4 * (size_t)o->world.size, sizeof(unsigned long long));
+    res->inter = zn_calloc(ZN_HOST_APP, 4 * (size_t)o->world.size, sizeof(long));
     if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->step_ms || !res->params || !res->comm_init ||
-        !res->comm_end || !res->mem_end || !res->host_end || !res->nvme_end || !res->moved) {
+        !res->comm_end || !res->mem_end || !res->host_end || !res->nvme_end || !res->moved || !res->inter) {
         zn_run_result_free(res);
         return zn_nomem(err);
     }
@@ -464,6 +495,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         if (tp) rc = zn_trace_write(o->trace_path, tp, o->world.size, err);
         free(tp);
     }
+    if (!rc && o->comm_report && o->steps > 0 && o->world.per_node < o->world.size) node_inter_line(o, res);
     if (!rc && o->out) fprintf(o->out, "digest=%016llx\n", (unsigned long long)res->digest);
 out:
     if (ctx.csv && fclose(ctx.csv) && !rc) rc = zn_err(err, ZN_E_IO, "writing log file '%s' failed", o->log_path);
@@ -480,6 +512,6 @@ out:
 
 void zn_run_result_free(ZnRunResult *res) {
     ZN_FREE_ALL(res->loss, res->grad_norm, res->lr, res->scale, res->scale_after, res->skipped, res->params,
-                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved, res->step_ms);
+                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved, res->inter, res->step_ms);
     memset(res, 0, sizeof *res);
 }

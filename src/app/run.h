@@ -80,6 +80,8 @@ typedef struct {
     ZnMemStats *mem_end;             /* [world.size of the options]: device memory after the last step */
     ZnMemStats *host_end, *nvme_end; /* [world.size]: the offload tiers after the last step (Z-OFF-007) */
     unsigned long long *moved;       /* [4 * world.size]: H2D, D2H, NVMe read, NVMe write bytes of the steps */
+    long *inter;                     /* [4 * world.size]: bytes sent to another node by the steps: forward,
+                                        backward and after-step parameter gathers, gradient reduction (Z-GRP-003) */
     double wall_s;
     double cpu_total_s, cpu_comm_s;  /* with measure_cpu: thread CPU time of all ranks, and the part
                                         spent inside the simulator's collectives */

@@ -39,11 +39,13 @@ static int check_count(const ZnCollCall *k, long n, const void *buf, const char 
     return 0;
 }
 
-/* Sums counts (all must be >= 0) into k->count and this rank's offset. */
-static int check_counts(ZnCollCall *k, int world, int rank, ZnErr *err) {
+/* Sums counts (all must be >= 0, one per member) into k->count and this
+ * rank's offset. */
+static int check_counts(ZnCollCall *k, ZnErr *err) {
     if (!k->counts)
         return zn_err(err, ZN_E_USAGE, "%s '%s': counts is NULL", zn_coll_op_name(k->op), tag_str(k->tag));
     long t = 0;
+    const int world = k->grp.size, rank = k->gi;
     for (int q = 0; q < world; q++) {
         if (k->counts[q] < 0)
             return zn_err(err, ZN_E_USAGE, "%s '%s': counts[%d] = %ld is negative", zn_coll_op_name(k->op),
@@ -69,19 +71,22 @@ static int check_alias(const ZnCollCall *k, const void *piece, long len, const v
 static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
     int rc = 0;
     long len;
+    k->grp = zn_group_resolve(&c->world, k->grp);
+    if ((rc = zn_group_check(&c->world, k->grp, err))) return rc;
+    k->gi = zn_group_index(&c->world, k->grp);
     switch (k->op) {
     case ZN_OP_ALL_REDUCE:
         if (!(rc = check_reduce(k, err))) rc = check_count(k, k->count, k->recv, "the", err);
         return rc;
     case ZN_OP_REDUCE_SCATTER:
-        if ((rc = check_reduce(k, err)) || (rc = check_counts(k, c->world.size, c->world.rank, err))) return rc;
-        len = k->counts[c->world.rank];
+        if ((rc = check_reduce(k, err)) || (rc = check_counts(k, err))) return rc;
+        len = k->counts[k->gi];
         if ((rc = check_count(k, k->count, k->send, "send", err))) return rc;
         if ((rc = check_count(k, len, k->recv, "recv", err))) return rc;
         return check_alias(k, k->recv, len, k->send, err);
     case ZN_OP_ALL_GATHER:
-        if ((rc = check_copy_dtype(k, err)) || (rc = check_counts(k, c->world.size, c->world.rank, err))) return rc;
-        len = k->counts[c->world.rank];
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_counts(k, err))) return rc;
+        len = k->counts[k->gi];
         if ((rc = check_count(k, len, k->send, "send", err))) return rc;
         if ((rc = check_count(k, k->count, k->recv, "recv", err))) return rc;
         return check_alias(k, k->send, len, k->recv, err);
@@ -91,6 +96,17 @@ static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
             return zn_err(err, ZN_E_USAGE, "broadcast '%s': root %d is not a rank of a world of %d",
                           tag_str(k->tag), k->root, c->world.size);
         return 0;
+    case ZN_OP_ALL_TO_ALL: {
+        long n = k->count * k->grp.size;
+        size_t bytes = (size_t)n * zn_dtype_size(k->dt);
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_count(k, k->count, k->send, "send", err)) ||
+            (rc = check_count(k, k->count, k->recv, "recv", err)))
+            return rc;
+        uintptr_t x = (uintptr_t)k->send, y = (uintptr_t)k->recv;
+        if (bytes > 0 && x < y + bytes && y < x + bytes)
+            return zn_err(err, ZN_E_USAGE, "all_to_all '%s': send and recv overlap", tag_str(k->tag));
+        return 0;
+    }
     default: /* barrier: no arguments */
         return 0;
     }
@@ -104,9 +120,9 @@ static int call(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     int rc = check(c, k, err);
     if (!rc) rc = c->run(c, k, err);
     if (!rc) {
-        long sent, recv;
-        zn_comm_ring_bytes(k->op, c->world.rank, c->world.size, k->counts, k->count, k->root, k->dt, &sent, &recv);
-        zn_comm_count(c, k->op, k->tag, sent, recv);
+        long sent, recv, inter;
+        zn_comm_call_bytes(&c->world, k->grp, k->op, k->counts, k->count, k->root, k->dt, &sent, &recv, &inter);
+        zn_comm_count(c, k->op, k->tag, sent, recv, inter);
     }
     if (c->watch) c->watch->end(c->watch, c, k->op, k->tag);
     return rc;
@@ -142,6 +158,15 @@ static int e_barrier(ZnComm *c, const char *tag, ZnErr *err) {
     return call(c, &k, err);
 }
 
+/* A group collective: the four data-moving ops; broadcast and barrier are
+ * world-wide only. */
+static int e_group(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    if (k->op == ZN_OP_BROADCAST || k->op == ZN_OP_BARRIER || (unsigned)k->op >= ZN_OP_N)
+        return zn_err(err, ZN_E_USAGE, "%s '%s' cannot run in a group of ranks", zn_coll_op_name(k->op),
+                      tag_str(k->tag));
+    return call(c, k, err);
+}
+
 void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
     c->world = zn_world(world, rank, 0);   /* one node until the process set-up knows better */
     c->impl = impl;
@@ -152,6 +177,7 @@ void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
     c->all_gather = e_all_gather;
     c->broadcast = e_broadcast;
     c->barrier = e_barrier;
+    c->group = e_group;
 }
 
 /* ------------------------------------------- process backends (tcp, mpi) */
@@ -182,7 +208,8 @@ static void clear(Proc *p, int world) {
 static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
     ZnSeqRec mine;
     k->call = ++p->calls;
-    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world.size, k->tag);
+    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, k->grp.size, k->tag);
+    zn_seq_group(&mine, k->grp);
     for (int q = 0; q < c->world.size; q++) {
         p->out[q] = &mine;
         p->in[q] = &p->recs[q];
@@ -194,14 +221,15 @@ static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
     return zn_seq_check_all(p->recs, c->world.size, err);
 }
 
-/* Reduce-scatter: every owner receives every rank's slice of its piece and
- * sums them in the tree over rank index, whatever the transport's order.
- * The owner's own slice is a leaf where it lies in send, not a copy: out
- * may be that very slice (in place), which the tree allows, as it writes
- * each tile of out only after reading every leaf's tile. */
-static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts, ZnDtype dt, ZnRedOp red, void *out,
-                       ZnErr *err) {
-    const int W = c->world.size, me = c->world.rank;
+/* Reduce-scatter: every owner receives every member's slice of its piece
+ * and sums them in the tree over member index, whatever the transport's
+ * order. The owner's own slice is a leaf where it lies in send, not a copy:
+ * out may be that very slice (in place), which the tree allows, as it
+ * writes each tile of out only after reading every leaf's tile. Peers are
+ * world ranks (the exchange's index), members the group's. */
+static int scatter_sum(ZnComm *c, Proc *p, ZnGroup g, const void *send, const long *counts, ZnDtype dt, ZnRedOp red,
+                       void *out, ZnErr *err) {
+    const int W = g.size, me = zn_group_index(&c->world, g);
     size_t es = zn_dtype_size(dt), piece = (size_t)counts[me] * es, need = (size_t)W * piece + 1;
     if (need > p->scratch_cap) {
         char *s = zn_realloc(ZN_HOST_COMM, p->scratch, need);
@@ -210,28 +238,32 @@ static int scatter_sum(ZnComm *c, Proc *p, const void *send, const long *counts,
         p->scratch_cap = need;
     }
     size_t off = 0;
-    for (int q = 0; q < W; q++) {
+    for (int j = 0; j < W; j++) {
+        int q = zn_group_member(&c->world, g, j);
         p->out[q] = (const char *)send + off;
-        p->nout[q] = (size_t)counts[q] * es;
-        p->in[q] = p->scratch + (size_t)q * piece;
+        p->nout[q] = (size_t)counts[j] * es;
+        p->in[q] = p->scratch + (size_t)j * piece;
         p->nin[q] = piece;
-        p->leaves[q] = p->in[q];
-        off += (size_t)counts[q] * es;
+        p->leaves[j] = p->in[q];
+        off += (size_t)counts[j] * es;
     }
-    p->leaves[me] = p->out[me];
+    p->leaves[me] = p->out[c->world.rank];
     int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
     return rc ? rc : zn_tree_reduce(p->leaves, W, dt, red, counts[me], out, err);
 }
 
-/* All-gather: every rank's piece lands in recv in rank order. send may be
- * this rank's own place in recv. */
-static int gather(ZnComm *c, Proc *p, const void *send, void *recv, const long *counts, ZnDtype dt, ZnErr *err) {
+/* All-gather: every member's piece lands in recv in member order. send
+ * may be this rank's own place in recv. */
+static int gather(ZnComm *c, Proc *p, ZnGroup g, const void *send, void *recv, const long *counts, ZnDtype dt,
+                  ZnErr *err) {
     size_t es = zn_dtype_size(dt), off = 0;
-    for (int q = 0; q < c->world.size; q++) {
+    const int me = zn_group_index(&c->world, g);
+    for (int j = 0; j < g.size; j++) {
+        int q = zn_group_member(&c->world, g, j);
         p->out[q] = send;
-        p->nout[q] = (size_t)counts[c->world.rank] * es;
+        p->nout[q] = (size_t)counts[me] * es;
         p->in[q] = (char *)recv + off;
-        p->nin[q] = (size_t)counts[q] * es;
+        p->nin[q] = (size_t)counts[j] * es;
         off += p->nin[q];
     }
     if (p->nin[c->world.rank]) memmove(p->in[c->world.rank], send, p->nin[c->world.rank]);
@@ -239,22 +271,34 @@ static int gather(ZnComm *c, Proc *p, const void *send, void *recv, const long *
 }
 
 static int move(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
-    const int W = c->world.size, me = c->world.rank;
+    const int W = c->world.size, me = c->world.rank, G = k->grp.size;
     size_t es = zn_dtype_size(k->dt);
     clear(p, W);
     switch (k->op) {
     case ZN_OP_REDUCE_SCATTER:
-        return scatter_sum(c, p, k->send, k->counts, k->dt, k->red, k->recv, err);
+        return scatter_sum(c, p, k->grp, k->send, k->counts, k->dt, k->red, k->recv, err);
     case ZN_OP_ALL_GATHER:
-        return gather(c, p, k->send, k->recv, k->counts, k->dt, err);
+        return gather(c, p, k->grp, k->send, k->recv, k->counts, k->dt, err);
     case ZN_OP_ALL_REDUCE: {
         /* comm.h's even split reduce-scattered, then gathered back */
-        zn_comm_even_counts(k->count, W, p->even);
+        zn_comm_even_counts(k->count, G, p->even);
         long off = 0;
-        for (int q = 0; q < me; q++) off += p->even[q];
+        for (int j = 0; j < k->gi; j++) off += p->even[j];
         char *piece = (char *)k->recv + (size_t)off * es;
-        int rc = scatter_sum(c, p, k->recv, p->even, k->dt, k->red, piece, err);
-        return rc ? rc : gather(c, p, piece, k->recv, p->even, k->dt, err);
+        int rc = scatter_sum(c, p, k->grp, k->recv, p->even, k->dt, k->red, piece, err);
+        if (!rc) clear(p, W);
+        return rc ? rc : gather(c, p, k->grp, piece, k->recv, p->even, k->dt, err);
+    }
+    case ZN_OP_ALL_TO_ALL: {
+        size_t piece = (size_t)k->count * es;
+        for (int j = 0; j < G; j++) {
+            int q = zn_group_member(&c->world, k->grp, j);
+            p->out[q] = (const char *)k->send + (size_t)j * piece;
+            p->in[q] = (char *)k->recv + (size_t)j * piece;
+            p->nout[q] = p->nin[q] = piece;
+        }
+        if (piece) memcpy((char *)k->recv + (size_t)k->gi * piece, (const char *)k->send + (size_t)k->gi * piece, piece);
+        return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
     }
     case ZN_OP_BROADCAST:
         for (int q = 0; q < W; q++) {

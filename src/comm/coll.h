@@ -19,19 +19,54 @@ struct ZnCollCall {
     ZnCollOp op;
     ZnDtype dt;
     ZnRedOp red;
-    long count;          /* all_reduce, broadcast: elements; reduce_scatter, all_gather: sum of counts */
-    const long *counts;  /* reduce_scatter, all_gather: the caller's array (world entries) */
+    long count;          /* all_reduce, broadcast: elements; reduce_scatter, all_gather: sum of counts;
+                            all_to_all: elements per piece */
+    const long *counts;  /* reduce_scatter, all_gather: the caller's array (one entry per group member) */
     long off;            /* reduce_scatter, all_gather: this rank's offset in elements */
     int root;
     const char *tag;     /* the caller's string; valid while it is inside the call */
     const void *send;    /* input base (all_reduce, broadcast: the buffer) */
     void *recv;          /* output base */
     long call;           /* 1-based index of the collective on this rank (set by the backend) */
+    ZnGroup grp;         /* this rank's group ({0}: the world); resolved by the layer */
+    int gi;              /* this rank's index in grp (set by the layer) */
 };
 typedef struct ZnCollCall ZnCollCall;
 typedef int (*ZnCollRun)(ZnComm *c, ZnCollCall *k, ZnErr *err);
 
-/* Fills c: rank, world, impl, run and the five entry points. */
+/* Collectives in groups of ranks (spec Z-GRP-001..004): every rank of the
+ * world calls the same one at the same time, each in its own group g of
+ * core/topo.h (all groups of one call have the same shape); pieces and
+ * counts are in member order; sums follow the tree over member index. The
+ * all-to-all sends piece j of send (count elements each) to member j, and
+ * receives member j's piece for this rank into piece j of recv; send and
+ * recv may not overlap. Broadcast and barrier stay world-wide. */
+static inline int zn_group_all_gather(ZnComm *c, ZnGroup g, const void *send, void *recv, const long *counts,
+                                      ZnDtype dt, const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_ALL_GATHER, .dt = dt, .counts = counts, .tag = tag, .send = send, .recv = recv,
+                    .grp = g};
+    return c->group(c, &k, err);
+}
+static inline int zn_group_reduce_scatter(ZnComm *c, ZnGroup g, const void *send, void *recv, const long *counts,
+                                          ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_REDUCE_SCATTER, .dt = dt, .red = op, .counts = counts, .tag = tag, .send = send,
+                    .recv = recv, .grp = g};
+    return c->group(c, &k, err);
+}
+static inline int zn_group_all_reduce(ZnComm *c, ZnGroup g, void *buf, long count, ZnDtype dt, ZnRedOp op,
+                                      const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_ALL_REDUCE, .dt = dt, .red = op, .count = count, .tag = tag, .send = buf,
+                    .recv = buf, .grp = g};
+    return c->group(c, &k, err);
+}
+static inline int zn_group_all_to_all(ZnComm *c, ZnGroup g, const void *send, void *recv, long piece, ZnDtype dt,
+                                      const char *tag, ZnErr *err) {
+    ZnCollCall k = {.op = ZN_OP_ALL_TO_ALL, .dt = dt, .count = piece, .tag = tag, .send = send, .recv = recv,
+                    .grp = g};
+    return c->group(c, &k, err);
+}
+
+/* Fills c: rank, world, impl, run and the six entry points. */
 void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run);
 
 /* A transport for ranks in separate processes: it only moves bytes. In one

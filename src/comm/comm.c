@@ -36,16 +36,18 @@ static int tag_slot(ZnCommStats *s, const char *tag) {
     return i >= 0 ? i : tag_add(s, "other");
 }
 
-void zn_comm_count(ZnComm *c, ZnCollOp op, const char *tag, long bytes_sent, long bytes_recv) {
+void zn_comm_count(ZnComm *c, ZnCollOp op, const char *tag, long bytes_sent, long bytes_recv, long inter) {
     if (!c || (unsigned)op >= ZN_OP_N) return;
     ZnCommStats *s = &c->stats;
     s->calls[op]++;
     s->bytes_sent[op] += bytes_sent;
     s->bytes_recv[op] += bytes_recv;
+    s->bytes_inter[op] += inter;
     int i = tag_slot(s, tag_or_empty(tag));
     s->tags[i].calls++;
     s->tags[i].bytes_sent += bytes_sent;
     s->tags[i].bytes_recv += bytes_recv;
+    s->tags[i].bytes_inter += inter;
 }
 
 /* Piece r of n elements split over world ranks: the first n % world pieces
@@ -87,6 +89,36 @@ void zn_comm_ring_bytes(ZnCollOp op, int rank, int world, const long *counts, lo
     long size = (long)zn_dtype_size(dt);
     if (sent) *sent = s * size;
     if (recv) *recv = r * size;
+}
+
+/* Node of member j of this rank's group. */
+static int member_node(const ZnWorld *w, ZnGroup g, int j) { return zn_group_member(w, g, j) / w->per_node; }
+
+void zn_comm_call_bytes(const ZnWorld *w, ZnGroup g, ZnCollOp op, const long *counts, long count, int root,
+                        ZnDtype dt, long *sent, long *recv, long *inter) {
+    const int me = zn_group_index(w, g), node = w->rank / w->per_node;
+    long s = 0, r = 0, x = 0;
+    if (op == ZN_OP_ALL_TO_ALL) {
+        long es = (long)zn_dtype_size(dt);
+        for (int j = 0; j < g.size; j++) {
+            if (j == me) continue;
+            s += count * es;
+            if (member_node(w, g, j) != node) x += count * es;
+        }
+        r = s;
+    } else {
+        /* the ring's root is a world rank for broadcast; groups do not broadcast */
+        zn_comm_ring_bytes(op, me, g.size, counts, count, root, dt, &s, &r);
+        if (g.size > 1 && member_node(w, g, (me + 1) % g.size) != node) x = s;
+    }
+    if (sent) *sent = s;
+    if (recv) *recv = r;
+    if (inter) *inter = x;
+}
+
+long zn_comm_tag_inter(const ZnCommStats *s, const char *tag) {
+    int i = s ? tag_find(s, tag_or_empty(tag)) : -1;
+    return i >= 0 ? s->tags[i].bytes_inter : 0;
 }
 
 void zn_comm_tag_totals(const ZnCommStats *s, const char *tag, long *calls, long *sent, long *recv) {

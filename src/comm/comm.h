@@ -28,7 +28,7 @@
 
 typedef enum { ZN_SUM = 0, ZN_MAX } ZnRedOp;
 typedef enum { ZN_OP_ALL_REDUCE = 0, ZN_OP_REDUCE_SCATTER, ZN_OP_ALL_GATHER,
-               ZN_OP_BROADCAST, ZN_OP_BARRIER, ZN_OP_N } ZnCollOp;
+               ZN_OP_BROADCAST, ZN_OP_BARRIER, ZN_OP_ALL_TO_ALL, ZN_OP_N } ZnCollOp;
 
 #define ZN_COMM_MAX_TAGS 24
 #define ZN_COMM_TAG_LEN 24
@@ -37,10 +37,11 @@ typedef struct {
     long calls[ZN_OP_N];
     long bytes_sent[ZN_OP_N];
     long bytes_recv[ZN_OP_N];
+    long bytes_inter[ZN_OP_N];   /* of bytes_sent, those that cross to another node (Z-GRP-003) */
     /* the same, per tag (the call site names its purpose: "grad_reduce",
        "param_gather", "norm", "loss", "digest", ...) */
     int ntags;
-    struct { char tag[ZN_COMM_TAG_LEN]; long calls, bytes_sent, bytes_recv; } tags[ZN_COMM_MAX_TAGS];
+    struct { char tag[ZN_COMM_TAG_LEN]; long calls, bytes_sent, bytes_recv, bytes_inter; } tags[ZN_COMM_MAX_TAGS];
 } ZnCommStats;
 
 typedef struct ZnComm ZnComm;
@@ -73,6 +74,9 @@ struct ZnComm {
     int (*broadcast)(ZnComm *c, void *buf, long count, ZnDtype dt, int root,
                      const char *tag, ZnErr *err);
     int (*barrier)(ZnComm *c, const char *tag, ZnErr *err);
+    /* a collective in groups of ranks (comm/coll.h zn_group_*): k->grp
+       names this rank's group; every rank of the world calls it at once */
+    int (*group)(ZnComm *c, struct ZnCollCall *k, ZnErr *err);
     ZnCommStats stats;
     ZnCommWatch *watch;   /* NULL: nobody watches */
 };
@@ -80,13 +84,23 @@ struct ZnComm {
 /* The even split of comm.h: counts[r] for n elements over world ranks (the
  * first n % world pieces one larger). */
 void zn_comm_even_counts(long n, int world, long *counts);
-/* Adds one call's bytes to c->stats (shared by all implementations). */
-void zn_comm_count(ZnComm *c, ZnCollOp op, const char *tag, long bytes_sent, long bytes_recv);
+/* Adds one call's bytes to c->stats (shared by all implementations);
+   inter: of the bytes sent, those to another node. */
+void zn_comm_count(ZnComm *c, ZnCollOp op, const char *tag, long bytes_sent, long bytes_recv, long inter);
+/* Bytes this rank (w) sends and receives in one call in group g (resolved:
+ * counts has g.size entries, in member order), and of those sent, the ones
+ * that cross to another node (Z-GRP-003): the ring ops send everything to
+ * the next member of the group's ring, the all-to-all sends piece j to
+ * member j directly (count: elements per piece). */
+void zn_comm_call_bytes(const ZnWorld *w, ZnGroup g, ZnCollOp op, const long *counts, long count, int root,
+                        ZnDtype dt, long *sent, long *recv, long *inter);
 /* Bytes a rank sends/receives for op under the ring model above. */
 void zn_comm_ring_bytes(ZnCollOp op, int rank, int world, const long *counts, long count,
                         int root, ZnDtype dt, long *sent, long *recv);
 /* Looks up a tag's totals; zero if the tag never occurred. */
 void zn_comm_tag_totals(const ZnCommStats *s, const char *tag, long *calls, long *sent, long *recv);
+/* A tag's bytes sent to another node; zero if the tag never occurred. */
+long zn_comm_tag_inter(const ZnCommStats *s, const char *tag);
 void zn_comm_stats_reset(ZnCommStats *s);
 
 /* The fixed reduction tree of Z-SIM-002 over n values, fp32. */

@@ -8,19 +8,25 @@
  * the bytes counted by the same two functions; addresses are not looked at. */
 #include "comm/comm_meta.h"
 #include "comm/coll.h"
+#include "comm/comm_seq.h"
 #include <string.h>
 
 static const char *tag_str(const char *tag) { return tag ? tag : ""; }
 
 /* The ring bytes of one call, counted as coll.c's call() does, with the
  * watch told before and after (the tracer and the CPU meter see the call). */
-static int count(ZnComm *c, ZnCollOp op, const long *counts, long n, int root, ZnDtype dt, const char *tag) {
+static int count_in(ZnComm *c, ZnGroup g, ZnCollOp op, const long *counts, long n, int root, ZnDtype dt,
+                    const char *tag) {
     if (c->watch) c->watch->begin(c->watch, c);
-    long sent, recv;
-    zn_comm_ring_bytes(op, c->world.rank, c->world.size, counts, n, root, dt, &sent, &recv);
-    zn_comm_count(c, op, tag, sent, recv);
+    long sent, recv, inter;
+    zn_comm_call_bytes(&c->world, zn_group_resolve(&c->world, g), op, counts, n, root, dt, &sent, &recv, &inter);
+    zn_comm_count(c, op, tag, sent, recv, inter);
     if (c->watch) c->watch->end(c->watch, c, op, tag);
     return 0;
+}
+
+static int count(ZnComm *c, ZnCollOp op, const long *counts, long n, int root, ZnDtype dt, const char *tag) {
+    return count_in(c, zn_group(0, 0), op, counts, n, root, dt, tag);
 }
 
 /* A dry run fails where a real run would fail its argument check. */
@@ -28,12 +34,16 @@ static int check_n(const char *what, const char *tag, long n, ZnErr *err) {
     if (n < 0) return zn_err(err, ZN_E_USAGE, "%s '%s': negative count %ld", what, tag_str(tag), n);
     return 0;
 }
-static int check_counts(const ZnComm *c, const char *what, const char *tag, const long *counts, ZnErr *err) {
+static int check_counts_n(int n, const char *what, const char *tag, const long *counts, ZnErr *err) {
     if (!counts) return zn_err(err, ZN_E_USAGE, "%s '%s': counts is NULL", what, tag_str(tag));
-    for (int q = 0; q < c->world.size; q++)
+    for (int q = 0; q < n; q++)
         if (counts[q] < 0)
             return zn_err(err, ZN_E_USAGE, "%s '%s': counts[%d] = %ld is negative", what, tag_str(tag), q, counts[q]);
     return 0;
+}
+
+static int check_counts(const ZnComm *c, const char *what, const char *tag, const long *counts, ZnErr *err) {
+    return check_counts_n(c->world.size, what, tag, counts, err);
 }
 
 static int m_all_reduce(ZnComm *c, void *buf, long n, ZnDtype dt, ZnRedOp op, const char *tag, ZnErr *err) {
@@ -70,7 +80,27 @@ static int m_barrier(ZnComm *c, const char *tag, ZnErr *err) {
     return count(c, ZN_OP_BARRIER, NULL, 0, 0, ZN_U8, tag);
 }
 
-/* The engine calls the five entry points only; run is what coll.c's
+static int m_group(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    ZnGroup g = zn_group_resolve(&c->world, k->grp);
+    int rc = zn_group_check(&c->world, g, err);
+    if (rc) return rc;
+    switch (k->op) {
+    case ZN_OP_REDUCE_SCATTER:
+    case ZN_OP_ALL_GATHER:
+        rc = check_counts_n(g.size, zn_coll_op_name(k->op), k->tag, k->counts, err);
+        break;
+    case ZN_OP_ALL_REDUCE:
+    case ZN_OP_ALL_TO_ALL:
+        rc = check_n(zn_coll_op_name(k->op), k->tag, k->count, err);
+        break;
+    default:
+        return zn_err(err, ZN_E_USAGE, "%s '%s' cannot run in a group of ranks", zn_coll_op_name(k->op),
+                      tag_str(k->tag));
+    }
+    return rc ? rc : count_in(c, g, k->op, k->counts, k->count, 0, k->dt, k->tag);
+}
+
+/* The engine calls the entry points only; run is what coll.c's
    entry points would hand a call to, and none is ever made here. */
 static int m_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     (void)c, (void)k;
@@ -86,4 +116,5 @@ void zn_comm_meta_init(ZnComm *c, int world, int rank, int per_node) {
     c->all_gather = m_all_gather;
     c->broadcast = m_broadcast;
     c->barrier = m_barrier;
+    c->group = m_group;
 }

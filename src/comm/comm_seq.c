@@ -6,7 +6,7 @@
 #include <string.h>
 
 const char *zn_coll_op_name(ZnCollOp op) {
-    static const char *n[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier"};
+    static const char *n[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier", "all_to_all"};
     return (unsigned)op < ZN_OP_N ? n[op] : "?";
 }
 
@@ -35,11 +35,12 @@ void zn_seq_fill(ZnSeqRec *r, long call, ZnCollOp op, ZnDtype dt, ZnRedOp red, i
 
 static int has_counts(int op) { return op == ZN_OP_REDUCE_SCATTER || op == ZN_OP_ALL_GATHER; }
 
-/* Whether two records describe different collectives; *by_counts is set
- * when only the counts arrays tell them apart. */
+/* Whether two records describe different collectives; *by_counts is 1
+ * when only the counts arrays tell them apart, 2 when the groups do. */
 static int differ(const ZnSeqRec *a, const ZnSeqRec *b, int *by_counts) {
     *by_counts = 0;
     if (a->op != b->op || strncmp(a->tag, b->tag, sizeof a->tag)) return 1;
+    if (a->gsize != b->gsize || a->gstride != b->gstride) return *by_counts = 2;
     if (a->op == ZN_OP_BARRIER) return 0;
     if (a->dt != b->dt || a->count != b->count) return 1;
     if ((a->op == ZN_OP_ALL_REDUCE || a->op == ZN_OP_REDUCE_SCATTER) && a->red != b->red) return 1;
@@ -54,7 +55,9 @@ static void format(char *s, size_t cap, int rank, const ZnSeqRec *r, int show_co
         k += snprintf(s + k, cap - (size_t)k, "%s %s n=%lld", r->red == ZN_MAX ? "(max)" : "",
                       zn_dtype_name((ZnDtype)r->dt), (long long)r->count);
     if (r->op == ZN_OP_BROADCAST && k < (int)cap) k += snprintf(s + k, cap - (size_t)k, " root=%d", r->root);
-    if (show_counts) {
+    if (show_counts == 2 && k < (int)cap)   /* only the groups differ */
+        k += snprintf(s + k, cap - (size_t)k, " group=%d stride=%d", r->gsize, r->gstride);
+    if (show_counts == 1) {
         for (int q = 0; q < r->ncounts && q < 8 && k < (int)cap; q++)
             k += snprintf(s + k, cap - (size_t)k, "%s%lld", q ? "," : " counts=[", (long long)r->counts[q]);
         if (k < (int)cap) k += snprintf(s + k, cap - (size_t)k, "%s]", r->ncounts > 8 ? ",..." : "");

@@ -17,7 +17,8 @@
 typedef struct {
     uint32_t magic;
     int32_t op, dt, red, root;
-    int32_t ncounts;          /* world (0 without counts); messages show the first 8 */
+    int32_t ncounts;          /* group size (0 without counts); messages show the first 8 */
+    int32_t gsize, gstride;   /* the group of the call (world: size, 1); 0 until zn_seq_group */
     int64_t call;             /* 1-based index of the collective on this rank */
     int64_t count;            /* all_reduce/broadcast: elements; reduce_scatter/all_gather: sum of counts */
     uint64_t counts_hash;     /* FNV-1a of the whole counts array */
@@ -28,6 +29,11 @@ typedef struct {
 /* Fills r for one call (counts: world entries or NULL). */
 void zn_seq_fill(ZnSeqRec *r, long call, ZnCollOp op, ZnDtype dt, ZnRedOp red, int root, long count,
                  const long *counts, int world, const char *tag);
+/* Records the call's group (resolved) in r. */
+static inline void zn_seq_group(ZnSeqRec *r, ZnGroup g) {
+    r->gsize = g.size;
+    r->gstride = g.stride;
+}
 /* 0 if a and b describe the same collective; else fills err (ZN_E_COMM)
  * with the mismatch naming rank_a's and rank_b's records. */
 int zn_seq_compare(const ZnSeqRec *a, int rank_a, const ZnSeqRec *b, int rank_b, ZnErr *err);

@@ -1399,6 +1399,38 @@ static int check_offload(Ctx *x, const ZnPlan *P, const ZnOffloadConfig *o, int 
     return ZN_OK;
 }
 
+/* ZeRO++ and MiCS keys (Z-CFG-049): DeepSpeed reads them only where
+ * parameters are partitioned (stage 3); zinc says so instead of ignoring
+ * them in silence. */
+static int check_zeropp(Ctx *x, const ZnPlan *P) {
+    const ZnZeroConfig *z = &x->c->zero;
+    const int world = x->args->world_size;
+    const int any = z->zero_hpz_partition_size > 1 || z->zero_quantized_weights || z->zero_quantized_gradients;
+    if (any && !P->gather_per_layer) {
+        warn(x, "zero_optimization: zero_hpz_partition_size, zero_quantized_weights and zero_quantized_gradients "
+             "(ZeRO++) apply at ZeRO stage 3; ignored at stage %d", z->stage);
+        return ZN_OK;
+    }
+    if (z->zero_hpz_partition_size > 1 && world > 0) {
+        long g = z->zero_hpz_partition_size < world ? z->zero_hpz_partition_size : world;
+        if (world % g)
+            return fail(x, "zero_optimization.zero_hpz_partition_size: %ld does not divide the world size %d "
+                        "(hpZ groups are consecutive ranks)", z->zero_hpz_partition_size, world);
+    }
+    if (z->zero_quantized_gradients && !z->reduce_scatter)
+        return fail(x, "zero_optimization.zero_quantized_gradients: needs reduce_scatter true (the quantized "
+                    "all-to-all replaces the reduce-scatter)");
+    if (z->zero_quantized_nontrainable_weights && P->gather_per_layer)
+        warn(x, "zero_optimization.zero_quantized_nontrainable_weights: every parameter of a zinc model trains; "
+             "no effect");
+    if (z->mics_shard_size > 0)
+        return fail(x, "zero_optimization.mics_shard_size: MiCS is not implemented in zinc yet; remove the key "
+                    "or set it to -1");
+    if (z->mics_hierarchical_params_gather && z->mics_shard_size <= 0)
+        warn(x, "zero_optimization.mics_hierarchical_params_gather: applies with mics_shard_size > 0; ignored");
+    return ZN_OK;
+}
+
 static int resolve(Ctx *x) {
     ZnConfig *c = x->c;
     ZnZeroConfig *z = &c->zero;
@@ -1419,6 +1451,7 @@ static int resolve(Ctx *x) {
                     " got %ld", z->stage, z->allgather_bucket_size);
     if ((rc = check_offload(x, &P, &z->offload_optimizer, 0))) return rc;
     if ((rc = check_offload(x, &P, &z->offload_param, 1))) return rc;
+    if ((rc = check_zeropp(x, &P))) return rc;
 
     if (c->fp16.enabled && c->bf16.enabled)
         return fail(x, "fp16.enabled and bf16.enabled are both true; bf16 and fp16 modes cannot be enabled together");

@@ -8,6 +8,7 @@ int zn_plan_build(ZnPlan *P, int stage, ZnErr *err) {
     memset(P, 0, sizeof *P);
     P->stage = stage;
     P->optim_ratio = 1.0;   /* no offload until zn_plan_offload */
+    P->hpz = 1;             /* no ZeRO++ until zn_plan_zeropp */
     P->shard = zn_plan_shard(stage);
     P->params = stage == 3 ? ZN_HOLD_PART : ZN_HOLD_FULL;
     P->grads = stage >= 2 ? ZN_HOLD_PART : ZN_HOLD_FULL;
@@ -40,6 +41,15 @@ void zn_plan_offload(ZnPlan *P, int optim_device, int param_device, double ratio
     }
     if (param_device && P->params == ZN_HOLD_PART) P->param_tier = param_device == 2 ? ZN_TIER_NVME : ZN_TIER_HOST;
     P->grads_on_host = P->optim_tier != ZN_TIER_DEVICE && P->grads == ZN_HOLD_PART;
+}
+
+void zn_plan_zeropp(ZnPlan *P, long hpz, int qw, int qg, int world) {
+    P->hpz = 1;
+    P->quant_weights = P->quant_grads = 0;
+    if (!P->gather_per_layer) return;
+    P->hpz = hpz > 1 ? (int)(hpz < world ? hpz : world) : 1;
+    P->quant_weights = qw != 0;
+    P->quant_grads = qg != 0;
 }
 
 int zn_plan_same(const ZnPlan *a, const ZnPlan *b) { return a->stage == b->stage; }

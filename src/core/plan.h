@@ -72,6 +72,11 @@ typedef struct {
     ZnTier param_tier;      /* the stage-3 working-parameter partition */
     int grads_on_host;      /* the gradient partition lives with a host optimizer */
     double optim_ratio;     /* fraction of sub-groups, the last ones, kept off the device */
+    /* ZeRO++ (zn_plan_zeropp; off without it): where parameters are
+       partitioned per layer, how their gathers and the gradients travel */
+    int hpz;                /* hpZ: ranks of a secondary-partition group (1: off) */
+    int quant_weights;      /* qwZ: parameter gathers move int8 values and fp32 scales */
+    int quant_grads;        /* qgZ: gradients reduce by the two-hop int4 all-to-all */
 } ZnPlan;
 
 /* The plan of ZeRO stage `stage` (0..3); ZN_E_USAGE for another number. */
@@ -81,6 +86,12 @@ int zn_plan_build(ZnPlan *P, int stage, ZnErr *err);
  * DeepSpeed's rules: nvme swaps only at stage 3 (stages 1/2 keep the state
  * in host memory), parameters move only where they are partitioned. */
 void zn_plan_offload(ZnPlan *P, int optim_device, int param_device, double ratio);
+/* Adds ZeRO++ to a built plan (spec Z-ZPP-001): hpz the config's
+ * zero_hpz_partition_size (0 and 1: off; above the world: the world, as
+ * DeepSpeed takes min(hpz, world)), qw and qg its zero_quantized_weights
+ * and zero_quantized_gradients. Like DeepSpeed, only a plan that gathers
+ * parameters per layer (stage 3) takes them. */
+void zn_plan_zeropp(ZnPlan *P, long hpz, int qw, int qg, int world);
 /* The shard of a stage, for the layout's callers that know only the number
    (ZN_SHARD_NONE for a stage out of range; zn_plan_build reports those). */
 ZnShard zn_plan_shard(int stage);

@@ -10,3 +10,13 @@ int zn_world_check(const ZnWorld *w, ZnErr *err) {
                       w->per_node, w->size);
     return 0;
 }
+
+int zn_group_check(const ZnWorld *w, ZnGroup g, ZnErr *err) {
+    if (g.size < 1 || g.stride < 1)
+        return zn_err(err, ZN_E_USAGE, "a group of %d ranks with stride %d: both must be at least 1", g.size,
+                      g.stride);
+    if ((long)g.size * g.stride > w->size || w->size % (g.size * g.stride))
+        return zn_err(err, ZN_E_USAGE, "groups of %d ranks with stride %d do not divide a world of %d ranks",
+                      g.size, g.stride, w->size);
+    return 0;
+}

@@ -20,6 +20,7 @@ typedef enum {
     ZN_MEM_BUCKETS,       /* reduce buckets, gather staging */
     ZN_MEM_ACTIVATIONS,
     ZN_MEM_WORKSPACE,     /* per-layer gradient scratch, temporaries */
+    ZN_MEM_HPZ,           /* hpZ secondary partitions of the 16-bit parameters (Z-ZPP-003) */
     ZN_MEM_NCAT
 } ZnMemCat;
 
@@ -105,6 +106,14 @@ struct ZnKernels {
     void (*pack16)(ZnDevice *d, ZnDtype dt, uint16_t *dst16, const float *src, long n);
     /* dst[i] = value of the dt bit pattern src16[i] */
     void (*unpack16)(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *src16, long n);
+    /* ZeRO++'s block quantization (core/quant.h, spec Z-QNT-*): bits 8
+       writes int8 codes to q, bits 4 packed int4 codes; one fp32 scale per
+       group of at most max_group. dequant writes the values rounded to dt.
+       NULL on a device without these kernels (the engine then refuses qwZ
+       and qgZ by name). */
+    void (*quant)(ZnDevice *d, int bits, const float *x, long n, long max_group, void *q, float *scales);
+    void (*dequant)(ZnDevice *d, int bits, const void *q, const float *scales, long n, long max_group, ZnDtype dt,
+                    float *out);
 
     /* --- reductions (results returned to the host) --- */
     /* max |x[i]| over the finite values and whether any value is inf/NaN */

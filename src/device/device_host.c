@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/zn_math.h"
 #include "core/half.h"
+#include "core/quant.h"
 #include "core/cpu.h"
 #include "device/gemm_host.h"
 #include <limits.h>
@@ -34,7 +35,7 @@ _Static_assert(sizeof(ZnAllocHdr) <= ZN_HDR, "allocation header must fit one lin
 
 static const char *const zn_cat_names[ZN_MEM_NCAT] = {
     "params16", "master32", "grads", "exp_avg", "exp_avg_sq",
-    "buckets", "activations", "workspace",
+    "buckets", "activations", "workspace", "hpz_secondary",
 };
 
 const char *zn_mem_cat_name(ZnMemCat c) {
@@ -233,6 +234,19 @@ static void host_unpack16(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *s
     else for (long i = 0; i < n; i++) dst[i] = zn_bf16_to_f32(src16[i]);
 }
 
+static void host_quant(ZnDevice *d, int bits, const float *x, long n, long max_group, void *q, float *scales) {
+    (void)d;
+    if (bits == 8) zn_quant8(x, n, max_group, (int8_t *)q, scales);
+    else zn_quant4(x, n, max_group, (uint8_t *)q, scales);
+}
+
+static void host_dequant(ZnDevice *d, int bits, const void *q, const float *scales, long n, long max_group,
+                         ZnDtype dt, float *out) {
+    (void)d;
+    if (bits == 8) zn_dequant8((const int8_t *)q, scales, n, max_group, dt, out);
+    else zn_dequant4((const uint8_t *)q, scales, n, max_group, dt, out);
+}
+
 /* ------------------------------------------------------------------------ */
 /* reductions and the optimizer: the shared host code of optim.c */
 
@@ -418,6 +432,8 @@ const ZnKernels zn_host_kernels = {
     .div = host_div,
     .pack16 = host_pack16,
     .unpack16 = host_unpack16,
+    .quant = host_quant,
+    .dequant = host_dequant,
     .absmax = host_absmax,
     .sumsq_fixed = host_sumsq_fixed,
     .adam = host_adam,

@@ -30,6 +30,13 @@ static void meta_pack16(ZnDevice *d, ZnDtype dt, uint16_t *dst16, const float *s
 static void meta_unpack16(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *src16, long n) {
     (void)d, (void)dt, (void)dst, (void)src16, (void)n;
 }
+static void meta_quant(ZnDevice *d, int bits, const float *x, long n, long max_group, void *q, float *scales) {
+    (void)d, (void)bits, (void)x, (void)n, (void)max_group, (void)q, (void)scales;
+}
+static void meta_dequant(ZnDevice *d, int bits, const void *q, const float *scales, long n, long max_group,
+                         ZnDtype dt, float *out) {
+    (void)d, (void)bits, (void)q, (void)scales, (void)n, (void)max_group, (void)dt, (void)out;
+}
 static ZnAbsMax meta_absmax(ZnDevice *d, const float *x, long n) {
     (void)d, (void)x, (void)n;
     return (ZnAbsMax){0.0f, 0};
@@ -100,6 +107,8 @@ const ZnKernels zn_meta_kernels = {
     .div = meta_div,
     .pack16 = meta_pack16,
     .unpack16 = meta_unpack16,
+    .quant = meta_quant,
+    .dequant = meta_dequant,
     .absmax = meta_absmax,
     .sumsq_fixed = meta_sumsq_fixed,
     .adam = meta_adam,

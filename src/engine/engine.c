@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "engine/fetch.h"
+#include "engine/zeropp.h"
 #include "engine/decay.h"
 #include "engine/offload.h"
 #include "io/swap.h"
@@ -193,19 +194,25 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
         send = E->pstage;
     }
     zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
-    int rc = ag_dt(E, send, E->full[p], even_counts(E, pn), err);
+    const long i0 = zn_comm_tag_inter(&E->comm->stats, "param_gather");
+    int rc = zn_zpp_gathers(E) ? zn_zpp_gather(E, p, send, E->full[p], err)
+                               : ag_dt(E, send, E->full[p], even_counts(E, pn), err);
     zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
     E->gather_sent[E->gphase] += s1 - s0;
+    E->gather_inter[E->gphase] += zn_comm_tag_inter(&E->comm->stats, "param_gather") - i0;
     E->n_avail += L->params[p].numel;
     return rc;
 }
 
 /* plan: gather_per_layer=1 */
-void zn_engine_release_param(ZnEngine *E, int p) {
-    if (E->persistent[p] || !E->full[p]) return;
-    zn_dev_free(E->dev, E->full[p]);
+int zn_engine_release_param(ZnEngine *E, int p, ZnErr *err) {
+    if (E->persistent[p] || !E->full[p]) return 0;
+    int kept = E->sec ? zn_hpz_on_release(E, p, err) : 0;   /* hpZ's secondary (Z-ZPP-003) */
+    if (kept < 0) return err->code;
+    if (!kept) zn_dev_free(E->dev, E->full[p]);   /* else the pending copy frees it */
     E->full[p] = NULL;
     E->n_avail -= E->L.params[p].numel;
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -234,7 +241,7 @@ static int chunk_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
     float *buf = E->bucket_buf;
     predivide(E, buf, bk->numel);
     float *mine = buf + (long)E->world.rank * bk->block;
-    int rc = rs_dt(E, buf, mine, bk->counts, err);
+    int rc = zn_qgz_active(E) ? zn_qgz_reduce(E, bk, buf, mine, err) : rs_dt(E, buf, mine, bk->counts, err);
     if (rc) return rc;
     for (int i = 0; i < bk->nentries; i++) {
         int p = bk->e[i].param;
@@ -393,7 +400,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     for (int k = 0; k < nm; k++) {   /* the first nm visits: forward */
         if ((rc = zn_fetch_module(E, k, W, err))) goto done;
         zn_run_forward(R, k, W);
-        zn_fetch_release(E, k);
+        if ((rc = zn_fetch_release(E, k, err))) goto done;
         if (E->hooks.repeat_on && k == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
             E->hooks.repeat_on = 0;
             k--;
@@ -413,7 +420,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if ((rc = zn_fetch_module(E, k, W, err))) goto done;
         if (v.kind == ZN_VISIT_RECOMPUTE) {   /* activation checkpointing: the same forward again */
             zn_run_forward(R, v.mod, W);
-            zn_fetch_release(E, k);
+            if ((rc = zn_fetch_release(E, k, err))) goto done;
             continue;
         }
         long off = 0;
@@ -425,7 +432,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         for (int q = 0; q < md->nparams; q++) round_dt(E, dW[q], E->L.params[md->param[q]].numel);
         if (v.mod == nm - 1 && E->micro == 0 && inject_now(E))   /* dW[0][0] = inject_value */
             E->k->upload(E->dev, dW[0], &E->hooks.inject_value, sizeof(float));
-        zn_fetch_release(E, k);
+        if ((rc = zn_fetch_release(E, k, err))) goto done;
         /* backward order: a module's params last to first (reverse model order) */
         for (int q = md->nparams - 1; q >= 0; q--)
             if ((rc = weight_grad(E, v.mod, md->param[q], dW[q], err))) goto done;
@@ -441,7 +448,8 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     zn_trace_add(E->hooks.trace, "backward", t_b, zn_now_s(), -1, E->global_step + 1);
 done:
     zn_run_end(R);
-    zn_fetch_end_micro(E);
+    int rc2 = zn_fetch_end_micro(E, rc ? NULL : err);
+    if (!rc) rc = rc2;
     if (!rc) phase(E, "after backward");
     return rc;
 }
@@ -567,11 +575,12 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
         rc = ag_dt(E, work, E->flat_params, even_counts(E, L->part_numel), err);
     } else if (E->P.gather_per_layer) {
         E->gphase = 2;
+        zn_hpz_drop(E);   /* the secondaries hold the old values (DeepSpeed _post_step) */
         for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
             if (!E->persistent[p]) continue;
             E->persistent[p] = 0;
-            zn_engine_release_param(E, p);
-            rc = zn_engine_gather_param(E, p, err);
+            rc = zn_engine_release_param(E, p, err);
+            if (!rc) rc = zn_engine_gather_param(E, p, err);
             E->persistent[p] = 1;
         }
     }
@@ -983,8 +992,9 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     if (E->P.param_tier == ZN_TIER_NVME && (rc = zn_offp_init(E, hinit, err))) goto fail;
     free(hinit);
     hinit = NULL;
-    /* the trace and the persistent gathers: the partitions are in place now */
-    if ((rc = zn_fetch_init(E, err))) goto fail;
+    /* ZeRO++'s groups and staging, then the trace and the persistent
+       gathers: the partitions are in place now */
+    if ((rc = zn_zpp_init(E, err)) || (rc = zn_fetch_init(E, err))) goto fail;
     if (E->canonical && cfg->grad_accum > 1) {
         /* the binary counter over GA micro-steps needs floor(log2 GA) + 1
            partition-sized partial sums: canonical mode's memory cost */
@@ -1004,6 +1014,7 @@ fail:
 }
 
 void zn_engine_free(ZnEngine *E) {
+    zn_zpp_free(E);   /* pending secondary copies free their sources */
     if (E->full) {
         for (int p = 0; p < E->L.nparams; p++) zn_dev_free(E->dev, E->full[p]);
         free(E->full);

@@ -57,6 +57,10 @@ typedef struct {
        twice (a module called a different number of times on one rank, the
        stage-3 deadlock DeepSpeed users report); -1 or 0 with repeat_on 0: off */
     int repeat_on, repeat_layer;
+    /* test hook (Z-ZPP-004): hpZ's secondary copies stay pending until the
+       engine synchronises before a secondary gather, as an asynchronous
+       device copy would (the race of DeepSpeed #5059) */
+    int hpz_copy_delay;
 } ZnEngineHooks;
 
 typedef struct ZnEngine {
@@ -148,6 +152,15 @@ typedef struct ZnEngine {
     ZnLossScaler scaler;
     ZnLrSched sched;
     int check_overflow;     /* skip steps whose gradient holds inf/NaN */
+    /* ZeRO++ (zeropp.c, Z-ZPP-*) */
+    float **sec;            /* [nparams] hpZ secondary partition (pn*W/hpz values) or NULL */
+    float **sec_src;        /* [nparams] the gathered param a pending secondary copy reads */
+    int sec_pending;        /* copies not yet made (hpz_copy_delay) */
+    float *zf;              /* fp32 staging of qgZ (W * largest bucket block) */
+    unsigned char *zq;      /* codes: send half then receive half (zq_half bytes each) */
+    float *zs;              /* scales: send half then receive half (zs_half floats each) */
+    size_t zf_n, zq_half, zs_half;
+    long gather_inter[3];   /* of gather_sent, bytes sent to another node, per phase */
     uint16_t *comm16;       /* staging for 16-bit collectives */
     long comm16_cap;
     /* collectives on a few host values (norm pieces, the overflow flag, the

@@ -157,22 +157,28 @@ int zn_fetch_module(ZnEngine *E, int k, float **W, ZnErr *err) {
     return 0;
 }
 
-void zn_fetch_release(ZnEngine *E, int k) {
-    if (!E->P.gather_per_layer) return;
+int zn_fetch_release(ZnEngine *E, int k, ZnErr *err) {
+    if (!E->P.gather_per_layer) return 0;
     const ZnModule *md = &E->model->modules[E->trace[k].mod];
     for (int q = 0; q < md->nparams; q++) {
         int p = md->param[q];
         if (E->prefetched[p] || (E->trace_complete && E->keep[2 * k + q])) continue;
-        zn_engine_release_param(E, p);
+        int rc = zn_engine_release_param(E, p, err);
+        if (rc) return rc;
     }
+    return 0;
 }
 
-void zn_fetch_end_micro(ZnEngine *E) {
-    if (!E->P.gather_per_layer) return;
-    for (int p = 0; p < E->L.nparams; p++) {
+int zn_fetch_end_micro(ZnEngine *E, ZnErr *err) {
+    if (!E->P.gather_per_layer) return 0;
+    ZnErr spare = {0};
+    int first = 0;
+    for (int p = 0; p < E->L.nparams; p++) {   /* every param released, whatever fails */
         E->prefetched[p] = 0;
-        zn_engine_release_param(E, p);
+        int rc = zn_engine_release_param(E, p, first || !err ? &spare : err);
+        if (rc && !first) first = rc;
     }
     E->pf_cursor = 0;
     E->trace_complete = 1;
+    return err ? first : 0;
 }

@@ -18,14 +18,16 @@ void zn_fetch_free(ZnEngine *E);
 /* Before visit k: this module's params gathered (W[q] set to each), then
  * the prefetch. At stages 0-2 only W is set. */
 int zn_fetch_module(ZnEngine *E, int k, float **W, ZnErr *err);
-/* After visit k: release what the rules do not keep. */
-void zn_fetch_release(ZnEngine *E, int k);
+/* After visit k: release what the rules do not keep (a release may make
+ * hpZ's secondary, which may fail for memory). */
+int zn_fetch_release(ZnEngine *E, int k, ZnErr *err);
 /* End of a micro-step: everything but the persistent params released; the
- * trace counts as recorded from now on. */
-void zn_fetch_end_micro(ZnEngine *E);
+ * trace counts as recorded from now on. err NULL: release without making
+ * secondaries' errors known (the step already failed). */
+int zn_fetch_end_micro(ZnEngine *E, ZnErr *err);
 
 /* engine.c's gather and release of one stage-3 parameter */
 int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err);
-void zn_engine_release_param(ZnEngine *E, int p);
+int zn_engine_release_param(ZnEngine *E, int p, ZnErr *err);
 float *zn_engine_param_ptr(ZnEngine *E, int p);
 #endif

@@ -43,7 +43,7 @@ void zn_trace_free(ZnTrace *t) {
 
 /* ---- the tracer: a watch on the collective layer */
 
-static const char *op_name[ZN_OP_N] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier"};
+static const char *op_name[ZN_OP_N] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier", "all_to_all"};
 
 static long sent_total(const ZnComm *c) {
     long s = 0;
