@@ -1,0 +1,60 @@
+/* quant.c: block quantization of whole arrays (spec Z-QNT-001..007): the
+ * int8 codes of ZeRO++'s qwZ and the packed int4 codes of its qgZ. Each
+ * function walks the groups in order and calls quant.h's per-group and
+ * per-element functions, the text a CUDA kernel would run per thread.
+ * Sources: DeepSpeed runtime/zero/partition_parameters.py CUDAQuantizer,
+ * csrc/quantization/quantize.cu, csrc/quantization/dequantize.cu. */
+#include "core/quant.h"
+
+/* One group's multipliers and scale for codes with half = 128 or 8. */
+typedef struct {
+    float pre, inv, scale;
+} QGroup;
+
+static QGroup group_params(const float *x, long len, float half) {
+    float A = zn_q_absmax(x, len);
+    QGroup g = {zn_q_pre(A), zn_q_inv(A, half), zn_q_scale(A, half)};
+    return g;
+}
+
+void zn_quant8(const float *x, long n, long max_group, int8_t *q, float *scales) {
+    long ng = zn_quant_ngroups(n, max_group);
+    for (long g = 0; g < ng; g++) {
+        long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
+        QGroup p = group_params(x + a, b - a, 128.0f);
+        scales[g] = p.scale;
+        for (long i = a; i < b; i++) q[i] = (int8_t)zn_q_code(x[i], p.pre, p.inv, 127);
+    }
+}
+
+void zn_dequant8(const int8_t *q, const float *scales, long n, long max_group, ZnDtype dt, float *out) {
+    long ng = zn_quant_ngroups(n, max_group);
+    for (long g = 0; g < ng; g++) {
+        long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
+        for (long i = a; i < b; i++) out[i] = zn_q_round(zn_q_decode(q[i], scales[g]), dt);
+    }
+}
+
+void zn_quant4(const float *x, long n, long max_group, uint8_t *q, float *scales) {
+    long ng = zn_quant_ngroups(n, max_group);
+    for (long g = 0; g < ng; g++) {
+        long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
+        QGroup p = group_params(x + a, b - a, 8.0f);
+        scales[g] = p.scale;
+        for (long i = a; i < b; i++) {
+            uint8_t nib = zn_q4_nibble(zn_q_code(x[i], p.pre, p.inv, 7));
+            /* elements come in order: the even one starts its byte (so an
+               odd n's last high nibble is 0), the odd one fills the top */
+            if (i % 2 == 0) q[i / 2] = nib;
+            else q[i / 2] = (uint8_t)(q[i / 2] | (nib << 4));
+        }
+    }
+}
+
+void zn_dequant4(const uint8_t *q, const float *scales, long n, long max_group, ZnDtype dt, float *out) {
+    long ng = zn_quant_ngroups(n, max_group);
+    for (long g = 0; g < ng; g++) {
+        long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
+        for (long i = a; i < b; i++) out[i] = zn_q_round(zn_q_decode(zn_q4_get(q, i), scales[g]), dt);
+    }
+}
