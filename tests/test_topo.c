@@ -3,6 +3,7 @@
 #include "testutil.h"
 #include "core/topo.h"
 #include "app/proc.h"
+#include "comm/coll.h"
 
 /* spec: Z-WORLD-001 nodes hold consecutive ranks; a bad world is refused by name */
 static void test_world_shape(void **st) {
@@ -111,8 +112,81 @@ static void test_engine_world(void **st) {
     zn_data_free(&c.data);
 }
 
+/* spec: Z-GRP-001 groups of consecutive and of strided ranks: members,
+   index, and the shapes that do not cut the world */
+static void test_group_shape(void **st) {
+    (void)st;
+    ZnWorld w = zn_world(12, 7, 4);   /* node 1, local rank 3 */
+    ZnGroup node = zn_group(4, 1), cross = zn_group(3, 4), hp = zn_group(2, 1);
+    assert_int_equal(zn_group_index(&w, node), 3);
+    assert_int_equal(zn_group_member(&w, node, 0), 4);
+    assert_int_equal(zn_group_index(&w, cross), 1);
+    int want[3] = {3, 7, 11};
+    for (int j = 0; j < 3; j++) assert_int_equal(zn_group_member(&w, cross, j), want[j]);
+    assert_int_equal(zn_group_member(&w, hp, 0), 6);
+    assert_int_equal(zn_group_index(&w, hp), 1);
+    ZnGroup all = zn_group_resolve(&w, zn_group(0, 0));
+    assert_int_equal(all.size, 12);
+    assert_int_equal(all.stride, 1);
+    ZnErr err = {0};
+    assert_int_equal(zn_group_check(&w, zn_group(5, 1), &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "groups of 5 ranks with stride 1 do not divide a world of 12 ranks");
+    assert_int_equal(zn_group_check(&w, zn_group(2, 0), &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "a group of 2 ranks with stride 0: both must be at least 1");
+    assert_int_equal(zn_group_check(&w, cross, &err), 0);
+}
+
+/* Each rank's value v(r, i) = 1000 r + i. */
+static int group_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
+    (void)arg;
+    c->world.per_node = 2;   /* 6 ranks: 3 nodes of 2 */
+    ZnGroup cross = zn_group(3, 2);   /* local rank l on each node */
+    float send[6], recv[6];
+    for (int i = 0; i < 6; i++) send[i] = (float)(1000 * rank + i);
+    /* all-to-all: piece j (2 values) to member j */
+    int rc = zn_group_all_to_all(c, cross, send, recv, 2, ZN_F32, "a2a", err);
+    if (rc) return rc;
+    const int me = zn_group_index(&c->world, cross);
+    for (int j = 0; j < 3; j++) {
+        int q = zn_group_member(&c->world, cross, j);
+        for (int i = 0; i < 2; i++)
+            if (recv[2 * j + i] != (float)(1000 * q + 2 * me + i))
+                return zn_err(err, ZN_E_INTERNAL, "rank %d a2a piece %d[%d] = %g", rank, j, i, recv[2 * j + i]);
+    }
+    /* all-reduce inside the node: the sum of the two ranks' values */
+    float x[3] = {(float)rank, 1.0f, (float)(rank * rank)};
+    if ((rc = zn_group_all_reduce(c, zn_group(2, 1), x, 3, ZN_F32, ZN_SUM, "ar", err))) return rc;
+    int a = rank - rank % 2;
+    if (x[0] != (float)(2 * a + 1) || x[1] != 2.0f || x[2] != (float)(a * a + (a + 1) * (a + 1)))
+        return zn_err(err, ZN_E_INTERNAL, "rank %d all_reduce %g %g %g", rank, x[0], x[1], x[2]);
+    /* the bytes: the a2a sends 2 pieces of 8 bytes, both to other nodes;
+       the node's all-reduce crosses no node */
+    long calls, sent, recvd;
+    zn_comm_tag_totals(&c->stats, "a2a", &calls, &sent, &recvd);
+    if (sent != 16 || zn_comm_tag_inter(&c->stats, "a2a") != 16 || zn_comm_tag_inter(&c->stats, "ar") != 0)
+        return zn_err(err, ZN_E_INTERNAL, "rank %d bytes %ld inter %ld", rank, sent, zn_comm_tag_inter(&c->stats, "a2a"));
+    /* a group broadcast is refused */
+    ZnCollCall k = {.op = ZN_OP_BROADCAST, .dt = ZN_F32, .count = 1, .tag = "b", .send = x, .recv = x,
+                    .grp = zn_group(2, 1)};
+    ZnErr e2 = {0};
+    if (c->group(c, &k, &e2) != ZN_E_USAGE || !strstr(e2.msg, "cannot run in a group"))
+        return zn_err(err, ZN_E_INTERNAL, "group broadcast: %s", e2.msg);
+    return 0;
+}
+
+/* spec: Z-GRP-003 Z-GRP-004 group collectives on the simulator: the
+   all-to-all's pieces, a node's all-reduce, their bytes and node
+   crossings, a group broadcast refused */
+static void test_group_collectives(void **st) {
+    (void)st;
+    ZnErr err = {0};
+    if (zt_sim_run(6, group_rank, NULL, 30, &err)) fail_msg("%s", err.msg);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_world_shape),
     cmocka_unit_test(test_per_node_from_launcher),
     cmocka_unit_test(test_sim_world),
-    cmocka_unit_test(test_engine_world))
+    cmocka_unit_test(test_engine_world),
+    cmocka_unit_test(test_group_shape),
+    cmocka_unit_test(test_group_collectives))

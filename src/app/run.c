@@ -237,6 +237,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
                            rank == o->hooks.fault_rank ? o->hooks.fault_step : 0, o->hooks.fault_index, o->hooks.fault_delta};
     hooks.repeat_on = o->hooks.repeat_on && rank == o->hooks.repeat_rank;
     hooks.repeat_layer = o->hooks.repeat_layer;
+    hooks.hpz_copy_delay = o->hooks.hpz_copy_delay;
     /* with a trace, the tracer watches every collective */
     ZnTraceWatch tw;
     long trace_step = 0;

@@ -1,0 +1,382 @@
+/* test_zeropp.c: ZeRO++ (spec Z-ZPP-*) and the node topology it needs
+ * (Z-GRP-*): hpZ bit-identical to stage 3 with and without a delayed
+ * secondary copy, its memory and where its gathers go; qwZ's gathered
+ * values within the int8 bound; qgZ's average within the int4 bound of
+ * the exact one; the inter-node volumes of the ZeRO++ paper; checkpoints
+ * that resume on plain stage 3; the configuration rules. */
+#include "testutil.h"
+#include "app/run.h"
+#include "core/quant.h"
+#include "core/half.h"
+#include "comm/world.h"
+#include "engine/fetch.h"
+#include "engine/zeropp.h"
+#include "io/checkpoint.h"
+#include <math.h>
+
+static const char *DT[3] = {"", "\"fp16\": {\"enabled\": true, \"initial_scale_power\": 8},",
+                            "\"bf16\": {\"enabled\": true},"};
+
+/* A stage-3 config: dtype dt, GA ga, extra keys inside zero_optimization. */
+static void cfg3(char *buf, size_t n, int dt, long ga, const char *zpp) {
+    snprintf(buf, n,
+             "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": %ld, %s"
+             " \"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 0.001}},"
+             " \"zero_optimization\": {\"stage\": 3, \"stage3_param_persistence_threshold\": 40%s%s}}",
+             ga, DT[dt], zpp[0] ? ", " : "", zpp);
+}
+
+/* A run with `per` ranks per node (0: one node); hpz_delay: the test hook. */
+static int run_zpp(const char *model, const char *cfg, int world, int per, long steps, int hpz_delay,
+                   ZnRunResult *res, ZnErr *err) {
+    ZnTrainFlags f = zt_train_flags(model, steps, world, -1);
+    f.ranks_per_node = per;
+    ZnRunOpts o;
+    int rc = zn_train_resolve(&f, cfg, &o, err);
+    if (rc) return rc;
+    o.out = NULL;
+    o.hooks.hpz_copy_delay = hpz_delay;
+    rc = zn_run(&o, res, err);
+    zn_run_opts_free(&o);
+    return rc;
+}
+
+static void must_run(const char *model, const char *cfg, int world, int per, long steps, int delay, ZnRunResult *r) {
+    ZnErr err = {0};
+    if (run_zpp(model, cfg, world, per, steps, delay, r, &err)) fail_msg("%s (world %d/%d): %s", cfg, world, per, err.msg);
+}
+
+/* spec: Z-ZPP-001 Z-ZPP-002 Z-ZPP-004 hpZ gives stage 3's losses and
+   parameters bit for bit: every dtype, GA 1 and 2, group sizes from 2 to
+   the world, one or more nodes, with activation recompute, and with the
+   secondary copies delayed until the engine synchronises */
+static void test_hpz_bit_identical(void **st) {
+    (void)st;
+    const char *model = "mlp:24,40,40,8";
+    static const struct { int world, per, hpz; } shapes[] = {{2, 1, 2}, {4, 2, 2}, {4, 4, 4}, {6, 3, 3}, {8, 4, 4},
+                                                              {8, 2, 8}, {4, 2, 9}};
+    char base[1024], zpp[1024], keys[128];
+    for (int dt = 0; dt < 3; dt++)
+        for (long ga = 1; ga <= 2; ga++)
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                if (getenv("ZINC_UNDER_VALGRIND") && (s != 3 || ga != 2)) continue;
+                const int W = shapes[s].world, per = shapes[s].per;
+                cfg3(base, sizeof base, dt, ga, "");
+                ZnRunResult a, b;
+                must_run(model, base, W, per, 4, 0, &a);
+                snprintf(keys, sizeof keys, "\"zero_hpz_partition_size\": %d", shapes[s].hpz);
+                cfg3(zpp, sizeof zpp, dt, ga, keys);
+                for (int delay = 0; delay <= 1; delay++) {
+                    must_run(model, zpp, W, per, 4, delay, &b);
+                    if (b.digest != a.digest) fail_msg("hpZ %d, world %d/%d, %s, delay %d: digest", shapes[s].hpz, W, per, zpp, delay);
+                    for (int t = 0; t < 4; t++) assert_memory_equal(&a.loss[t], &b.loss[t], sizeof a.loss[t]);
+                    zn_run_result_free(&b);
+                }
+                zn_run_result_free(&a);
+            }
+}
+
+/* The hpZ run's ranks' bytes in ZN_MEM_HPZ: param by param, (pn * W / hpz)
+   16-bit values for each parameter that is ever released. */
+/* spec: Z-ZPP-003 the secondaries are counted under hpz_secondary: after the
+   step they are gone, and the step's peak is pn*W/hpz 16-bit values for
+   every parameter that is not persistent */
+static void test_hpz_memory(void **st) {
+    (void)st;
+    char cfg[1024];
+    cfg3(cfg, sizeof cfg, 2, 1, "\"zero_hpz_partition_size\": 2");
+    const char *model = "mlp:24,40,40,8";
+    ZnRunResult r;
+    must_run(model, cfg, 4, 2, 2, 0, &r);
+    ZnTrainFlags f = zt_train_flags(model, 2, 4, -1);
+    ZnRunOpts o;
+    ZnErr err = {0};
+    assert_int_equal(zn_train_resolve(&f, cfg, &o, &err), 0);
+    ZnLayout L;
+    assert_int_equal(zn_config_layout(&o.cfg, &o.model, 4, &L, &err), 0);
+    long want = 0;
+    for (int p = 0; p < L.nparams; p++)
+        if (L.params[p].numel > 40) want += L.s3_pn[p] * 4 / 2 * 2;   /* persistence threshold 40 */
+    assert_true(want > 0);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(r.mem_end[k].cur[ZN_MEM_HPZ], 0);
+        assert_int_equal(r.mem_end[k].peak[ZN_MEM_HPZ], want);
+    }
+    zn_layout_free(&L);
+    zn_run_opts_free(&o);
+    zn_run_result_free(&r);
+}
+
+/* spec: Z-GRP-003 Z-ZPP-002 Z-ZPP-007 with hpZ over a node, the backward
+   gathers stay inside the node; the inter-node volume of one node per step
+   is 3(N-1)/N M for stage 3 and 0.5(N-1)/N M + 0.25(n-1)/n M plus the
+   scales with hpZ + qwZ + qgZ (M the 16-bit model bytes) */
+static void test_inter_node_volumes(void **st) {
+    (void)st;
+    const char *model = "mlp:64,128,128,16";
+    const char *base = "{\"train_micro_batch_size_per_gpu\": 2, \"bf16\": {\"enabled\": true}, \"zero_optimization\": "
+                       "{\"stage\": 3, \"stage3_param_persistence_threshold\": 0, \"stage3_max_reuse_distance\": 0%s}}";
+    static const struct { int world, per; } shapes[] = {{8, 4}, {6, 2}, {12, 4}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int W = shapes[s].world, per = shapes[s].per, n = W / per;
+        char a[512], b[512];
+        snprintf(a, sizeof a, base, "");
+        char keys[160];
+        snprintf(keys, sizeof keys, ", \"zero_hpz_partition_size\": %d, \"zero_quantized_weights\": true, "
+                 "\"zero_quantized_gradients\": true", per);
+        snprintf(b, sizeof b, base, keys);
+        ZnRunResult ra, rb;
+        must_run(model, a, W, per, 2, 0, &ra);
+        must_run(model, b, W, per, 2, 0, &rb);
+        ZnTrainFlags f = zt_train_flags(model, 2, W, -1);
+        ZnRunOpts o;
+        ZnErr err = {0};
+        assert_int_equal(zn_train_resolve(&f, a, &o, &err), 0);
+        long psi = 0;
+        zn_run_zero_volume(&o, &psi, NULL);
+        zn_run_opts_free(&o);
+        const double M = 2.0 * (double)psi;
+        double pa[4] = {0}, pb[4] = {0};
+        for (int r = 0; r < per; r++)   /* node 0 */
+            for (int j = 0; j < 4; j++) {
+                pa[j] += (double)ra.inter[4 * r + j] / 2.0;
+                pb[j] += (double)rb.inter[4 * r + j] / 2.0;
+            }
+        const double ring = (double)(W - 1) / W;
+        /* stage 3: every phase one ring of M over the world */
+        assert_true(fabs(pa[0] - ring * M) < 1e-9 * M + 1.0);
+        assert_true(fabs(pa[1] - ring * M) < 1e-9 * M + 1.0);
+        assert_true(fabs(pa[3] - ring * M) < 1e-9 * M + 1.0);
+        /* ZeRO++: forward int8 (half of M) plus one fp32 scale per <= 8000
+           values; backward inside the node; gradients int4 over nodes */
+        /* scales: 4 bytes per piece of each parameter (pieces here are
+           under 8000 values), over the same ring */
+        ZnLayout L;
+        assert_int_equal(zn_train_resolve(&f, b, &o, &err), 0);
+        assert_int_equal(zn_config_layout(&o.cfg, &o.model, W, &L, &err), 0);
+        const double scales = ring * 4.0 * W * L.nparams;
+        zn_layout_free(&L);
+        zn_run_opts_free(&o);
+        if (fabs(pb[0] - (0.5 * ring * M + scales)) > 1.0) fail_msg("world %d/%d forward %g vs %g", W, per, pb[0], 0.5 * ring * M + scales);
+        assert_int_equal(pb[1], 0);
+        const double g4 = 0.25 * (double)(n - 1) / n * M;
+        assert_true(pb[3] >= g4 && pb[3] < g4 * 1.05);
+        zn_run_result_free(&ra);
+        zn_run_result_free(&rb);
+    }
+}
+
+/* ---------------------------------------------------------------- qwZ */
+
+typedef struct {
+    ZnRunOpts plain, qw;
+    ZnData data;
+    double worst;   /* the largest error over the bound seen */
+    long checked;
+} QwCtx;
+
+/* Every non-persistent parameter gathered by a plain and a qwZ engine: each
+   gathered value within Z-QNT-003's bound of the exact one, for its group
+   of the sender's piece, plus half an ulp of the model dtype. */
+static int qw_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+    QwCtx *c = arg;
+    (void)rank;
+    ZnDevice dev;
+    zn_device_host_init(&dev);
+    ZnEngine A, B;
+    int rc = zn_engine_init(&A, &c->plain.cfg, &c->plain.model, &c->data, comm, &dev, NULL, err);
+    if (rc) return rc;
+    if ((rc = zn_engine_init(&B, &c->qw.cfg, &c->qw.model, &c->data, comm, &dev, NULL, err))) {
+        zn_engine_free(&A);
+        return rc;
+    }
+    const int W = comm->world.size;
+    const ZnDtype dt = A.dt;
+    for (int p = 0; p < A.L.nparams && !rc; p++) {
+        if (A.persistent[p]) continue;
+        if ((rc = zn_engine_gather_param(&A, p, err)) || (rc = zn_engine_gather_param(&B, p, err))) break;
+        const long pn = A.L.s3_pn[p], ng = zn_quant_ngroups(pn, ZN_Q8_GROUP);
+        const float *x = zn_engine_param_ptr(&A, p), *y = zn_engine_param_ptr(&B, p);
+        for (int q = 0; q < W; q++)
+            for (long g = 0; g < ng; g++) {
+                long lo = q * pn + zn_quant_group_start(pn, ng, g), hi = q * pn + zn_quant_group_start(pn, ng, g + 1);
+                float Amax = 0.0f;
+                for (long i = lo; i < hi; i++) Amax = fmaxf(Amax, fabsf(x[i]));
+                for (long i = lo; i < hi; i++) {
+                    /* half an ulp of y in the model dtype: 2^-11 (fp16) or 2^-8 (bf16) relative */
+                    double ulp = dt == ZN_F32 ? 0.0 : fabs(y[i]) * (dt == ZN_F16 ? 0x1p-11 : 0x1p-8);
+                    double bound = Amax / 128.0 * (1 + 0x1p-17) + ulp;   /* the clamp case, the wider one */
+                    if (fabs(x[i]) * 128.0 / Amax < 127.5) bound = Amax / 256.0 * (1 + 0x1p-14) + ulp;
+                    double e = fabs((double)y[i] - (double)x[i]);
+                    if (e > bound) return zn_err(err, ZN_E_INTERNAL, "param %d element %ld: |%g - %g| > %g", p, i, y[i], x[i], bound);
+                    if (rank == 0 && bound > 0 && e / bound > c->worst) c->worst = e / bound;
+                    if (rank == 0) c->checked++;
+                }
+            }
+        zn_engine_release_param(&A, p, err);
+        zn_engine_release_param(&B, p, err);
+    }
+    zn_engine_free(&B);
+    zn_engine_free(&A);
+    return rc;
+}
+
+/* spec: Z-ZPP-005 Z-QNT-006 a qwZ gather returns every value within the
+   int8 bound of its group in the sender's piece, in fp32, fp16 and bf16 (no
+   fp16 cast: bf16 weights of 1e30 would not survive one) */
+static void test_qwz_gather_bound(void **st) {
+    (void)st;
+    for (int dt = 0; dt < 3; dt++) {
+        char a[1024], b[1024];
+        cfg3(a, sizeof a, dt, 1, "");
+        cfg3(b, sizeof b, dt, 1, "\"zero_quantized_weights\": true");
+        QwCtx c;
+        memset(&c, 0, sizeof c);
+        ZnTrainFlags f = zt_train_flags("mlp:300,200,40,8", 1, 3, -1);
+        ZnErr err = {0};
+        assert_int_equal(zn_train_resolve(&f, a, &c.plain, &err), 0);
+        assert_int_equal(zn_train_resolve(&f, b, &c.qw, &err), 0);
+        assert_int_equal(zn_data_init(&c.data, 300, 8, 1234), 0);
+        ZnSimWorld *w = zn_sim_world_new(3, &err);
+        assert_non_null(w);
+        if (zn_sim_run(w, qw_rank, &c, &err)) fail_msg("dtype %d: %s", dt, err.msg);
+        zn_sim_world_free(w);
+        assert_true(c.checked > 60000);
+        assert_true(c.worst > 0.3);   /* the bound is close to what happens: the test can fail */
+        zn_data_free(&c.data);
+        zn_run_opts_free(&c.plain);
+        zn_run_opts_free(&c.qw);
+    }
+}
+
+/* ---------------------------------------------------------------- qgZ */
+
+/* spec: Z-ZPP-006 qgZ's gradient is the average over all ranks (not over
+   nodes): one step with lr 0 leaves the parameters alone, and its reported
+   norm equals the exact run's within the int4 error, for 2 and 3 nodes (an
+   odd count) in every dtype; training 30 steps stays within 2% of the
+   exact loss */
+static void test_qgz_average(void **st) {
+    (void)st;
+    const char *model = "mlp:24,40,40,8";
+    static const struct { int world, per; } shapes[] = {{4, 2}, {6, 2}, {6, 3}};
+    for (int dt = 0; dt < 3; dt++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            if (getenv("ZINC_UNDER_VALGRIND") && (s != 1 || dt != 2)) continue;
+            char a[1024], b[1024];
+            cfg3(a, sizeof a, dt, 1, "");
+            cfg3(b, sizeof b, dt, 1, "\"zero_quantized_gradients\": true");
+            ZnRunResult ra, rb;
+            must_run(model, a, shapes[s].world, shapes[s].per, 30, 0, &ra);
+            must_run(model, b, shapes[s].world, shapes[s].per, 30, 0, &rb);
+            /* the first step's norm: each int4 value is up to 1/16 of its
+               group's absmax off, twice (two hops): the noise adds to the
+               norm, within 15% here; a divisor of ranks per node or nodes
+               instead of the world would be 2-6x off */
+            double n0 = ra.grad_norm[0], n1 = rb.grad_norm[0];
+            if (fabs(n1 - n0) > 0.15 * n0) fail_msg("dtype %d world %d/%d: norm %g vs %g", dt, shapes[s].world, shapes[s].per, n1, n0);
+            /* a divisor of ranks per node instead of the world would be 2-3x off */
+            for (int t = 25; t < 30; t++)
+                if (fabs(rb.loss[t] - ra.loss[t]) > 0.02 * ra.loss[t])
+                    fail_msg("dtype %d world %d/%d step %d: loss %g vs %g", dt, shapes[s].world, shapes[s].per, t + 1,
+                             rb.loss[t], ra.loss[t]);
+            assert_true(rb.digest != ra.digest);   /* it did quantize */
+            zn_run_result_free(&ra);
+            zn_run_result_free(&rb);
+        }
+}
+
+/* spec: Z-ZPP-006 on one node qgZ takes the plain reduce-scatter (the same
+   bits as without it) */
+static void test_qgz_one_node(void **st) {
+    (void)st;
+    char a[1024], b[1024];
+    cfg3(a, sizeof a, 2, 1, "");
+    cfg3(b, sizeof b, 2, 1, "\"zero_quantized_gradients\": true");
+    ZnRunResult ra, rb;
+    must_run("mlp:24,40,40,8", a, 4, 0, 3, 0, &ra);
+    must_run("mlp:24,40,40,8", b, 4, 0, 3, 0, &rb);
+    assert_true(ra.digest == rb.digest);
+    zn_run_result_free(&ra);
+    zn_run_result_free(&rb);
+}
+
+/* spec: Z-ZPP-008 a checkpoint of a ZeRO++ run is a stage-3 checkpoint:
+   resumed on plain stage 3 (same world, and as universal on another) it
+   goes on */
+static void test_zpp_checkpoint_resumes_plain(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc_zpp_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[1024], b[1024];
+    cfg3(a, sizeof a, 2, 1, "\"zero_hpz_partition_size\": 2, \"zero_quantized_weights\": true, "
+                           "\"zero_quantized_gradients\": true");
+    cfg3(b, sizeof b, 2, 1, "");
+    const char *model = "mlp:24,40,40,8";
+    ZnTrainFlags f = zt_train_flags(model, 3, 4, -1);
+    f.ranks_per_node = 2;
+    f.ckpt_dir = dir;
+    f.ckpt_interval = 3;
+    ZnRunOpts o;
+    ZnRunResult r;
+    ZnErr err = {0};
+    assert_int_equal(zn_train_resolve(&f, a, &o, &err), 0);
+    o.out = NULL;
+    if (zn_run(&o, &r, &err)) fail_msg("%s", err.msg);
+    zn_run_opts_free(&o);
+    zn_run_result_free(&r);
+    char in[256], out[256];
+    snprintf(in, sizeof in, "%s/global_step3", dir);
+    snprintf(out, sizeof out, "%s/universal3", dir);
+    ZnCkptSummary sum;
+    if (zn_ckpt_to_universal(in, out, 2, &sum, &err)) fail_msg("to universal: %s", err.msg);
+    for (int w = 4; w >= 2; w -= 2) {   /* the same world, then universal on 2 ranks */
+        ZnTrainFlags g = zt_train_flags(model, 5, w, -1);
+        g.ckpt_dir = dir;
+        g.resume = 1;
+        g.universal = w != 4;
+        assert_int_equal(zn_train_resolve(&g, b, &o, &err), 0);
+        o.out = NULL;
+        if (zn_run(&o, &r, &err)) fail_msg("resume on %d ranks: %s", w, err.msg);
+        assert_true(isfinite(r.loss[4]) && r.loss[4] > 0);
+        zn_run_opts_free(&o);
+        zn_run_result_free(&r);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* spec: Z-CFG-049 Z-GRP-002 the keys' rules and the topology's errors */
+static void test_zpp_config_errors(void **st) {
+    (void)st;
+    const char *model = "mlp:24,40,40,8";
+    ZnRunResult r;
+    ZnErr err = {0};
+    char c[1024];
+    cfg3(c, sizeof c, 2, 1, "\"zero_hpz_partition_size\": 3");
+    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "zero_hpz_partition_size: 3 does not divide the world size 4");
+    cfg3(c, sizeof c, 2, 1, "\"zero_quantized_gradients\": true, \"reduce_scatter\": false");
+    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "zero_quantized_gradients: needs reduce_scatter true");
+    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 2");
+    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "mics_shard_size: MiCS is not implemented in zinc yet");
+    assert_int_equal(run_zpp(model, NULL, 4, 3, 1, 0, &r, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "--ranks-per-node 3 does not divide --world-size 4 into whole nodes");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hpz_bit_identical),
+        cmocka_unit_test(test_hpz_memory),
+        cmocka_unit_test(test_inter_node_volumes),
+        cmocka_unit_test(test_qwz_gather_bound),
+        cmocka_unit_test(test_qgz_average),
+        cmocka_unit_test(test_qgz_one_node),
+        cmocka_unit_test(test_zpp_checkpoint_resumes_plain),
+        cmocka_unit_test(test_zpp_config_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
