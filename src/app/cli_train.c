@@ -114,7 +114,7 @@ typedef struct {
 static const Flag TRAIN_FLAGS[] = {
     {"--config", FL_STR, F(config_path), .usage = "[--config FILE]"},
     {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
-    {"--ranks-per-node", FL_INT, F(ranks_per_node), 1, 4096, .usage = "[--ranks-per-node P]"},
+    {"--ranks-per-node", FL_INT, F(ranks_per_node), 1, 4096, .usage = "[--ranks-per-node P]\n"},
     {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
     {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk|gpt2-tiny|gpt2|gpt2:key=value,...]\n"},
     {"--data", FL_STR, F(data_spec), .usage = "[--data text:FILE|tokens:FILE]"},
