@@ -199,6 +199,7 @@ static void test_coll_transport_failures(void **st) {
                      : op == ZN_OP_REDUCE_SCATTER ? c->reduce_scatter(c, buf, buf + 4, cnt, ZN_BF16, ZN_MAX, "x", &err)
                      : op == ZN_OP_ALL_GATHER     ? c->all_gather(c, buf, buf + 4, cnt, ZN_U8, "x", &err)
                      : op == ZN_OP_BROADCAST      ? c->broadcast(c, buf, 8, ZN_F32, 1, "x", &err)
+                     : op == ZN_OP_ALL_TO_ALL     ? zn_group_all_to_all(c, zn_group(0, 0), buf, buf + 4, 2, ZN_F32, "x", &err)
                                                   : c->barrier(c, "x", &err);
             assert_int_equal(rc, ZN_E_COMM);
             assert_string_equal(err.msg, "fake: link to rank 1 is down");
