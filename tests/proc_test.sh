@@ -76,6 +76,18 @@ EOF
   a=$(digest "$T/sim"); b=$(digest "$T/lm")
   if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "^\[rank0\]: zinc train: .*(4 processes, backend mpi)" "$T/lm"; then ok "Z-LAUNCH-004 launch --backend mpi"
   else bad "Z-LAUNCH-004" "sim '$a' launch '$b': $(tail -n 3 "$T/lm")"; fi
+
+  # spec: Z-GRP-004 hpZ and qwZ groups over MPI ranks (one node) give the simulator's digest
+  cat >"$T/zppm.json" <<'EOF'
+{"train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": true, "initial_scale_power": 8},
+ "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "zero_hpz_partition_size": 2,
+   "zero_quantized_weights": true}}
+EOF
+  $TO $MPIRUN -np 4 "$ZINC" train --backend mpi --config "$T/zppm.json" --model mlp:24,40,40,8 --steps 3 >"$T/zm" 2>&1
+  $TO "$ZINC" train --config "$T/zppm.json" --model mlp:24,40,40,8 --steps 3 --world-size 4 >"$T/sim" 2>&1
+  a=$(digest "$T/sim"); b=$(digest "$T/zm")
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-GRP-004 hpZ + qwZ mpi"
+  else bad "Z-GRP-004 mpi" "sim '$a' mpi '$b': $(tail -n 3 "$T/zm")"; fi
 else
   bad "Z-PROC-003" "mpirun not found (ci/setup.sh installs openmpi-bin)"
 fi
@@ -101,6 +113,28 @@ $TO "$ZINC" train $A --world-size 3 >"$T/sim" 2>&1
 a=$(digest "$T/sim"); b=$(digest "$T/tcp")
 if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-GPT-010 gpt2 tcp stage 3"
 else bad "Z-GPT-010 gpt2 tcp stage 3" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+
+# spec: Z-GRP-002 Z-GRP-004 ZeRO++ over two launcher nodes of 2 tcp ranks
+# each (zinc launch --nnodes 2): hpZ, qwZ and qgZ give the simulator's
+# digest with --ranks-per-node 2, and the ranks report inter-node bytes
+next_port
+cat >"$T/zpp.json" <<'EOF'
+{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true},
+ "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "zero_hpz_partition_size": 2,
+   "zero_quantized_weights": true, "zero_quantized_gradients": true}}
+EOF
+A="--config $T/zpp.json --model mlp:24,40,40,8 --steps 3 --comm-report"
+$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 1 --master-port $PORT -- zinc train --backend tcp $A \
+  >"$T/zpp1" 2>&1 &
+zp=$!
+$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 0 --master-port $PORT -- zinc train --backend tcp $A \
+  >"$T/zpp0" 2>&1
+wait $zp
+$TO "$ZINC" train $A --world-size 4 --ranks-per-node 2 >"$T/sim" 2>&1
+a=$(digest "$T/sim"); b=$(digest "$T/zpp0")
+if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "comm run rank 0 inter-node: grad_reduce [1-9]" "$T/zpp0"; then
+  ok "Z-GRP-004 ZeRO++ tcp over 2 launcher nodes"
+else bad "Z-GRP-004 ZeRO++ tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/zpp0")"; fi
 
 # spec: Z-OFF-001 offload in tcp processes (each its own swap directory
 # under one nvme_path) gives the simulator's digest without offload
