@@ -136,6 +136,27 @@ if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "comm run rank 0 inter-node: grad_r
   ok "Z-GRP-004 ZeRO++ tcp over 2 launcher nodes"
 else bad "Z-GRP-004 ZeRO++ tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/zpp0")"; fi
 
+# spec: Z-MICS-002 MiCS with the hierarchical gather over two launcher
+# nodes of 2 tcp ranks (a shard group of 4 spans both) gives the
+# simulator's digest
+next_port
+cat >"$T/mics.json" <<'EOF'
+{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true},
+ "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "mics_shard_size": 4,
+   "mics_hierarchical_params_gather": true}}
+EOF
+A="--config $T/mics.json --model mlp:24,40,40,8 --steps 3"
+$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 1 --master-port $PORT -- zinc train --backend tcp $A \
+  >"$T/mics1" 2>&1 &
+zp=$!
+$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 0 --master-port $PORT -- zinc train --backend tcp $A \
+  >"$T/mics0" 2>&1
+wait $zp
+$TO "$ZINC" train $A --world-size 4 --ranks-per-node 2 >"$T/sim" 2>&1
+a=$(digest "$T/sim"); b=$(digest "$T/mics0")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-MICS-002 MiCS hierarchical tcp over 2 launcher nodes"
+else bad "Z-MICS-002 MiCS tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/mics0")"; fi
+
 # spec: Z-OFF-001 offload in tcp processes (each its own swap directory
 # under one nvme_path) gives the simulator's digest without offload
 next_port

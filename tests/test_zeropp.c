@@ -348,7 +348,7 @@ static void test_zpp_checkpoint_resumes_plain(void **st) {
     assert_int_equal(system(cmd), 0);
 }
 
-/* spec: Z-CFG-049 Z-GRP-002 the keys' rules and the topology's errors */
+/* spec: Z-CFG-049 Z-GRP-002 Z-MICS-001 Z-ZPP-001 the keys' rules and the topology's errors */
 static void test_zpp_config_errors(void **st) {
     (void)st;
     const char *model = "mlp:24,40,40,8";
@@ -361,9 +361,30 @@ static void test_zpp_config_errors(void **st) {
     cfg3(c, sizeof c, 2, 1, "\"zero_quantized_gradients\": true, \"reduce_scatter\": false");
     assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "zero_quantized_gradients: needs reduce_scatter true");
-    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 2");
+    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 3");
     assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
-    assert_str_contains(err.msg, "mics_shard_size: MiCS is not implemented in zinc yet");
+    assert_str_contains(err.msg, "mics_shard_size: 3 does not divide the world size 4");
+    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 2, \"zero_quantized_weights\": true");
+    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "MiCS and ZeRO++");
+    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 4, \"mics_hierarchical_params_gather\": true");
+    assert_int_equal(run_zpp(model, c, 4, 4, 1, 0, &r, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "a shard group of 4 ranks must span more than one node of 4 ranks");
+    /* canonical mode promises one tree over the world: MiCS and qgZ are refused */
+    const char *canon_keys[2] = {"\"mics_shard_size\": 2", "\"zero_quantized_gradients\": true"};
+    const char *canon_msg[2] = {"mics_shard_size with --canonical", "zero_quantized_gradients with --canonical"};
+    for (int k = 0; k < 2; k++) {
+        cfg3(c, sizeof c, 2, 1, canon_keys[k]);
+        ZnTrainFlags f = zt_train_flags(model, 1, 4, -1);
+        f.ranks_per_node = 2;
+        f.args.canonical = 1;
+        ZnRunOpts o;
+        assert_int_equal(zn_train_resolve(&f, c, &o, &err), 0);
+        o.out = NULL;
+        assert_int_equal(zn_run(&o, &r, &err), ZN_E_USAGE);
+        assert_str_contains(err.msg, canon_msg[k]);
+        zn_run_opts_free(&o);
+    }
     assert_int_equal(run_zpp(model, NULL, 4, 3, 1, 0, &r, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "--ranks-per-node 3 does not divide --world-size 4 into whole nodes");
 }
@@ -399,6 +420,135 @@ static void test_quantized_gpt2_loss(void **st) {
         }
 }
 
+/* ---------------------------------------------------------------- MiCS */
+
+/* spec: Z-MICS-001 Z-MICS-002 Z-MICS-003 MiCS gives stage 3's bits where
+   its sums are stage 3's: at shard size = world, and when the reduce-scatter
+   in the shard group and the all-reduce across replicas make the world's
+   tree (power-of-two sizes here; 2 of 6 too), with and without the
+   hierarchical gather, every dtype, GA 1 and 2; 3 of 6 (another tree)
+   stays within 1e-3 of stage 3's loss */
+static void test_mics_bit_identical(void **st) {
+    (void)st;
+    const char *model = "mlp:24,40,40,8";
+    static const struct { int world, per, shard, hier; } shapes[] = {
+        {4, 2, 4, 0}, {4, 2, 4, 1}, {4, 2, 2, 0}, {8, 2, 4, 1}, {8, 4, 8, 1}, {8, 2, 2, 0}, {6, 2, 2, 0}};
+    char base[1024], m[1024], keys[160];
+    for (int dt = 0; dt < 3; dt++)
+        for (long ga = 1; ga <= 2; ga++) {
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                if (getenv("ZINC_UNDER_VALGRIND") && (s != 3 || ga != 2 || dt != 2)) continue;
+                cfg3(base, sizeof base, dt, ga, "");
+                snprintf(keys, sizeof keys, "\"mics_shard_size\": %d, \"mics_hierarchical_params_gather\": %s",
+                         shapes[s].shard, shapes[s].hier ? "true" : "false");
+                cfg3(m, sizeof m, dt, ga, keys);
+                ZnRunResult a, b;
+                must_run(model, base, shapes[s].world, shapes[s].per, 4, 0, &a);
+                must_run(model, m, shapes[s].world, shapes[s].per, 4, 0, &b);
+                if (a.digest != b.digest)
+                    fail_msg("MiCS %d of %d (hier %d) dtype %d ga %ld: digest", shapes[s].shard, shapes[s].world,
+                             shapes[s].hier, dt, ga);
+                zn_run_result_free(&a);
+                zn_run_result_free(&b);
+            }
+            if (getenv("ZINC_UNDER_VALGRIND")) continue;
+            cfg3(base, sizeof base, dt, ga, "");
+            cfg3(m, sizeof m, dt, ga, "\"mics_shard_size\": 3");
+            ZnRunResult a, b;
+            must_run(model, base, 6, 3, 4, 0, &a);
+            must_run(model, m, 6, 3, 4, 0, &b);
+            for (int t = 0; t < 4; t++)
+                if (fabs(b.loss[t] - a.loss[t]) > 1e-3 * a.loss[t]) fail_msg("MiCS 3 of 6 dtype %d step %d", dt, t + 1);
+            zn_run_result_free(&a);
+            zn_run_result_free(&b);
+        }
+}
+
+/* spec: Z-MICS-002 Z-MICS-003 with a shard group per node the parameter
+   gathers never leave the node and only the replicas' all-reduce crosses;
+   each rank holds 1/S of the optimizer states (not 1/W); the hierarchical
+   gather sends across nodes only the pieces of its own local rank */
+static void test_mics_memory_and_traffic(void **st) {
+    (void)st;
+    const char *model = "mlp:64,128,128,16";
+    char a[1024], b[1024], c[1024];
+    cfg3(a, sizeof a, 2, 1, "");
+    cfg3(b, sizeof b, 2, 1, "\"mics_shard_size\": 2");
+    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 4, \"mics_hierarchical_params_gather\": true");
+    ZnRunResult ra, rb, rc;
+    must_run(model, a, 8, 2, 2, 0, &ra);
+    must_run(model, b, 8, 2, 2, 0, &rb);
+    must_run(model, c, 8, 2, 2, 0, &rc);
+    for (int r = 0; r < 8; r++) {
+        /* gathers: inside the node with S = ranks per node */
+        assert_int_equal(rb.inter[4 * r + 0] + rb.inter[4 * r + 1] + rb.inter[4 * r + 2], 0);
+        /* fp32 master: 1/2 of the model per rank against 1/8 */
+        assert_int_equal(rb.mem_end[r].cur[ZN_MEM_MASTER32], 4 * ra.mem_end[r].cur[ZN_MEM_MASTER32]);
+        assert_int_equal(rc.mem_end[r].cur[ZN_MEM_MASTER32], 2 * ra.mem_end[r].cur[ZN_MEM_MASTER32]);
+    }
+    /* node 0's forward gathers across nodes, shard groups of 4 on nodes
+       of 2: the ring over the group sends 3/4 of each parameter out of the
+       node, the hierarchical gather the node's 2 pieces of 1/4 once */
+    char d[1024];
+    cfg3(d, sizeof d, 2, 1, "\"mics_shard_size\": 4");
+    ZnRunResult rd;
+    must_run(model, d, 8, 2, 2, 0, &rd);
+    long fd = 0, fc = 0;
+    for (int r = 0; r < 2; r++) { fd += rd.inter[4 * r]; fc += rc.inter[4 * r]; }
+    assert_true(fc > 0 && 3 * fc == 2 * fd);
+    zn_run_result_free(&rd);
+    assert_true(rb.inter[3] > 0);   /* the replicas' all-reduce crosses */
+    zn_run_result_free(&ra);
+    zn_run_result_free(&rb);
+    zn_run_result_free(&rc);
+}
+
+/* spec: Z-MICS-004 a MiCS checkpoint is its first shard group's stage-3
+   checkpoint: resumed by MiCS it continues the uninterrupted run bit for
+   bit; plain stage 3 on S ranks resumes it as it is, and on another world
+   through the universal form */
+static void test_mics_checkpoint(void **st) {
+    (void)st;
+    char dir[] = "/tmp/zinc_mics_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char m[1024], plain[1024];
+    cfg3(m, sizeof m, 2, 1, "\"mics_shard_size\": 2");
+    cfg3(plain, sizeof plain, 2, 1, "");
+    const char *model = "mlp:24,40,40,8";
+    ZnRunResult whole, r;
+    must_run(model, m, 4, 2, 6, 0, &whole);
+    ZnErr err = {0};
+    ZnRunOpts o;
+    for (int pass = 0; pass < 4; pass++) {
+        /* 0: 3 steps saving; 1: MiCS resumes to 6; 2: stage 3 on 2 ranks; 3: universal on 3 */
+        const int w = pass == 2 ? 2 : pass == 3 ? 3 : 4;
+        ZnTrainFlags f = zt_train_flags(model, pass == 0 ? 3 : 6, w, -1);
+        f.ranks_per_node = pass >= 2 ? 0 : 2;
+        f.ckpt_dir = dir;
+        if (pass == 0) f.ckpt_interval = 3;
+        else f.resume = 1;
+        f.universal = pass == 3;
+        if (pass == 3) {
+            char in[256], out[256];
+            ZnCkptSummary sum;
+            snprintf(in, sizeof in, "%s/global_step3", dir);
+            snprintf(out, sizeof out, "%s/universal3", dir);
+            if (zn_ckpt_to_universal(in, out, 2, &sum, &err)) fail_msg("to universal: %s", err.msg);
+        }
+        assert_int_equal(zn_train_resolve(&f, pass >= 2 ? plain : m, &o, &err), 0);
+        o.out = NULL;
+        if (zn_run(&o, &r, &err)) fail_msg("pass %d: %s", pass, err.msg);
+        if (pass == 1) assert_true(r.digest == whole.digest);
+        if (pass >= 2) assert_true(isfinite(r.loss[5]) && r.loss[5] > 0);
+        zn_run_opts_free(&o);
+        zn_run_result_free(&r);
+    }
+    zn_run_result_free(&whole);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hpz_bit_identical),
@@ -410,6 +560,9 @@ int main(void) {
         cmocka_unit_test(test_zpp_checkpoint_resumes_plain),
         cmocka_unit_test(test_zpp_config_errors),
         cmocka_unit_test(test_quantized_gpt2_loss),
+        cmocka_unit_test(test_mics_bit_identical),
+        cmocka_unit_test(test_mics_memory_and_traffic),
+        cmocka_unit_test(test_mics_checkpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

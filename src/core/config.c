@@ -1406,9 +1406,9 @@ static int check_zeropp(Ctx *x, const ZnPlan *P) {
     const ZnZeroConfig *z = &x->c->zero;
     const int world = x->args->world_size;
     const int any = z->zero_hpz_partition_size > 1 || z->zero_quantized_weights || z->zero_quantized_gradients;
-    if (any && !P->gather_per_layer) {
-        warn(x, "zero_optimization: zero_hpz_partition_size, zero_quantized_weights and zero_quantized_gradients "
-             "(ZeRO++) apply at ZeRO stage 3; ignored at stage %d", z->stage);
+    if ((any || z->mics_shard_size > 0) && !P->gather_per_layer) {
+        warn(x, "zero_optimization: zero_hpz_partition_size, zero_quantized_weights, zero_quantized_gradients "
+             "(ZeRO++) and mics_shard_size (MiCS) apply at ZeRO stage 3; ignored at stage %d", z->stage);
         return ZN_OK;
     }
     if (z->zero_hpz_partition_size > 1 && world > 0) {
@@ -1423,9 +1423,15 @@ static int check_zeropp(Ctx *x, const ZnPlan *P) {
     if (z->zero_quantized_nontrainable_weights && P->gather_per_layer)
         warn(x, "zero_optimization.zero_quantized_nontrainable_weights: every parameter of a zinc model trains; "
              "no effect");
-    if (z->mics_shard_size > 0)
-        return fail(x, "zero_optimization.mics_shard_size: MiCS is not implemented in zinc yet; remove the key "
-                    "or set it to -1");
+    if (z->mics_shard_size > 0) {
+        if (world > 0 && (z->mics_shard_size > world || world % z->mics_shard_size))
+            return fail(x, "zero_optimization.mics_shard_size: %ld does not divide the world size %d (shard groups "
+                        "are consecutive ranks)", z->mics_shard_size, world);
+        if (any)
+            return fail(x, "zero_optimization.mics_shard_size: MiCS and ZeRO++ (zero_hpz_partition_size, "
+                        "zero_quantized_weights, zero_quantized_gradients) are different stage-3 optimizers in "
+                        "DeepSpeed; use one of them");
+    }
     if (z->mics_hierarchical_params_gather && z->mics_shard_size <= 0)
         warn(x, "zero_optimization.mics_hierarchical_params_gather: applies with mics_shard_size > 0; ignored");
     return ZN_OK;

@@ -52,4 +52,9 @@ void zn_plan_zeropp(ZnPlan *P, long hpz, int qw, int qg, int world) {
     P->quant_grads = qg != 0;
 }
 
+void zn_plan_mics(ZnPlan *P, long shard, int hier) {
+    P->mics_shard = P->gather_per_layer && shard > 0 ? (int)shard : 0;
+    P->mics_hier = P->mics_shard && hier;
+}
+
 int zn_plan_same(const ZnPlan *a, const ZnPlan *b) { return a->stage == b->stage; }

@@ -77,6 +77,10 @@ typedef struct {
     int hpz;                /* hpZ: ranks of a secondary-partition group (1: off) */
     int quant_weights;      /* qwZ: parameter gathers move int8 values and fp32 scales */
     int quant_grads;        /* qgZ: gradients reduce by the two-hop int4 all-to-all */
+    /* MiCS (zn_plan_mics; 0 without it): the states split within shard
+       groups of mics_shard consecutive ranks, replicated across them */
+    int mics_shard;
+    int mics_hier;          /* gathers go across nodes first, then inside the node */
 } ZnPlan;
 
 /* The plan of ZeRO stage `stage` (0..3); ZN_E_USAGE for another number. */
@@ -92,6 +96,10 @@ void zn_plan_offload(ZnPlan *P, int optim_device, int param_device, double ratio
  * and zero_quantized_gradients. Like DeepSpeed, only a plan that gathers
  * parameters per layer (stage 3) takes them. */
 void zn_plan_zeropp(ZnPlan *P, long hpz, int qw, int qg, int world);
+/* Adds MiCS to a built plan (spec Z-MICS-001): shard the config's
+ * mics_shard_size (<= 0: off), hier its mics_hierarchical_params_gather.
+ * Like DeepSpeed, only stage 3 (parameters partitioned per layer). */
+void zn_plan_mics(ZnPlan *P, long shard, int hier);
 /* The shard of a stage, for the layout's callers that know only the number
    (ZN_SHARD_NONE for a stage out of range; zn_plan_build reports those). */
 ZnShard zn_plan_shard(int stage);

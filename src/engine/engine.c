@@ -20,6 +20,8 @@
 #include "core/hash.h"
 #include "engine/fetch.h"
 #include "engine/zeropp.h"
+#include "engine/mics.h"
+#include "comm/coll.h"
 #include "engine/decay.h"
 #include "engine/offload.h"
 #include "io/swap.h"
@@ -98,16 +100,24 @@ static int stage16(ZnEngine *E, long n, ZnErr *err) {
 static long prefix_count(const long *counts, int r);
 static double ms_since(double t0) { return 1e3 * (zn_now_s() - t0); }
 
+/* Reduce-scatter over the ranks that split the states; with MiCS the
+ * reduced piece is then all-reduced across the replicas (Z-MICS-003). */
 static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr *err) {
     ZnComm *c = E->comm;
-    if (E->cdt == ZN_F32)
-        return c->reduce_scatter(c, buf, recv, counts, ZN_F32, ZN_SUM, "grad_reduce", err);
-    long n = prefix_count(counts, E->world.size), off = prefix_count(counts, E->world.rank);
-    int rc = stage16(E, n, err);
-    if (rc) return rc;
+    const long mine = counts[E->pw.rank];
+    int rc;
+    if (E->cdt == ZN_F32) {
+        rc = zn_group_reduce_scatter(c, E->shard, buf, recv, counts, ZN_F32, ZN_SUM, "grad_reduce", err);
+        if (!rc && E->repl.size > 1) rc = zn_group_all_reduce(c, E->repl, recv, mine, ZN_F32, ZN_SUM, "grad_reduce", err);
+        return rc;
+    }
+    long n = prefix_count(counts, E->pw.size), off = prefix_count(counts, E->pw.rank);
+    if ((rc = stage16(E, n, err))) return rc;
     E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
-    rc = c->reduce_scatter(c, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
-    if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, counts[E->world.rank]);
+    rc = zn_group_reduce_scatter(c, E->shard, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
+    if (!rc && E->repl.size > 1)
+        rc = zn_group_all_reduce(c, E->repl, E->comm16 + off, mine, E->cdt, ZN_SUM, "grad_reduce", err);
+    if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, mine);
     return rc;
 }
 
@@ -125,12 +135,13 @@ static int ar_dt(ZnEngine *E, float *buf, long n, ZnErr *err) {
 /* all-gather of model-dtype values (parameters): 2 bytes each in 16-bit */
 static int ag_dt(ZnEngine *E, const float *send, float *recv, const long *counts, ZnErr *err) {
     ZnComm *c = E->comm;
-    if (E->dt == ZN_F32) return c->all_gather(c, send, recv, counts, ZN_F32, "param_gather", err);
-    long n = prefix_count(counts, E->world.size), off = prefix_count(counts, E->world.rank);
+    if (E->P.mics_hier) return zn_mics_hier_gather(E, send, recv, counts[0], err);
+    if (E->dt == ZN_F32) return zn_group_all_gather(c, E->shard, send, recv, counts, ZN_F32, "param_gather", err);
+    long n = prefix_count(counts, E->pw.size), off = prefix_count(counts, E->pw.rank);
     int rc = stage16(E, n, err);
     if (rc) return rc;
-    E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->world.rank]);
-    rc = c->all_gather(c, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
+    E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->pw.rank]);
+    rc = zn_group_all_gather(c, E->shard, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
     if (!rc) E->k->unpack16(E->dev, E->dt, recv, E->comm16, n);
     return rc;
 }
@@ -154,7 +165,7 @@ static int all_reduce_host_f32(ZnEngine *E, float *x, ZnRedOp op, const char *ta
 /* The counts array of a collective whose every rank holds n elements: the
    engine's own (sized at init), so a step allocates nothing. */
 static long *even_counts(ZnEngine *E, long n) {
-    for (int r = 0; r < E->world.size; r++) E->counts[r] = n;
+    for (int r = 0; r < E->pw.size; r++) E->counts[r] = n;
     return E->counts;
 }
 
@@ -164,7 +175,8 @@ int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long co
     if (count < 0 || mine * (size_t)E->world.size > E->scratch_bytes)
         return zn_err(err, ZN_E_INTERNAL, "%s: %ld elements per rank do not fit the %zu-byte collective scratch",
                       tag, count, E->scratch_bytes);
-    long *counts = even_counts(E, count);
+    long *counts = E->counts;   /* the whole world: every rank's piece */
+    for (int r = 0; r < E->world.size; r++) counts[r] = count;
     /* this rank's piece in its slot: the in-place form of all_gather */
     char *slot = (char *)E->scratch + (size_t)E->world.rank * mine;
     E->k->upload(E->dev, slot, send, mine);
@@ -181,7 +193,7 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->full[p]) return 0;
     const ZnLayout *L = &E->L;
     long pn = L->s3_pn[p], c0, s0, s1, r0;
-    E->full[p] = talloc(E, pn * E->world.size, ZN_MEM_PARAMS16, err);
+    E->full[p] = talloc(E, pn * E->pw.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
     const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
     if (!send) {
@@ -224,11 +236,11 @@ int zn_engine_release_param(ZnEngine *E, int p, ZnErr *err) {
 static int flat_reduce_bucket(ZnEngine *E, int b, float *buf, float *part, int add, ZnErr *err) {
     const ZnBucket *bk = &E->L.buckets[b];
     predivide(E, buf, bk->numel);
-    long off = prefix_count(bk->counts, E->world.rank);
+    long off = prefix_count(bk->counts, E->pw.rank);
     int rc = rs_dt(E, buf, buf + off, bk->counts, err);
     if (rc) return rc;
     ZnRecvPiece *pc = E->pieces;   /* sized at init for the bucket with the most */
-    int np = zn_layout_recv_pieces(&E->L, b, E->world.rank, pc, E->npieces);
+    int np = zn_layout_recv_pieces(&E->L, b, E->pw.rank, pc, E->npieces);
     for (int i = 0; i < np; i++)   /* rounded to the gradient accumulation dtype */
         put_grad(E, part + pc[i].part_off, buf + off + pc[i].recv_off, pc[i].n, add);
     return 0;
@@ -240,7 +252,7 @@ static int chunk_reduce_bucket(ZnEngine *E, int b, int add, ZnErr *err) {
     const ZnBucket *bk = &E->L.buckets[b];
     float *buf = E->bucket_buf;
     predivide(E, buf, bk->numel);
-    float *mine = buf + (long)E->world.rank * bk->block;
+    float *mine = buf + (long)E->pw.rank * bk->block;
     int rc = zn_qgz_active(E) ? zn_qgz_reduce(E, bk, buf, mine, err) : rs_dt(E, buf, mine, bk->counts, err);
     if (rc) return rc;
     for (int i = 0; i < bk->nentries; i++) {
@@ -274,7 +286,7 @@ static int grad_hook(ZnEngine *E, int p, const float *g, ZnErr *err) {
             E->k->zero(E->dev, E->bucket_buf + e->buf_off + n, (size_t)(e->numel - n) * sizeof(float));
     } else {
         long pn = L->s3_pn[p];
-        for (int r = 0; r < E->world.size; r++) {
+        for (int r = 0; r < E->pw.size; r++) {
             long lo = (long)r * pn, cnt = n - lo;
             if (cnt < 0) cnt = 0;
             if (cnt > pn) cnt = pn;
@@ -322,9 +334,9 @@ static int scatter_bucket(ZnEngine *E, int b, ZnErr *err) {
     }
     float *region = E->flat_grads + bk->flat_lo;
     predivide(E, region, bk->flat_hi - bk->flat_lo);
-    long off = prefix_count(bk->counts, E->world.rank);
+    long off = prefix_count(bk->counts, E->pw.rank);
     int rc = rs_dt(E, region, region + off, bk->counts, err);
-    round_dt(E, region + off, bk->counts[E->world.rank]);
+    round_dt(E, region + off, bk->counts[E->pw.rank]);
     return rc;
 }
 
@@ -475,7 +487,9 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
         uint64_t *all = E->norm_all;   /* 2 per rank */
         int rc = zn_engine_all_gather_host(E, mine, all, 2, ZN_U64, "norm", err);
         hi = lo = 0;
-        for (int r = 0; r < E->world.size && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
+        /* the first shard group's partitions cover the model once (with
+           MiCS the other groups hold the same reduced values) */
+        for (int r = 0; r < E->pw.size && !rc; r++) zn_u128_add(&hi, &lo, all[2 * r], all[2 * r + 1]);
         if (rc) return rc;
     }
     *norm = zn_norm_from_fixed(hi, lo, shift);
@@ -501,7 +515,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err);
  * working copy itself (fp32 stage 0). */
 static float *working_image(ZnEngine *E) {
     if (E->P.optim == ZN_HOLD_FULL) return E->dt != ZN_F32 ? E->flat_params : NULL;
-    if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->world.rank * E->L.part_numel;
+    if (E->P.params == ZN_HOLD_FULL) return E->flat_params + (long)E->pw.rank * E->L.part_numel;
     return E->param_part;   /* NULL with parameters on NVMe: the step writes them back (offload_param.c) */
 }
 
@@ -694,7 +708,7 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
     if (L->shard == ZN_SHARD_FLAT) {
         float *tmp = falloc(E, L->aligned_numel, ZN_MEM_BUCKETS, err);
         if (!tmp) return err->code;
-        rc = E->comm->all_gather(E->comm, src, tmp, even_counts(E, L->part_numel), ZN_F32, "digest", err);
+        rc = zn_group_all_gather(E->comm, E->shard, src, tmp, even_counts(E, L->part_numel), ZN_F32, "digest", err);
         for (int p = 0; p < L->nparams && !rc; p++)
             k->download(E->dev, out + L->model_offset[p], tmp + L->flat_offset[p],
                         (size_t)L->params[p].numel * sizeof(float));
@@ -702,9 +716,9 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
     } else {
         for (int p = 0; p < L->nparams && !rc; p++) {
             long pn = L->s3_pn[p];
-            float *tmp = falloc(E, pn * E->world.size, ZN_MEM_BUCKETS, err);
+            float *tmp = falloc(E, pn * E->pw.size, ZN_MEM_BUCKETS, err);
             if (!tmp) { rc = err->code; break; }
-            rc = E->comm->all_gather(E->comm, src + L->s3_off[p], tmp, even_counts(E, pn), ZN_F32, "digest", err);
+            rc = zn_group_all_gather(E->comm, E->shard, src + L->s3_off[p], tmp, even_counts(E, pn), ZN_F32, "digest", err);
             if (!rc) k->download(E->dev, out + L->model_offset[p], tmp, (size_t)L->params[p].numel * sizeof(float));
             zn_dev_free(E->dev, tmp);
         }
@@ -808,6 +822,14 @@ ZnLayoutOpts zn_layout_opts(const ZnConfig *cfg) {
 
 int zn_config_layout(const ZnConfig *cfg, const ZnModel *model, int world, ZnLayout *L, ZnErr *err) {
     ZnLayoutOpts lo = zn_layout_opts(cfg);
+    /* MiCS: the shard group splits the states (a bad shard size is the
+       config check's and zn_mics_init's to report) */
+    ZnPlan P;
+    ZnErr perr = {0};
+    if (!zn_plan_build(&P, cfg->zero.stage, &perr)) {
+        zn_plan_mics(&P, cfg->zero.mics_shard_size, 0);
+        if (P.mics_shard > 0 && P.mics_shard < world && world % P.mics_shard == 0) world = P.mics_shard;
+    }
     return zn_layout_build(L, model->params, model->nparams, world, cfg->zero.stage, &lo, err);
 }
 
@@ -846,12 +868,13 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->world = comm->world;
     int rc = zn_plan_build(&E->P, cfg->zero.stage, err);
     if (rc) return rc;
+    if ((rc = zn_mics_init(E, cfg, err))) return rc;   /* E->pw, shard, repl */
     if (hooks) E->hooks = *hooks;
     E->canonical = cfg->canonical;
     E->adam = (ZnAdamParams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                              cfg->adamw, cfg->bias_correction};
     if ((rc = zn_off_init(E, err))) return rc;   /* where grads, params and the optimizer live */
-    if ((rc = zn_config_layout(cfg, model, E->world.size, &E->L, err))) return rc;
+    if ((rc = zn_config_layout(cfg, model, E->world.size, &E->L, err))) return rc;   /* cut over pw.size */
     if ((rc = init_precision(E, err))) { zn_layout_free(&E->L); return rc; }
     const ZnLayout *L = &E->L;
     const uint64_t seed = (uint64_t)cfg->seed;
@@ -874,7 +897,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
        on the host (Z-ENG-017): collective counts, a bucket's received
        pieces, the norm's partial sums, the step's losses */
     for (int b = 0; b < L->nbuckets; b++) {
-        int np = L->shard == ZN_SHARD_FLAT ? zn_layout_recv_pieces(L, b, E->world.rank, NULL, 0) : 0;
+        int np = L->shard == ZN_SHARD_FLAT ? zn_layout_recv_pieces(L, b, E->pw.rank, NULL, 0) : 0;
         if (np > E->npieces) E->npieces = np;
     }
     const size_t ga = (size_t)cfg->grad_accum, W = (size_t)E->world.size;
@@ -946,8 +969,8 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         E->grad_part = E->flat_grads;
         init = E->flat_params;             /* fp32 stage 0 steps the model weights themselves */
     } else if (E->P.shard == ZN_SHARD_FLAT) {
-        init = E->flat_params + (long)E->world.rank * L->part_numel;
-        if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->world.rank * L->part_numel;
+        init = E->flat_params + (long)E->pw.rank * L->part_numel;
+        if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->pw.rank * L->part_numel;
         else if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     } else {
         ZnDevice *pd = E->pdev;
@@ -963,7 +986,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             }
             for (int p = 0; p < L->nparams; p++) {
                 long lo2, hi2, off;
-                zn_layout_owned(L, p, E->world.rank, &lo2, &hi2, &off);
+                zn_layout_owned(L, p, E->pw.rank, &lo2, &hi2, &off);
                 if (hi2 > lo2) zn_model_init_param(model, p, seed, lo2, hi2, hinit + off);
             }
         }
@@ -986,7 +1009,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             if (!(E->pstage = talloc(E, maxpn, ZN_MEM_BUCKETS, err))) goto fail;
         }
     }
-    if ((rc = zn_decay_ranges(model, cfg, L, E->world.rank, E->part_n, &E->decay, &E->ndecay, err))) goto fail;
+    if ((rc = zn_decay_ranges(model, cfg, L, E->pw.rank, E->part_n, &E->decay, &E->ndecay, err))) goto fail;
     if ((rc = zn_off_groups_init(E, init, init_dev, err))) goto fail;
     /* after the optimizer's swap space, which the parameters may share */
     if (E->P.param_tier == ZN_TIER_NVME && (rc = zn_offp_init(E, hinit, err))) goto fail;
@@ -1015,6 +1038,7 @@ fail:
 
 void zn_engine_free(ZnEngine *E) {
     zn_zpp_free(E);   /* pending secondary copies free their sources */
+    zn_mics_free(E);
     if (E->full) {
         for (int p = 0; p < E->L.nparams; p++) zn_dev_free(E->dev, E->full[p]);
         free(E->full);

@@ -71,6 +71,12 @@ typedef struct ZnEngine {
     ZnDevice *dev;
     const ZnKernels *k;
     ZnWorld world;          /* this rank's world: its communicator's (core/topo.h) */
+    /* the ranks that split the states among them: the world, or with MiCS
+       this rank's shard group of S consecutive ranks (size S, rank r % S);
+       repl: the ranks holding the same partition (MiCS), size 1 without */
+    ZnWorld pw;
+    ZnGroup shard, repl;
+    void *mics_buf;         /* the hierarchical gather's staging (mics.c) */
     ZnPlan P;               /* the stage plan: what this rank holds, when it reduces */
     /* host scratch sized at init, so a step allocates nothing on the host */
     long *counts;           /* [world] counts of a collective */

@@ -634,11 +634,12 @@ static const float *part_for_save(ZnEngine *E, ZnPartState which, float **owned,
 
 static int write_shard(ZnEngine *E, const char *tagdir, uint64_t out[2], ZnErr *err) {
     char name[128], path[PATH_MAX_ZN];
-    rank_file_name(name, sizeof name, E->world.rank);
+    /* the partition's rank and world: with MiCS the shard group's (Z-MICS-004) */
+    rank_file_name(name, sizeof name, E->pw.rank);
     join(path, tagdir, name);
     char rk[16], wd[16], sg[16];
-    snprintf(rk, sizeof rk, "%d", E->world.rank);
-    snprintf(wd, sizeof wd, "%d", E->world.size);
+    snprintf(rk, sizeof rk, "%d", E->pw.rank);
+    snprintf(wd, sizeof wd, "%d", E->pw.size);
     snprintf(sg, sizeof sg, "%d", E->P.stage);
     const char *meta[] = {"format", ZN_CKPT_FORMAT, "rank", rk, "world_size", wd, "stage", sg, NULL};
     ZnStEntry e[4];
@@ -739,7 +740,8 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     pthread_t th;
     const int model_here = !rc && E->world.rank == 0;
     const int threaded = model_here && pthread_create(&th, NULL, model_job, &job) == 0;
-    if (!rc) rc = write_shard(E, tagdir, mine, err);
+    /* with MiCS the first shard group writes: the others hold the same states */
+    if (!rc && E->world.rank < E->pw.size) rc = write_shard(E, tagdir, mine, err);
     if (threaded) pthread_join(th, NULL);
     else if (model_here && !rc) model_job(&job);
     if (!rc && job.rc) {
@@ -758,7 +760,7 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON_AddStringToObject(m, "zinc_version", "0.1.0");
         cJSON_AddStringToObject(m, "tag", tag);
         cJSON_AddStringToObject(m, "model", model_spec ? model_spec : "");
-        cJSON_AddNumberToObject(m, "world_size", E->world.size);
+        cJSON_AddNumberToObject(m, "world_size", E->pw.size);
         cJSON_AddNumberToObject(m, "stage", E->P.stage);
         cJSON_AddStringToObject(m, "model_dtype", zn_dtype_name(E->dt));
         cJSON_AddStringToObject(m, "master_dtype", "fp32");
@@ -775,11 +777,11 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
         cJSON *cfg = config_json ? zn_json_parse(config_json, strlen(config_json) + 1, NULL, 0) : NULL;
         zn_json_add(m, "config", cfg ? cfg : cJSON_CreateNull());
         cJSON *fs = cJSON_AddArrayToObject(m, "files");
-        for (int r = 0; r <= E->world.size; r++) {
+        for (int r = 0; r <= E->pw.size; r++) {
             char name[128], hex[32];
-            if (r < E->world.size) rank_file_name(name, sizeof name, r);
+            if (r < E->pw.size) rank_file_name(name, sizeof name, r);
             else snprintf(name, sizeof name, "%s", MODEL_FILE);
-            uint64_t *sum = r < E->world.size ? &all[2 * r] : model_sum;
+            uint64_t *sum = r < E->pw.size ? &all[2 * r] : model_sum;
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)sum[1]);
             cJSON *f = zn_json_add(fs, NULL, cJSON_CreateObject());
             cJSON_AddStringToObject(f, "name", name);
@@ -853,7 +855,7 @@ static void take_partition(const ZnEngine *E, const float *full, float *part) {
     memset(part, 0, (size_t)E->part_n * 4);   /* padding is zero */
     for (int p = 0; p < L->nparams; p++) {
         long lo, hi, off;
-        zn_layout_owned(L, p, E->world.rank, &lo, &hi, &off);
+        zn_layout_owned(L, p, E->pw.rank, &lo, &hi, &off);
         if (hi > lo) memcpy(part + off, full + L->model_offset[p] + lo, (size_t)(hi - lo) * 4);
     }
 }
@@ -911,7 +913,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     }
     const long total = E->L.total_numel;
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
-    int same = !universal && m->world == E->world.size && zn_plan_same(&m->plan, &E->P) &&
+    int same = !universal && m->world == E->pw.size && zn_plan_same(&m->plan, &E->P) &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
                (!E->P.step_per_subgroup || m->lopts.sub_group_size == mine.sub_group_size);
     /* a shard of this layout goes straight into a host device's partitions
@@ -935,7 +937,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
             rc = zn_err(err, ZN_E_CORRUPT, "%s: partitions of %ld elements, this layout has %ld", m->path, m->rank_numel, E->part_n);
             goto done;
         }
-        rc = read_shard(m, tagdir, E->world.rank, ms, ea, es, err);
+        rc = read_shard(m, tagdir, E->pw.rank, ms, ea, es, err);
     } else {      /* a remap through the full vectors (Z-CKPT-004) */
         fm = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);
         fa = zn_malloc(ZN_HOST_IO, (size_t)(total + 1) * 4);

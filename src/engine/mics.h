@@ -1,0 +1,22 @@
+/* mics.h: MiCS inside the engine (spec Z-MICS-*, reference
+ * offload-and-zeropp.md §B5; DeepSpeed runtime/zero/mics.py, mics_utils.py).
+ * The states are split within shard groups of S consecutive ranks and
+ * replicated across the W/S groups: the layout is cut for S ranks, the
+ * partition collectives run in the shard group (E->shard), and a reduced
+ * gradient piece is then all-reduced across the replicas (E->repl). Private
+ * to the engine. */
+#ifndef ZN_MICS_H
+#define ZN_MICS_H
+#include "engine/engine.h"
+
+/* The plan's MiCS fields, E->pw, E->shard and E->repl (the whole world and
+ * no replicas without MiCS); the errors a config check cannot see (the
+ * node size of processes). */
+int zn_mics_init(ZnEngine *E, const ZnConfig *cfg, ZnErr *err);
+void zn_mics_free(ZnEngine *E);
+/* The hierarchical gather (mics_hierarchical_params_gather): this rank's
+ * pn values of send gathered from the shard group into full (S * pn, rank
+ * order) by an all-gather across nodes among the ranks of one local rank,
+ * then one inside the node. */
+int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, ZnErr *err);
+#endif
