@@ -100,6 +100,23 @@ static int stage16(ZnEngine *E, long n, ZnErr *err) {
 static long prefix_count(const long *counts, int r);
 static double ms_since(double t0) { return 1e3 * (zn_now_s() - t0); }
 
+/* The collectives of the ranks that split the states: the world's entry
+ * points unless MiCS makes that a shard group (a communicator needs group
+ * collectives only for MiCS and ZeRO++). */
+static int part_reduce_scatter(ZnEngine *E, const void *send, void *recv, const long *counts, ZnDtype dt,
+                               ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->shard.size == E->world.size) return c->reduce_scatter(c, send, recv, counts, dt, ZN_SUM, "grad_reduce", err);
+    return zn_group_reduce_scatter(c, E->shard, send, recv, counts, dt, ZN_SUM, "grad_reduce", err);
+}
+
+static int part_all_gather(ZnEngine *E, const void *send, void *recv, const long *counts, ZnDtype dt,
+                           const char *tag, ZnErr *err) {
+    ZnComm *c = E->comm;
+    if (E->shard.size == E->world.size) return c->all_gather(c, send, recv, counts, dt, tag, err);
+    return zn_group_all_gather(c, E->shard, send, recv, counts, dt, tag, err);
+}
+
 /* Reduce-scatter over the ranks that split the states; with MiCS the
  * reduced piece is then all-reduced across the replicas (Z-MICS-003). */
 static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr *err) {
@@ -107,14 +124,14 @@ static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr
     const long mine = counts[E->pw.rank];
     int rc;
     if (E->cdt == ZN_F32) {
-        rc = zn_group_reduce_scatter(c, E->shard, buf, recv, counts, ZN_F32, ZN_SUM, "grad_reduce", err);
+        rc = part_reduce_scatter(E, buf, recv, counts, ZN_F32, err);
         if (!rc && E->repl.size > 1) rc = zn_group_all_reduce(c, E->repl, recv, mine, ZN_F32, ZN_SUM, "grad_reduce", err);
         return rc;
     }
     long n = prefix_count(counts, E->pw.size), off = prefix_count(counts, E->pw.rank);
     if ((rc = stage16(E, n, err))) return rc;
     E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
-    rc = zn_group_reduce_scatter(c, E->shard, E->comm16, E->comm16 + off, counts, E->cdt, ZN_SUM, "grad_reduce", err);
+    rc = part_reduce_scatter(E, E->comm16, E->comm16 + off, counts, E->cdt, err);
     if (!rc && E->repl.size > 1)
         rc = zn_group_all_reduce(c, E->repl, E->comm16 + off, mine, E->cdt, ZN_SUM, "grad_reduce", err);
     if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, mine);
@@ -134,14 +151,13 @@ static int ar_dt(ZnEngine *E, float *buf, long n, ZnErr *err) {
 
 /* all-gather of model-dtype values (parameters): 2 bytes each in 16-bit */
 static int ag_dt(ZnEngine *E, const float *send, float *recv, const long *counts, ZnErr *err) {
-    ZnComm *c = E->comm;
     if (E->P.mics_hier) return zn_mics_hier_gather(E, send, recv, counts[0], err);
-    if (E->dt == ZN_F32) return zn_group_all_gather(c, E->shard, send, recv, counts, ZN_F32, "param_gather", err);
+    if (E->dt == ZN_F32) return part_all_gather(E, send, recv, counts, ZN_F32, "param_gather", err);
     long n = prefix_count(counts, E->pw.size), off = prefix_count(counts, E->pw.rank);
     int rc = stage16(E, n, err);
     if (rc) return rc;
     E->k->pack16(E->dev, E->dt, E->comm16 + off, send, counts[E->pw.rank]);
-    rc = zn_group_all_gather(c, E->shard, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
+    rc = part_all_gather(E, E->comm16 + off, E->comm16, counts, E->dt, "param_gather", err);
     if (!rc) E->k->unpack16(E->dev, E->dt, recv, E->comm16, n);
     return rc;
 }
@@ -708,7 +724,7 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
     if (L->shard == ZN_SHARD_FLAT) {
         float *tmp = falloc(E, L->aligned_numel, ZN_MEM_BUCKETS, err);
         if (!tmp) return err->code;
-        rc = zn_group_all_gather(E->comm, E->shard, src, tmp, even_counts(E, L->part_numel), ZN_F32, "digest", err);
+        rc = part_all_gather(E, src, tmp, even_counts(E, L->part_numel), ZN_F32, "digest", err);
         for (int p = 0; p < L->nparams && !rc; p++)
             k->download(E->dev, out + L->model_offset[p], tmp + L->flat_offset[p],
                         (size_t)L->params[p].numel * sizeof(float));
@@ -718,7 +734,7 @@ static int gather_partitions(ZnEngine *E, const float *src, float *out, ZnErr *e
             long pn = L->s3_pn[p];
             float *tmp = falloc(E, pn * E->pw.size, ZN_MEM_BUCKETS, err);
             if (!tmp) { rc = err->code; break; }
-            rc = zn_group_all_gather(E->comm, E->shard, src + L->s3_off[p], tmp, even_counts(E, pn), ZN_F32, "digest", err);
+            rc = part_all_gather(E, src + L->s3_off[p], tmp, even_counts(E, pn), ZN_F32, "digest", err);
             if (!rc) k->download(E->dev, out + L->model_offset[p], tmp, (size_t)L->params[p].numel * sizeof(float));
             zn_dev_free(E->dev, tmp);
         }
