@@ -147,7 +147,7 @@ test-peer: $(BUILD)/zinc
 # coverage/html, text summary in coverage/summary.txt) and the per-stage table
 # (coverage/stages.txt).
 coverage:
-	$(MAKE) BUILD=build-cov OPT=-O0 EXTRA_CFLAGS="--coverage -fprofile-update=atomic" \
+	$(MAKE) BUILD=build-cov OPT=-O0 EXTRA_CFLAGS="--coverage -fprofile-update=atomic -DZN_LIGHT_TESTS" \
 	        EXTRA_LDFLAGS=--coverage tests
 	sh coverage/run.sh build-cov
 

@@ -44,6 +44,18 @@ for s in 2 3; do
   check "helgrind zinc train stage $s" valgrind -q --tool=helgrind --error-exitcode=98 $Z $RUN --stage $s
   check "drd zinc train stage $s" valgrind -q --tool=drd --error-exitcode=98 $Z $RUN --stage $s
 done
+# group collectives (ZeRO++'s hpZ, qwZ, qgZ; MiCS's hierarchical gather) on
+# 4 ranks in 2 simulated nodes, under both
+ZP=$(mktemp -d)
+printf '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "zero_hpz_partition_size": 2, "zero_quantized_weights": true, "zero_quantized_gradients": true}}\n' >"$ZP/zpp.json"
+printf '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "mics_shard_size": 4, "mics_hierarchical_params_gather": true}}\n' >"$ZP/mics.json"
+for c in zpp mics; do
+  for tool in helgrind drd; do
+    check "$tool zinc train $c" valgrind -q --tool=$tool --error-exitcode=98 $Z train --world-size 4 --ranks-per-node 2 \
+      --steps 2 --model mlp:8,12,5 --steps-per-print 0 --config "$ZP/$c.json"
+  done
+done
+rm -rf "$ZP"
 # a checkpoint save (rank 0 writes the module file on a second thread) and a
 # resume (every rank parses its shard's header at once) under both
 CK=$(mktemp -d)

@@ -58,7 +58,8 @@ static void test_offload_same_digest(void **st) {
         for (int stage = 1; stage <= 3; stage++)
             for (int w = 1; w <= 8; w++) {
                 if (w > 4 && w != 8) continue;
-                if (getenv("ZINC_UNDER_VALGRIND") && w != 3) continue;   /* memcheck: one uneven world */
+                /* memcheck: one uneven world, bf16 (the other dtypes take the same paths) */
+                if (getenv("ZINC_UNDER_VALGRIND") && (w != 3 || dt != 2)) continue;
                 cfg_text(base, sizeof base, dt, stage, 2, NULL, NULL, NULL, NULL);
                 uint64_t want = digest_of(model, base, w, 3);
                 cfg_text(off, sizeof off, dt, stage, 2, "cpu", NULL, NULL, NULL);
