@@ -166,7 +166,8 @@ static int check_sequence(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     }
     ZnSeqRec mine;
     k->call = ++m->calls;
-    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, c->world.size, tag);
+    zn_seq_fill(&mine, k->call, k->op, k->dt, k->red, k->root, k->count, k->counts, k->grp.size, tag);
+    zn_seq_group(&mine, k->grp);
     cudaStream_t st = zn_cuda_dev(m->dev)->stream;
     char *mine_dev = (char *)m->recs_dev + (size_t)c->world.rank * sizeof mine;
     cudaError_t e = cudaMemcpyAsync(mine_dev, &mine, sizeof mine, cudaMemcpyHostToDevice, st);
@@ -300,17 +301,135 @@ static int nc_broadcast(ZnComm *c, void *buf, long count, ZnDtype dt, int root, 
     return wait_done(c, "broadcast", tag, err);
 }
 
+/* ------------------------------------------------ group collectives */
+/* Collectives inside groups of ranks (ZeRO++, MiCS; spec Z-GRP-004): point
+ * to point among the members over the world communicator, grouped, and
+ * sums in the tree kernel over member index, so no split communicator is
+ * needed and the bits are the simulator's in either mode. */
+
+static int group_slots(NcclComm *m, size_t bytes, ZnErr *err) {
+    if (bytes <= m->slots_cap) return 0;
+    cudaFree(m->slots);
+    m->slots = NULL;
+    m->slots_cap = 0;
+    cudaError_t e = cudaMalloc((void **)&m->slots, bytes);
+    if (e != cudaSuccess)
+        return fail(m, (zn_err(err, ZN_E_NOMEM, "NCCL group staging (%zu bytes): %s", bytes, cudaGetErrorString(e)), err));
+    m->slots_cap = bytes;
+    return 0;
+}
+
+static int group_scatter_sum(ZnComm *c, const ZnCollCall *k, const void *send, void *recv, const long *counts,
+                             ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    const int G = k->grp.size, me = k->gi;
+    size_t es = zn_dtype_size(k->dt), piece = (size_t)counts[me] * es;
+    int rc = group_slots(m, (size_t)G * piece + 1, err);
+    if (rc) return rc;
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    ncclDataType_t t = nccl_type(k->dt);
+    api.GroupStart();
+    size_t off = 0;
+    for (int j = 0; j < G; j++) {
+        const char *slice = (const char *)send + off;
+        int q = zn_group_member(&c->world, k->grp, j);
+        if (j != me) {
+            if (counts[j]) api.Send(slice, (size_t)counts[j], t, q, m->nccl, st);
+            if (counts[me]) api.Recv(m->slots + (size_t)j * piece, (size_t)counts[me], t, q, m->nccl, st);
+        } else if (piece) {
+            cudaMemcpyAsync(m->slots + (size_t)j * piece, slice, piece, cudaMemcpyDeviceToDevice, st);
+        }
+        off += (size_t)counts[j] * es;
+    }
+    ncclResult_t r = api.GroupEnd();
+    if (r != ncclSuccess) return nccl_fail(m, r, "group reduce-scatter (send/recv)", k->tag, err);
+    for (int j = 0; j < G; j++) m->slot_ptrs[j] = m->slots + (size_t)j * piece;
+    if (counts[me] && zn_cuda_tree_reduce(m->dev, m->slot_ptrs, G, k->dt, k->red, counts[me], recv, err)) return fail(m, err);
+    return wait_done(c, "group reduce-scatter", k->tag, err);
+}
+
+static int group_gather(ZnComm *c, const ZnCollCall *k, const void *send, void *recv, const long *counts, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    const int G = k->grp.size, me = k->gi;
+    size_t es = zn_dtype_size(k->dt), off = 0;
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    ncclDataType_t t = nccl_type(k->dt);
+    api.GroupStart();
+    for (int j = 0; j < G; j++) {
+        char *dst = (char *)recv + off;
+        int q = zn_group_member(&c->world, k->grp, j);
+        if (j == me) {
+            if (dst != send && counts[j]) cudaMemcpyAsync(dst, send, (size_t)counts[j] * es, cudaMemcpyDeviceToDevice, st);
+        } else {
+            if (counts[me]) api.Send(send, (size_t)counts[me], t, q, m->nccl, st);
+            if (counts[j]) api.Recv(dst, (size_t)counts[j], t, q, m->nccl, st);
+        }
+        off += (size_t)counts[j] * es;
+    }
+    ncclResult_t r = api.GroupEnd();
+    if (r != ncclSuccess) return nccl_fail(m, r, "group all-gather (send/recv)", k->tag, err);
+    return wait_done(c, "group all-gather", k->tag, err);
+}
+
+static int group_all_reduce(ZnComm *c, const ZnCollCall *k, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    const int G = k->grp.size;
+    long *counts = (long *)malloc((size_t)G * sizeof(long));
+    if (!counts) return fail(m, (zn_nomem(err), err));
+    zn_comm_even_counts(k->count, G, counts);
+    long off = 0;
+    for (int j = 0; j < k->gi; j++) off += counts[j];
+    size_t es = zn_dtype_size(k->dt);
+    char *piece = (char *)k->recv + (size_t)off * es;
+    void *tmp = NULL;
+    int rc = 0;
+    if (cudaMalloc(&tmp, (size_t)counts[k->gi] * es + 16) != cudaSuccess)
+        rc = fail(m, (zn_err(err, ZN_E_NOMEM, "group all-reduce staging"), err));
+    if (!rc) rc = group_scatter_sum(c, k, k->recv, tmp, counts, err);
+    if (!rc && counts[k->gi] && cudaMemcpyAsync(piece, tmp, (size_t)counts[k->gi] * es, cudaMemcpyDeviceToDevice,
+                                                 zn_cuda_dev(m->dev)->stream) != cudaSuccess)
+        rc = fail(m, (zn_err(err, ZN_E_COMM, "group all-reduce: copy failed"), err));
+    if (!rc) rc = group_gather(c, k, piece, k->recv, counts, err);
+    cudaFree(tmp);
+    free(counts);
+    return rc;
+}
+
+static int group_all_to_all(ZnComm *c, const ZnCollCall *k, ZnErr *err) {
+    NcclComm *m = (NcclComm *)c->impl;
+    size_t piece = (size_t)k->count * zn_dtype_size(k->dt);
+    cudaStream_t st = zn_cuda_dev(m->dev)->stream;
+    ncclDataType_t t = nccl_type(k->dt);
+    if (!piece) return 0;
+    api.GroupStart();
+    for (int j = 0; j < k->grp.size; j++) {
+        const char *src = (const char *)k->send + (size_t)j * piece;
+        char *dst = (char *)k->recv + (size_t)j * piece;
+        int q = zn_group_member(&c->world, k->grp, j);
+        if (j == k->gi) cudaMemcpyAsync(dst, src, piece, cudaMemcpyDeviceToDevice, st);
+        else {
+            api.Send(src, (size_t)k->count, t, q, m->nccl, st);
+            api.Recv(dst, (size_t)k->count, t, q, m->nccl, st);
+        }
+    }
+    ncclResult_t r = api.GroupEnd();
+    if (r != ncclSuccess) return nccl_fail(m, r, "all-to-all (send/recv)", k->tag, err);
+    return wait_done(c, "all-to-all", k->tag, err);
+}
+
 /* One call the layer has checked: the sequence check, then NCCL. */
 static int nc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
-    /* groups need communicators split per node group (ncclCommSplit): not
-       built yet, so ZeRO++ and MiCS are refused on NCCL rather than run on
-       the wrong ranks (spec Z-GRP-004) */
-    if (k->grp.size != c->world.size || k->grp.stride != 1 || k->op == ZN_OP_ALL_TO_ALL)
-        return zn_err(err, ZN_E_USAGE, "%s '%s' in a group of %d ranks (stride %d): the nccl backend has no group "
-                      "communicators yet; ZeRO++ and MiCS run on the sim, tcp and mpi backends",
-                      zn_coll_op_name(k->op), k->tag ? k->tag : "", k->grp.size, k->grp.stride);
     int rc = check_sequence(c, k, err);
     if (rc) return rc;
+    if (k->grp.size != c->world.size || k->op == ZN_OP_ALL_TO_ALL) {
+        switch (k->op) {
+        case ZN_OP_REDUCE_SCATTER: return group_scatter_sum(c, k, k->send, k->recv, k->counts, err);
+        case ZN_OP_ALL_GATHER: return group_gather(c, k, k->send, k->recv, k->counts, err);
+        case ZN_OP_ALL_REDUCE: return group_all_reduce(c, k, err);
+        case ZN_OP_ALL_TO_ALL: return group_all_to_all(c, k, err);
+        default: return zn_err(err, ZN_E_INTERNAL, "%s in a group", zn_coll_op_name(k->op));
+        }
+    }
     switch (k->op) {
     case ZN_OP_ALL_REDUCE: return nc_all_reduce(c, k->recv, k->count, k->dt, k->red, k->tag, err);
     case ZN_OP_REDUCE_SCATTER: return nc_reduce_scatter(c, k->send, k->recv, k->counts, k->dt, k->red, k->tag, err);

@@ -73,6 +73,10 @@ void zn_cuda_add(ZnDevice *d, ZnDtype dt, float *dst, const float *src, long n);
 void zn_cuda_div(ZnDevice *d, ZnDtype dt, float *x, long n, float div);
 void zn_cuda_pack16(ZnDevice *d, ZnDtype dt, uint16_t *dst16, const float *src, long n);
 void zn_cuda_unpack16(ZnDevice *d, ZnDtype dt, float *dst, const uint16_t *src16, long n);
+/* ZeRO++'s block quantization (quant.cu): the host's bits (core/quant.h) */
+void zn_cuda_quant(ZnDevice *d, int bits, const float *x, long n, long max_group, void *q, float *scales);
+void zn_cuda_dequant(ZnDevice *d, int bits, const void *q, const float *scales, long n, long max_group, ZnDtype dt,
+                     float *out);
 void zn_cuda_relu_fwd(ZnDevice *d, long n, const float *x, float *y);
 void zn_cuda_relu_bwd(ZnDevice *d, long n, const float *y, const float *dy, float *dx);
 ZnAbsMax zn_cuda_absmax(ZnDevice *d, const float *x, long n);

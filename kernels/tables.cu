@@ -14,6 +14,8 @@
     .div = zn_cuda_div,                     \
     .pack16 = zn_cuda_pack16,               \
     .unpack16 = zn_cuda_unpack16,           \
+    .quant = zn_cuda_quant,                 \
+    .dequant = zn_cuda_dequant,             \
     .absmax = zn_cuda_absmax,               \
     .sumsq_fixed = zn_cuda_sumsq_fixed,     \
     .adam = zn_cuda_adam

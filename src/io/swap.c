@@ -76,7 +76,10 @@ static int mkdir_p(char *path, char **bad) {
         int e = 0;
         if (mkdir(path, 0755) && errno != EEXIST) e = errno;
         struct stat st;
-        if (!e && (stat(path, &st) || !S_ISDIR(st.st_mode))) e = ENOTDIR;
+        /* a peer's close may rmdir an empty component between our mkdir and
+           this stat: that is ENOENT, which the caller tries again */
+        if (!e && stat(path, &st)) e = errno;
+        else if (!e && !S_ISDIR(st.st_mode)) e = ENOTDIR;
         if (e) *bad = zn_strdup(ZN_HOST_IO, path);
         path[i] = save;
         if (e) return e;
@@ -137,7 +140,7 @@ static int make_dir(ZnSwap *s, const char *nvme_path, size_t need, int *odirect_
     /* ranks of one process open and close side by side: another rank's
        close may remove an empty zinc_swap/ between our mkdirs, so an
        ENOENT is tried again */
-    for (int tries = 0; (e = mkdir_p(s->dir, &bad)) == ENOENT && tries < 3; tries++) free(bad), bad = NULL;
+    for (int tries = 0; (e = mkdir_p(s->dir, &bad)) == ENOENT && tries < 10; tries++) free(bad), bad = NULL;
     if (e) {
         char at[300] = "";
         if (bad && strcmp(bad, s->dir)) snprintf(at, sizeof at, " (at %s)", bad);
