@@ -7,6 +7,7 @@
  *   test_plan --dump   prints every stage's plan, one "key=value" line per
  *                      stage; coverage/stage_table.py reads it to know which
  *                      engine functions a stage's plan selects. */
+#include <limits.h>
 #include "testutil.h"
 #include "core/plan.h"
 
@@ -89,6 +90,38 @@ static void dump(void) {
     }
 }
 
+/* spec: Z-ZPP-001 Z-MICS-001 ZeRO++ and MiCS enter only the plan that
+   gathers per layer (stage 3); hpZ takes min(size, world), 0 and 1 are off;
+   a MiCS size beyond any world stays beyond it (the engine refuses it) */
+static void test_plan_zeropp_mics(void **st) {
+    (void)st;
+    for (int stage = 0; stage <= 3; stage++) {
+        ZnPlan P;
+        ZnErr err = {0};
+        assert_int_equal(zn_plan_build(&P, stage, &err), 0);
+        assert_int_equal(P.hpz, 1);
+        zn_plan_zeropp(&P, 4, 1, 1, 8);
+        zn_plan_mics(&P, 2, 1);
+        const int on = stage == 3;
+        assert_int_equal(P.hpz, on ? 4 : 1);
+        assert_int_equal(P.quant_weights, on);
+        assert_int_equal(P.quant_grads, on);
+        assert_int_equal(P.mics_shard, on ? 2 : 0);
+        assert_int_equal(P.mics_hier, on);
+        if (!on) continue;
+        zn_plan_zeropp(&P, 64, 0, 0, 8);
+        assert_int_equal(P.hpz, 8);
+        zn_plan_zeropp(&P, 0, 0, 0, 8);
+        assert_int_equal(P.hpz, 1);
+        zn_plan_mics(&P, 1L << 40, 0);
+        assert_int_equal(P.mics_shard, INT_MAX);
+        assert_int_equal(P.mics_hier, 0);
+        zn_plan_mics(&P, -1, 1);
+        assert_int_equal(P.mics_shard, 0);
+        assert_int_equal(P.mics_hier, 0);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--dump")) {
         dump();
@@ -97,6 +130,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_table),
         cmocka_unit_test(test_plan_bad_stage),
+        cmocka_unit_test(test_plan_zeropp_mics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

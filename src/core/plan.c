@@ -1,5 +1,6 @@
 /* plan.c: the four ZeRO stages as plans (spec Z-PLAN-001). The only file
  * of zinc that compares a stage number. */
+#include <limits.h>
 #include <string.h>
 #include "core/plan.h"
 
@@ -53,7 +54,8 @@ void zn_plan_zeropp(ZnPlan *P, long hpz, int qw, int qg, int world) {
 }
 
 void zn_plan_mics(ZnPlan *P, long shard, int hier) {
-    P->mics_shard = P->gather_per_layer && shard > 0 ? (int)shard : 0;
+    /* a size beyond any world stays beyond it (the engine refuses it by name) */
+    P->mics_shard = P->gather_per_layer && shard > 0 ? (int)(shard < INT_MAX ? shard : INT_MAX) : 0;
     P->mics_hier = P->mics_shard && hier;
 }
 
