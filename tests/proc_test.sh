@@ -123,14 +123,19 @@ cat >"$T/zpp.json" <<'EOF'
  "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "zero_hpz_partition_size": 2,
    "zero_quantized_weights": true, "zero_quantized_gradients": true}}
 EOF
-A="--config $T/zpp.json --model mlp:24,40,40,8 --steps 3 --comm-report"
-$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 1 --master-port $PORT -- zinc train --backend tcp $A \
-  >"$T/zpp1" 2>&1 &
-zp=$!
-$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 0 --master-port $PORT -- zinc train --backend tcp $A \
-  >"$T/zpp0" 2>&1
-wait $zp
-$TO "$ZINC" train $A --world-size 4 --ranks-per-node 2 >"$T/sim" 2>&1
+# two launcher nodes of 2 tcp ranks each (node 1 in the background), then
+# the simulator on 2 nodes of 2: NAME0, NAME1 and sim in $T
+two_nodes() {   # name, train args...
+  name=$1; shift
+  $TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 1 --master-port $PORT -- zinc train --backend tcp "$@" \
+    >"$T/${name}1" 2>&1 &
+  zp=$!
+  $TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 0 --master-port $PORT -- zinc train --backend tcp "$@" \
+    >"$T/${name}0" 2>&1
+  wait $zp
+  $TO "$ZINC" train "$@" --world-size 4 --ranks-per-node 2 >"$T/sim" 2>&1
+}
+two_nodes zpp --config "$T/zpp.json" --model mlp:24,40,40,8 --steps 3 --comm-report
 a=$(digest "$T/sim"); b=$(digest "$T/zpp0")
 if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "comm run rank 0 inter-node: grad_reduce [1-9]" "$T/zpp0"; then
   ok "Z-GRP-004 ZeRO++ tcp over 2 launcher nodes"
@@ -145,14 +150,7 @@ cat >"$T/mics.json" <<'EOF'
  "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "mics_shard_size": 4,
    "mics_hierarchical_params_gather": true}}
 EOF
-A="--config $T/mics.json --model mlp:24,40,40,8 --steps 3"
-$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 1 --master-port $PORT -- zinc train --backend tcp $A \
-  >"$T/mics1" 2>&1 &
-zp=$!
-$TO "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank 0 --master-port $PORT -- zinc train --backend tcp $A \
-  >"$T/mics0" 2>&1
-wait $zp
-$TO "$ZINC" train $A --world-size 4 --ranks-per-node 2 >"$T/sim" 2>&1
+two_nodes mics --config "$T/mics.json" --model mlp:24,40,40,8 --steps 3
 a=$(digest "$T/sim"); b=$(digest "$T/mics0")
 if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-MICS-002 MiCS hierarchical tcp over 2 launcher nodes"
 else bad "Z-MICS-002 MiCS tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/mics0")"; fi

@@ -365,21 +365,20 @@ static void test_zpp_config_errors(void **st) {
     ZnRunResult r;
     ZnErr err = {0};
     char c[1024];
-    cfg3(c, sizeof c, 2, 1, "\"zero_hpz_partition_size\": 3");
-    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
-    assert_str_contains(err.msg, "zero_hpz_partition_size: 3 does not divide the world size 4");
-    cfg3(c, sizeof c, 2, 1, "\"zero_quantized_gradients\": true, \"reduce_scatter\": false");
-    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
-    assert_str_contains(err.msg, "zero_quantized_gradients: needs reduce_scatter true");
-    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 3");
-    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
-    assert_str_contains(err.msg, "mics_shard_size: 3 does not divide the world size 4");
-    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 2, \"zero_quantized_weights\": true");
-    assert_int_equal(run_zpp(model, c, 4, 2, 1, 0, &r, &err), ZN_E_USAGE);
-    assert_str_contains(err.msg, "MiCS and ZeRO++");
-    cfg3(c, sizeof c, 2, 1, "\"mics_shard_size\": 4, \"mics_hierarchical_params_gather\": true");
-    assert_int_equal(run_zpp(model, c, 4, 4, 1, 0, &r, &err), ZN_E_USAGE);
-    assert_str_contains(err.msg, "a shard group of 4 ranks must span more than one node of 4 ranks");
+    static const struct { const char *keys; int per; const char *msg; } bad[] = {
+        {"\"zero_hpz_partition_size\": 3", 2, "zero_hpz_partition_size: 3 does not divide the world size 4"},
+        {"\"zero_quantized_gradients\": true, \"reduce_scatter\": false", 2,
+         "zero_quantized_gradients: needs reduce_scatter true"},
+        {"\"mics_shard_size\": 3", 2, "mics_shard_size: 3 does not divide the world size 4"},
+        {"\"mics_shard_size\": 2, \"zero_quantized_weights\": true", 2, "MiCS and ZeRO++"},
+        {"\"mics_shard_size\": 4, \"mics_hierarchical_params_gather\": true", 4,
+         "a shard group of 4 ranks must span more than one node of 4 ranks"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cfg3(c, sizeof c, 2, 1, bad[i].keys);
+        assert_int_equal(run_zpp(model, c, 4, bad[i].per, 1, 0, &r, &err), ZN_E_USAGE);
+        assert_str_contains(err.msg, bad[i].msg);
+    }
     /* canonical mode promises one tree over the world: MiCS and qgZ are refused */
     const char *canon_keys[2] = {"\"mics_shard_size\": 2", "\"zero_quantized_gradients\": true"};
     const char *canon_msg[2] = {"mics_shard_size with --canonical", "zero_quantized_gradients with --canonical"};
