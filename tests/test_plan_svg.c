@@ -1,0 +1,782 @@
+/* test_plan_svg.c: the picture of a dry run (spec Z-PSVG-*): a well-formed
+ * document, bar segments proportional to bytes, the capacity line, the
+ * legend of non-zero categories, the timeline adding up to the step total,
+ * escaping, refused inputs, and the atomic save.
+ *
+ * Well-formedness is checked twice, as test_plot.c does: by xml_check (a
+ * copy of test_plot.c's small checker) and by Python's xml.dom.minidom when
+ * python3 is installed. Numbers are read back from the attributes the
+ * writer puts on its elements (class, data-phase, data-cat, ...). */
+#include "testutil.h"
+#include "io/plan_svg.h"
+#include "core/fileio.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <sys/stat.h>
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static char tmpdir[64];
+
+static int group_setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/zn_test_plan_svg_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    /* tmpdir is our own mkdtemp name: no quoting issues */
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* a path inside the test's temporary directory (one of 4 rotating buffers) */
+static const char *tpath(const char *name) {
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    return zt_slurp(f, NULL);
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int k = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) k++;
+    return k;
+}
+
+/* Files in tmpdir whose name contains ".tmp": leftovers of an atomic write. */
+static int temporaries(void) {
+    DIR *d = opendir(tmpdir);
+    assert_non_null(d);
+    int k = 0;
+    for (struct dirent *e; (e = readdir(d));) k += strstr(e->d_name, ".tmp") != NULL;
+    closedir(d);
+    return k;
+}
+
+/* A plausible stage-2 dry run: 4 categories, 3 phases, 80 GB, timed. */
+static ZnPlanSvg demo(void) {
+    ZnPlanSvg p;
+    memset(&p, 0, sizeof p);
+    p.title = "gpt2-1.5b, ZeRO stage 2, world 8";
+    p.ncat = 4;
+    p.cat[0] = "params16";
+    p.cat[1] = "grads";
+    p.cat[2] = "optim";
+    p.cat[3] = "activations";
+    p.nphase = 3;
+    p.phase[0] = "forward";
+    p.phase[1] = "backward";
+    p.phase[2] = "step";
+    const double G = 1073741824.0;
+    double mem[3][4] = {{3 * G, 0.5 * G, 2.25 * G, 20 * G}, {3 * G, 1.5 * G, 2.25 * G, 24 * G}, {3 * G, 0.5 * G, 2.25 * G, 0}};
+    /* p.mem is [MAX_PHASE][MAX_CAT]: copy row by row */
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < 4; c++) p.mem[i][c] = mem[i][c];
+    p.capacity = 80 * G;
+    p.timed = 1;
+    double compute[3] = {1.25, 2.5, 0.125}, comm[3] = {0.5, 3.0, 0.75}, exposed[3] = {0, 0.5, 0.625};
+    memcpy(p.compute, compute, sizeof compute);
+    memcpy(p.comm, comm, sizeof comm);
+    memcpy(p.exposed, exposed, sizeof exposed);
+    return p;
+}
+
+/* The SVG of p as a string (caller frees); asserts success. */
+static char *svg_of(const ZnPlanSvg *p) {
+    /* a tmpfile, not open_memstream: see zt_slurp */
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    ZnErr err = {0};
+    int rc = zn_plan_svg_write(f, p, &err);
+    if (rc) fail_msg("zn_plan_svg_write: %s", err.msg);
+    size_t len;
+    char *buf = zt_slurp(f, &len);
+    assert_true(len > 0);
+    return buf;
+}
+
+/* The value of attribute `name` of the element that starts at el ('<'), in
+   out; 0 if the element has no such attribute. */
+static int attr(const char *el, const char *name, char *out, size_t cap) {
+    const char *end = strchr(el, '>');
+    char key[64];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *a = strstr(el, key);
+    if (!a || !end || a > end) return 0;
+    a += strlen(key);
+    const char *q = strchr(a, '"');
+    snprintf(out, cap, "%.*s", (int)(q - a), a);
+    return 1;
+}
+
+static double attr_num(const char *el, const char *name) {
+    char v[128];
+    if (!attr(el, name, v, sizeof v)) fail_msg("no attribute %s in '%.80s'", name, el);
+    char *e;
+    double d = strtod(v, &e);
+    if (*e || !isfinite(d)) fail_msg("attribute %s='%s' is not a finite number", name, v);
+    return d;
+}
+
+/* The n-th element (0-based) that starts with `start` ("<rect class=\"seg\""),
+   or NULL. */
+static const char *nth(const char *svg, const char *start, int n) {
+    const char *p = svg;
+    for (int k = 0; (p = strstr(p, start)); p++, k++)
+        if (k == n) return p;
+    return NULL;
+}
+
+/* The segment rect of (phase, cat), or NULL. */
+static const char *seg_of(const char *svg, const char *phase, const char *cat) {
+    char want_p[64], want_c[64], v[64];
+    snprintf(want_p, sizeof want_p, "%s", phase);
+    snprintf(want_c, sizeof want_c, "%s", cat);
+    for (int k = 0;; k++) {
+        const char *el = nth(svg, "<rect class=\"seg\"", k);
+        if (!el) return NULL;
+        if (attr(el, "data-phase", v, sizeof v) && !strcmp(v, want_p) && attr(el, "data-cat", v, sizeof v) &&
+            !strcmp(v, want_c))
+            return el;
+    }
+}
+
+/* No attribute anywhere holds a number that is not finite (nan, inf), and no
+   printed label says one. */
+static void assert_no_nonfinite(const char *svg) {
+    for (const char *p = svg; (p = strstr(p, "=\"")); p += 2) {
+        const char *v = p + 2;
+        if (*v == '-') v++;
+        if (!strncasecmp(v, "nan", 3) || !strncasecmp(v, "inf", 3)) fail_msg("non-finite attribute at '%.40s'", p);
+    }
+    const char *bad[] = {">nan", ">inf", ">-nan", ">-inf", " nan", " inf", " -nan", " -inf"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (strstr(svg, bad[i])) fail_msg("non-finite number printed: '%s'", bad[i]);
+}
+
+/* ---- a small XML well-formedness checker -------------------------------- */
+
+static int is_name_start(int c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == ':'; }
+static int is_name_char(int c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; }
+static int is_ws(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* A reference at p ('&'): one of the five predefined entities or a numeric
+   character reference. Returns its length, 0 if invalid. */
+static size_t entity_len(const char *p) {
+    static const char *ents[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
+    for (int i = 0; i < 5; i++) if (!strncmp(p, ents[i], strlen(ents[i]))) return strlen(ents[i]);
+    size_t i = 1;
+    if (p[i] != '#') return 0;
+    i++;
+    int hex = p[i] == 'x';
+    if (hex) i++;
+    size_t d0 = i;
+    while (hex ? isxdigit((unsigned char)p[i]) : isdigit((unsigned char)p[i])) i++;
+    return i > d0 && p[i] == ';' ? i + 1 : 0;
+}
+
+/* Valid UTF-8 with no character XML 1.0 forbids (C0 controls other than tab,
+   LF, CR; surrogates; U+FFFE/FFFF). */
+static const char *utf8_check(const unsigned char *s) {
+    while (*s) {
+        unsigned c = *s;
+        int len = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (!len) return "invalid UTF-8 lead byte";
+        unsigned long cp = len == 1 ? c : c & (0x3Fu >> (len - 1));
+        for (int i = 1; i < len; i++) {
+            if ((s[i] & 0xC0) != 0x80) return "truncated UTF-8 sequence";
+            cp = (cp << 6) | (s[i] & 0x3F);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return "overlong UTF-8";
+        if (cp >= 0xD800 && cp <= 0xDFFF) return "UTF-8 surrogate";
+        if ((cp < 0x20 && cp != 9 && cp != 10 && cp != 13) || cp == 0xFFFE || cp == 0xFFFF)
+            return "character not allowed in XML";
+        s += len;
+    }
+    return NULL;
+}
+
+/* NULL if doc is well-formed XML (the subset an SVG writer emits: a
+   declaration, comments, elements, attributes, text, references), else why. */
+static const char *xml_check(const char *doc) {
+    const char *why = utf8_check((const unsigned char *)doc);
+    if (why) return why;
+    const char *p = doc;
+    if (!strncmp(p, "<?xml", 5)) {
+        p = strstr(p, "?>");
+        if (!p) return "unterminated XML declaration";
+        p += 2;
+    }
+    enum { MAXD = 64, MAXN = 64 };
+    char stack[MAXD][MAXN];
+    int depth = 0, roots = 0;
+    while (*p) {
+        if (!strncmp(p, "<!--", 4)) {
+            const char *e = strstr(p + 4, "-->");
+            if (!e) return "unterminated comment";
+            p = e + 3;
+        } else if (p[0] == '<' && p[1] == '/') {
+            p += 2;
+            const char *n0 = p;
+            while (is_name_char((unsigned char)*p)) p++;
+            if (depth == 0) return "end tag without a start tag";
+            if ((size_t)(p - n0) != strlen(stack[depth - 1]) || strncmp(n0, stack[depth - 1], (size_t)(p - n0)))
+                return "mismatched end tag";
+            depth--;
+            while (is_ws((unsigned char)*p)) p++;
+            if (*p++ != '>') return "bad end tag";
+        } else if (*p == '<') {
+            p++;
+            if (!is_name_start((unsigned char)*p)) return "bad element name";
+            const char *n0 = p;
+            while (is_name_char((unsigned char)*p)) p++;
+            size_t nl = (size_t)(p - n0);
+            if (nl >= MAXN) return "element name too long for the checker";
+            if (depth == 0 && ++roots > 1) return "more than one root element";
+            char attrs[32][MAXN];
+            int na = 0;
+            for (;;) {
+                int ws = 0;
+                while (is_ws((unsigned char)*p)) p++, ws = 1;
+                if (p[0] == '/' && p[1] == '>') { p += 2; break; }
+                if (*p == '>') {
+                    if (depth == MAXD) return "nesting too deep for the checker";
+                    memcpy(stack[depth], n0, nl);
+                    stack[depth++][nl] = 0;
+                    p++;
+                    break;
+                }
+                if (!ws) return "attributes must be separated by white space";
+                if (!is_name_start((unsigned char)*p)) return "bad attribute name";
+                const char *a0 = p;
+                while (is_name_char((unsigned char)*p)) p++;
+                size_t al = (size_t)(p - a0);
+                if (al >= MAXN || na == 32) return "attribute too long for the checker";
+                for (int i = 0; i < na; i++)
+                    if (strlen(attrs[i]) == al && !strncmp(attrs[i], a0, al)) return "duplicate attribute";
+                memcpy(attrs[na], a0, al);
+                attrs[na++][al] = 0;
+                while (is_ws((unsigned char)*p)) p++;
+                if (*p++ != '=') return "attribute without '='";
+                while (is_ws((unsigned char)*p)) p++;
+                char q = *p++;
+                if (q != '"' && q != '\'') return "unquoted attribute value";
+                while (*p && *p != q) {
+                    if (*p == '<') return "'<' in an attribute value";
+                    if (*p == '&') {
+                        size_t el = entity_len(p);
+                        if (!el) return "bad reference in an attribute value";
+                        p += el;
+                    } else {
+                        p++;
+                    }
+                }
+                if (*p++ != q) return "unterminated attribute value";
+            }
+        } else {
+            if (depth == 0 && !is_ws((unsigned char)*p)) return "text outside the root element";
+            if (*p == '&') {
+                size_t el = entity_len(p);
+                if (!el) return "bad reference in text";
+                p += el;
+            } else if (!strncmp(p, "]]>", 3)) {
+                return "']]>' in text";
+            } else {
+                p++;
+            }
+        }
+    }
+    if (depth) return "unclosed element";
+    if (roots != 1) return "no root element";
+    return NULL;
+}
+
+static int have_python(void) {
+    return system("command -v python3 >/dev/null 2>&1") == 0;
+}
+
+/* Both checks on a document; the python one only when python3 exists. */
+static void assert_well_formed(const char *svg) {
+    const char *why = xml_check(svg);
+    if (why) fail_msg("not well-formed: %s", why);
+    if (!have_python()) return;
+    const char *path = tpath("wf.svg");
+    write_text(path, svg);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])\" %s", path);
+    if (system(cmd) != 0) fail_msg("xml.dom.minidom rejects %s", path);
+}
+
+/* ---- the document ------------------------------------------------------- */
+
+/* spec: Z-PSVG-001 */
+/* spec: Z-PSVG-002 */
+static void test_well_formed(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    char *svg = svg_of(&p);
+    assert_true(!strncmp(svg, "<?xml", 5));
+    assert_true(strstr(svg, "</svg>\n") == svg + strlen(svg) - 7);
+    assert_str_contains(svg, "width=\"960\" height=\"420\"");
+    assert_str_contains(svg, "<text class=\"title\"");
+    assert_str_contains(svg, ">gpt2-1.5b, ZeRO stage 2, world 8</text>");
+    assert_str_contains(svg, ">device memory per phase (GB)</text>");
+    assert_str_contains(svg, ">step timeline (s)</text>");
+    assert_well_formed(svg);
+    assert_no_nonfinite(svg);
+    free(svg);
+    p.timed = 0;
+    svg = svg_of(&p);
+    assert_well_formed(svg);
+    assert_no_nonfinite(svg);
+    free(svg);
+}
+
+/* ---- the memory panel --------------------------------------------------- */
+
+/* spec: Z-PSVG-003 */
+/* spec: Z-PSVG-004 */
+/* spec: Z-PSVG-005 */
+static void test_segments_proportional(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    char *svg = svg_of(&p);
+    /* one segment per non-zero (phase, category); zeros draw nothing */
+    int nonzero = 0;
+    for (int i = 0; i < p.nphase; i++)
+        for (int c = 0; c < p.ncat; c++) nonzero += p.mem[i][c] > 0;
+    assert_int_equal(count_of(svg, "<rect class=\"seg\""), nonzero);
+    assert_null(seg_of(svg, "step", "activations"));
+    /* height / bytes is one constant over every segment of every bar */
+    const char *ref = seg_of(svg, "forward", "params16");
+    assert_non_null(ref);
+    double k = attr_num(ref, "height") / p.mem[0][0];
+    for (int i = 0; i < p.nphase; i++) {
+        double below_y = -1;   /* the top of the segment under this one */
+        for (int c = 0; c < p.ncat; c++) {
+            if (p.mem[i][c] == 0) continue;
+            const char *el = seg_of(svg, p.phase[i], p.cat[c]);
+            if (!el) fail_msg("no segment %s/%s", p.phase[i], p.cat[c]);
+            double h = attr_num(el, "height"), y = attr_num(el, "y");
+            if (fabs(h - k * p.mem[i][c]) > 2e-3) fail_msg("%s/%s: height %g, expected %g", p.phase[i], p.cat[c], h,
+                                                             k * p.mem[i][c]);
+            assert_true(attr_num(el, "data-bytes") == p.mem[i][c]);
+            /* stacked: each segment sits on the one below it */
+            if (below_y >= 0 && fabs(y + h - below_y) > 2e-3) fail_msg("%s/%s is not stacked", p.phase[i], p.cat[c]);
+            below_y = y;
+        }
+    }
+    /* the same category has the same colour in every bar, and categories
+       differ from each other */
+    char f0[32], f1[32];
+    assert_true(attr(seg_of(svg, "forward", "grads"), "fill", f0, sizeof f0));
+    assert_true(attr(seg_of(svg, "step", "grads"), "fill", f1, sizeof f1));
+    assert_string_equal(f0, f1);
+    assert_true(attr(seg_of(svg, "step", "optim"), "fill", f1, sizeof f1));
+    assert_string_not_equal(f0, f1);
+    /* totals above the bars, in GB (2^30 bytes) */
+    assert_str_contains(svg, ">25.8 GB</text>");   /* forward: 3 + 0.5 + 2.25 + 20 */
+    assert_str_contains(svg, ">30.8 GB</text>");   /* backward */
+    assert_str_contains(svg, ">5.8 GB</text>");    /* step: 5.75 */
+    free(svg);
+    /* below 1 GB: three significant digits */
+    memset(p.mem, 0, sizeof p.mem);
+    p.mem[0][0] = 0.25 * 1073741824.0;
+    p.mem[1][0] = 1e6;
+    p.capacity = 0;
+    svg = svg_of(&p);
+    assert_str_contains(svg, ">0.25 GB</text>");
+    assert_str_contains(svg, ">0.000931 GB</text>");
+    assert_str_contains(svg, ">0 GB</text>");
+    assert_str_contains(svg, ">forward</text>");
+    free(svg);
+}
+
+/* spec: Z-PSVG-003 */
+static void test_twelve_colours(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    static const char *names[12] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10", "c11"};
+    p.ncat = 12;
+    for (int c = 0; c < 12; c++) {
+        p.cat[c] = names[c];
+        for (int i = 0; i < p.nphase; i++) p.mem[i][c] = (c + 1) * 1e8;
+    }
+    char *svg = svg_of(&p);
+    assert_well_formed(svg);
+    char fill[12][32];
+    for (int c = 0; c < 12; c++) {
+        assert_true(attr(seg_of(svg, "backward", names[c]), "fill", fill[c], sizeof fill[c]));
+        for (int d = 0; d < c; d++)
+            if (!strcmp(fill[c], fill[d])) fail_msg("categories %d and %d share colour %s", d, c, fill[c]);
+    }
+    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 12);
+    free(svg);
+}
+
+/* spec: Z-PSVG-004 */
+/* spec: Z-PSVG-006 */
+static void test_capacity_line(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    char *svg = svg_of(&p);
+    assert_int_equal(count_of(svg, "<line class=\"capacity\""), 1);
+    assert_str_contains(svg, ">device memory 80.0 GB</text>");
+    /* the axis reaches the capacity, the tallest thing here: its top tick
+       label is at least 80 */
+    assert_str_contains(svg, ">80</text>");
+    /* the line's height is the capacity's, on the segments' scale */
+    const char *seg = seg_of(svg, "forward", "params16");
+    double k = attr_num(seg, "height") / p.mem[0][0];
+    double base = attr_num(seg, "y") + attr_num(seg, "height");
+    const char *line = strstr(svg, "<line class=\"capacity\"");
+    assert_true(fabs(base - attr_num(line, "y1") - k * p.capacity) < 1e-2);
+    free(svg);
+    /* no capacity: no line, no label */
+    p.capacity = 0;
+    svg = svg_of(&p);
+    assert_int_equal(count_of(svg, "class=\"capacity"), 0);
+    assert_null(strstr(svg, "device memory 0"));
+    free(svg);
+}
+
+/* spec: Z-PSVG-007 */
+static void test_legend_nonzero_only(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    p.ncat = 5;
+    p.cat[4] = "offload_buf";   /* zero in every phase */
+    char *svg = svg_of(&p);
+    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 4);
+    assert_null(strstr(svg, "offload_buf"));
+    for (int c = 0; c < 4; c++) {
+        char want[64];
+        snprintf(want, sizeof want, "dy=\"0.35em\">%s</text>", p.cat[c]);
+        assert_str_contains(svg, want);
+    }
+    free(svg);
+    /* activations are zero only in "step": still in the legend */
+    assert_true(p.mem[2][3] == 0);
+    p.mem[0][1] = p.mem[1][1] = p.mem[2][1] = 0;   /* grads gone everywhere */
+    svg = svg_of(&p);
+    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 3);
+    assert_null(strstr(svg, ">grads<"));
+    assert_null(strstr(svg, "data-cat=\"grads\""));
+    assert_str_contains(svg, ">activations</text>");
+    free(svg);
+}
+
+/* spec: Z-PSVG-008 */
+static void test_all_zero_memory(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    memset(p.mem, 0, sizeof p.mem);
+    p.capacity = 0;
+    p.timed = 0;
+    char *svg = svg_of(&p);
+    assert_well_formed(svg);
+    assert_no_nonfinite(svg);
+    assert_int_equal(count_of(svg, "<rect class=\"seg\""), 0);
+    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 0);
+    assert_int_equal(count_of(svg, ">0 GB</text>"), 3);
+    assert_str_contains(svg, ">1</text>");   /* the axis still runs 0..1 GB */
+    free(svg);
+    /* a step of no time at all: an axis 0..1 s, a total of 0 */
+    p = demo();
+    memset(p.compute, 0, sizeof p.compute);
+    memset(p.comm, 0, sizeof p.comm);
+    memset(p.exposed, 0, sizeof p.exposed);
+    svg = svg_of(&p);
+    assert_well_formed(svg);
+    assert_no_nonfinite(svg);
+    assert_str_contains(svg, ">step 0 s</text>");
+    free(svg);
+}
+
+/* ---- the timeline ------------------------------------------------------- */
+
+/* spec: Z-PSVG-009 */
+static void test_timeline_adds_up(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    char *svg = svg_of(&p);
+    assert_well_formed(svg);
+    /* the printed total */
+    const char *tot = strstr(svg, "<text class=\"step-total\"");
+    assert_non_null(tot);
+    double printed;
+    assert_int_equal(sscanf(strchr(tot, '>') + 1, "step %lf s<", &printed), 1);
+    /* the spans: one per phase, end to end, their seconds adding up to it */
+    assert_int_equal(count_of(svg, "<rect class=\"span\""), 3);
+    double sum = 0, x_end = -1, px_per_s = 0;
+    for (int i = 0; i < 3; i++) {
+        const char *el = nth(svg, "<rect class=\"span\"", i);
+        char ph[32];
+        assert_true(attr(el, "data-phase", ph, sizeof ph));
+        assert_string_equal(ph, p.phase[i]);
+        double s = attr_num(el, "data-seconds");
+        assert_true(s == p.compute[i] + p.exposed[i]);
+        double x = attr_num(el, "x"), w = attr_num(el, "width");
+        if (x_end >= 0 && fabs(x - x_end) > 2e-3) fail_msg("span %d does not start where %d ends", i, i - 1);
+        if (i == 0) px_per_s = w / s;
+        if (fabs(w - px_per_s * s) > 2e-3) fail_msg("span %d: width not proportional to its seconds", i);
+        x_end = x + w;
+        sum += s;
+    }
+    if (fabs(sum - printed) > 5e-4 * sum) fail_msg("spans add up to %g, printed %g", sum, printed);
+    assert_str_contains(svg, ">step 5 s</text>");   /* 1.25 + (2.5 + 0.5) + (0.125 + 0.625) */
+    /* backward: compute from its start; the exposed 0.5 s right after the
+       compute, to the phase's end; the hidden 2.5 s from its start */
+    const char *comp = nth(svg, "<rect class=\"compute\" data-phase=\"backward\"", 0);
+    const char *hid = nth(svg, "<rect class=\"comm\" data-phase=\"backward\"", 0);
+    const char *exp_ = nth(svg, "<rect class=\"exposed\" data-phase=\"backward\"", 0);
+    const char *span = nth(svg, "<rect class=\"span\" data-phase=\"backward\"", 0);
+    assert_true(comp && hid && exp_ && span);
+    assert_true(fabs(attr_num(comp, "x") - attr_num(span, "x")) < 2e-3);
+    assert_true(fabs(attr_num(hid, "x") - attr_num(span, "x")) < 2e-3);
+    assert_true(fabs(attr_num(hid, "width") - 2.5 * px_per_s) < 2e-3);
+    assert_true(fabs(attr_num(exp_, "x") - (attr_num(comp, "x") + attr_num(comp, "width"))) < 2e-3);
+    assert_true(fabs(attr_num(exp_, "x") + attr_num(exp_, "width") - (attr_num(span, "x") + attr_num(span, "width"))) <
+                2e-3);
+    char c0[32], c1[32];
+    assert_true(attr(hid, "fill", c0, sizeof c0) && attr(exp_, "fill", c1, sizeof c1));
+    assert_string_not_equal(c0, c1);
+    /* forward has nothing exposed: no exposed bar */
+    assert_null(nth(svg, "<rect class=\"exposed\" data-phase=\"forward\"", 0));
+    /* phase names under their spans, lane names */
+    assert_str_contains(svg, ">compute</text>");
+    assert_str_contains(svg, ">communication</text>");
+    assert_int_equal(count_of(svg, ">backward</text>"), 2);   /* under its bar and under its span */
+    assert_null(strstr(svg, "no machine given"));
+    free(svg);
+}
+
+/* spec: Z-PSVG-010 */
+static void test_untimed(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    p.timed = 0;
+    p.exposed[1] = 99;   /* times are not read without a machine */
+    char *svg = svg_of(&p);
+    assert_str_contains(svg, ">no machine given: pass --machine for the timeline</text>");
+    assert_null(strstr(svg, "step-total"));
+    assert_null(strstr(svg, "class=\"span\""));
+    assert_null(strstr(svg, "class=\"compute\""));
+    assert_int_equal(count_of(svg, "<rect class=\"seg\""), 11);   /* the memory panel is all there */
+    free(svg);
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+/* spec: Z-PSVG-012 */
+static void test_escaping(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    p.title = "<&\">";
+    p.cat[1] = "a<b&'c'";
+    p.phase[0] = "\"fwd\" & <more>";
+    char *svg = svg_of(&p);
+    assert_well_formed(svg);
+    assert_str_contains(svg, ">&lt;&amp;&quot;&gt;</text>");
+    assert_str_contains(svg, "data-cat=\"a&lt;b&amp;&apos;c&apos;\"");
+    assert_str_contains(svg, "data-phase=\"&quot;fwd&quot; &amp; &lt;more&gt;\"");
+    assert_null(strstr(svg, "<&"));
+    assert_null(strstr(svg, "a<b"));
+    free(svg);
+    /* control characters and invalid UTF-8 stay well-formed XML */
+    p.title = "tab\there\x01 bad \xff end";
+    svg = svg_of(&p);
+    assert_well_formed(svg);
+    assert_str_contains(svg, "tab&#9;here\xEF\xBF\xBD bad \xEF\xBF\xBD end");
+    free(svg);
+}
+
+/* ---- refused input ------------------------------------------------------ */
+
+typedef void (*Mutate)(ZnPlanSvg *p);
+static void m_ncat0(ZnPlanSvg *p) { p->ncat = 0; }
+static void m_ncat13(ZnPlanSvg *p) { p->ncat = ZN_PSVG_MAX_CAT + 1; }
+static void m_nphase0(ZnPlanSvg *p) { p->nphase = 0; }
+static void m_nphase5(ZnPlanSvg *p) { p->nphase = ZN_PSVG_MAX_PHASE + 1; }
+static void m_title(ZnPlanSvg *p) { p->title = NULL; }
+static void m_cat(ZnPlanSvg *p) { p->cat[2] = NULL; }
+static void m_phase(ZnPlanSvg *p) { p->phase[1] = NULL; }
+static void m_mem_neg(ZnPlanSvg *p) { p->mem[1][2] = -1; }
+static void m_mem_nan(ZnPlanSvg *p) { p->mem[0][0] = NAN; }
+static void m_mem_inf(ZnPlanSvg *p) { p->mem[2][1] = INFINITY; }
+static void m_mem_sum(ZnPlanSvg *p) { p->mem[1][0] = p->mem[1][1] = 1.7e308; }
+static void m_cap_neg(ZnPlanSvg *p) { p->capacity = -5; }
+static void m_cap_nan(ZnPlanSvg *p) { p->capacity = NAN; }
+static void m_compute_neg(ZnPlanSvg *p) { p->compute[0] = -0.5; }
+static void m_comm_inf(ZnPlanSvg *p) { p->comm[1] = INFINITY; }
+static void m_exposed_nan(ZnPlanSvg *p) { p->exposed[2] = NAN; }
+static void m_exposed_gt(ZnPlanSvg *p) { p->exposed[0] = p->comm[0] + 0.1; }
+static void m_hidden_gt(ZnPlanSvg *p) { p->comm[2] = 5; }   /* 4.375 s hidden under 0.125 s of compute */
+static void m_time_sum(ZnPlanSvg *p) { p->compute[0] = p->compute[1] = 1.7e308; }
+
+/* spec: Z-PSVG-011 */
+static void test_bad_inputs(void **state) {
+    (void)state;
+    static const struct {
+        Mutate m;
+        const char *msg;
+    } bad[] = {
+        {m_ncat0, "0 categories, expected 1..12"},
+        {m_ncat13, "13 categories, expected 1..12"},
+        {m_nphase0, "0 phases, expected 1..4"},
+        {m_nphase5, "5 phases, expected 1..4"},
+        {m_title, "no title"},
+        {m_cat, "category 3 has no name"},
+        {m_phase, "phase 2 has no name"},
+        {m_mem_neg, "memory of 'optim' in 'backward' is -1"},
+        {m_mem_nan, "memory of 'params16' in 'forward' is nan"},
+        {m_mem_inf, "memory of 'grads' in 'step' is inf"},
+        {m_mem_sum, "the bytes of 'backward' are too many to add up"},
+        {m_cap_neg, "device capacity is -5"},
+        {m_cap_nan, "device capacity is nan"},
+        {m_compute_neg, "compute seconds of 'forward' is -0.5"},
+        {m_comm_inf, "communication seconds of 'backward' is inf"},
+        {m_exposed_nan, "exposed seconds of 'step' is nan"},
+        {m_exposed_gt, "'forward' has 0.6 exposed seconds of 0.5 seconds of communication"},
+        {m_hidden_gt, "'step' hides 4.375 seconds of communication under 0.125 seconds of compute"},
+        {m_time_sum, "the step's seconds are too many to add up"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        ZnPlanSvg p = demo();
+        bad[k].m(&p);
+        FILE *f = tmpfile();
+        assert_non_null(f);
+        ZnErr err = {0};
+        int rc = zn_plan_svg_write(f, &p, &err);
+        if (rc != ZN_E_USAGE) fail_msg("case %zu: rc %d (%s)", k, rc, err.msg);
+        assert_str_contains(err.msg, bad[k].msg);
+        /* refused before anything was written */
+        size_t len;
+        free(zt_slurp(f, &len));
+        if (len) fail_msg("case %zu: %zu bytes written", k, len);
+        /* and with no ZnErr to fill, the same code */
+        f = tmpfile();
+        assert_int_equal(zn_plan_svg_write(f, &p, NULL), ZN_E_USAGE);
+        fclose(f);
+    }
+    /* a NULL input */
+    ZnErr err = {0};
+    FILE *f = tmpfile();
+    assert_int_equal(zn_plan_svg_write(f, NULL, &err), ZN_E_USAGE);
+    fclose(f);
+    /* what is refused on a machine is not read without one */
+    ZnPlanSvg p = demo();
+    m_hidden_gt(&p);
+    p.timed = 0;
+    char *svg = svg_of(&p);
+    free(svg);
+    /* exposed = comm - compute computed in doubles may hide an ulp more than
+       the compute: allowed */
+    p = demo();
+    p.compute[0] = 0.1;
+    p.comm[0] = 0.7;
+    p.exposed[0] = 0.7 - 0.1 - 1e-17;
+    svg = svg_of(&p);
+    assert_no_nonfinite(svg);
+    free(svg);
+}
+
+/* ---- saving ------------------------------------------------------------- */
+
+/* spec: Z-PSVG-013 */
+static void test_save_atomic(void **state) {
+    (void)state;
+    ZnPlanSvg p = demo();
+    ZnErr err = {0};
+    char out[256];
+    snprintf(out, sizeof out, "%s", tpath("plan.svg"));
+    write_text(out, "old contents");
+    assert_int_equal(zn_plan_svg_save(out, &p, &err), 0);
+    assert_int_equal(temporaries(), 0);
+    char *s = read_text(out), *want = svg_of(&p);
+    assert_non_null(s);
+    assert_string_equal(s, want);   /* the same bytes zn_plan_svg_write writes */
+    assert_well_formed(s);
+    free(s);
+    free(want);
+    /* refused input: the old file as it was, no temporary */
+    write_text(out, "old contents");
+    p.mem[0][0] = -1;
+    assert_int_equal(zn_plan_svg_save(out, &p, &err), ZN_E_USAGE);
+    s = read_text(out);
+    assert_string_equal(s, "old contents");
+    free(s);
+    assert_int_equal(temporaries(), 0);
+    /* refused input for a new path: no file at all */
+    assert_int_equal(zn_plan_svg_save(tpath("never.svg"), &p, &err), ZN_E_USAGE);
+    assert_false(file_exists(tpath("never.svg")));
+    p = demo();
+    /* a directory that does not exist: an I/O error naming the path, no file */
+    assert_int_equal(zn_plan_svg_save(tpath("no/such/dir.svg"), &p, &err), ZN_E_IO);
+    assert_str_contains(err.msg, "no/such/dir.svg");
+    assert_false(file_exists(tpath("no/such/dir.svg")));
+    assert_false(file_exists(tpath("no")));
+    assert_int_equal(temporaries(), 0);
+    /* an I/O failure at each operation of the write: the old file stays
+       whole and no temporary is left (a failure of the last operation, the
+       directory's fsync, comes after the rename: the new file is in place) */
+    zn_fault_set(0, 0, 0);
+    assert_int_equal(zn_plan_svg_save(out, &p, &err), 0);
+    long ops = zn_fault_ops();
+    assert_true(ops >= 3);
+    for (long op = 1; op <= ops; op++) {
+        write_text(out, "old contents");
+        zn_fault_set(op, 0, 0);
+        int rc = zn_plan_svg_save(out, &p, &err);
+        zn_fault_set(0, 0, 0);
+        if (rc != ZN_E_IO) fail_msg("fault at op %ld of %ld: rc %d", op, ops, rc);
+        assert_int_equal(temporaries(), 0);
+        s = read_text(out);
+        assert_non_null(s);
+        if (strcmp(s, "old contents") && strncmp(s, "<?xml", 5)) fail_msg("fault at op %ld: a torn file", op);
+        if (op < ops - 1 && strcmp(s, "old contents")) fail_msg("fault at op %ld: file replaced", op);
+        free(s);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_well_formed),
+        cmocka_unit_test(test_segments_proportional),
+        cmocka_unit_test(test_twelve_colours),
+        cmocka_unit_test(test_capacity_line),
+        cmocka_unit_test(test_legend_nonzero_only),
+        cmocka_unit_test(test_all_zero_memory),
+        cmocka_unit_test(test_timeline_adds_up),
+        cmocka_unit_test(test_untimed),
+        cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_save_atomic),
+    };
+    zt_filter_from_env();
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
