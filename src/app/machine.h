@@ -7,8 +7,30 @@
  * Every figure is a sustained rate, what a kernel or a collective achieves,
  * not a datasheet peak: a preset derives its figures from the datasheet
  * times a stated efficiency (machine.c says which). A machine comes from a
- * preset name ("dgx-h100", "dgx-a100") or from a JSON file (keys below),
- * which may start from a preset and override single keys. */
+ * preset name ("dgx-h100", "dgx-a100") or from a JSON file, which may start
+ * from a preset and override single keys.
+ *
+ * The file (at most 1 MiB) speaks human units, named in the keys:
+ *
+ *   {"name": "my-node", "preset": "dgx-h100", "gpus_per_node": 8,
+ *    "device_tflops": 593.6,      10^12 FLOP/s    -> device_flops
+ *    "device_mem_gbps": 2680,     10^9 bytes/s    -> device_mem_bw
+ *    "device_memory_gib": 80,     2^30 bytes      -> device_memory
+ *    "intra_node": {"latency_us": 3, "bandwidth_gbps": 360},   -> intra
+ *    "inter_node": {"latency_us": 8, "bandwidth_gbps": 45},    -> inter
+ *    "host_device_gbps": 51.2,    10^9 bytes/s    -> h2d_bw
+ *    "host_adam_gelems": 1.0,     10^9 elements/s -> host_adam_rate
+ *    "nvme_gbps": 3.0}            10^9 bytes/s    -> nvme_bw
+ *
+ * (latency_us: 10^-6 s.) With "preset", every other key is optional and
+ * overrides the preset's figure ("name" too: without it the machine keeps
+ * the preset's name); without "preset", every key is required. Unknown or
+ * repeated keys are errors, as are wrong types, numbers that are not finite
+ * and > 0 (in the file and once scaled), and a gpus_per_node that is not an
+ * integer from 1 to 4096. A name is 1 to 63 bytes of printable UTF-8. A
+ * number is scaled as decimal text (593.6 TFLOP/s is the double nearest
+ * 593.6e12, not 593.6 * 1e12), so the writer's output reads back bit for
+ * bit. */
 #ifndef ZN_MACHINE_H
 #define ZN_MACHINE_H
 #include <stdio.h>
@@ -37,10 +59,16 @@ typedef struct {
 const char *zn_machine_preset_names(void);
 /* A preset by name; ZN_E_USAGE naming the presets when there is none. */
 int zn_machine_preset(const char *name, ZnMachine *m, ZnErr *err);
-/* A preset name, or else a JSON file at that path: errors name the file and
- * the JSON path (and the byte offset of a syntax error). */
+/* A preset name, or else a JSON file at that path (a preset's name wins: a
+ * file of that name is reached as "./dgx-h100"). Errors name the file and
+ * the JSON path (and the byte offset of a syntax error): ZN_E_USAGE for the
+ * content, ZN_E_IO for a file that cannot be read. m is untouched by a
+ * failed load. */
 int zn_machine_load(const char *name_or_path, ZnMachine *m, ZnErr *err);
-/* The JSON form of m, which zn_machine_load reads back to the same values. */
+/* The JSON form of m, every key ("name" too, "preset" never), each number
+ * the shortest decimal (at most 17 digits) that zn_machine_load reads back
+ * to the same double. ZN_E_USAGE, writing nothing, for a machine that
+ * would not load (the checks of a file). */
 int zn_machine_write_json(FILE *f, const ZnMachine *m, ZnErr *err);
 
 #endif
