@@ -278,7 +278,7 @@ static void test_manifest_fields(void **st) {
     };
     each_mut(orig, t, sizeof t / sizeof t[0], 0);
 
-    /* lists past their limits: ZN_MAX_PARAMS + 1 (641) parameters, 4097 files, 129 aliases */
+    /* lists past their limits: ZN_MAX_PARAMS + 1 (1541) parameters, 4097 files, 129 aliases */
     ZnErr err;
     doc = cJSON_Parse(orig);
     cJSON *ps = item_at(doc, "layout.params");

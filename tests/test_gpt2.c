@@ -14,12 +14,23 @@
 /* spec: Z-GPT-001 */
 static void test_presets_and_counts(void **state) {
     (void)state;
-    static const struct { const char *spec; long numel; int nparams; } cases[] = {
-        {"gpt2", 124439808L, 12 * 12 + 4},
-        {"gpt2-medium", 354823168L, 24 * 12 + 4},
-        {"gpt2-large", 774030080L, 36 * 12 + 4},
-        {"gpt2-xl", 1557611200L, 48 * 12 + 4},
-        {"gpt2:n_layer=12", 124439808L, 12 * 12 + 4},
+    static const struct { const char *spec; long numel; int nparams, T; } cases[] = {
+        {"gpt2", 124439808L, 12 * 12 + 4, 1024},
+        {"gpt2-medium", 354823168L, 24 * 12 + 4, 1024},
+        {"gpt2-large", 774030080L, 36 * 12 + 4, 1024},
+        {"gpt2-xl", 1557611200L, 48 * 12 + 4, 1024},
+        {"gpt2:n_layer=12", 124439808L, 12 * 12 + 4, 1024},
+        /* GPT-3's shapes: V*C + P*C + L*(12C^2 + 13C) + 2C, V 50257, P 2048 */
+        {"gpt3-small", 125226240L, 12 * 12 + 4, 2048},
+        {"gpt3-medium", 355871744L, 24 * 12 + 4, 2048},
+        {"gpt3-large", 760300032L, 24 * 12 + 4, 2048},
+        {"gpt3-xl", 1315723264L, 24 * 12 + 4, 2048},
+        {"gpt3-2.7b", 2651553280L, 32 * 12 + 4, 2048},
+        {"gpt3-6.7b", 6658404352L, 32 * 12 + 4, 2048},
+        {"gpt3-13b", 12853386240L, 40 * 12 + 4, 2048},
+        {"gpt3-175b", 174604259328L, 96 * 12 + 4, 2048},
+        {"gpt2:n_layer=128,n_embd=64,n_head=4", 50257L * 64 + 1024 * 64 + 128L * (12 * 64 * 64 + 13 * 64) + 128,
+         128 * 12 + 4, 1024},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ZnModel *m = malloc(sizeof *m);
@@ -28,7 +39,7 @@ static void test_presets_and_counts(void **state) {
         assert_int_equal(m->kind, ZN_MODEL_GPT2);
         assert_int_equal(m->nparams, cases[i].nparams);
         assert_int_equal(zn_model_numel(m), cases[i].numel);
-        assert_int_equal(m->seq_len, 1024);
+        assert_int_equal(m->seq_len, cases[i].T);
         free(m);
     }
     ZnModel *m = malloc(sizeof *m);
@@ -69,7 +80,7 @@ static void test_bad_specs(void **state) {
         {"gpt2:n_layer=0", "n_layer '0' is not a positive integer"},
         {"gpt2:n_layer=x", "n_layer 'x' is not a positive integer"},
         {"gpt2:n_layer=", "n_layer '' is not a positive integer"},
-        {"gpt2:n_layer=54", "n_layer 54 is too large (at most 53)"},
+        {"gpt2:n_layer=129", "n_layer 129 is too large (at most 128)"},
         {"gpt2:n_layer=99999999999999999999", "is too large"},
         {"gpt2:depth=3", "unknown key 'depth'"},
         {"gpt2:n_layer", "'n_layer' is not key=value"},

@@ -115,9 +115,9 @@ static void test_preset_dgx_h100(void **state) {
     assert_true(m.device_flops == 989.4e12 * 0.6);
     assert_true(m.device_mem_bw == 3.35e12 * 0.8);
     assert_true(m.device_memory == 85899345920.0);   /* 80 GiB */
-    assert_true(m.intra.alpha == 3e-6);
+    assert_true(m.intra.alpha == 1e-6);
     assert_true(m.intra.beta == 450e9 * 0.8);
-    assert_true(m.inter.alpha == 8e-6);
+    assert_true(m.inter.alpha == 6e-6);
     assert_true(m.inter.beta == 50e9 * 0.9);
     assert_true(m.h2d_bw == 64e9 * 0.8);
     assert_true(m.host_adam_rate == 1.0e9);
@@ -133,9 +133,9 @@ static void test_preset_dgx_a100(void **state) {
     assert_true(m.device_flops == 312e12 * 0.6);
     assert_true(m.device_mem_bw == 2.039e12 * 0.8);
     assert_true(m.device_memory == 85899345920.0);
-    assert_true(m.intra.alpha == 3e-6);
+    assert_true(m.intra.alpha == 1e-6);
     assert_true(m.intra.beta == 300e9 * 0.8);
-    assert_true(m.inter.alpha == 8e-6);
+    assert_true(m.inter.alpha == 6e-6);
     assert_true(m.inter.beta == 25e9 * 0.9);
     assert_true(m.h2d_bw == 32e9 * 0.8);
     assert_true(m.host_adam_rate == 0.5e9);
@@ -334,8 +334,8 @@ static void test_written_form(void **state) {
     assert_str_contains(j, "\"name\": \"dgx-h100\"");
     assert_str_contains(j, "\"gpus_per_node\": 8,");
     assert_str_contains(j, "\"device_memory_gib\": 80,");
-    assert_str_contains(j, "\"intra_node\": {\"latency_us\": 3, \"bandwidth_gbps\": 360}");
-    assert_str_contains(j, "\"inter_node\": {\"latency_us\": 8, \"bandwidth_gbps\": 45}");
+    assert_str_contains(j, "\"intra_node\": {\"latency_us\": 1, \"bandwidth_gbps\": 360}");
+    assert_str_contains(j, "\"inter_node\": {\"latency_us\": 6, \"bandwidth_gbps\": 45}");
     assert_str_contains(j, "\"host_adam_gelems\": 1,");
     assert_str_contains(j, "\"nvme_gbps\": 3\n");
     assert_null(strstr(j, "preset"));

@@ -12,6 +12,8 @@
 #include "app/run.h"
 
 int zn_cmd_train(int argc, char **argv);
+/* `zinc plan ...`: `zinc train --dry-run ...` (the flags of train; app/plan_report.h). */
+int zn_cmd_plan(int argc, char **argv);
 int zn_cmd_spec(int argc, char **argv);
 int zn_cmd_compare(int argc, char **argv);
 int zn_cmd_stepper(int argc, char **argv);
@@ -56,6 +58,9 @@ typedef struct {
     long device_memory;      /* --device-memory: each rank's simulated device capacity in bytes (0: unlimited) */
     int dry_run;             /* --dry-run: rank 0 on the meta device, memory and collectives only (app/dryrun.h) */
     int ranks_per_node;      /* --ranks-per-node: the simulator's node size (0: one node; processes ask the launcher) */
+    const char *machine;     /* --machine NAME|FILE.json: a dry run's step time (app/machine.h) */
+    int json;                /* --json: a dry run's report as JSON */
+    const char *svg_path;    /* --svg FILE: a dry run's picture */
 } ZnTrainFlags;
 
 void zn_train_flags_init(ZnTrainFlags *f);

@@ -1,6 +1,7 @@
 /* cli_train.c: `zinc train` and the flags it shares with the other tools. */
 #include "app/cli.h"
 #include "app/dryrun.h"
+#include "app/plan_report.h"
 #include "core/cpu.h"
 #include "core/alloc.h"
 #include "app/proc.h"
@@ -138,7 +139,10 @@ static const Flag TRAIN_FLAGS[] = {
     {"--memory-report", FL_SWITCH, F(memory_report), .usage = "[--memory-report]"},
     {"--comm-report", FL_SWITCH, F(comm_report), .usage = "[--comm-report]"},
     {"--device-memory", FL_FN, .fn = parse_device_memory, .usage = "[--device-memory SIZE]"},
-    {"--dry-run", FL_SWITCH, F(dry_run), .usage = "[--dry-run]"},
+    {"--dry-run", FL_SWITCH, F(dry_run), .usage = "[--dry-run [--machine NAME|FILE.json] [--json] [--svg FILE]]"},
+    {"--machine", FL_STR, F(machine)},
+    {"--json", FL_SWITCH, F(json)},
+    {"--svg", FL_STR, F(svg_path)},
     {"--trace", FL_STR, F(trace_path), .usage = "[--trace FILE.json]\n"},
     {"--checkpoint-dir", FL_STR, F(ckpt_dir), .usage = "[--checkpoint-dir DIR --checkpoint-interval K]"},
     {"--checkpoint-interval", FL_LONG, F(ckpt_interval), 1, 1L << 40},
@@ -308,9 +312,34 @@ static ZnConfigId config_id(const ZnRunOpts *o) {
     return id;
 }
 
-int zn_cmd_train(int argc, char **argv) {
+/* A dry run's report (Z-PLAN-*): the machine sets the ranks per node when
+ * the flag does not, and --device-memory else the machine's memory is the
+ * capacity to fit in. */
+static int plan(const ZnTrainFlags *f, ZnRunOpts *o, ZnErr *err) {
+    ZnMachine m;
+    ZnPlanOpts po = {0};
+    if (f->machine) {
+        int rc = zn_machine_load(f->machine, &m, err);
+        if (rc) return rc;
+        if (!f->ranks_per_node && o->world.size > m.gpus_per_node) {
+            if (o->world.size % m.gpus_per_node)
+                return zn_err(err, ZN_E_USAGE, "--world-size %d is not a whole number of %s nodes of %d GPUs",
+                              o->world.size, m.name, m.gpus_per_node);
+            o->world = zn_world(o->world.size, 0, m.gpus_per_node);
+        }
+        po.machine = &m;
+        po.capacity = (long)m.device_memory;
+    }
+    if (f->device_memory > 0) po.capacity = f->device_memory;
+    po.json = f->json;
+    po.svg_path = f->svg_path;
+    return zn_plan_run(o, &po, stdout, err);
+}
+
+static int train(int argc, char **argv, int dry) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
+    f.dry_run = dry;
     ZnErr err = {0};
     for (int i = 0; i < argc; i++) {
         int c = zn_train_flag(&f, argc, argv, &i, &err);
@@ -319,6 +348,11 @@ int zn_cmd_train(int argc, char **argv) {
             zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for 'zinc train'", argv[i]);
             goto usage_error;
         }
+    }
+    if (!f.dry_run && (f.machine || f.json || f.svg_path)) {
+        zn_err(&err, ZN_E_USAGE, "%s describes a dry run: add --dry-run (or use zinc plan)",
+               f.machine ? "--machine" : f.json ? "--json" : "--svg");
+        goto usage_error;
     }
     ZnBackend backend = ZN_BACKEND_SIM;
     if (f.backend && zn_backend_parse(f.backend, &backend, &err)) goto usage_error;
@@ -364,16 +398,14 @@ int zn_cmd_train(int argc, char **argv) {
     if (backend == ZN_BACKEND_SIM) snprintf(how, sizeof how, "simulated");
     else if (backend == ZN_BACKEND_CUDA) snprintf(how, sizeof how, "simulated on one GPU, %s mode", o.cfg.exact ? "exact" : "fast");
     else snprintf(how, sizeof how, "%d processes, backend %s", proc.world.size, zn_backend_name(backend));
-    if (proc.world.rank == 0)
+    if (proc.world.rank == 0 && !f.json)
         printf("zinc train: %s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
                "train batch %ld, %ld steps\n",
                f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
                o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
     fflush(stdout);
     if (f.dry_run) {   /* one rank on the meta device: memory and collectives, no training (Z-DRY-005) */
-        ZnDryRun dr;
-        int drc = zn_dry_run(&o, o.steps > 0, &dr, &err);
-        if (!drc) zn_dry_run_print(stdout, &o, &dr);
+        int drc = plan(&f, &o, &err);
         zn_run_opts_free(&o);
         if (drc) {
             zn_err_print(stderr, "", &err);
@@ -398,3 +430,6 @@ usage_error:
     zn_err_print(stderr, "", &err);
     return 2;
 }
+
+int zn_cmd_train(int argc, char **argv) { return train(argc, argv, 0); }
+int zn_cmd_plan(int argc, char **argv) { return train(argc, argv, 1); }

@@ -21,8 +21,11 @@ long zn_dry_model_states(const ZnMemStats *m) {
 /* The see_memory_usage points of the step (Z-REP-002): the device as it is
  * there, with the peak since the point before; a point met again (each
  * micro-step) keeps its latest bytes and its highest peak. */
+typedef struct { ZnDryRun *r; ZnPhaseMeter meter; } DryCtx;
+
 static void dry_phase(void *arg, ZnEngine *E, const char *what) {
-    ZnDryRun *r = arg;
+    DryCtx *ctx = arg;
+    ZnDryRun *r = ctx->r;
     ZnMemStats *m = &E->dev->mem;
     int i = 0;
     while (i < r->nphases && strcmp(r->phase[i].what, what)) i++;
@@ -37,7 +40,7 @@ static void dry_phase(void *arg, ZnEngine *E, const char *what) {
         r->phase[i].dev = *m;
         r->phase[i].dev.win_peak_total = peak;
     }
-    zn_mem_reset_window(m);
+    zn_phase_meter_point(&ctx->meter, E, what);   /* and a new window on every tier */
 }
 
 /* The data a step reads, as small as the model allows: the MLP's teacher is
@@ -59,6 +62,18 @@ static int dry_data(const ZnRunOpts *o, ZnData *data, ZnTokens *tokens, ZnErr *e
     if (zn_data_init(data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed))
         return zn_nomem(err);
     return 0;
+}
+
+/* What a real step would read and write on NVMe (a dry run swaps nothing):
+ * the optimizer states on NVMe are read and written back once per step;
+ * the 16-bit parameter partitions on NVMe are read for the forward and the
+ * backward gathers and written once after the step (Z-DRY-009). */
+static void nvme_traffic(const ZnEngine *E, ZnDryRun *r) {
+    const ZnMemStats *m = &E->tier_nvme.mem;
+    const double opt = (double)m->cur[ZN_MEM_MASTER32] + m->cur[ZN_MEM_EXP_AVG] + m->cur[ZN_MEM_EXP_AVG_SQ];
+    const double p16 = (double)m->cur[ZN_MEM_PARAMS16];
+    r->nvme_read = opt + 2.0 * p16 * E->cfg->grad_accum;
+    r->nvme_write = opt + p16;
 }
 
 int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err) {
@@ -98,12 +113,23 @@ int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err) {
         zn_mem_reset_window(&dev.mem);
         zn_mem_reset_peak(&E.tier_host.mem);
         zn_mem_reset_peak(&E.tier_nvme.mem);
+        DryCtx ctx;
+        memset(&ctx, 0, sizeof ctx);
+        ctx.r = res;
+        ctx.meter.phase_out = &res->calls.phase;
         E.hooks.phase = dry_phase;
-        E.hooks.phase_ctx = res;
+        E.hooks.phase_ctx = &ctx;
         E.live_peak = E.n_avail;
         zn_comm_stats_reset(&comm.stats);
+        zn_phase_meter_start(&ctx.meter, &E);
+        zn_comm_meta_log(&comm, &res->calls);
         ZnStepResult sr;
-        if ((rc = zn_engine_train_step(&E, &sr, err))) goto out;
+        rc = zn_engine_train_step(&E, &sr, err);
+        zn_comm_meta_log(&comm, NULL);
+        if (rc) goto out;
+        zn_phase_meter_finish(&ctx.meter, &E);
+        memcpy(res->ph, ctx.meter.ph, sizeof res->ph);
+        nvme_traffic(&E, res);
         res->stepped = 1;
         res->step[ZN_DRY_DEVICE] = dev.mem;
         res->step[ZN_DRY_HOST] = E.tier_host.mem;

@@ -15,7 +15,9 @@
 #ifndef ZN_DRYRUN_H
 #define ZN_DRYRUN_H
 #include <stdio.h>
+#include "app/phase_meter.h"
 #include "app/run.h"
+#include "comm/comm_meta.h"
 
 enum { ZN_DRY_DEVICE = 0, ZN_DRY_HOST, ZN_DRY_NVME, ZN_DRY_NTIERS };
 
@@ -43,6 +45,11 @@ typedef struct {
        cur at that point, win_peak since the point before */
     int nphases;
     struct { char what[24]; ZnMemStats dev; } phase[ZN_DRY_MAX_PHASES];
+    /* the step by phase (forward, backward, step: phase_meter.h) and its
+       collectives by kind (comm_meta.h), what the step-time model prices */
+    ZnPhaseStats ph[ZN_PH_N];
+    ZnMetaLog calls;
+    double nvme_read, nvme_write;     /* NVMe bytes a real step would move (the dry run moves none): Z-DRY-009 */
 } ZnDryRun;
 
 /* The dry run of o (resolved config, model, world; o->device_memory is the

@@ -53,11 +53,13 @@ static const ZnMachine PRESETS[] = {
            (a little of it reserved); 80e9 would undercount by 7% */
         .device_memory = 80.0 * GIB,
         /* NVLink 4: 900 GB/s bidirectional = 450 GB/s per direction per GPU;
-           NCCL ring bus bandwidth ~80% of it; ~3 us per step */
-        .intra = {.alpha = 3e-6, .beta = 450e9 * 0.8},
+           NCCL ring bus bandwidth ~80% of it. Latency per ring hop ~1 us:
+           an 8-GPU all-reduce of a few bytes (16 hops) takes ~15 us */
+        .intra = {.alpha = 1e-6, .beta = 450e9 * 0.8},
         /* InfiniBand NDR 400 Gb/s, one ConnectX-7 per GPU = 50 GB/s; ~90% on
-           large messages; ~8 us per step (NIC + switch + NCCL proxy) */
-        .inter = {.alpha = 8e-6, .beta = 400e9 / 8 * 0.9},
+           large messages; ~6 us per hop between nodes (NIC, switch, NCCL's
+           proxy): two nodes' small all-reduce ~40 us */
+        .inter = {.alpha = 6e-6, .beta = 400e9 / 8 * 0.9},
         /* PCIe Gen5 x16: 64 GB/s per direction; pinned copies reach ~80% */
         .h2d_bw = 64e9 * 0.8,
         /* DeepSpeed CPU-Adam is memory-bound (~16 bytes of fp32 state read and
@@ -77,10 +79,11 @@ static const ZnMachine PRESETS[] = {
         .device_mem_bw = 2.039e12 * 0.8,
         /* 80 GB card: 80 GiB, as for the H100 */
         .device_memory = 80.0 * GIB,
-        /* NVLink 3: 600 GB/s bidirectional = 300 GB/s per direction x 80%; ~3 us */
-        .intra = {.alpha = 3e-6, .beta = 300e9 * 0.8},
-        /* InfiniBand HDR 200 Gb/s per GPU = 25 GB/s x 90%; ~8 us */
-        .inter = {.alpha = 8e-6, .beta = 200e9 / 8 * 0.9},
+        /* NVLink 3: 600 GB/s bidirectional = 300 GB/s per direction x 80%;
+           ~1 us per hop, as for the H100 */
+        .intra = {.alpha = 1e-6, .beta = 300e9 * 0.8},
+        /* InfiniBand HDR 200 Gb/s per GPU = 25 GB/s x 90%; ~6 us per hop */
+        .inter = {.alpha = 6e-6, .beta = 200e9 / 8 * 0.9},
         /* PCIe Gen4 x16: 32 GB/s per direction x 80% */
         .h2d_bw = 32e9 * 0.8,
         /* CPU-Adam on the older hosts' cores and DDR4: assumed half the H100 node's */

@@ -1,5 +1,6 @@
 /* run.c: drive a simulated run. Rank 0 prints; every rank trains. */
 #include "app/run.h"
+#include "app/phase_meter.h"
 #include "core/alloc.h"
 #include "engine/engine.h"
 #include "engine/data.h"
@@ -27,6 +28,7 @@ typedef struct {
     int jsonl;         /* the log is JSON lines (by its .jsonl extension) */
     ZnLrSched sched;   /* built once, copied by every rank */
     ZnTrace *traces;   /* [world] when tracing */
+    ZnPhaseMeter *meters;   /* [world]: each rank's step by phase (Z-DRY-008) */
     void *cuda_sim;    /* ZnCudaSim: the simulator's collectives over GPU memory */
     pthread_mutex_t print_lock;   /* one rank's report lines stay together */
 } RunCtx;
@@ -66,8 +68,7 @@ static void tier_line(const char *tier, const ZnMemStats *m) {
 /* DeepSpeed's see_memory_usage lines (Z-REP-002), rank 0, then the
  * per-category split zinc adds; the peak window restarts after each report
  * as DeepSpeed resets the CUDA peak. */
-static void memory_phase(void *arg, ZnEngine *E, const char *what) {
-    RunCtx *ctx = arg;
+static void memory_lines(RunCtx *ctx, ZnEngine *E, const char *what) {
     if (E->world.rank != 0 || !ctx->o->memory_report) return;
     ZnMemStats *m = &E->dev->mem;
     const double GB = 1024.0 * 1024.0 * 1024.0;
@@ -82,12 +83,19 @@ static void memory_phase(void *arg, ZnEngine *E, const char *what) {
         E->live_peak = E->n_avail;
     }
     printf("\n");
-    zn_mem_reset_window(m);
     cpu_memory_line();
     if (E->P.optim_tier != ZN_TIER_DEVICE || E->P.param_tier != ZN_TIER_DEVICE) {   /* Z-OFF-007 */
         tier_line("host", &E->tier_host.mem);
         tier_line("nvme", &E->tier_nvme.mem);
     }
+}
+
+/* The engine's phase hook: the report lines, then the rank's phase meter,
+ * which starts a new peak window on every tier. */
+static void memory_phase(void *arg, ZnEngine *E, const char *what) {
+    RunCtx *ctx = arg;
+    memory_lines(ctx, E, what);
+    zn_phase_meter_point(&ctx->meters[E->world.rank], E, what);
 }
 
 /* Bytes an offloaded rank moved so far: H2D, D2H, NVMe read, NVMe write. */
@@ -289,7 +297,10 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         unsigned long long moved_before[4];
         moved_now(&E, moved_before);
         double t0 = now_s();
+        zn_phase_meter_start(&ctx->meters[rank], &E);
         if ((rc = zn_engine_train_step(&E, &sr, err)) || (rc = device_check(dev, err))) goto out;
+        zn_phase_meter_finish(&ctx->meters[rank], &E);
+        memcpy(&res->phases[ZN_PH_N * rank], ctx->meters[rank].ph, sizeof ctx->meters[rank].ph);
         double ms = 1e3 * (now_s() - t0);
         const int report = o->print_every > 0 && (t + 1) % o->print_every == 0;
         if (o->record) {   /* every rank takes part in the gathers */
@@ -412,7 +423,8 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     res->nvme_end = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnMemStats));
     res->moved = zn_calloc(ZN_HOST_APP, 4 * (size_t)o->world.size, sizeof(unsigned long long));
     res->inter = zn_calloc(ZN_HOST_APP, 4 * (size_t)o->world.size, sizeof(long));
-    if (!res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->step_ms || !res->params || !res->comm_init ||
+    res->phases = zn_calloc(ZN_HOST_APP, ZN_PH_N * (size_t)o->world.size, sizeof(ZnPhaseStats));
+    if (!res->phases || !res->loss || !res->grad_norm || !res->lr || !res->scale || !res->scale_after || !res->skipped || !res->step_ms || !res->params || !res->comm_init ||
         !res->comm_end || !res->mem_end || !res->host_end || !res->nvme_end || !res->moved || !res->inter) {
         zn_run_result_free(res);
         return zn_nomem(err);
@@ -436,6 +448,10 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         return zn_nomem(err);
     }
     const int my_rank = o->world.rank;
+    if (!(ctx.meters = zn_calloc(ZN_HOST_APP, (size_t)o->world.size, sizeof(ZnPhaseMeter)))) {
+        rc = zn_nomem(err);
+        goto out;
+    }
     if (o->proc_comm && memcmp(&o->proc_comm->world, &o->world, sizeof o->world)) {
         rc = zn_err(err, ZN_E_INTERNAL, "run options say rank %d of %d, the communicator rank %d of %d", o->world.rank,
                     o->world.size, o->proc_comm->world.rank, o->proc_comm->world.size);
@@ -502,6 +518,7 @@ out:
     if (ctx.csv && fclose(ctx.csv) && !rc) rc = zn_err(err, ZN_E_IO, "writing log file '%s' failed", o->log_path);
     zn_data_free(&ctx.data);
     zn_tokens_free(&ctx.tokens);
+    free(ctx.meters);
     if (ctx.traces) {
         for (int r = 0; r < o->world.size; r++) zn_trace_free(&ctx.traces[r]);
         free(ctx.traces);
@@ -513,6 +530,6 @@ out:
 
 void zn_run_result_free(ZnRunResult *res) {
     ZN_FREE_ALL(res->loss, res->grad_norm, res->lr, res->scale, res->scale_after, res->skipped, res->params,
-                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved, res->inter, res->step_ms);
+                res->rec_params, res->rec_grads, res->comm_init, res->comm_end, res->mem_end, res->host_end, res->nvme_end, res->moved, res->inter, res->step_ms, res->phases);
     memset(res, 0, sizeof *res);
 }

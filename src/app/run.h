@@ -9,6 +9,7 @@
 #include "engine/model.h"
 #include "comm/comm.h"
 #include "device/device.h"
+#include "app/phase_meter.h"
 
 /* Faults and quirks the tests plant in a run, apart from the options a
  * user sets (a rank of -1 turns each off). */
@@ -83,6 +84,7 @@ typedef struct {
     unsigned long long *moved;       /* [4 * world.size]: H2D, D2H, NVMe read, NVMe write bytes of the steps */
     long *inter;                     /* [4 * world.size]: bytes sent to another node by the steps: forward,
                                         backward and after-step parameter gathers, gradient reduction (Z-GRP-003) */
+    ZnPhaseStats *phases;            /* [ZN_PH_N * world.size]: each rank's last step by phase (Z-DRY-008) */
     double wall_s;
     double cpu_total_s, cpu_comm_s;  /* with measure_cpu: thread CPU time of all ranks, and the part
                                         spent inside the simulator's collectives */

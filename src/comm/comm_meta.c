@@ -9,9 +9,51 @@
 #include "comm/comm_meta.h"
 #include "comm/coll.h"
 #include "comm/comm_seq.h"
+#include <stdio.h>
 #include <string.h>
 
 static const char *tag_str(const char *tag) { return tag ? tag : ""; }
+
+void zn_comm_meta_log(ZnComm *c, ZnMetaLog *log) { c->impl = log; }
+
+/* One call into the log: node 0's egress is what each of its ranks would
+ * send to other nodes in the same call (the counts are every rank's) */
+static void log_call(ZnComm *c, ZnGroup g, ZnCollOp op, const long *counts, long n, int root, ZnDtype dt,
+                     const char *tag, long sent, long inter) {
+    ZnMetaLog *log = c->impl;
+    ZnGroup rg = zn_group_resolve(&c->world, g);
+    double node = 0.0;
+    const int P = c->world.per_node;
+    if (P < c->world.size)   /* one node: nothing leaves it */
+        for (int l = 0; l < P; l++) {
+            ZnWorld w = zn_world(c->world.size, l, P);
+            long s, r, x;
+            zn_comm_call_bytes(&w, zn_group_resolve(&w, g), op, counts, n, root, dt, &s, &r, &x);
+            node += (double)x;
+        }
+    int k = 0;
+    while (k < log->n && !(log->cls[k].op == op && log->cls[k].phase == log->phase &&
+                           log->cls[k].grp.size == rg.size && log->cls[k].grp.stride == rg.stride &&
+                           !strncmp(log->cls[k].tag, tag_str(tag), ZN_COMM_TAG_LEN - 1)))
+        k++;
+    if (k == ZN_META_MAX_CLASSES) {
+        log->dropped++;
+        return;
+    }
+    ZnMetaClass *m = &log->cls[k];
+    if (k == log->n) {
+        memset(m, 0, sizeof *m);
+        m->op = op;
+        snprintf(m->tag, sizeof m->tag, "%s", tag_str(tag));
+        m->phase = log->phase;
+        m->grp = rg;
+        log->n++;
+    }
+    m->calls++;
+    m->sent += (double)sent;
+    m->inter += (double)inter;
+    m->node_inter += node;
+}
 
 /* The ring bytes of one call, counted as coll.c's call() does, with the
  * watch told before and after (the tracer and the CPU meter see the call). */
@@ -21,6 +63,7 @@ static int count_in(ZnComm *c, ZnGroup g, ZnCollOp op, const long *counts, long 
     long sent, recv, inter;
     zn_comm_call_bytes(&c->world, zn_group_resolve(&c->world, g), op, counts, n, root, dt, &sent, &recv, &inter);
     zn_comm_count(c, op, tag, sent, recv, inter);
+    if (c->impl) log_call(c, g, op, counts, n, root, dt, tag, sent, inter);
     if (c->watch) c->watch->end(c->watch, c, op, tag);
     return 0;
 }

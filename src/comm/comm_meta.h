@@ -12,4 +12,27 @@
 /* c becomes rank `rank` of `world` ranks, per_node ranks to a node. */
 void zn_comm_meta_init(ZnComm *c, int world, int rank, int per_node);
 
+/* The calls of a dry run by kind (spec Z-DRY-009), what the step-time model
+ * prices: calls of one op, tag and group in one phase are one class. Per
+ * call, the rank's bytes sent, those of them that cross to another node,
+ * and what all ranks of node 0 send to other nodes together (the node's
+ * egress, which its NICs share): every node of a symmetric world sends the
+ * same. */
+#define ZN_META_MAX_CLASSES 256
+typedef struct {
+    ZnCollOp op;
+    char tag[ZN_COMM_TAG_LEN];
+    int phase;                 /* the meter's phase when the call was made */
+    ZnGroup grp;               /* resolved: size and stride (the world: size N, stride 1) */
+    long calls;
+    double sent, inter, node_inter;   /* summed over the calls */
+} ZnMetaClass;
+typedef struct {
+    int phase;                 /* set by the caller (the phase meter) */
+    int n, dropped;            /* classes; calls past ZN_META_MAX_CLASSES classes (counted nowhere) */
+    ZnMetaClass cls[ZN_META_MAX_CLASSES];
+} ZnMetaLog;
+/* From now on c records its calls into log (NULL: stops). */
+void zn_comm_meta_log(ZnComm *c, ZnMetaLog *log);
+
 #endif

@@ -32,8 +32,19 @@ typedef struct {
     /* a second peak for reports that reset their own window (DeepSpeed's
        see_memory_usage resets the peak after printing) */
     long win_peak[ZN_MEM_NCAT], win_peak_total;
+    long win_at_peak[ZN_MEM_NCAT];   /* the categories when win_peak_total was reached */
     long nallocs;              /* live allocations */
 } ZnMemStats;
+
+/* What the kernels of a meta device would have done (spec Z-DRY-007): the
+ * step-time model's compute. Counted by the meta device only. */
+typedef struct {
+    double flops;        /* GEMMs (2*M*N*K) and attention (Megatron's 4*B*T*T*C forward, twice that backward) */
+    double mem_elems;    /* elements the memory-bound kernels read plus write (model dtype) */
+    double opt_elems;    /* elements an Adam kernel updated (fp32 states, counted apart) */
+    double h2d_bytes, d2h_bytes;   /* upload, download */
+    long kernels;        /* kernel calls, data movement included */
+} ZnWork;
 
 typedef struct ZnKernels ZnKernels;
 /* declared ahead: the backend hooks inside the struct take the device */
@@ -45,6 +56,7 @@ struct ZnDevice {
     int meta;                  /* 1: account only, return a non-dereferenceable token */
     int host_addressable;      /* 1: buffers are plain host memory the CPU may read in place */
     ZnMemStats mem;
+    ZnWork work;               /* meta device: what its kernels would have done */
     const ZnKernels *k;
     /* the backend's raw memory: alloc_n bytes, zero-filled, charging
        accounted_n bytes to cat through zn_mem_charge; free gives both back */

@@ -62,7 +62,7 @@ void zn_mem_reset_peak(ZnMemStats *m) {
 }
 
 void zn_mem_reset_window(ZnMemStats *m) {
-    for (int c = 0; c < ZN_MEM_NCAT; c++) m->win_peak[c] = m->cur[c];
+    for (int c = 0; c < ZN_MEM_NCAT; c++) m->win_peak[c] = m->win_at_peak[c] = m->cur[c];
     m->win_peak_total = m->cur_total;
 }
 
@@ -88,7 +88,10 @@ int zn_mem_charge(ZnDevice *d, size_t n, ZnMemCat cat, ZnErr *err) {
     if (m->cur[cat] > m->peak[cat]) m->peak[cat] = m->cur[cat];
     if (m->cur_total > m->peak_total) m->peak_total = m->cur_total;
     if (m->cur[cat] > m->win_peak[cat]) m->win_peak[cat] = m->cur[cat];
-    if (m->cur_total > m->win_peak_total) m->win_peak_total = m->cur_total;
+    if (m->cur_total > m->win_peak_total) {
+        m->win_peak_total = m->cur_total;
+        memcpy(m->win_at_peak, m->cur, sizeof m->win_at_peak);
+    }
     m->nallocs++;
     return 0;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 int zn_model_parse(const char *spec, ZnModel *m, ZnErr *err) {
-    if (spec && !strncmp(spec, "gpt2", 4)) return zn_gpt2_parse(spec, m, err);
+    if (spec && (!strncmp(spec, "gpt2", 4) || !strncmp(spec, "gpt3-", 5))) return zn_gpt2_parse(spec, m, err);
     return zn_mlp_parse(spec, m, err);
 }
 

@@ -22,8 +22,8 @@
 #include "engine/data.h"
 
 #define ZN_MAX_LAYERS 64     /* MLP layers; GPT-2 blocks (gpt2-xl has 48) */
-#define ZN_MAX_PARAMS 640    /* GPT-2 with 52 blocks: 12 per block + 4 */
-#define ZN_MAX_MODULES 400   /* GPT-2: 6 per block + 3 */
+#define ZN_MAX_PARAMS 1540   /* GPT-2 with 128 blocks: 12 per block + 4 (GPT-3 175B has 96) */
+#define ZN_MAX_MODULES 771   /* GPT-2: 6 per block + 3 */
 
 typedef enum { ZN_MODEL_MLP = 0, ZN_MODEL_GPT2 } ZnModelKind;
 

@@ -40,6 +40,17 @@ static const Preset presets[] = {
     {"gpt2-medium", {24, 16, 1024, 50257, 1024}},
     {"gpt2-large", {36, 20, 1280, 50257, 1024}},
     {"gpt2-xl", {48, 25, 1600, 50257, 1024}},
+    /* GPT-3's shapes (Brown et al. 2020, Table 2.1) in GPT-2's architecture,
+       2048 positions; XL and 13B take heads of 128 that divide n_embd (the
+       table's 24 heads of 2048 and width 5140 do not) */
+    {"gpt3-small", {12, 12, 768, 50257, 2048}},
+    {"gpt3-medium", {24, 16, 1024, 50257, 2048}},
+    {"gpt3-large", {24, 16, 1536, 50257, 2048}},
+    {"gpt3-xl", {24, 16, 2048, 50257, 2048}},
+    {"gpt3-2.7b", {32, 32, 2560, 50257, 2048}},
+    {"gpt3-6.7b", {32, 32, 4096, 50257, 2048}},
+    {"gpt3-13b", {40, 40, 5120, 50257, 2048}},
+    {"gpt3-175b", {96, 96, 12288, 50257, 2048}},
 };
 
 static void add_param(ZnModel *m, const char *name, int ndim, long d0, long d1) {
@@ -146,7 +157,8 @@ int zn_gpt2_parse(const char *spec, ZnModel *m, ZnErr *err) {
         if (strncmp(spec, "gpt2:", 5))
             return zn_err(err, ZN_E_USAGE,
                           "model spec '%.200s': unknown model (GPT-2: gpt2:key=value,... or a preset gpt2-tiny, gpt2, "
-                          "gpt2-medium, gpt2-large, gpt2-xl)", spec);
+                          "gpt2-medium, gpt2-large, gpt2-xl, gpt3-small, gpt3-medium, gpt3-large, gpt3-xl, "
+                          "gpt3-2.7b, gpt3-6.7b, gpt3-13b, gpt3-175b)", spec);
         const char *p = spec + 5;
         for (;;) {
             const char *end = strchr(p, ',');

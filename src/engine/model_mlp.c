@@ -62,7 +62,7 @@ int zn_mlp_parse(const char *spec, ZnModel *m, ZnErr *err) {
     if (kind_len != 3 || strncmp(spec, "mlp", 3) != 0) {
         int show = kind_len > 40 ? 40 : (int)kind_len;
         return zn_err(err, ZN_E_USAGE, "model spec '%.200s': unknown model '%.*s' (expected mlp:D0,D1,..., gpt2:key=value,... or a "
-                      "preset gpt2-tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl)",
+                      "preset gpt2-tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, gpt3-small ... gpt3-175b)",
                       spec, show, spec);
     }
     if (!colon)
