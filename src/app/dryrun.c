@@ -43,9 +43,9 @@ static void dry_phase(void *arg, ZnEngine *E, const char *what) {
     zn_phase_meter_point(&ctx->meter, E, what);   /* and a new window on every tier */
 }
 
-/* The data a step reads, as small as the model allows: the MLP's teacher is
- * one [classes, d_in] matrix; a language model reads one window of T + 1
- * zero tokens (the meta kernels look at no token anyway). */
+/* The data a step reads, as small as the model allows: the MLP's samples
+ * are zeros (no teacher); a language model reads one window of T + 1 zero
+ * tokens (the meta kernels look at no token anyway). */
 static int dry_data(const ZnRunOpts *o, ZnData *data, ZnTokens *tokens, ZnErr *err) {
     memset(data, 0, sizeof *data);
     memset(tokens, 0, sizeof *tokens);
@@ -59,8 +59,11 @@ static int dry_data(const ZnRunOpts *o, ZnData *data, ZnTokens *tokens, ZnErr *e
         data->tokens = tokens;
         return 0;
     }
-    if (zn_data_init(data, o->model.dims[0], o->model.dims[o->model.nlayers], (uint64_t)o->cfg.seed))
-        return zn_nomem(err);
+    /* no teacher: [classes, d_in] floats would be the one host array that
+       grows with the model (Z-DRY-004), and the meta kernels read no sample */
+    data->d_in = o->model.dims[0];
+    data->classes = o->model.dims[o->model.nlayers];
+    data->seed = (uint64_t)o->cfg.seed;
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * Counter-based, so sample i is the same bits whoever computes it and
  * whatever batch it falls in. */
 #include "engine/data.h"
+#include <string.h>
 #include "core/alloc.h"
 #include "core/rng.h"
 #include <stdlib.h>
@@ -39,6 +40,11 @@ void zn_data_free(ZnData *d) {
 }
 
 void zn_data_batch(const ZnData *d, long first, int B, float *x, int *labels) {
+    if (!d->teacher) {   /* a dry run's data: its meta kernels read no sample */
+        memset(x, 0, (size_t)B * (size_t)d->d_in * sizeof(float));
+        memset(labels, 0, (size_t)B * sizeof(int));
+        return;
+    }
     uint64_t key = input_key(d->seed);
     const uint64_t din = (uint64_t)d->d_in;
     for (long r = 0; r < B; r++) {

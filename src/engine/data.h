@@ -12,7 +12,7 @@ struct ZnTokens;
 typedef struct {
     int d_in, classes;
     uint64_t seed;
-    float *teacher;   /* [classes, d_in] */
+    float *teacher;   /* [classes, d_in]; NULL: a dry run's data, every sample zeros, label 0 */
     /* a language model's data (engine/data_text.h), not owned; NULL for
        the MLP's generated samples */
     const struct ZnTokens *tokens;

@@ -1,0 +1,383 @@
+/* test_steptime.c: what a dry run predicts (spec Z-DRY-007, Z-DRY-010,
+ * Z-TIME-*, Z-PLAN-*): the meta kernels' FLOPs against the model's
+ * arithmetic, the step-time model's rules on runs small enough to price by
+ * hand, the fit (overflow point, largest micro-batch) against dry runs of
+ * its neighbours, the ZeRO paper's figures (7.5B parameters, 64 ranks, K =
+ * 12; 2Ψ and 3Ψ per step), ZeRO++'s 3M -> 0.75M across nodes at 512 nodes,
+ * and GPT-3 175B on 4096 ranks in little memory. */
+#include "testutil.h"
+#include <sys/resource.h>
+#include "app/dryrun.h"
+#include "app/machine.h"
+#include "app/plan_report.h"
+#include "app/steptime.h"
+
+static ZnRunOpts opts(const char *model, const char *cfg, int world, int per_node) {
+    ZnTrainFlags f = zt_train_flags(model, 1, world, -1);
+    f.dry_run = 1;
+    f.print_every = 0;
+    f.ranks_per_node = per_node;
+    ZnRunOpts o;
+    ZnErr err = {0};
+    if (zn_train_resolve(&f, cfg, &o, &err)) fail_msg("resolve %s: %s", model, err.msg);
+    return o;
+}
+
+static ZnDryRun *dry(const ZnRunOpts *o) {
+    ZnDryRun *r = malloc(sizeof *r);
+    assert_non_null(r);
+    ZnErr err = {0};
+    if (zn_dry_run(o, 1, r, &err)) fail_msg("dry run: %s", err.msg);
+    return r;
+}
+
+/* a machine with round figures, so a time can be checked by hand */
+static ZnMachine round_machine(int gpn) {
+    ZnMachine m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "round");
+    m.gpus_per_node = gpn;
+    m.device_flops = 1e12;
+    m.device_mem_bw = 1e11;
+    m.device_memory = 1e9;
+    m.intra = (ZnLink){1e-6, 1e10};
+    m.inter = (ZnLink){1e-5, 1e9};
+    m.h2d_bw = 1e10;
+    m.host_adam_rate = 1e9;
+    m.nvme_bw = 1e9;
+    return m;
+}
+
+#define CFG "{\"train_micro_batch_size_per_gpu\": %d, \"bf16\": {\"enabled\": true}, " \
+            "\"zero_optimization\": {\"stage\": %d%s}}"
+
+/* ------------------------------------------------------------------------ */
+/* the meta kernels' work */
+
+/* spec: Z-DRY-007 */
+static void test_flops_are_the_models(void **state) {
+    (void)state;
+    /* the MLP 7-13-5-3, micro-batch 2: forward 2*B*sum(Di*Di+1), backward the
+       weight gradients the same again and the input gradients of every layer
+       but the first */
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, CFG, 2, 2, "");
+    ZnRunOpts o = opts("mlp:7,13,5,3", cfg, 2, 0);
+    ZnDryRun *r = dry(&o);
+    const double fwd = 2.0 * 2 * (7 * 13 + 13 * 5 + 5 * 3), dx = 2.0 * 2 * (13 * 5 + 5 * 3);
+    assert_true(r->ph[ZN_PH_FORWARD].dev.flops == fwd);
+    assert_true(r->ph[ZN_PH_BACKWARD].dev.flops == fwd + dx);
+    assert_true(r->ph[ZN_PH_STEP].dev.flops == 0);
+    /* Adam updates the rank's partition once, in the step */
+    assert_true(r->ph[ZN_PH_STEP].dev.opt_elems == (double)r->part_n);
+    assert_true(r->ph[ZN_PH_FORWARD].dev.opt_elems == 0 && r->ph[ZN_PH_BACKWARD].dev.opt_elems == 0);
+    assert_true(r->ph[ZN_PH_FORWARD].dev.mem_elems > 0);
+    free(r);
+    zn_run_opts_free(&o);
+    /* GPT-2: Megatron's count per token, 2P forward for the weights of the
+       blocks and the head (the embeddings' lookup is no GEMM) and 4*T*C per
+       layer of attention; backward twice that */
+    snprintf(cfg, sizeof cfg, CFG, 1, 3, "");
+    o = opts("gpt2-tiny", cfg, 2, 0);
+    r = dry(&o);
+    const double T = 32, C = 32, V = 256, L = 2;
+    const double gemm = 2.0 * T * (L * (C * 3 * C + C * C + C * 4 * C + 4 * C * C) + C * V);
+    const double attn = 4.0 * T * T * C * L;
+    assert_true(r->ph[ZN_PH_FORWARD].dev.flops == gemm + attn);
+    assert_true(r->ph[ZN_PH_BACKWARD].dev.flops == 2 * gemm + 2 * attn - 2.0 * T * C * V * 0);
+    free(r);
+    zn_run_opts_free(&o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the step-time model */
+
+/* spec: Z-TIME-001 */
+static void test_compute_time(void **state) {
+    (void)state;
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, CFG, 2, 0, "");
+    ZnRunOpts o = opts("mlp:7,13,5,3", cfg, 1, 0);
+    ZnDryRun *r = dry(&o);
+    ZnMachine m = round_machine(8);
+    ZnStepTime t;
+    ZnErr err = {0};
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), 0);
+    for (int ph = 0; ph < ZN_PH_N; ph++) {
+        const ZnPhaseStats *s = &r->ph[ph];
+        /* bf16: 2 bytes an element; Adam 24 + 2*2 bytes an element */
+        double want = s->dev.flops / 1e12 + (s->dev.mem_elems * 2 + s->dev.opt_elems * 28) / 1e11;
+        assert_true(t.compute[ph] == want);
+        assert_true(t.comm[ph] == 0 && t.exposed[ph] == 0);   /* one rank: no collective moves a byte */
+        assert_true(t.total[ph] == t.compute[ph]);
+    }
+    assert_true(t.step_s == t.total[0] + t.total[1] + t.total[2]);
+    assert_true(t.samples_per_s == 2 / t.step_s);
+    assert_true(t.tokens_per_s == 0);   /* an MLP has no tokens */
+    free(r);
+    zn_run_opts_free(&o);
+}
+
+/* spec: Z-TIME-002 */
+static void test_collective_time(void **state) {
+    (void)state;
+    /* stage 2 on 4 ranks, 2 per node: every byte sent is priced by its link */
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, CFG, 2, 2, "");
+    ZnRunOpts o = opts("mlp:64,64,64,8", cfg, 4, 2);
+    ZnDryRun *r = dry(&o);
+    ZnMachine m = round_machine(2);
+    ZnStepTime t;
+    ZnErr err = {0};
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), 0);
+    double lat[ZN_PH_N] = {0}, intra[ZN_PH_N] = {0}, inter[ZN_PH_N] = {0};
+    for (int k = 0; k < r->calls.n; k++) {
+        const ZnMetaClass *c = &r->calls.cls[k];
+        assert_int_equal(c->grp.size, 4);   /* the world */
+        /* a ring of 4 over 2 nodes: hops 0-1 and 2-3 inside, 1-2 and 3-0 between */
+        double hops = 2 * 1e-6 + 2 * 1e-5;
+        lat[c->phase] += c->calls * (c->op == ZN_OP_ALL_REDUCE ? 2 * hops : hops);
+        intra[c->phase] += (c->sent - c->inter) / 1e10;
+        inter[c->phase] += c->node_inter / (2 * 1e9);
+        /* node 0 sends what rank 1 sends (rank 0's successor is on its node) */
+        assert_true(c->inter == 0);
+        assert_true(c->node_inter == c->sent || c->sent < 8);
+    }
+    for (int ph = 0; ph < ZN_PH_N; ph++) {
+        assert_true(fabs(t.latency[ph] - lat[ph]) <= 1e-12 * (1 + lat[ph]));
+        assert_true(t.intra[ph] == intra[ph] && t.inter[ph] == inter[ph]);
+        double bw = intra[ph] > inter[ph] ? intra[ph] : inter[ph];
+        assert_true(fabs(t.comm[ph] - (t.latency[ph] + bw + t.copies[ph] + t.nvme[ph])) <= 1e-12);
+    }
+    /* stage 2 without overlap_comm: nothing hides, every second adds */
+    for (int ph = 0; ph < ZN_PH_N; ph++) {
+        assert_true(t.overlap[ph] == 0);
+        assert_true(fabs(t.exposed[ph] - t.comm[ph]) <= 1e-15);
+    }
+    assert_true(t.comm[ZN_PH_BACKWARD] > 0);
+    free(r);
+    zn_run_opts_free(&o);
+    /* the same with overlap_comm: the backward's reduction hides under its compute */
+    snprintf(cfg, sizeof cfg, CFG, 2, 2, ", \"overlap_comm\": true");
+    o = opts("mlp:64,64,64,8", cfg, 4, 2);
+    r = dry(&o);
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), 0);
+    assert_true(t.overlap[ZN_PH_BACKWARD] > 0);
+    double spill = t.overlap[ZN_PH_BACKWARD] - t.compute[ZN_PH_BACKWARD];
+    double fixed = t.comm[ZN_PH_BACKWARD] - t.overlap[ZN_PH_BACKWARD];
+    assert_true(fabs(t.exposed[ZN_PH_BACKWARD] - (fixed + (spill > 0 ? spill : 0))) <= 1e-15);
+    free(r);
+    zn_run_opts_free(&o);
+}
+
+/* spec: Z-TIME-003 */
+static void test_stage3_overlap(void **state) {
+    (void)state;
+    /* stage 3's gathers hide in the forward and backward with the prefetch,
+       not without it (stage3_prefetch_bucket_size 0) */
+    char cfg[256];
+    ZnMachine m = round_machine(2);
+    ZnStepTime t[2];
+    ZnErr err = {0};
+    for (int k = 0; k < 2; k++) {
+        /* no persistent parameters: every layer is gathered in the forward */
+        snprintf(cfg, sizeof cfg, CFG, 2, 3,
+                 k ? ", \"stage3_param_persistence_threshold\": 0, \"stage3_prefetch_bucket_size\": 0"
+                   : ", \"stage3_param_persistence_threshold\": 0");
+        ZnRunOpts o = opts("mlp:64,64,64,8", cfg, 4, 2);
+        ZnDryRun *r = dry(&o);
+        assert_int_equal(zn_step_time(&o, r, &m, &t[k], &err), 0);
+        free(r);
+        zn_run_opts_free(&o);
+    }
+    assert_true(t[0].overlap[ZN_PH_FORWARD] > 0 && t[1].overlap[ZN_PH_FORWARD] == 0);
+    assert_true(t[0].overlap[ZN_PH_STEP] == 0);   /* nothing in the step hides */
+    /* the same work either way: only what adds differs */
+    for (int ph = 0; ph < ZN_PH_N; ph++) {
+        assert_true(t[0].compute[ph] == t[1].compute[ph]);
+        assert_true(fabs(t[0].comm[ph] - t[1].comm[ph]) <= 1e-15);
+        assert_true(t[0].exposed[ph] <= t[1].exposed[ph]);
+    }
+    assert_true(t[0].step_s <= t[1].step_s);
+}
+
+/* spec: Z-TIME-004 */
+static void test_machine_nodes_must_match(void **state) {
+    (void)state;
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, CFG, 2, 2, "");
+    ZnRunOpts o = opts("mlp:8,8,4", cfg, 8, 4);
+    ZnDryRun *r = dry(&o);
+    ZnMachine m = round_machine(8);
+    ZnStepTime t;
+    ZnErr err = {0};
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "the run puts 4 ranks on a node and machine 'round' has 8 GPUs per node");
+    free(r);
+    zn_run_opts_free(&o);
+    o = opts("mlp:8,8,4", cfg, 16, 0);   /* 16 ranks on one node of 8 */
+    r = dry(&o);
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "16 ranks on one node, and machine 'round' has 8 GPUs per node");
+    free(r);
+    zn_run_opts_free(&o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* does it fit */
+
+/* spec: Z-PLAN-003 */
+static void test_fit(void **state) {
+    (void)state;
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, CFG, 4, 3, "");
+    ZnRunOpts o = opts("gpt2-tiny", cfg, 4, 0);
+    ZnDryRun *r = dry(&o);
+    const long init = r->init[ZN_DRY_DEVICE].peak_total, peak = zn_plan_device_peak(r);
+    assert_true(peak > init);
+    ZnPlanFit fit;
+    ZnErr err = {0};
+    /* enough: it fits, and a larger micro-batch does too */
+    assert_int_equal(zn_plan_fit(&o, r, peak, &fit, &err), 0);
+    assert_int_equal(fit.overflow, -1);
+    assert_true(fit.max_micro >= 4);
+    /* the largest micro-batch fits and one more does not: dry runs of both */
+    long cap = (init + peak) / 2;
+    assert_int_equal(zn_plan_fit(&o, r, cap, &fit, &err), 0);
+    assert_true(fit.overflow >= 1);   /* a phase of the step, not init */
+    assert_true(r->ph[fit.overflow - 1].peak[ZN_TIER_DEVICE] > cap);
+    for (int ph = 0; ph < fit.overflow - 1; ph++) assert_true(r->ph[ph].peak[ZN_TIER_DEVICE] <= cap);
+    assert_true(fit.max_micro >= 1 && fit.max_micro < 4);
+    for (long mb = fit.max_micro; mb <= fit.max_micro + 1; mb++) {
+        ZnRunOpts u = o;
+        u.cfg.micro_batch = mb;
+        u.cfg.train_batch_size = mb * 4;
+        ZnDryRun *q = dry(&u);
+        if (mb == fit.max_micro) assert_true(zn_plan_device_peak(q) <= cap && zn_plan_device_peak(q) == fit.max_micro_peak);
+        else assert_true(zn_plan_device_peak(q) > cap);
+        free(q);
+    }
+    /* less than init holds: init overflows, and no micro-batch fits */
+    assert_int_equal(zn_plan_fit(&o, r, init - 1, &fit, &err), 0);
+    assert_int_equal(fit.overflow, 0);
+    assert_string_equal(zn_plan_point_name(fit.overflow), "init");
+    assert_int_equal(fit.max_micro, 0);
+    free(r);
+    zn_run_opts_free(&o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* validation */
+
+/* The ZeRO paper (Rajbhandari et al. 2020, Figure 1): Ψ = 7.5B, N = 64,
+ * K = 12 gives 120, 31.4, 16.6 and 1.9 GB of model states per device. An
+ * MLP of 12 layers 25000 wide has 7,500,300,000 parameters.
+ * spec: Z-PLAN-006 */
+static void test_zero_paper(void **state) {
+    (void)state;
+    static const double paper[4] = {120.0, 31.4, 16.6, 1.9};
+    const char *model = "mlp:25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000";
+    for (int stage = 0; stage <= 3; stage++) {
+        char cfg[256];
+        snprintf(cfg, sizeof cfg,
+                 "{\"train_micro_batch_size_per_gpu\": 1, \"fp16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": %d, "
+                 "\"stage3_param_persistence_threshold\": 0}}",
+                 stage);
+        ZnRunOpts o = opts(model, cfg, 64, 8);
+        ZnDryRun *r = dry(&o);
+        assert_int_equal(r->numel, 7500300000L);
+        double gb = (double)zn_dry_model_states(&r->init[ZN_DRY_DEVICE]) / 1e9;
+        /* the paper rounds to three figures (1.875 -> 1.9) */
+        if (fabs(gb - paper[stage]) > 0.05) fail_msg("stage %d: %.4f GB, paper %.1f GB", stage, gb, paper[stage]);
+        /* per step, each rank sends 2Ψ(N-1)/N elements of gradients and
+           parameters (3Ψ(N-1)/N at stage 3), in 16 bits */
+        long psi, nb;
+        double want = zn_run_zero_volume(&o, &psi, &nb);
+        double sent = 0;
+        for (int ph = 0; ph < ZN_PH_N; ph++)
+            for (int i = 0; i < r->ph[ph].comm.ntags; i++)
+                if (!strcmp(r->ph[ph].comm.tags[i].tag, "grad_reduce") || !strcmp(r->ph[ph].comm.tags[i].tag, "param_gather"))
+                    sent += (double)r->ph[ph].comm.tags[i].bytes_sent;
+        if (fabs(sent / 2 - want) > 64) fail_msg("stage %d: %.0f elements sent, the paper's volume %.0f", stage, sent / 2, want);
+        double multiple = sent / 2 / (double)psi;
+        assert_true(fabs(multiple - (stage == 3 ? 3.0 : 2.0) * 63 / 64) < 1e-3);
+        free(r);
+        zn_run_opts_free(&o);
+    }
+}
+
+/* node 0's egress per step by phase in units of M (16-bit model bytes) */
+static double egress_m(const ZnDryRun *r) {
+    double node = 0;
+    for (int k = 0; k < r->calls.n; k++)
+        if (!strcmp(r->calls.cls[k].tag, "grad_reduce") || !strcmp(r->calls.cls[k].tag, "param_gather"))
+            node += r->calls.cls[k].node_inter;
+    return node / (2.0 * (double)r->padded);
+}
+
+/* ZeRO++ (Wang et al. 2023): across nodes 3M per step for stage 3, 0.75M
+ * with hpZ, qwZ and qgZ; at 512 nodes of 8 the ring's (N-1)/N is 0.9998.
+ * An MLP: GPT-2's tied embedding is gathered twice a pass, 0.29M more.
+ * spec: Z-PLAN-007 */
+#define ZPP_MODEL "mlp:4096,4096,4096,4096,4096,4096,4096,4096,4096"
+static void test_zeropp_volume(void **state) {
+    (void)state;
+    const char *base = "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, \"zero_optimization\": "
+                       "{\"stage\": 3, \"stage3_param_persistence_threshold\": 0%s}}";
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, base, "");
+    ZnRunOpts o = opts(ZPP_MODEL, cfg, 4096, 8);
+    ZnDryRun *r = dry(&o);
+    double m0 = egress_m(r);
+    free(r);
+    zn_run_opts_free(&o);
+    snprintf(cfg, sizeof cfg, base,
+             ", \"zero_hpz_partition_size\": 8, \"zero_quantized_weights\": true, \"zero_quantized_gradients\": true");
+    o = opts(ZPP_MODEL, cfg, 4096, 8);
+    r = dry(&o);
+    double m1 = egress_m(r);
+    free(r);
+    zn_run_opts_free(&o);
+    if (fabs(m0 - 3.0) > 0.01 || fabs(m1 - 0.75) > 0.02) fail_msg("across nodes %.4fM -> %.4fM, want 3M -> 0.75M", m0, m1);
+}
+
+static long maxrss_kb(void) {
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_maxrss;
+}
+
+/* GPT-3 175B on 4096 ranks, 512 nodes of 8, stage 3, one step: the dry run
+ * and the step time on dgx-h100 in a few megabytes (the time it takes is
+ * `make bench`'s).
+ * spec: Z-DRY-010 */
+static void test_gpt3_175b_4096(void **state) {
+    (void)state;
+    const long rss0 = maxrss_kb();
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, CFG, 1, 3, "");
+    ZnRunOpts o = opts("gpt3-175b", cfg, 4096, 8);
+    ZnDryRun *r = dry(&o);
+    assert_int_equal(r->numel, 174604259328L);
+    assert_true(r->stepped);
+    ZnMachine m;
+    ZnErr err = {0};
+    assert_int_equal(zn_machine_preset("dgx-h100", &m, &err), 0);
+    ZnStepTime t;
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), 0);
+    assert_true(t.step_s > 0 && isfinite(t.step_s));
+    /* every rank's FLOPs: 6 per parameter per token and the attention's
+       12*L*T*T*C per sample, within the embedding lookup's share (no GEMM) */
+    double six = 6.0 * 174604259328.0 * 2048 + 12.0 * 96 * 2048.0 * 2048 * 12288;
+    assert_true(fabs(t.flops - six) / six < 0.01);
+    assert_true(t.tokens_per_s == 4096.0 * 2048 / t.step_s);
+    free(r);
+    zn_run_opts_free(&o);
+    assert_true(maxrss_kb() - rss0 < 64 * 1024);
+}
+
+ZT_MAIN(cmocka_unit_test(test_flops_are_the_models), cmocka_unit_test(test_compute_time),
+        cmocka_unit_test(test_collective_time), cmocka_unit_test(test_stage3_overlap),
+        cmocka_unit_test(test_machine_nodes_must_match), cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_zero_paper), cmocka_unit_test(test_zeropp_volume),
+        cmocka_unit_test(test_gpt3_175b_4096))
