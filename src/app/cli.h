@@ -12,6 +12,9 @@
 #include "app/run.h"
 
 int zn_cmd_train(int argc, char **argv);
+/* `zinc calibrate ... -o FILE.json`: this machine's file for the step-time
+ * model, as N ranks of a backend see it (app/calibrate.c). */
+int zn_cmd_calibrate(int argc, char **argv);
 /* `zinc plan ...`: `zinc train --dry-run ...` (the flags of train; app/plan_report.h). */
 int zn_cmd_plan(int argc, char **argv);
 int zn_cmd_spec(int argc, char **argv);

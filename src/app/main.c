@@ -17,6 +17,8 @@ static void usage(FILE *f) {
         "  plan       a dry run (zinc train --dry-run, the same flags): memory per phase, tier and\n"
         "             category, bytes per collective and link, the largest micro-batch that fits\n"
         "             (--device-memory), the step time on --machine dgx-h100|dgx-a100|FILE.json\n"
+        "  calibrate  measure this machine as N ranks see it: a machine file for plan's step time\n"
+        "             (zinc calibrate --world-size N [--backend sim|tcp|mpi] -o FILE.json)\n"
         "  launch     start N ranks of a command on this node, as torchrun does\n"
         "  compare    train stage K and a stage-0 baseline in lockstep; compare loss,\n"
         "             gradients and parameters every step (TEST PASSED / TEST FAILED)\n"
@@ -57,6 +59,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return zn_cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return zn_cmd_plan(argc - 2, argv + 2);
+    if (!strcmp(cmd, "calibrate")) return zn_cmd_calibrate(argc - 2, argv + 2);
     if (!strcmp(cmd, "spec")) return zn_cmd_spec(argc - 2, argv + 2);
     if (!strcmp(cmd, "compare")) return zn_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);

@@ -143,7 +143,7 @@ static void print_time(FILE *f, const ZnMachine *m, const ZnStepTime *t) {
                 t->copies[ph], t->nvme[ph], t->overlap[ph], t->exposed[ph], t->total[ph]);
     fprintf(f, "[zinc] plan: step %.4f s predicted: %.4g samples/s", t->step_s, t->samples_per_s);
     if (t->tokens_per_s > 0) fprintf(f, ", %.4g tokens/s", t->tokens_per_s);
-    fprintf(f, ", %.1f TFLOP/s per GPU\n", t->tflops_per_gpu);
+    fprintf(f, ", %.4g TFLOP/s per GPU\n", t->tflops_per_gpu);
 }
 
 /* ---------------------------------------------------------------------- */
