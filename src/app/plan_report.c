@@ -80,14 +80,24 @@ out:
 /* ---------------------------------------------------------------------- */
 /* the text */
 
+/* bytes as a person reads them: GB (2^30) from 1 GB, else MB, else KB */
+static const char *human(double b, char *buf, size_t n) {
+    if (b >= GB) snprintf(buf, n, "%.2f GB", b / GB);
+    else if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.2f MB", b / (1024.0 * 1024.0));
+    else snprintf(buf, n, "%.2f KB", b / 1024.0);
+    return buf;
+}
+
 /* one tier in one phase: its peak, and the categories then, in GB */
 static void phase_tier_line(FILE *f, int rank, int ph, int t, const ZnPhaseStats *s) {
-    fprintf(f, "[zinc] dry run [rank %d] %s peak %s %.2f GB:", rank, zn_phase_name(ph), zn_tier_name(t),
-            s->peak[t] / GB);
+    char h[32];
+    fprintf(f, "[zinc] dry run [rank %d] %s peak %s %s:", rank, zn_phase_name(ph), zn_tier_name(t),
+            human((double)s->peak[t], h, sizeof h));
     int any = 0;
     for (int c = 0; c < ZN_MEM_NCAT; c++)
         if (s->at_peak[t][c]) {
-            fprintf(f, "%s %s %.2f", any ? "," : "", zn_mem_cat_name((ZnMemCat)c), s->at_peak[t][c] / GB);
+            fprintf(f, "%s %s %s", any ? "," : "", zn_mem_cat_name((ZnMemCat)c),
+                    human((double)s->at_peak[t][c], h, sizeof h));
             any = 1;
         }
     fprintf(f, "%s\n", any ? "" : " nothing");
@@ -121,14 +131,17 @@ static void print_calls(FILE *f, const ZnDryRun *r) {
 }
 
 static void print_fit(FILE *f, const ZnPlanFit *fit) {
+    char a[32], b[32];
+    human((double)fit->capacity, a, sizeof a);
+    human((double)fit->peak, b, sizeof b);
     if (fit->overflow < 0)
-        fprintf(f, "[zinc] plan: device memory %.2f GB holds the run (peak %.2f GB)\n", fit->capacity / GB, fit->peak / GB);
+        fprintf(f, "[zinc] plan: device memory %s holds the run (peak %s)\n", a, b);
     else
-        fprintf(f, "[zinc] plan: device memory %.2f GB overflows first in %s (peak %.2f GB)\n", fit->capacity / GB,
-                zn_plan_point_name(fit->overflow), fit->peak / GB);
+        fprintf(f, "[zinc] plan: device memory %s overflows first in %s (peak %s)\n", a,
+                zn_plan_point_name(fit->overflow), b);
     if (fit->max_micro > 0)
-        fprintf(f, "[zinc] plan: largest micro-batch that fits: %ld (device peak %.2f GB)\n", fit->max_micro,
-                fit->max_micro_peak / GB);
+        fprintf(f, "[zinc] plan: largest micro-batch that fits: %ld (device peak %s)\n", fit->max_micro,
+                human((double)fit->max_micro_peak, a, sizeof a));
     else
         fprintf(f, "[zinc] plan: largest micro-batch that fits: none (micro-batch 1 does not fit)\n");
 }

@@ -1,0 +1,227 @@
+/* test_plan_cli.c: `zinc plan` and `zinc train --dry-run` with a machine,
+ * a capacity, --json and --svg (spec Z-PLAN-*): the lines a user reads,
+ * the JSON a tool reads (its numbers equal the dry run's), the picture,
+ * and the refusals. */
+#include "testutil.h"
+#include <cjson/cJSON.h>
+#include <sys/stat.h>
+#include "app/dryrun.h"
+#include "app/plan_report.h"
+
+static char dir[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/zn_test_plan_XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);   /* our own mkdtemp name */
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int run(int (*cmd)(int, char **), int argc, const char *const *argv, char **out, char **errs) {
+    return zt_capture(cmd, argc, argv, out, errs);
+}
+
+/* The issue's command: GPT-3 175B, 4096 ranks, stage 3, on DGX H100 nodes.
+ * spec: Z-PLAN-001 */
+static void test_gpt3_on_4096(void **state) {
+    (void)state;
+    const char *argv[] = {"--model", "gpt3-175b", "--world-size", "4096", "--stage", "3", "--dtype", "bf16",
+                          "--micro-batch", "1", "--steps", "1", "--machine", "dgx-h100"};
+    char *out, *errs;
+    assert_int_equal(run(zn_cmd_plan, 14, argv, &out, &errs), 0);
+    assert_str_contains(out, "[zinc] dry run: rank 0 of 4096 (8 per node), stage 3, 174604259328 parameters");
+    assert_str_contains(out, "[zinc] dry run [rank 0] forward peak device ");
+    assert_str_contains(out, "[zinc] dry run [rank 0] backward peak device ");
+    assert_str_contains(out, "[zinc] dry run [rank 0] step peak device ");
+    assert_str_contains(out, "step collective: forward all_gather param_gather, group of 4096 (stride 1): ");
+    assert_str_contains(out, "step collective: backward reduce_scatter grad_reduce, group of 4096 (stride 1): ");
+    assert_str_contains(out, "[zinc] dry run [rank 0] step bytes by link: intra-node ");
+    /* 80 GiB of the preset: no activation checkpointing, so the forward overflows */
+    assert_str_contains(out, "[zinc] plan: device memory 80.00 GB overflows first in forward");
+    assert_str_contains(out, "[zinc] plan: largest micro-batch that fits: none");
+    assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node");
+    assert_str_contains(out, "[zinc] plan: forward  compute ");
+    assert_str_contains(out, "[zinc] plan: step ");
+    assert_str_contains(out, " s predicted: ");
+    assert_str_contains(out, " tokens/s, ");
+    assert_str_contains(out, " TFLOP/s per GPU");
+    free(out);
+    free(errs);
+    /* zinc train --dry-run is the same command */
+    const char *argv2[] = {"--model", "gpt3-175b", "--world-size", "4096", "--stage", "3", "--dtype", "bf16",
+                           "--micro-batch", "1", "--steps", "1", "--machine", "dgx-h100", "--dry-run"};
+    char *out2;
+    assert_int_equal(run(zn_cmd_train, 15, argv2, &out2, &errs), 0);
+    const char *a = strstr(out2, "[zinc] dry run:");
+    assert_non_null(a);
+    free(errs);
+    assert_int_equal(run(zn_cmd_plan, 14, argv, &out, &errs), 0);
+    assert_string_equal(strstr(out, "[zinc] dry run:"), a);
+    free(out);
+    free(out2);
+    free(errs);
+}
+
+static double num(const cJSON *o, const char *path) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *x = o;
+    for (char *k = strtok(buf, "."); k; k = strtok(NULL, ".")) {
+        x = cJSON_GetObjectItemCaseSensitive(x, k);
+        if (!x) fail_msg("JSON: no %s", path);
+    }
+    if (!cJSON_IsNumber(x)) fail_msg("JSON: %s is not a number", path);
+    return x->valuedouble;
+}
+
+/* --json: one document, the dry run's numbers.
+ * spec: Z-PLAN-004 */
+static void test_json(void **state) {
+    (void)state;
+    const char *argv[] = {"--model", "gpt2-tiny", "--world-size", "8", "--ranks-per-node", "4", "--stage", "3",
+                          "--dtype", "bf16", "--micro-batch", "2", "--steps", "1", "--machine", "dgx-a100",
+                          "--device-memory", "100KB", "--json"};
+    char *out, *errs;
+    /* the machine's 8 GPUs a node and the flag's 4 disagree: refused */
+    assert_int_equal(run(zn_cmd_plan, 19, argv, &out, &errs), 2);
+    assert_str_contains(errs, "the run puts 4 ranks on a node and machine 'dgx-a100' has 8 GPUs per node");
+    free(out);
+    free(errs);
+    argv[5] = "8";
+    assert_int_equal(run(zn_cmd_plan, 19, argv, &out, &errs), 0);
+    cJSON *d = cJSON_Parse(out);
+    if (!d) fail_msg("not JSON: %s", out);
+    assert_true(num(d, "world_size") == 8 && num(d, "ranks_per_node") == 8 && num(d, "stage") == 3);
+    assert_true(num(d, "micro_batch") == 2);
+    /* against the dry run itself */
+    ZnTrainFlags f = zt_train_flags("gpt2-tiny", 1, 8, 3);
+    f.dry_run = 1;
+    f.args.micro_batch = 2;
+    f.args.dtype = ZN_BF16;
+    ZnRunOpts o;
+    ZnErr err = {0};
+    assert_int_equal(zn_train_resolve(&f, NULL, &o, &err), 0);
+    ZnDryRun *r = malloc(sizeof *r);
+    assert_int_equal(zn_dry_run(&o, 1, r, &err), 0);
+    assert_true(num(d, "parameters") == (double)r->numel && num(d, "partition") == (double)r->part_n);
+    assert_true(num(d, "init.device.total") == (double)r->init[ZN_DRY_DEVICE].cur_total);
+    assert_true(num(d, "init.device.by_category.params16") == (double)r->init[ZN_DRY_DEVICE].cur[ZN_MEM_PARAMS16]);
+    assert_true(num(d, "phases.forward.device.peak") == (double)r->ph[ZN_PH_FORWARD].peak[ZN_TIER_DEVICE]);
+    assert_true(num(d, "phases.backward.device.at_peak.activations") ==
+                (double)r->ph[ZN_PH_BACKWARD].at_peak[ZN_TIER_DEVICE][ZN_MEM_ACTIVATIONS]);
+    assert_true(num(d, "phases.forward.flops") == r->ph[ZN_PH_FORWARD].dev.flops);
+    assert_true(num(d, "device_peak") == (double)zn_plan_device_peak(r));
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(d, "collectives");
+    assert_int_equal(cJSON_GetArraySize(cl), r->calls.n);
+    double sent = 0;
+    for (int k = 0; k < r->calls.n; k++) {
+        const cJSON *c = cJSON_GetArrayItem(cl, k);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(c, "tag")->valuestring, r->calls.cls[k].tag);
+        assert_true(num(c, "calls") == (double)r->calls.cls[k].calls);
+        assert_true(num(c, "bytes_sent") == r->calls.cls[k].sent);
+        sent += r->calls.cls[k].sent;
+    }
+    assert_true(num(d, "link_bytes.intra_node") + num(d, "link_bytes.inter_node") == sent);
+    /* 100 KB holds not even init: no micro-batch fits */
+    const cJSON *fit = cJSON_GetObjectItemCaseSensitive(d, "fit");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(fit, "overflow")->valuestring, "init");
+    assert_true(num(d, "fit.device_memory") == 1e5 && num(d, "fit.largest_micro_batch") == 0);
+    /* the time, and its phases adding up */
+    double total = num(d, "time.phases.forward.total_s") + num(d, "time.phases.backward.total_s") +
+                   num(d, "time.phases.step.total_s");
+    assert_true(fabs(total - num(d, "time.step_s")) <= 1e-12 * total);
+    /* the global batch: 8 ranks of 2 samples of 32 tokens (gpt2-tiny's positions) */
+    assert_true(fabs(num(d, "time.tokens_per_s") - 8 * 2 * 32 / num(d, "time.step_s")) <= 1e-9 * num(d, "time.tokens_per_s"));
+    cJSON_Delete(d);
+    free(r);
+    zn_run_opts_free(&o);
+    free(out);
+    free(errs);
+}
+
+/* --svg: the picture, timed with a machine, untimed without.
+ * spec: Z-PLAN-005 */
+static void test_svg(void **state) {
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/plan.svg", dir);
+    const char *argv[] = {"--model", "mlp:64,64,64,8", "--world-size", "16", "--stage", "3", "--steps", "1",
+                          "--machine", "dgx-h100", "--svg", path};
+    char *out, *errs;
+    assert_int_equal(run(zn_cmd_plan, 12, argv, &out, &errs), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *svg = zt_slurp(f, NULL);
+    assert_str_contains(svg, "<svg");
+    assert_str_contains(svg, "data-phase=\"forward\"");
+    assert_str_contains(svg, "data-phase=\"step\"");
+    assert_str_contains(svg, "class=\"capacity\"");
+    assert_str_contains(svg, "step-total");
+    assert_null(strstr(svg, "no machine given"));
+    free(svg);
+    free(out);
+    free(errs);
+    /* no machine: the memory alone */
+    assert_int_equal(run(zn_cmd_plan, 8, (const char *const[]){"--model", "mlp:64,64,64,8", "--world-size", "16",
+                                                              "--svg", path, "--steps", "1"},
+                         &out, &errs),
+                     0);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    svg = zt_slurp(f, NULL);
+    assert_str_contains(svg, "no machine given");
+    assert_null(strstr(svg, "class=\"capacity\""));
+    free(svg);
+    free(out);
+    free(errs);
+}
+
+/* spec: Z-PLAN-002 */
+static void test_refusals(void **state) {
+    (void)state;
+    static const struct { int train; int argc; const char *argv[10]; int rc; const char *msg; } cases[] = {
+        {1, 4, {"--model", "mlp:8,4", "--machine", "dgx-h100"}, 2, "--machine describes a dry run: add --dry-run (or use zinc plan)"},
+        {1, 3, {"--model", "mlp:8,4", "--json"}, 2, "--json describes a dry run"},
+        {1, 4, {"--model", "mlp:8,4", "--svg", "x.svg"}, 2, "--svg describes a dry run"},
+        {0, 4, {"--model", "mlp:8,4", "--machine", "dgx-b200"}, 1, "(not a machine preset either: dgx-h100, dgx-a100)"},
+        {0, 6, {"--model", "mlp:8,4", "--machine", "dgx-h100", "--world-size", "12"}, 2,
+         "--world-size 12 is not a whole number of dgx-h100 nodes of 8 GPUs"},
+        {0, 4, {"--model", "gpt2:n_layer=129", "--world-size", "8"}, 2, "n_layer 129 is too large (at most 128)"},
+        {0, 4, {"--model", "mlp:8,4", "--backend", "tcp"}, 2, "--dry-run simulates one rank itself"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *out, *errs;
+        int rc = run(cases[i].train ? zn_cmd_train : zn_cmd_plan, cases[i].argc, cases[i].argv, &out, &errs);
+        if (rc != cases[i].rc) fail_msg("case %zu: exit %d, want %d: %s", i, rc, cases[i].rc, errs);
+        assert_str_contains(errs, cases[i].msg);
+        free(out);
+        free(errs);
+    }
+    /* a world inside one node of the machine: no per-node flag needed */
+    char *out, *errs;
+    const char *argv[] = {"--model", "mlp:8,4", "--world-size", "4", "--steps", "1", "--machine", "dgx-h100"};
+    assert_int_equal(run(zn_cmd_plan, 8, argv, &out, &errs), 0);
+    assert_str_contains(out, "rank 0 of 4 (4 per node)");
+    free(out);
+    free(errs);
+    /* --steps 0: init only; no fit, no time */
+    const char *argv0[] = {"--model", "mlp:8,4", "--world-size", "8", "--steps", "0", "--machine", "dgx-h100"};
+    assert_int_equal(run(zn_cmd_plan, 8, argv0, &out, &errs), 0);
+    assert_null(strstr(out, "[zinc] plan:"));
+    assert_str_contains(out, "(after init)");
+    free(out);
+    free(errs);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_gpt3_on_4096), cmocka_unit_test(test_json),
+                                       cmocka_unit_test(test_svg), cmocka_unit_test(test_refusals)};
+    zt_filter_from_env();
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
