@@ -55,6 +55,7 @@ static void assert_stats_equal(const char *what, int ph, const ZnCommStats *a, c
 
 /* One comparison: the dry run of (model, cfg, world, per_node) against
  * zn_run's one step; every rank of the real run holds the same bytes. */
+/* spec: Z-DRY-009 (the classes add up; node 0's egress is its ranks') */
 static void compare(const char *model, const char *cfg, int world, int per_node) {
     char what[640];
     snprintf(what, sizeof what, "%s W=%d P=%d %s", model, world, per_node, cfg);

@@ -1,5 +1,5 @@
 /* test_plan_cli.c: `zinc plan` and `zinc train --dry-run` with a machine,
- * a capacity, --json and --svg (spec Z-PLAN-*): the lines a user reads,
+ * a capacity, --json and --svg (spec Z-CAP-*): the lines a user reads,
  * the JSON a tool reads (its numbers equal the dry run's), the picture,
  * and the refusals. */
 #include "testutil.h"
@@ -28,7 +28,7 @@ static int run(int (*cmd)(int, char **), int argc, const char *const *argv, char
 }
 
 /* The issue's command: GPT-3 175B, 4096 ranks, stage 3, on DGX H100 nodes.
- * spec: Z-PLAN-001 */
+ * spec: Z-CAP-001 */
 static void test_gpt3_on_4096(void **state) {
     (void)state;
     const char *argv[] = {"--model", "gpt3-175b", "--world-size", "4096", "--stage", "3", "--dtype", "bf16",
@@ -81,7 +81,7 @@ static double num(const cJSON *o, const char *path) {
 }
 
 /* --json: one document, the dry run's numbers.
- * spec: Z-PLAN-004 */
+ * spec: Z-CAP-004 */
 static void test_json(void **state) {
     (void)state;
     const char *argv[] = {"--model", "gpt2-tiny", "--world-size", "8", "--ranks-per-node", "4", "--stage", "3",
@@ -146,7 +146,7 @@ static void test_json(void **state) {
 }
 
 /* --svg: the picture, timed with a machine, untimed without.
- * spec: Z-PLAN-005 */
+ * spec: Z-CAP-005 */
 static void test_svg(void **state) {
     (void)state;
     char path[128];
@@ -182,7 +182,7 @@ static void test_svg(void **state) {
     free(errs);
 }
 
-/* spec: Z-PLAN-002 */
+/* spec: Z-CAP-002 */
 static void test_refusals(void **state) {
     (void)state;
     static const struct { int train; int argc; const char *argv[10]; int rc; const char *msg; } cases[] = {

@@ -1,5 +1,5 @@
 /* test_steptime.c: what a dry run predicts (spec Z-DRY-007, Z-DRY-010,
- * Z-TIME-*, Z-PLAN-*): the meta kernels' FLOPs against the model's
+ * Z-TIME-*, Z-CAP-*): the meta kernels' FLOPs against the model's
  * arithmetic, the step-time model's rules on runs small enough to price by
  * hand, the fit (overflow point, largest micro-batch) against dry runs of
  * its neighbours, the ZeRO paper's figures (7.5B parameters, 64 ranks, K =
@@ -201,6 +201,33 @@ static void test_stage3_overlap(void **state) {
     assert_true(t[0].step_s <= t[1].step_s);
 }
 
+/* A dry run moves no NVMe byte: what a real step would, from the NVMe tier.
+ * spec: Z-DRY-009 */
+static void test_nvme_traffic(void **state) {
+    (void)state;
+    char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 3, \"bf16\": {\"enabled\": true}, "
+             "\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"/tmp\"}, "
+             "\"offload_param\": {\"device\": \"nvme\", \"max_in_cpu\": 0, \"nvme_path\": \"/tmp\"}}}");
+    ZnRunOpts o = opts("mlp:1024,1024,8", cfg, 2, 0);
+    ZnDryRun *r = dry(&o);
+    const ZnMemStats *nv = &r->init[ZN_DRY_NVME];
+    const double opt = (double)nv->cur[ZN_MEM_MASTER32] + nv->cur[ZN_MEM_EXP_AVG] + nv->cur[ZN_MEM_EXP_AVG_SQ];
+    const double p16 = (double)nv->cur[ZN_MEM_PARAMS16];
+    assert_true(opt > 0 && p16 > 0);
+    assert_true(r->nvme_read == opt + 2 * 3 * p16);
+    assert_true(r->nvme_write == opt + p16);
+    ZnMachine m = round_machine(8);
+    ZnStepTime t;
+    ZnErr err = {0};
+    assert_int_equal(zn_step_time(&o, r, &m, &t, &err), 0);
+    assert_true(t.nvme[ZN_PH_FORWARD] == 3 * p16 / 1e9 && t.nvme[ZN_PH_BACKWARD] == 3 * p16 / 1e9);
+    assert_true(t.nvme[ZN_PH_STEP] == (opt + opt + p16) / 1e9);
+    free(r);
+    zn_run_opts_free(&o);
+}
+
 /* spec: Z-TIME-004 */
 static void test_machine_nodes_must_match(void **state) {
     (void)state;
@@ -226,7 +253,7 @@ static void test_machine_nodes_must_match(void **state) {
 /* ------------------------------------------------------------------------ */
 /* does it fit */
 
-/* spec: Z-PLAN-003 */
+/* spec: Z-CAP-003 */
 static void test_fit(void **state) {
     (void)state;
     char cfg[256];
@@ -272,7 +299,7 @@ static void test_fit(void **state) {
 /* The ZeRO paper (Rajbhandari et al. 2020, Figure 1): Ψ = 7.5B, N = 64,
  * K = 12 gives 120, 31.4, 16.6 and 1.9 GB of model states per device. An
  * MLP of 12 layers 25000 wide has 7,500,300,000 parameters.
- * spec: Z-PLAN-006 */
+ * spec: Z-CAP-006 */
 static void test_zero_paper(void **state) {
     (void)state;
     static const double paper[4] = {120.0, 31.4, 16.6, 1.9};
@@ -318,7 +345,7 @@ static double egress_m(const ZnDryRun *r) {
 /* ZeRO++ (Wang et al. 2023): across nodes 3M per step for stage 3, 0.75M
  * with hpZ, qwZ and qgZ; at 512 nodes of 8 the ring's (N-1)/N is 0.9998.
  * An MLP: GPT-2's tied embedding is gathered twice a pass, 0.29M more.
- * spec: Z-PLAN-007 */
+ * spec: Z-CAP-007 */
 #define ZPP_MODEL "mlp:4096,4096,4096,4096,4096,4096,4096,4096,4096"
 static void test_zeropp_volume(void **state) {
     (void)state;
@@ -378,6 +405,6 @@ static void test_gpt3_175b_4096(void **state) {
 
 ZT_MAIN(cmocka_unit_test(test_flops_are_the_models), cmocka_unit_test(test_compute_time),
         cmocka_unit_test(test_collective_time), cmocka_unit_test(test_stage3_overlap),
-        cmocka_unit_test(test_machine_nodes_must_match), cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_machine_nodes_must_match), cmocka_unit_test(test_nvme_traffic), cmocka_unit_test(test_fit),
         cmocka_unit_test(test_zero_paper), cmocka_unit_test(test_zeropp_volume),
         cmocka_unit_test(test_gpt3_175b_4096))

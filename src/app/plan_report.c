@@ -1,4 +1,4 @@
-/* plan_report.c: the report of a dry run (plan_report.h, spec Z-PLAN-*). */
+/* plan_report.c: the report of a dry run (plan_report.h, spec Z-CAP-*). */
 #include "app/plan_report.h"
 #include "comm/comm_seq.h"
 #include "core/alloc.h"

@@ -1,4 +1,4 @@
-/* plan_report.h: `zinc plan` and `zinc train --dry-run` (spec Z-PLAN-*):
+/* plan_report.h: `zinc plan` and `zinc train --dry-run` (spec Z-CAP-*):
  * the dry run of one step, then what a user planning a cluster asks of it
  * -- the memory of each phase by tier and category, the bytes of each kind
  * of collective and of each link class, whether the device memory holds
