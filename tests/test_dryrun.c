@@ -553,7 +553,10 @@ static void test_cli(void **state) {
                           "--dtype", "fp16", "--steps", "1", "--dry-run"};
     int rc = zt_capture(zn_cmd_train, 11, argv, &out, &errs);
     assert_int_equal(rc, 0);
-    assert_str_contains(out, "[zinc] dry run: rank 0 of 64 (64 per node), stage 3, 1557611200 parameters");
+    /* no --machine: priced on dgx-h100, whose nodes of 8 the run takes */
+    assert_str_contains(out, "[zinc] dry run: rank 0 of 64 (8 per node), stage 3, 1557611200 parameters");
+    assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node, ");
+    assert_str_contains(out, ", the default: --machine NAME|FILE.json for another");
     for (int c = 0; c < ZN_MEM_NCAT; c++) {
         char want[64];
         snprintf(want, sizeof want, " %s=", zn_mem_cat_name((ZnMemCat)c));
@@ -565,7 +568,7 @@ static void test_cli(void **state) {
     assert_str_contains(out, "device bytes by category (one step)");
     assert_str_contains(out, "device at after forward: MA ");
     assert_str_contains(out, "| DeepSpeed estimate_zero3 per GPU ");
-    assert_str_contains(out, "per CPU / 64 GPUs (buffer factor 1)");
+    assert_str_contains(out, "per CPU / 8 GPUs (buffer factor 1)");
     assert_str_contains(out, "gathered params peak ");
     free(out);
     free(errs);

@@ -167,8 +167,8 @@ static void test_svg(void **state) {
     free(svg);
     free(out);
     free(errs);
-    /* no machine: the memory alone */
-    assert_int_equal(run(zn_cmd_plan, 8, (const char *const[]){"--model", "mlp:64,64,64,8", "--world-size", "16",
+    /* no machine (12 ranks are no whole number of the default's nodes): the memory alone */
+    assert_int_equal(run(zn_cmd_plan, 8, (const char *const[]){"--model", "mlp:64,64,64,8", "--world-size", "12",
                                                               "--svg", path, "--steps", "1"},
                          &out, &errs),
                      0);
@@ -208,6 +208,20 @@ static void test_refusals(void **state) {
     const char *argv[] = {"--model", "mlp:8,4", "--world-size", "4", "--steps", "1", "--machine", "dgx-h100"};
     assert_int_equal(run(zn_cmd_plan, 8, argv, &out, &errs), 0);
     assert_str_contains(out, "rank 0 of 4 (4 per node)");
+    free(out);
+    free(errs);
+    /* no --machine: dgx-h100 where the run's nodes can be its nodes, else no time */
+    const char *argv12[] = {"--model", "mlp:8,4", "--world-size", "12", "--steps", "1"};
+    assert_int_equal(run(zn_cmd_plan, 6, argv12, &out, &errs), 0);
+    assert_str_contains(out, "rank 0 of 12 (12 per node)");
+    assert_str_contains(out, "[zinc] plan: no step time: the run's nodes are not dgx-h100's; give --machine");
+    free(out);
+    free(errs);
+    const char *argv16[] = {"--model", "mlp:8,4", "--world-size", "16", "--steps", "1"};
+    assert_int_equal(run(zn_cmd_plan, 6, argv16, &out, &errs), 0);
+    assert_str_contains(out, "rank 0 of 16 (8 per node)");
+    assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node, ");
+    assert_str_contains(out, "[zinc] plan: device memory 80.00 GB holds the run");
     free(out);
     free(errs);
     /* --steps 0: init only; no fit, no time */

@@ -312,24 +312,31 @@ static ZnConfigId config_id(const ZnRunOpts *o) {
     return id;
 }
 
-/* A dry run's report (Z-PLAN-*): the machine sets the ranks per node when
- * the flag does not, and --device-memory else the machine's memory is the
- * capacity to fit in. */
+/* A dry run's report (Z-CAP-*): the step priced on --machine, else on
+ * dgx-h100 where the run's nodes can be its nodes; the machine sets the
+ * ranks per node when the flag does not, and --device-memory else the
+ * machine's memory is the capacity to fit in. */
+#define ZN_DEFAULT_MACHINE "dgx-h100"
 static int plan(const ZnTrainFlags *f, ZnRunOpts *o, ZnErr *err) {
     ZnMachine m;
     ZnPlanOpts po = {0};
-    if (f->machine) {
-        int rc = zn_machine_load(f->machine, &m, err);
-        if (rc) return rc;
-        if (!f->ranks_per_node && o->world.size > m.gpus_per_node) {
-            if (o->world.size % m.gpus_per_node)
-                return zn_err(err, ZN_E_USAGE, "--world-size %d is not a whole number of %s nodes of %d GPUs",
-                              o->world.size, m.name, m.gpus_per_node);
-            o->world = zn_world(o->world.size, 0, m.gpus_per_node);
-        }
+    int rc = zn_machine_load(f->machine ? f->machine : ZN_DEFAULT_MACHINE, &m, err);
+    if (rc) return rc;
+    const int W = o->world.size, G = m.gpus_per_node;
+    int use = 1;
+    if (!f->ranks_per_node && W > G) {
+        if (W % G == 0) o->world = zn_world(W, 0, G);
+        else if (f->machine)
+            return zn_err(err, ZN_E_USAGE, "--world-size %d is not a whole number of %s nodes of %d GPUs", W, m.name, G);
+        else use = 0;
+    } else if (!f->machine && o->world.per_node != G && !(o->world.per_node == W && W <= G)) {
+        use = 0;   /* the flag's nodes are not the default machine's: no time rather than an error */
+    }
+    if (use) {
         po.machine = &m;
         po.capacity = (long)m.device_memory;
     }
+    po.default_machine = !f->machine;
     if (f->device_memory > 0) po.capacity = f->device_memory;
     po.json = f->json;
     po.svg_path = f->svg_path;

@@ -146,15 +146,16 @@ static void print_fit(FILE *f, const ZnPlanFit *fit) {
         fprintf(f, "[zinc] plan: largest micro-batch that fits: none (micro-batch 1 does not fit)\n");
 }
 
-static void print_time(FILE *f, const ZnMachine *m, const ZnStepTime *t) {
-    fprintf(f, "[zinc] plan: machine %s (%d GPUs per node, %.1f TFLOP/s, intra %.0f GB/s, inter %.0f GB/s per GPU)\n",
-            m->name, m->gpus_per_node, m->device_flops / 1e12, m->intra.beta / 1e9, m->inter.beta / 1e9);
+static void print_time(FILE *f, const ZnMachine *m, int dflt, const ZnStepTime *t) {
+    fprintf(f, "[zinc] plan: machine %s (%d GPUs per node, %.4g TFLOP/s, intra %.4g GB/s, inter %.4g GB/s per GPU)%s\n",
+            m->name, m->gpus_per_node, m->device_flops / 1e12, m->intra.beta / 1e9, m->inter.beta / 1e9,
+            dflt ? ", the default: --machine NAME|FILE.json for another" : "");
     for (int ph = 0; ph < ZN_PH_N; ph++)
-        fprintf(f, "[zinc] plan: %-8s compute %.4f s, communication %.4f s (intra %.4f, inter %.4f, latency %.4f, "
-                   "copies %.4f, nvme %.4f; %.4f may overlap), exposed %.4f s, phase %.4f s\n",
+        fprintf(f, "[zinc] plan: %-8s compute %.4g s, communication %.4g s (intra %.4g, inter %.4g, latency %.4g, "
+                   "copies %.4g, nvme %.4g; %.4g may overlap), exposed %.4g s, phase %.4g s\n",
                 zn_phase_name(ph), t->compute[ph], t->comm[ph], t->intra[ph], t->inter[ph], t->latency[ph],
                 t->copies[ph], t->nvme[ph], t->overlap[ph], t->exposed[ph], t->total[ph]);
-    fprintf(f, "[zinc] plan: step %.4f s predicted: %.4g samples/s", t->step_s, t->samples_per_s);
+    fprintf(f, "[zinc] plan: step %.4g s predicted: %.4g samples/s", t->step_s, t->samples_per_s);
     if (t->tokens_per_s > 0) fprintf(f, ", %.4g tokens/s", t->tokens_per_s);
     fprintf(f, ", %.4g TFLOP/s per GPU\n", t->tflops_per_gpu);
 }
@@ -234,6 +235,7 @@ static cJSON *json_doc(const ZnRunOpts *o, const ZnDryRun *r, const ZnPlanOpts *
     if (t) {
         cJSON *x = zn_json_add(d, "time", cJSON_CreateObject());
         cJSON_AddStringToObject(x, "machine", po->machine->name);
+        cJSON_AddBoolToObject(x, "default_machine", po->default_machine);
         cJSON *y = zn_json_add(x, "phases", cJSON_CreateObject());
         for (int p = 0; p < ZN_PH_N; p++) {
             cJSON *z = zn_json_add(y, zn_phase_name(p), cJSON_CreateObject());
@@ -320,7 +322,9 @@ int zn_plan_run(const ZnRunOpts *o, const ZnPlanOpts *po, FILE *out, ZnErr *err)
             print_calls(out, r);
         }
         if (pfit) print_fit(out, pfit);
-        if (pt) print_time(out, po->machine, pt);
+        if (pt) print_time(out, po->machine, po->default_machine, pt);
+        else if (step && po->default_machine)
+            fprintf(out, "[zinc] plan: no step time: the run's nodes are not %s's; give --machine\n", "dgx-h100");
     }
     if (po->svg_path && (rc = save_svg(o, r, po->capacity, pt, po->svg_path, err))) goto out;
 out:

@@ -13,6 +13,7 @@
 
 typedef struct {
     const ZnMachine *machine;   /* NULL: no step time */
+    int default_machine;        /* the machine is the default, not the user's: the report says so */
     long capacity;              /* device bytes to fit in (--device-memory, else the machine's); 0: none */
     int json;                   /* the JSON document instead of the text */
     const char *svg_path;       /* NULL: no picture */
