@@ -125,6 +125,14 @@ static void print_calls(FILE *f, const ZnDryRun *r) {
     fprintf(f, "[zinc] dry run [rank %d] step bytes by link: intra-node %.0f, inter-node %.0f (rank); node egress "
                "%.0f (%.2f GB per node)\n",
             r->rank, sent - inter, inter, node, node / GB);
+    if (r->world.per_node < r->world.size) {
+        /* ZeRO++'s unit: M, the model's bytes in 16 bits (2 per padded element) */
+        double ph[ZN_PH_N] = {0}, M = 2.0 * (double)r->padded;
+        for (int k = 0; k < r->calls.n; k++) ph[r->calls.cls[k].phase] += r->calls.cls[k].node_inter;
+        fprintf(f, "[zinc] dry run [rank %d] node egress per step in units of M (%.0f bytes): forward %.4fM, "
+                   "backward %.4fM, step %.4fM, total %.4fM\n",
+                r->rank, M, ph[0] / M, ph[1] / M, ph[2] / M, node / M);
+    }
     if (r->calls.dropped)
         fprintf(f, "[zinc] dry run [rank %d] %d calls of more than %d kinds are left out of the above\n", r->rank,
                 r->calls.dropped, ZN_META_MAX_CLASSES);

@@ -131,8 +131,10 @@ ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *
     R->k = d->k;
     R->dt = dt;
     R->B = B;
-    long rows = (long)B * zn_model_rows_per_sample(m);
-    long xn = m->kind == ZN_MODEL_MLP ? (long)B * m->dims[0] : 0;
+    /* a meta device's run stages no sample on the host (its kernels read
+       none): the host then holds nothing that grows with the micro-batch */
+    long rows = d->meta ? 0 : (long)B * zn_model_rows_per_sample(m);
+    long xn = m->kind == ZN_MODEL_MLP && !d->meta ? (long)B * m->dims[0] : 0;
     R->host_x = zn_malloc(ZN_HOST_ENGINE, (size_t)(xn + 1) * sizeof(float));
     R->host_in = zn_malloc(ZN_HOST_ENGINE, (size_t)(rows + 1) * sizeof(int));
     R->host_tgt = zn_malloc(ZN_HOST_ENGINE, (size_t)(rows + 1) * sizeof(int));

@@ -309,7 +309,7 @@ int zn_gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err)
 #undef ACT
 #undef STAT
 #undef WORK
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B && !R->d->meta; b++)   /* a meta device's upload reads nothing */
         zn_tokens_window(data->tokens, data->seed, (uint64_t)(first + b), T, R->host_in + (long)b * T,
                          R->host_tgt + (long)b * T);
     R->k->upload(R->d, g->tok, R->host_in, (size_t)BT * sizeof(int));

@@ -235,8 +235,9 @@ int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) 
     for (int i = 0; i < 2; i++)
         if (!(R->dbuf[i] = zn_run_talloc(R, (long)B * maxw, ZN_MEM_ACTIVATIONS, err))) return err->code;
     if (!(R->yscratch = zn_run_falloc(R, (long)B * maxw, ZN_MEM_WORKSPACE, err))) return err->code;
-    /* the data is made on the host, then uploaded; inputs arrive in the model dtype */
-    zn_data_batch(data, first, B, R->host_x, R->host_in);
+    /* the data is made on the host, then uploaded; inputs arrive in the model
+       dtype (a meta device's upload reads nothing: no sample is made) */
+    if (!R->d->meta) zn_data_batch(data, first, B, R->host_x, R->host_in);
     R->k->upload(R->d, R->acts[0], R->host_x, (size_t)B * m->dims[0] * sizeof(float));
     R->k->upload(R->d, R->labels, R->host_in, (size_t)B * sizeof(int));
     zn_run_round(R, R->acts[0], (long)B * m->dims[0]);
