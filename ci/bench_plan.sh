@@ -67,11 +67,8 @@ measured_ms() {   # the median time_ms of steps 3..8 in $TMP/out (rank 0's: the 
 bench_case() {
   label=$1
   shift
-  # plan runs in this process whatever the setting (a dry run of W ranks);
-  # --device-memory 1GB bounds the fit's search for the largest micro-batch,
-  # which step_s does not depend on (at the calibrated capacity, the host's
-  # memory over W, its dry runs take tens of seconds)
-  if ! "$Z" plan "$@" --world-size "$W" --machine "$TMP/machine.json" --device-memory 1GB --json \
+  # plan runs in this process whatever the setting (a dry run of W ranks)
+  if ! "$Z" plan "$@" --world-size "$W" --machine "$TMP/machine.json" --json \
       > "$TMP/plan.json" 2> "$TMP/err"; then
     cp "$TMP/plan.json" "$TMP/out"
     failed "zinc plan $* --world-size $W --machine FILE --json"
