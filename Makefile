@@ -208,7 +208,7 @@ bench: $(BUILD)/bench $(BUILD)/bench_proc $(BUILD)/zinc
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --oversubscribe --bind-to none $(BUILD)/bench_proc mpi
 	$(BUILD)/zinc launch --nproc-per-node 2 --master-port 29517 -- $(BUILD)/bench_proc tcp
 	$(BUILD)/zinc launch --nproc-per-node 4 --master-port 29517 -- $(BUILD)/bench_proc tcp
-	@sh ci/bench_plan.sh $(BUILD)
+	@sh tests/bench_plan.sh $(BUILD)
 
 # zinc against PyTorch and DeepSpeed on this CPU (tests/bench_peers.py): a
 # venv under $(BUILD) with torch and deepspeed from PyPI (ci/bench_peers.sh)

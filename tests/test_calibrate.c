@@ -68,6 +68,14 @@ static void calibrate_ok(int world) {
     assert_int_equal(system(cmd), 0);
     free(out);
     free(errs);
+    /* the file prices a plan of the same ranks (Z-CAL-005) */
+    const char *pv[] = {"--model", "mlp:64,64,8", "--world-size", ws, "--steps", "1", "--machine", path, "--json"};
+    assert_int_equal(zt_capture(zn_cmd_plan, 9, pv, &out, &errs), 0);
+    assert_str_contains(out, name);
+    assert_str_contains(out, "\"step_s\": ");
+    assert_null(strstr(out, "\"step_s\": 0,"));
+    free(out);
+    free(errs);
     unlink(path);
     rmdir(dir);
     free(dir);
@@ -75,6 +83,7 @@ static void calibrate_ok(int world) {
 
 /* spec: Z-CAL-001 */
 /* spec: Z-CAL-002 */
+/* spec: Z-CAL-005 */
 static void test_two_sim_ranks(void **state) {
     (void)state;
     calibrate_ok(2);

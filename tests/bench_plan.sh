@@ -1,6 +1,6 @@
 #!/bin/sh
 # make bench: the step-time model (zinc plan --machine) against zinc's own
-# measured runs on this machine, side by side (spec Z-CAL-006). For each
+# measured runs on this machine, side by side (spec: Z-CAL-006). For each
 # backend setting (the simulator with 1, 2 and 4 ranks; tcp and mpi
 # processes with 2 ranks) it calibrates the machine as those ranks see it
 # (zinc calibrate), then for each case prints zinc plan's time.step_s next
@@ -9,7 +9,7 @@
 #   bench plan sim W=2 stage 2: predicted 22.2 ms, measured 25.3 ms, predicted/measured 0.88
 # and a summary line. A benchmark reports, it does not assert: no ratio
 # fails it. It exits 1 only when zinc itself fails (what failed is printed).
-#   sh ci/bench_plan.sh BUILD_DIR
+#   sh tests/bench_plan.sh BUILD_DIR
 set -u
 B=${1:-build}
 Z=$B/zinc
