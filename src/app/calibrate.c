@@ -21,7 +21,8 @@
  *   device_memory   the host's physical memory over the ranks.
  *
  * Each figure is the median of five timings, and of the ranks the slowest
- * (a collective finishes with its slowest rank). */
+ * (a collective finishes with its slowest rank); --quick times each once,
+ * one repetition (a first look; valgrind's tests). */
 #include "app/cli.h"
 #include "app/machine.h"
 #include "app/proc.h"
@@ -50,6 +51,7 @@ enum { M_GEMM, M_ADD, M_ADAM, M_COPY, M_AG1, M_AGN, M_RS1, M_RSN, M_NVME, M_N };
 
 typedef struct {
     const char *dir;        /* where rank 0 writes its NVMe probe */
+    int quick;              /* --quick: one timing of one repetition each */
     double t[M_N];          /* seconds: the slowest rank's median */
 } CalCtx;
 
@@ -64,9 +66,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static double median(double *v) {
-    qsort(v, REPS, sizeof *v, cmp_double);
-    return v[REPS / 2];
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
 }
 
 /* the NVMe probe: write, fsync, read back */
@@ -115,8 +117,9 @@ static int cal_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
     ZnAdamParams hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .bias_correction = 1};
     /* each timing repeats its operation long enough (tens of ms) that all
        ranks run it at once, not one after another as the barrier wakes them */
-    static const int iters[M_N] = {64, 8, 8, 8, 64, 4, 64, 4, 1};
-    for (int k = 0; k < REPS && !rc; k++) {
+    static const int iters_full[M_N] = {64, 8, 8, 8, 64, 4, 64, 4, 1}, iters_quick[M_N] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    const int *iters = ctx->quick ? iters_quick : iters_full, reps = ctx->quick ? 1 : REPS;
+    for (int k = 0; k < reps && !rc; k++) {
         for (int m = 0; m < M_N && !rc; m++) {
             /* the disk alone: rank 0, no barrier (the others are not writing) */
             if (m == M_NVME && (rank != 0 || !ctx->dir)) continue;
@@ -138,7 +141,7 @@ static int cal_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
         }
     }
     double med[M_N];
-    for (int m = 0; m < M_N && !rc; m++) med[m] = median(v[m]);
+    for (int m = 0; m < M_N && !rc; m++) med[m] = median(v[m], reps);
     if (!rc) rc = c->all_reduce(c, med, M_N, ZN_F64, ZN_MAX, "calibrate", err);
     if (!rc && rank == 0) memcpy(ctx->t, med, sizeof med);
     free(counts);
@@ -178,7 +181,7 @@ static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m)
 static int usage(const char *msg, const char *arg) {
     fprintf(stderr, "zinc calibrate: %s%s%s\n", msg, arg ? " " : "", arg ? arg : "");
     fprintf(stderr, "usage: zinc calibrate [--world-size N] [--backend sim|tcp|mpi] [--rendezvous R] [--threads T]\n"
-                    "                      [--name NAME] -o FILE.json\n");
+                    "                      [--name NAME] [--quick] -o FILE.json\n");
     return 2;
 }
 
@@ -192,7 +195,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 int zn_cmd_calibrate(int argc, char **argv) {
-    int world = 1, threads = 0;
+    int world = 1, threads = 0, quick = 0;
     const char *out = NULL, *backend_s = NULL, *rendezvous = NULL, *name = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -207,6 +210,8 @@ int zn_cmd_calibrate(int argc, char **argv) {
             else if (!strcmp(a, "--name")) name = v;
             else if (!strcmp(a, "--world-size") && parse_int(v, 1, 4096, &world)) return usage("--world-size: expected 1..4096, got", v);
             else if (!strcmp(a, "--threads") && parse_int(v, 1, ZN_MAX_HOST_THREADS, &threads)) return usage("--threads: expected 1..256, got", v);
+        } else if (!strcmp(a, "--quick")) {
+            quick = 1;
         } else {
             return usage("unknown flag", a);
         }
@@ -227,6 +232,7 @@ int zn_cmd_calibrate(int argc, char **argv) {
     CalCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.dir = dir;
+    ctx.quick = quick;
     int rc, rank = 0;
     ZnProc proc = {0};
     if (backend == ZN_BACKEND_SIM) {
