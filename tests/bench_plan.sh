@@ -115,6 +115,31 @@ else
   fi
 fi
 
+# The dry run's own cost (Z-DRY-010): seconds and peak memory of one
+# zinc plan (a step, the fit, the time on dgx-h100) as the world and the
+# model grow; python3 reads the child's peak RSS (getrusage)
+if command -v python3 >/dev/null 2>&1; then
+  for model in gpt2-xl gpt3-13b gpt3-175b; do
+    for w in 8 64 512 4096; do
+      python3 - "$Z" "$model" "$w" <<'PY' || FAILED=1
+import resource, subprocess, sys, time
+z, model, w = sys.argv[1:4]
+t0 = time.monotonic()
+r = subprocess.run([z, "plan", "--model", model, "--world-size", w, "--stage", "3", "--dtype", "bf16",
+                    "--micro-batch", "1", "--steps", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+dt = time.monotonic() - t0
+if r.returncode:
+    print("bench plan scale %s W=%s: zinc plan failed: %s" % (model, w, r.stderr.decode().strip()))
+    sys.exit(1)
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+print("bench plan scale %s W=%s: %.2f s, peak RSS %.1f MB" % (model, w, dt, rss))
+PY
+    done
+  done
+else
+  echo "bench plan scale skipped: python3 not found"
+fi
+
 sort -n "$TMP/ratios" | awk -v failed="$FAILED" '{ v[NR] = $1 } END {
   if (NR == 0) { print "bench plan: 0 cases"; exit }
   med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2

@@ -66,6 +66,7 @@ static ZnMachine preset(const char *name) {
 static void assert_same_machine(const ZnMachine *a, const ZnMachine *b) {
     assert_string_equal(a->name, b->name);
     assert_int_equal(a->gpus_per_node, b->gpus_per_node);
+    assert_int_equal(a->overlap, b->overlap);
     const double da[] = {a->device_flops, a->device_mem_bw, a->device_memory, a->intra.alpha, a->intra.beta,
                          a->inter.alpha, a->inter.beta, a->h2d_bw, a->host_adam_rate, a->nvme_bw};
     const double db[] = {b->device_flops, b->device_mem_bw, b->device_memory, b->intra.alpha, b->intra.beta,
@@ -206,6 +207,12 @@ static void test_override_one_key(void **state) {
     m = load_text("{\"preset\": \"dgx-a100\"}");
     want = preset("dgx-a100");
     assert_same_machine(&m, &want);
+    /* overlap: the presets' true, a file's false (zinc's CPU ranks), and back */
+    assert_int_equal(want.overlap, 1);
+    m = load_text("{\"preset\": \"dgx-a100\", \"overlap\": false}");
+    assert_int_equal(m.overlap, 0);
+    ZnMachine back = round_trip(&m);
+    assert_same_machine(&back, &m);
 }
 
 /* spec: Z-MACH-004 */
@@ -333,6 +340,7 @@ static void test_written_form(void **state) {
     /* every key, the name too, in the file's units; no preset */
     assert_str_contains(j, "\"name\": \"dgx-h100\"");
     assert_str_contains(j, "\"gpus_per_node\": 8,");
+    assert_str_contains(j, "\"overlap\": true,");
     assert_str_contains(j, "\"device_memory_gib\": 80,");
     assert_str_contains(j, "\"intra_node\": {\"latency_us\": 1, \"bandwidth_gbps\": 360}");
     assert_str_contains(j, "\"inter_node\": {\"latency_us\": 6, \"bandwidth_gbps\": 45}");
@@ -425,6 +433,7 @@ static const BadFile BAD[] = {
     {PRE "\"nvme_gbps\": [3]}", 0, "nvme_gbps: expected a number, got an array", NULL},
     {PRE "\"nvme_gbps\": null}", 0, "nvme_gbps: expected a number, got null", NULL},
     {PRE "\"host_adam_gelems\": true}", 0, "host_adam_gelems: expected a number, got true", NULL},
+    {PRE "\"overlap\": 1}", 0, "overlap: expected true or false, got 1", NULL},
     {PRE "\"name\": 5}", 0, "name: expected a string", "got 5"},
     {PRE "\"name\": \"\"}", 0, "name: expected a string of 1 to 63 bytes", NULL},
     {PRE "\"name\": \"0123456789012345678901234567890123456789012345678901234567890123\"}", 0,

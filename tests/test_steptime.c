@@ -37,6 +37,7 @@ static ZnMachine round_machine(int gpn) {
     memset(&m, 0, sizeof m);
     snprintf(m.name, sizeof m.name, "round");
     m.gpus_per_node = gpn;
+    m.overlap = 1;
     m.device_flops = 1e12;
     m.device_mem_bw = 1e11;
     m.device_memory = 1e9;
@@ -199,6 +200,25 @@ static void test_stage3_overlap(void **state) {
         assert_true(t[0].exposed[ph] <= t[1].exposed[ph]);
     }
     assert_true(t[0].step_s <= t[1].step_s);
+    /* a machine without overlap (zinc's CPU ranks): the prefetch hides nothing */
+    snprintf(cfg, sizeof cfg, CFG, 2, 3, ", \"stage3_param_persistence_threshold\": 0");
+    ZnRunOpts o = opts("mlp:64,64,64,8", cfg, 4, 2);
+    ZnDryRun *r = dry(&o);
+    m.overlap = 0;
+    ZnStepTime u;
+    assert_int_equal(zn_step_time(&o, r, &m, &u, &err), 0);
+    for (int ph = 0; ph < ZN_PH_N; ph++) {
+        assert_true(u.overlap[ph] == 0);
+        assert_true(fabs(u.exposed[ph] - u.comm[ph]) <= 1e-15);
+        assert_true(fabs(u.comm[ph] - t[1].comm[ph]) <= 1e-15);
+    }
+    /* every second of communication adds (even the backward's reduction, which overlap_comm would hide) */
+    double sum = 0;
+    for (int ph = 0; ph < ZN_PH_N; ph++) sum += u.compute[ph] + u.comm[ph];
+    assert_true(fabs(u.step_s - sum) <= 1e-15);
+    assert_true(u.step_s >= t[1].step_s);
+    free(r);
+    zn_run_opts_free(&o);
 }
 
 /* A dry run moves no NVMe byte: what a real step would, from the NVMe tier.

@@ -159,6 +159,7 @@ static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m)
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
     m->gpus_per_node = W;
+    m->overlap = 0;   /* zinc's collectives block the rank that calls them */
     m->device_flops = 2.0 * GEMM_N * GEMM_N * GEMM_N / ctx->t[M_GEMM];
     m->device_mem_bw = 12.0 * ADD_N / ctx->t[M_ADD];
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);

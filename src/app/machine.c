@@ -45,6 +45,7 @@ static const ZnMachine PRESETS[] = {
     {
         .name = "dgx-h100",
         .gpus_per_node = 8,
+        .overlap = 1,   /* NCCL and copies on their own streams */
         /* H100 SXM bf16 dense tensor core peak 989.4 TFLOP/s; large GEMMs sustain ~60% */
         .device_flops = 989.4e12 * 0.6,
         /* HBM3 3.35 TB/s; a streaming kernel (Adam, casts) reaches ~80% */
@@ -73,6 +74,7 @@ static const ZnMachine PRESETS[] = {
     {
         .name = "dgx-a100",
         .gpus_per_node = 8,
+        .overlap = 1,   /* NCCL and copies on their own streams */
         /* A100 SXM bf16 dense tensor core peak 312 TFLOP/s x 60% */
         .device_flops = 312e12 * 0.6,
         /* HBM2e 2.039 TB/s (the 80 GB card) x 80% */
@@ -140,11 +142,11 @@ static double *figure_of(ZnMachine *m, const Figure *f) { return (double *)((cha
 static double figure_get(const ZnMachine *m, const Figure *f) { return *(const double *)((const char *)m + f->off); }
 
 /* The keys each object may hold (NULL-ended): anything else is a typo. */
-static const char *const TOP_KEYS[] = {"name", "preset", "gpus_per_node", "device_tflops", "device_mem_gbps",
+static const char *const TOP_KEYS[] = {"name", "preset", "gpus_per_node", "overlap", "device_tflops", "device_mem_gbps",
                                        "device_memory_gib", "intra_node", "inter_node", "host_device_gbps",
                                        "host_adam_gelems", "nvme_gbps", NULL};
 static const char *const LINK_KEYS[] = {"latency_us", "bandwidth_gbps", NULL};
-#define TOP_KEY_LIST "name, preset, gpus_per_node, device_tflops, device_mem_gbps, device_memory_gib, " \
+#define TOP_KEY_LIST "name, preset, gpus_per_node, overlap, device_tflops, device_mem_gbps, device_memory_gib, " \
                      "intra_node, inter_node, host_device_gbps, host_adam_gelems, nvme_gbps"
 #define LINK_KEY_LIST "latency_us, bandwidth_gbps"
 
@@ -174,6 +176,8 @@ static int validate(const ZnMachine *m, const char *where, ZnErr *err) {
     if (m->gpus_per_node < 1 || m->gpus_per_node > MAX_GPUS_PER_NODE)
         return zn_err(err, ZN_E_USAGE, "%s: gpus_per_node: expected an integer from 1 to %d, got %d", where,
                       MAX_GPUS_PER_NODE, m->gpus_per_node);
+    if (m->overlap != 0 && m->overlap != 1)
+        return zn_err(err, ZN_E_USAGE, "%s: overlap: expected 0 or 1, got %d", where, m->overlap);
     for (int i = 0; i < NFIGURES; i++) {
         double d = figure_get(m, &FIGURES[i]);
         if (!figure_ok(d))
@@ -525,6 +529,16 @@ static int read_gpus(Ctx *x, ZnMachine *m, int have_preset) {
     return ZN_OK;
 }
 
+/* optional: a preset's, else true (the presets are GPUs) */
+static int read_overlap(Ctx *x, ZnMachine *m, int have_preset) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(x->root, "overlap");
+    if (!have_preset) m->overlap = 1;
+    if (!v) return ZN_OK;
+    if (!cJSON_IsBool(v)) return expected(x, "overlap", "true or false", v);
+    m->overlap = cJSON_IsTrue(v);
+    return ZN_OK;
+}
+
 static int read_figure(Ctx *x, ZnMachine *m, const Figure *f, int have_preset) {
     const cJSON *v = at_path(x->root, f->path);
     if (!v) return have_preset ? ZN_OK : missing(x, f->path);
@@ -556,6 +570,7 @@ static int read_machine(Ctx *x, ZnMachine *m) {
     if (!rc) rc = read_preset(x, m, &have_preset);
     if (!rc) rc = read_name(x, m, have_preset);
     if (!rc) rc = read_gpus(x, m, have_preset);
+    if (!rc) rc = read_overlap(x, m, have_preset);
     /* intra_node and inter_node are whole objects without a preset */
     if (!rc && !have_preset && !cJSON_GetObjectItemCaseSensitive(x->root, "intra_node")) rc = missing(x, "intra_node");
     if (!rc && !have_preset && !cJSON_GetObjectItemCaseSensitive(x->root, "inter_node")) rc = missing(x, "inter_node");
@@ -626,7 +641,7 @@ int zn_machine_write_json(FILE *f, const ZnMachine *m, ZnErr *err) {
     for (int i = 0; i < NFIGURES; i++) figure_text(m, &FIGURES[i], t[i], sizeof t[i]);
     fputs("{\n  \"name\": ", f);
     put_name(f, m->name);
-    fprintf(f, ",\n  \"gpus_per_node\": %d,\n", m->gpus_per_node);
+    fprintf(f, ",\n  \"gpus_per_node\": %d,\n  \"overlap\": %s,\n", m->gpus_per_node, m->overlap ? "true" : "false");
     fprintf(f, "  \"device_tflops\": %s,\n  \"device_mem_gbps\": %s,\n  \"device_memory_gib\": %s,\n", t[0], t[1], t[2]);
     fprintf(f, "  \"intra_node\": {\"latency_us\": %s, \"bandwidth_gbps\": %s},\n", t[3], t[4]);
     fprintf(f, "  \"inter_node\": {\"latency_us\": %s, \"bandwidth_gbps\": %s},\n", t[5], t[6]);

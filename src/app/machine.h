@@ -45,6 +45,9 @@ typedef struct {
 typedef struct {
     char name[64];          /* preset name, or the file's "name" */
     int gpus_per_node;      /* devices per node (>= 1) */
+    int overlap;            /* 1: collectives and copies run beside compute (a GPU's streams); 0: they
+                               stop it (zinc's CPU ranks, whose collectives block): file key "overlap",
+                               true unless the file or the preset says otherwise */
     double device_flops;    /* FLOP/s a device sustains in its GEMMs (16-bit) */
     double device_mem_bw;   /* bytes/s a memory-bound kernel moves */
     double device_memory;   /* bytes a device holds */

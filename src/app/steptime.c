@@ -85,6 +85,10 @@ int zn_step_time(const ZnRunOpts *o, const ZnDryRun *r, const ZnMachine *m, ZnSt
         else fixed[c->phase] += lat + bw;
     }
     for (int ph = 0; ph < ZN_PH_N; ph++) {
+        if (!m->overlap) {   /* the machine's collectives stop its compute */
+            fixed[ph] += ovl[ph];
+            ovl[ph] = 0;
+        }
         t->comm[ph] = ovl[ph] + fixed[ph];
         t->overlap[ph] = ovl[ph];
         double spill = ovl[ph] - t->compute[ph];
