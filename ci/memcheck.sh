@@ -23,6 +23,14 @@ for s in 0 1 2 3; do
   check "memcheck zinc train stage $s" $MC $Z $RUN --stage $s
 done
 check "memcheck zinc spec (error cases)" $MC $Z spec run spec/cases/cli
+# a dry run at 512 ranks with ZeRO++ groups, the fit, the time, the JSON and
+# the picture; calibrate's quick pass over 2 simulated ranks (Z-CAP, Z-CAL)
+PD=$(mktemp -d)
+printf '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8, "zero_quantized_weights": true}}\n' >"$PD/z.json"
+check "memcheck zinc plan" $MC $Z plan --config "$PD/z.json" --model gpt2-medium --world-size 512 --steps 1 --machine dgx-a100 --svg "$PD/p.svg"
+check "memcheck zinc plan --json" $MC $Z plan --model mlp:64,64,8 --world-size 16 --steps 1 --device-memory 1MB --json
+check "memcheck zinc calibrate" $MC $Z calibrate --world-size 2 --quick -o "$PD/m.json"
+rm -rf "$PD"
 # GPT-2 at stage 3 with prefetch, reuse and activation checkpointing, and
 # at stage 2 in bf16 with two host threads under helgrind
 GPT="train --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 8 --world-size 2 --steps 2 --train-batch-size 4 --steps-per-print 0"
