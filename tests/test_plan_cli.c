@@ -183,6 +183,7 @@ static void test_svg(void **state) {
 }
 
 /* spec: Z-CAP-002 */
+/* spec: Z-CAP-008 */
 static void test_refusals(void **state) {
     (void)state;
     static const struct { int train; int argc; const char *argv[10]; int rc; const char *msg; } cases[] = {
@@ -194,6 +195,9 @@ static void test_refusals(void **state) {
          "--world-size 12 is not a whole number of dgx-h100 nodes of 8 GPUs"},
         {0, 4, {"--model", "gpt2:n_layer=129", "--world-size", "8"}, 2, "n_layer 129 is too large (at most 128)"},
         {0, 4, {"--model", "mlp:8,4", "--backend", "tcp"}, 2, "--dry-run simulates one rank itself"},
+        {0, 4, {"--params", "7B", "--model", "gpt2"}, 2, "--params builds a model: give --model or --params, not both"},
+        {0, 2, {"--params", "500B"}, 2, "--params: 500000000000 is past the largest GPT-3 shape zinc builds (128 layers"},
+        {0, 2, {"--params", "seven"}, 2, "--params: expected a parameter count such as 350M, 7.5B or 2851e6, got 'seven'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *out, *errs;
@@ -224,6 +228,20 @@ static void test_refusals(void **state) {
     assert_str_contains(out, "[zinc] plan: device memory 80.00 GB holds the run");
     free(out);
     free(errs);
+    /* --params: GPT-3's shape, 128 wide a layer, the layer count nearest the count asked */
+    static const struct { const char *p; const char *spec; const char *numel; } shapes[] = {
+        {"175B", "gpt2:n_layer=96,n_embd=12288,n_head=96,n_positions=2048", " 174604259328 parameters"},
+        {"13B", "gpt2:n_layer=40,n_embd=5120,n_head=40,n_positions=2048", " 12853386240 parameters"},
+        {"1", "gpt2:n_layer=1,n_embd=128,n_head=1,n_positions=2048", " parameters"},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const char *pv[] = {"--params", shapes[i].p, "--world-size", "64", "--steps", "0"};
+        assert_int_equal(run(zn_cmd_plan, 6, pv, &out, &errs), 0);
+        assert_str_contains(out, shapes[i].spec);
+        assert_str_contains(out, shapes[i].numel);
+        free(out);
+        free(errs);
+    }
     /* --steps 0: init only; no fit, no time */
     const char *argv0[] = {"--model", "mlp:8,4", "--world-size", "8", "--steps", "0", "--machine", "dgx-h100"};
     assert_int_equal(run(zn_cmd_plan, 8, argv0, &out, &errs), 0);

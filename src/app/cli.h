@@ -62,6 +62,7 @@ typedef struct {
     int dry_run;             /* --dry-run: rank 0 on the meta device, memory and collectives only (app/dryrun.h) */
     int ranks_per_node;      /* --ranks-per-node: the simulator's node size (0: one node; processes ask the launcher) */
     const char *machine;     /* --machine NAME|FILE.json: a dry run's step time (app/machine.h) */
+    long long params;        /* --params P: a GPT-3-shaped model of about P parameters (0: unset) */
     int json;                /* --json: a dry run's report as JSON */
     const char *svg_path;    /* --svg FILE: a dry run's picture */
 } ZnTrainFlags;

@@ -1,5 +1,6 @@
 /* cli_train.c: `zinc train` and the flags it shares with the other tools. */
 #include "app/cli.h"
+#include "app/cli_estimate.h"
 #include "app/dryrun.h"
 #include "app/plan_report.h"
 #include "core/cpu.h"
@@ -78,6 +79,10 @@ static int parse_dtype(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err
 
 /* --device-memory: bytes, or a number with a unit: KB MB GB TB (powers of
    1000, as GPU data sheets count) or KiB MiB GiB TiB (powers of 1024). */
+static int parse_params(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err) {
+    return zn_est_parse_count(a, v, 1, &f->params, err);
+}
+
 static int parse_device_memory(ZnTrainFlags *f, const char *a, const char *v, ZnErr *err) {
     static const struct { const char *unit; double mul; } U[] = {
         {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
@@ -117,7 +122,8 @@ static const Flag TRAIN_FLAGS[] = {
     {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
     {"--ranks-per-node", FL_INT, F(ranks_per_node), 1, 4096, .usage = "[--ranks-per-node P]\n"},
     {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
-    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk|gpt2-tiny|gpt2|gpt2:key=value,...|gpt3-175b]\n"},
+    {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk|gpt2-tiny|gpt2|gpt2:key=value,...|gpt3-175b | --params P]\n"},
+    {"--params", FL_FN, .fn = parse_params},
     {"--data", FL_STR, F(data_spec), .usage = "[--data text:FILE|tokens:FILE]"},
     {"--seq-len", FL_LONG, F(seq_len), 1, 1L << 16, .usage = "[--seq-len T]\n"},
     {"--steps", FL_LONG, F(steps), 0, 100000000, .usage = "[--steps S]"},
@@ -207,13 +213,20 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     int rc = zn_host_env_check(err);
     if (rc) return rc;
     zn_set_host_threads(f->threads);
-    rc = zn_model_parse(f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL, &o->model, err);
+    /* --params: the GPT-3 shape of about that many parameters */
+    char shaped[128];
+    const char *spec = f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL;
+    if (f->params && f->model_spec)
+        return zn_err(err, ZN_E_USAGE, "--params builds a model: give --model or --params, not both");
+    if (f->params && (rc = zn_gpt3_spec_for(f->params, shaped, sizeof shaped, err))) return rc;
+    if (f->params) spec = shaped;
+    rc = zn_model_parse(spec, &o->model, err);
     if (rc) return rc;
     if (f->seq_len > 0 && (rc = zn_model_set_seq_len(&o->model, f->seq_len, err))) return rc;
     /* a dry run reads no text: its step looks at no token (Z-DRY-005) */
     if (o->model.kind == ZN_MODEL_GPT2 && !f->data_spec && !f->dry_run)
         return zn_err(err, ZN_E_USAGE, "--model %s trains on text: give --data text:FILE or --data tokens:FILE",
-                      f->model_spec);
+                      spec);
     if (o->model.kind != ZN_MODEL_GPT2 && f->data_spec)
         return zn_err(err, ZN_E_USAGE, "--data feeds a language model (--model gpt2...); the MLP makes its own data");
     if (f->data_spec) snprintf(o->data_spec, sizeof o->data_spec, "%s", f->data_spec);
@@ -261,7 +274,7 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
         return zn_err(err, ZN_E_USAGE, "--resume and --checkpoint-interval need --checkpoint-dir");
     if (o->universal && !o->resume)
         return zn_err(err, ZN_E_USAGE, "--universal-checkpoint only applies with --resume");
-    snprintf(o->model_spec, sizeof o->model_spec, "%s", f->model_spec ? f->model_spec : ZN_DEFAULT_MODEL);
+    snprintf(o->model_spec, sizeof o->model_spec, "%s", spec);
     o->config_text = config_text ? zn_strdup(ZN_HOST_APP, config_text) : NULL;
     if (!config_text && f->config_path) {   /* what was read from the file, for the manifest */
         size_t n;
@@ -408,7 +421,7 @@ static int train(int argc, char **argv, int dry) {
     if (proc.world.rank == 0 && !f.json)
         printf("zinc train: %s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
                "train batch %ld, %ld steps\n",
-               f.model_spec ? f.model_spec : ZN_DEFAULT_MODEL, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
+               o.model_spec, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
                o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
     fflush(stdout);
     if (f.dry_run) {   /* one rank on the meta device: memory and collectives, no training (Z-DRY-005) */

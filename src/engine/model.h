@@ -72,6 +72,12 @@ int zn_mlp_parse(const char *spec, ZnModel *m, ZnErr *err);
  * positions), "gpt2" (124M), "gpt2-medium", "gpt2-large", "gpt2-xl". The
  * sequence length starts at n_positions (zn_model_set_seq_len changes it). */
 int zn_gpt2_parse(const char *spec, ZnModel *m, ZnErr *err);
+/* The GPT-3-shaped spec of about P parameters (`--params`): width 128 per
+ * layer and heads of 128 (n_embd = 128 L, n_head = L, as GPT-3 6.7B, 13B and
+ * 175B have), 2048 positions, GPT-2's vocabulary; of the layer counts
+ * around cbrt(P / (12 * 128^2)) the one whose count is nearest P (1..128
+ * layers; P past 128 layers' count is ZN_E_USAGE). */
+int zn_gpt3_spec_for(long long P, char *spec, size_t n, ZnErr *err);
 /* GPT-2's tokens per sample: 1..n_positions. */
 int zn_model_set_seq_len(ZnModel *m, long T, ZnErr *err);
 /* Loss rows per sample: T for GPT-2, 1 for the MLP (the loss is the mean

@@ -16,6 +16,7 @@
  * ln_2, mlp.c_fc (with the GELU), mlp.c_proj (with the residual add);
  * ln_f; lm_head. Each stores its outputs in the model dtype. */
 #include "engine/model.h"
+#include <math.h>
 #include "engine/model_run.h"
 #include "engine/data_text.h"
 #include "core/rng.h"
@@ -145,6 +146,31 @@ static int set_key(const char *spec, const char *kv, size_t len, ZnGpt2Shape *s,
     return zn_err(err, ZN_E_USAGE,
                   "model spec '%.200s': unknown key '%.*s' (n_layer, n_head, n_embd, vocab_size, n_positions)", spec,
                   (int)klen, kv);
+}
+
+/* GPT-2's parameter count of a shape: V*C + P*C + L*(12C^2 + 13C) + 2C */
+static double gpt2_count(double L, double C, double V, double P) {
+    return V * C + P * C + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+}
+
+int zn_gpt3_spec_for(long long P, char *spec, size_t n, ZnErr *err) {
+    const int maxl = (ZN_MAX_PARAMS - 4) / PER_BLOCK;
+    if (P < 1) return zn_err(err, ZN_E_USAGE, "--params: %lld is not a positive count", P);
+    if ((double)P > gpt2_count(maxl, 128.0 * maxl, 50257, 2048))
+        return zn_err(err, ZN_E_USAGE, "--params: %lld is past the largest GPT-3 shape zinc builds (%d layers: %.0f)", P,
+                      maxl, gpt2_count(maxl, 128.0 * maxl, 50257, 2048));
+    int l0 = (int)cbrt((double)P / (12.0 * 128 * 128)), best = 1;
+    double best_d = -1;
+    for (int l = l0 - 1; l <= l0 + 1; l++) {
+        if (l < 1 || l > maxl) continue;
+        double d = fabs(gpt2_count(l, 128.0 * l, 50257, 2048) - (double)P);
+        if (best_d < 0 || d < best_d) {
+            best = l;
+            best_d = d;
+        }
+    }
+    snprintf(spec, n, "gpt2:n_layer=%d,n_embd=%d,n_head=%d,n_positions=2048", best, 128 * best, best);
+    return 0;
 }
 
 int zn_gpt2_parse(const char *spec, ZnModel *m, ZnErr *err) {
