@@ -197,6 +197,7 @@ static void test_refusals(void **state) {
         {0, 4, {"--model", "mlp:8,4", "--backend", "tcp"}, 2, "--dry-run simulates one rank itself"},
         {0, 4, {"--params", "7B", "--model", "gpt2"}, 2, "--params builds a model: give --model or --params, not both"},
         {0, 2, {"--params", "500B"}, 2, "--params: 500000000000 is past the largest GPT-3 shape zinc builds (128 layers"},
+        {0, 1, {"--bogus"}, 2, "unknown flag '--bogus' for 'zinc plan'"},
         {0, 2, {"--params", "seven"}, 2, "--params: expected a parameter count such as 350M, 7.5B or 2851e6, got 'seven'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

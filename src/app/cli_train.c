@@ -365,7 +365,7 @@ static int train(int argc, char **argv, int dry) {
         int c = zn_train_flag(&f, argc, argv, &i, &err);
         if (c < 0) goto usage_error;
         if (c == 0) {
-            zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for 'zinc train'", argv[i]);
+            zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for 'zinc %s'", argv[i], dry ? "plan" : "train");
             goto usage_error;
         }
     }
