@@ -22,10 +22,13 @@ if ! have_peer; then
     FROM=$("$ZINC_PEER_TORCH_FROM/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     echo "$FROM" > "$SITE/zinc_peer_torch.pth"
   fi
-  # the CPU wheel (~200 MB); where its index is unreachable, PyPI's default
-  # wheel (larger: it brings the CUDA libraries, unused here), as bench-peers does
+  # the CPU wheel (~200 MB), asked twice (its index has answered "no
+  # versions" once and then served the next request); where it stays
+  # unreachable, PyPI's default wheel (larger: it brings the CUDA libraries,
+  # unused here, and costs CI minutes), as bench-peers does
   "$PY" -c 'import torch' >/dev/null 2>&1 ||
     "$PY" -m pip install -q --retries 2 --timeout 120 torch --index-url https://download.pytorch.org/whl/cpu ||
+    { sleep 15; "$PY" -m pip install -q --retries 2 --timeout 120 torch --index-url https://download.pytorch.org/whl/cpu; } ||
     { echo "test-peer: the PyTorch CPU index is unreachable; torch from PyPI instead";
       "$PY" -m pip install -q --retries 2 --timeout 120 torch; }
   "$PY" -m pip install -q --retries 2 --timeout 120 transformers safetensors numpy
