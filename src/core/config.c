@@ -1142,49 +1142,6 @@ _Static_assert(sizeof ZERO_KEYS / sizeof *ZERO_KEYS <= MAX_KEYS, "raise MAX_KEYS
 /* ------------------------------------------------------------------------ */
 /* JSON syntax                                                               */
 
-/* (cJSON takes every byte <= 32 as whitespace; so does this scan.)
-   cJSON's return_parse_end is one byte late in two cases: a key that does not
-   start with '"' and a string that never ends (it points just past where the
-   string began). The text before the failure parsed, so a scan of it
-   (strings and brackets only) tells which case it is. */
-static size_t error_offset(const char *s, size_t len, size_t p, int *unterminated) {
-    *unterminated = 0;
-    if (p == 0 || p > len) return p > len ? len : p;
-    char stack[64];   /* innermost containers; deeper ones do not matter */
-    size_t depth = 0, str_start = 0;
-    int in_str = 0, esc = 0;
-    for (size_t i = 0; i < p - 1; i++) {
-        char ch = s[i];
-        if (in_str) {
-            if (esc) esc = 0;
-            else if (ch == '\\') esc = 1;
-            else if (ch == '"') in_str = 0;
-        } else if (ch == '"') { in_str = 1; str_start = i; }
-        else if (ch == '{' || ch == '[') { if (depth < sizeof stack) stack[depth] = ch; depth++; }
-        else if ((ch == '}' || ch == ']') && depth > 0) depth--;
-    }
-    char c = s[p - 1];
-    if (!in_str && c == '"') { in_str = 1; str_start = p - 1; esc = 0; }
-    else if (in_str) {
-        /* p - 1 is inside a string: its end is searched for after it */
-    } else {
-        /* a key was expected at p - 1: inside an object, after '{' or ',' */
-        size_t j = p - 1;
-        while (j > 0 && (unsigned char)s[j - 1] <= 32) j--;
-        int in_object = depth > 0 && depth <= sizeof stack && stack[depth - 1] == '{';
-        /* '}' right after '{' is an empty object, not a failed key */
-        int key_expected = j > 0 && (s[j - 1] == ',' || (s[j - 1] == '{' && c != '}'));
-        if (in_object && key_expected && (unsigned char)c > 32) return p - 1;
-        return p;
-    }
-    /* in a string: unterminated if no closing quote follows */
-    for (size_t i = str_start + 1; i < len; i++) {
-        if (s[i] == '\\') { i++; continue; }
-        if (s[i] == '"') return p; /* it ends: the error is what cJSON says (a bad escape) */
-    }
-    *unterminated = 1;
-    return str_start;
-}
 
 static int syntax_error(Ctx *x, const char *buf, size_t len, size_t pos, const char *why) {
     long line = 1;
@@ -1293,7 +1250,7 @@ static int parse_json(Ctx *x, const char *text, size_t len, cJSON **out) {
     if (!root) {
         size_t p = end ? (size_t)(end - h.json) : 0;
         int unterminated;
-        size_t at = error_offset(h.json, h.len, p, &unterminated);
+        size_t at = zn_json_error_offset(h.json, h.len, p, &unterminated);
         int rc = syntax_error(x, text, len, h.from[at < h.len ? at : h.len], unterminated ? "unterminated string" : NULL);
         zn_hjson_free(&h);
         return rc;

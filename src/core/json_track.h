@@ -34,4 +34,13 @@ struct cJSON *zn_json_parse(const char *text, size_t len, const char **end, int 
  * once race on it (DRD found it on a resume). Caller frees with cJSON_free. */
 char *zn_json_print(const struct cJSON *doc, int formatted);
 
+/* Where a JSON syntax error is, from where cJSON stopped (p, bytes into s of
+ * len bytes). cJSON's return_parse_end is one byte late in two cases: a key
+ * that does not start with '"' and a string that never ends (it points just
+ * past where the string began). The text before p parsed, so a scan of it
+ * (strings and brackets only; cJSON takes every byte <= 32 as whitespace,
+ * so does the scan) tells which case it is. *unterminated: the error is a
+ * string that never ends (the offset is then where it began). */
+size_t zn_json_error_offset(const char *s, size_t len, size_t p, int *unterminated);
+
 #endif

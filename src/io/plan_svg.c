@@ -13,6 +13,7 @@
  * written by hand with fprintf, as io/plot.c writes its chart. */
 #include "io/plan_svg.h"
 #include "io/plot.h"
+#include "io/svg_text.h"
 #include "core/fileio.h"
 #include <errno.h>
 #include <math.h>
@@ -111,63 +112,6 @@ static int check(const ZnPlanSvg *p, ZnErr *err) {
 
 /* ---- text ---------------------------------------------------------------- */
 
-/* Decodes one UTF-8 code point at s (n bytes left); returns it and sets *adv,
- * or returns -1 with *adv = 1 for a byte that does not start a valid,
- * shortest-form sequence. (The same decoder as io/plot.c.) */
-static long utf8_next(const unsigned char *s, size_t n, size_t *adv) {
-    *adv = 1;
-    unsigned c = s[0];
-    if (c < 0x80) return c;
-    int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    if (!len || (size_t)len > n) return -1;
-    long cp = c & (0x3F >> (len - 1));
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return -1;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    /* overlong forms, UTF-16 surrogates and values past U+10FFFF are invalid */
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return -1;
-    *adv = (size_t)len;
-    return cp;
-}
-
-/* Number of code points of s, as the layout counts them. */
-static long cp_count(const char *s) {
-    long k = 0;
-    size_t n = strlen(s), adv;
-    for (size_t i = 0; i < n; i += adv, k++) utf8_next((const unsigned char *)s + i, n - i, &adv);
-    return k;
-}
-
-/* Writes s as XML character data, good in text and in "..." attributes
- * (Z-PSVG-012): & < > " ' as entities; tab, newline and CR as character
- * references; other control characters, U+FFFE/U+FFFF and invalid UTF-8,
- * which XML 1.0 cannot hold, as U+FFFD. At most max_cp code points (< 0: no
- * limit), then "…". */
-static void put_esc(FILE *f, const char *s, long max_cp) {
-    size_t n = strlen(s), adv;
-    long k = 0;
-    for (size_t i = 0; i < n; i += adv, k++) {
-        if (k == max_cp) {
-            fputs("\xE2\x80\xA6", f);
-            return;
-        }
-        long cp = utf8_next((const unsigned char *)s + i, n - i, &adv);
-        switch (cp) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        case '\t': case '\n': case '\r': fprintf(f, "&#%ld;", cp); break;
-        default:
-            if (cp < 0x20 || cp == 0xFFFE || cp == 0xFFFF) fputs("\xEF\xBF\xBD", f);
-            else fwrite(s + i, 1, adv, f);
-        }
-    }
-}
 
 /* A number as the picture prints it: 4 significant digits, never "-0". */
 static void fmt_num(char *buf, size_t cap, double v) {
@@ -189,7 +133,7 @@ static void put_text(FILE *f, const char *cls, double x, double y, int fs, const
     fprintf(f, "<text class=\"%s\" x=\"%.2f\" y=\"%.2f\" font-size=\"%d\" text-anchor=\"%s\" "
                "stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">",
             cls, x, y, fs, anchor);
-    put_esc(f, s, max_cp);
+    zn_svg_put_esc(f, s, max_cp);
     fputs("</text>\n", f);
 }
 
@@ -242,7 +186,7 @@ static int mem_frame(const ZnPlanSvg *p, MemFrame *m, ZnErr *err) {
     m->legend_cp = 1;
     for (int c = 0; c < p->ncat; c++)
         if (m->used[c]) {
-            long k = cp_count(p->cat[c]);
+            long k = zn_svg_cp_count(p->cat[c]);
             m->legend_cp = k > m->legend_cp ? k : m->legend_cp;
         }
     if (m->legend_cp > LEGEND_MAX_CP) m->legend_cp = LEGEND_MAX_CP + 1;   /* + the "…" */
@@ -285,9 +229,9 @@ static void put_bar(FILE *f, const ZnPlanSvg *p, const MemFrame *m, int i) {
         double v = p->mem[i][c];
         if (v <= 0) continue;
         fputs("<rect class=\"seg\" data-phase=\"", f);
-        put_esc(f, p->phase[i], -1);
+        zn_svg_put_esc(f, p->phase[i], -1);
         fputs("\" data-cat=\"", f);
-        put_esc(f, p->cat[c], -1);
+        zn_svg_put_esc(f, p->cat[c], -1);
         fprintf(f, "\" data-bytes=\"%.17g\" x=\"%.3f\" y=\"%.3f\" width=\"%.3f\" height=\"%.3f\" fill=\"%s\"/>\n",
                 v, x, mem_y(m, below + v), bw, mem_h(m, v), palette[c]);
         below += v;
@@ -321,7 +265,7 @@ static void put_legend(FILE *f, const ZnPlanSvg *p, const MemFrame *m) {
         if (!m->used[c]) continue;
         fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", x, y - 6, palette[c]);
         fprintf(f, "<text class=\"legend-cat\" x=\"%.2f\" y=\"%.2f\" dy=\"0.35em\">", x + 18, y);
-        put_esc(f, p->cat[c], LEGEND_MAX_CP);
+        zn_svg_put_esc(f, p->cat[c], LEGEND_MAX_CP);
         fputs("</text>\n", f);
         y += 18.0;
     }
@@ -383,7 +327,7 @@ static void put_span_rect(FILE *f, const TimeFrame *t, const char *cls, const ch
                           double y, const char *fill) {
     if (len <= 0) return;
     fprintf(f, "<rect class=\"%s\" data-phase=\"", cls);
-    put_esc(f, phase, -1);
+    zn_svg_put_esc(f, phase, -1);
     fprintf(f, "\" x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" height=\"%.2f\" fill=\"%s\"/>\n", t_x(t, s0), y,
             t_x(t, s0 + len) - t_x(t, s0), LANE_H, fill);
 }
@@ -401,7 +345,7 @@ static void put_phase_time(FILE *f, const ZnPlanSvg *p, const TimeFrame *t, int 
        data-seconds is the phase's length, which the step total adds up */
     double x0 = t_x(t, s0), x1 = t_x(t, s0 + t->len[i]);
     fputs("<rect class=\"span\" data-phase=\"", f);
-    put_esc(f, p->phase[i], -1);
+    zn_svg_put_esc(f, p->phase[i], -1);
     fprintf(f, "\" data-seconds=\"%.17g\" x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" height=\"5\" fill=\"%s\"/>\n",
             t->len[i], x0, SPAN_Y, x1 - x0, i % 2 ? "#bbbbbb" : "#777777");
     long fit = (long)((x1 - x0) / CHAR_W(FS_TICK));
@@ -497,7 +441,7 @@ int zn_plan_svg_write(FILE *f, const ZnPlanSvg *p, ZnErr *err) {
             W, H, W, H, W, H);
     fprintf(f, "<text class=\"title\" x=\"%.2f\" y=\"26\" font-size=\"%d\" font-weight=\"bold\" "
                "text-anchor=\"middle\">", 0.5 * W, FS_TITLE);
-    put_esc(f, p->title, TITLE_MAX_CP);
+    zn_svg_put_esc(f, p->title, TITLE_MAX_CP);
     fputs("</text>\n", f);
     put_memory_panel(f, p, &m);
     if (p->timed) put_timeline_panel(f, p, &t);

@@ -6,6 +6,7 @@
  * hand with fprintf: it is a few dozen elements, and doing it here keeps zinc
  * free of a graphics dependency. */
 #include "io/plot.h"
+#include "io/svg_text.h"
 #include "core/alloc.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -443,63 +444,6 @@ static const char *dashes[4] = {NULL, "7 4", "1.5 3.5", "8 3 1.5 3"};
 /* the most title code points the chart's width holds (bold runs wider) */
 #define TITLE_MAX_CP ((int)((ZN_PLOT_WIDTH - 20) / (CHAR_W(FS_TITLE) * 1.05)))
 
-/* Decodes one UTF-8 code point at s (n bytes left); returns it and sets *adv,
- * or returns -1 with *adv = 1 for a byte that does not start a valid,
- * shortest-form sequence (file names are bytes, not necessarily UTF-8). */
-static long utf8_next(const unsigned char *s, size_t n, size_t *adv) {
-    *adv = 1;
-    unsigned c = s[0];
-    if (c < 0x80) return c;
-    int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    if (!len || (size_t)len > n) return -1;
-    long cp = c & (0x3F >> (len - 1));
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return -1;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    /* overlong forms, UTF-16 surrogates and values past U+10FFFF are invalid */
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return -1;
-    *adv = (size_t)len;
-    return cp;
-}
-
-/* Number of code points of s, as the layout counts them. */
-static long cp_count(const char *s) {
-    long k = 0;
-    size_t n = strlen(s), adv;
-    for (size_t i = 0; i < n; i += adv, k++) utf8_next((const unsigned char *)s + i, n - i, &adv);
-    return k;
-}
-
-/* Writes s as XML character data, good in text and in "..." attributes
- * (Z-PLOT-025): & < > " ' as entities; tab, newline and CR as character
- * references (a parser would turn them into spaces in an attribute); other
- * control characters, U+FFFE/U+FFFF and invalid UTF-8 bytes, which XML 1.0
- * cannot hold at all, as U+FFFD. At most max_cp code points, then "…". */
-static void put_esc(FILE *f, const char *s, long max_cp) {
-    size_t n = strlen(s), adv;
-    long k = 0;
-    for (size_t i = 0; i < n; i += adv, k++) {
-        if (k == max_cp) {
-            fputs("\xE2\x80\xA6", f);
-            return;
-        }
-        long cp = utf8_next((const unsigned char *)s + i, n - i, &adv);
-        switch (cp) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        case '\t': case '\n': case '\r': fprintf(f, "&#%ld;", cp); break;
-        default:
-            if (cp < 0 || cp < 0x20 || cp == 0xFFFE || cp == 0xFFFF) fputs("\xEF\xBF\xBD", f);
-            else fwrite(s + i, 1, adv, f);
-        }
-    }
-}
 
 /* A point is drawn when its value is finite, and > 0 on a log axis. */
 static int drawable(double y, int logy) {
@@ -532,7 +476,7 @@ static double py(const Frame *fr, double y) {
  * draw as a dot, so it does not vanish. */
 static void put_run(FILE *f, const Frame *fr, const ZnPlotRun *r, int idx) {
     fputs("<path class=\"run\" data-run=\"", f);
-    put_esc(f, r->name ? r->name : "", -1);
+    zn_svg_put_esc(f, r->name ? r->name : "", -1);
     fprintf(f, "\" stroke=\"%s\" stroke-width=\"1.5\" fill=\"none\" stroke-linejoin=\"round\" "
                "stroke-linecap=\"round\"", palette[idx % 10]);
     const char *dash = dashes[(idx / 10) % 4];
@@ -588,7 +532,7 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
     fr.l = fmax(60.0, 30.0 + 8.0 + wmax * CHAR_W(FS_TICK));
     long ncp = 1;
     for (int k = 0; k < nruns; k++) {
-        long c = cp_count(runs[k].name ? runs[k].name : "");
+        long c = zn_svg_cp_count(runs[k].name ? runs[k].name : "");
         ncp = c > ncp ? c : ncp;
     }
     if (ncp > LEGEND_MAX_CP) ncp = LEGEND_MAX_CP + 1;   /* + the "…" */
@@ -603,7 +547,7 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
     int shown = nruns <= fit ? nruns : fit - 1;
     char more[64];
     snprintf(more, sizeof more, "\xE2\x80\xA6 and %d more", nruns - shown);
-    if (shown < nruns) legend_w = fmax(legend_w, cp_count(more) * CHAR_W(FS_LEGEND));
+    if (shown < nruns) legend_w = fmax(legend_w, zn_svg_cp_count(more) * CHAR_W(FS_LEGEND));
     fr.r = ZN_PLOT_WIDTH - 12.0 - legend_w - 14.0;
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -664,12 +608,12 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
        the chart when it is wider than the plot area (a narrow plot area next
        to a wide legend) */
     const char *title = o->title ? o->title : zn_plot_metric_label(o->metric);
-    long tcp = cp_count(title);
+    long tcp = zn_svg_cp_count(title);
     double tw = (tcp > TITLE_MAX_CP ? TITLE_MAX_CP + 1 : tcp) * CHAR_W(FS_TITLE) * 1.05;
     double tx = fmin(fmax(cx, 10.0 + 0.5 * tw), ZN_PLOT_WIDTH - 10.0 - 0.5 * tw);
     fprintf(f, "<text class=\"title\" x=\"%.2f\" y=\"26\" font-size=\"%d\" font-weight=\"bold\" "
                "text-anchor=\"middle\">", tx, FS_TITLE);
-    put_esc(f, title, TITLE_MAX_CP);
+    zn_svg_put_esc(f, title, TITLE_MAX_CP);
     fputs("</text>\n", f);
 
     /* curves in argument order: later runs draw over earlier ones */
@@ -686,7 +630,7 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
                    "stroke-linecap=\"round\"", lx, y, lx + 22, y, palette[k % 10]);
         if (dash) fprintf(f, " stroke-dasharray=\"%s\"", dash);
         fprintf(f, "/>\n<text x=\"%.2f\" y=\"%.2f\" dy=\"0.35em\">", lx + 28, y);
-        put_esc(f, runs[k].name ? runs[k].name : "", LEGEND_MAX_CP);
+        zn_svg_put_esc(f, runs[k].name ? runs[k].name : "", LEGEND_MAX_CP);
         fputs("</text>\n", f);
     }
     if (shown < nruns)
