@@ -407,6 +407,17 @@ if grep 'comm step rank 0' "$T/out" | head -n 1 | grep -q '= 3.00psi' && \
 "$ZINC" $S3 >"$T/out" 2>&1
 if [ "$(grep -c 'comm step rank 0: .*(forward 0, backward 0, after the step [1-9][0-9]*).* = 2.00psi' "$T/out")" -eq 3 ]; then
   ok Z-S3-002-persistent; else bad Z-S3-002-persistent "$(grep 'comm step' "$T/out")"; fi
+# spec: Z-S3-008 the persistent params move in one coalesced call after the step:
+# the bytes one gather per param would send (mlp:16,24,20,10 on 2 ranks: 6 params,
+# 192+12+240+10+100+5 = 559 elements a rank, 2236 bytes), at one call; hpZ keeps
+# one call per param
+"$ZINC" train --dry-run --model mlp:16,24,20,10 --world-size 2 --stage 3 --steps 1 --train-batch-size 8 >"$T/out" 2>&1
+printf '{"train_batch_size": 8, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 2}}\n' >"$T/hpz8.json"
+"$ZINC" train --dry-run --config "$T/hpz8.json" --model mlp:16,24,20,10 --world-size 4 --ranks-per-node 2 --steps 1 >"$T/out2" 2>&1
+if grep -q 'collectives (init): 1 calls, 2236 bytes sent' "$T/out" && \
+   grep -q 'step collective: step all_gather param_gather, group of 2 (stride 1): 1 calls, 2236 bytes sent' "$T/out" && \
+   grep -q 'step collective: step all_gather param_gather, group of 4 (stride 1): 6 calls' "$T/out2"; then
+  ok Z-S3-008-coalesced; else bad Z-S3-008-coalesced "$(grep -h 'param_gather\|(init)' "$T/out" "$T/out2")"; fi
 # spec: Z-S3-005 prefetching raises the peak of gathered parameters, never the bytes or the bits
 printf '{"train_batch_size": 8, "zero_optimization": {"stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 0, "stage3_prefetch_bucket_size": 0}}\n' >"$T/s3c.json"
 printf '{"train_batch_size": 8, "zero_optimization": {"stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 0, "stage3_prefetch_bucket_size": 100000}}\n' >"$T/s3d.json"

@@ -232,6 +232,77 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     return rc;
 }
 
+/* The persistent params, gathered once at init and again after every step
+ * (DeepSpeed's _post_step). DeepSpeed gathers them as one coalesced call:
+ * every rank sends its pieces of all of them back to back, so one
+ * all-gather moves what one gather per param would (the same bytes, the
+ * same values) at one call's latency; each param's rank-major copy is then
+ * cut out of the rank-major flat buffer, as AllGatherCoalescedHandle does.
+ * ZeRO++'s gathers (hpZ, qwZ: per-param blocks and secondaries) and MiCS's
+ * hierarchical one stay one call per param (Z-S3-008). */
+/* plan: gather_per_layer=1 */
+int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    long S = 0;
+    int nwant = 0;
+    for (int p = 0; p < L->nparams; p++)
+        if (E->persistent[p] && !E->full[p]) S += L->s3_pn[p], nwant++;
+    if (nwant == 0) return 0;
+    if (nwant == 1 || zn_zpp_gathers(E) || E->P.mics_hier) {
+        int rc = 0;
+        for (int p = 0; p < L->nparams && !rc; p++) {
+            if (!E->persistent[p] || E->full[p]) continue;
+            E->persistent[p] = 0;
+            rc = zn_engine_gather_param(E, p, err);
+            E->persistent[p] = 1;
+        }
+        return rc;
+    }
+    const int W = E->pw.size;
+    float *mine = talloc(E, S, ZN_MEM_PARAMS16, err);
+    float *flat = mine ? talloc(E, S * W, ZN_MEM_PARAMS16, err) : NULL;
+    if (!flat) {
+        zn_dev_free(E->dev, mine);
+        return err->code;
+    }
+    const size_t es = zn_dtype_size(E->dt);
+    int rc = 0;
+    long off = 0;
+    for (int p = 0; p < L->nparams && !rc; p++) {   /* this rank's pieces, back to back */
+        if (!E->persistent[p] || E->full[p]) continue;
+        const long pn = L->s3_pn[p];
+        const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
+        if (!send) {
+            rc = err->code;
+            break;
+        }
+        zn_off_copy(E, mine + off, E->dev, send, E->pdev, pn, es);
+        off += pn;
+    }
+    long c0, s0, s1, r0;
+    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
+    const long i0 = zn_comm_tag_inter(&E->comm->stats, "param_gather");
+    if (!rc) rc = ag_dt(E, mine, flat, even_counts(E, S), err);
+    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
+    E->gather_sent[E->gphase] += s1 - s0;
+    E->gather_inter[E->gphase] += zn_comm_tag_inter(&E->comm->stats, "param_gather") - i0;
+    off = 0;
+    for (int p = 0; p < L->nparams && !rc; p++) {   /* rank r's piece of p: flat[r*S + off] */
+        if (!E->persistent[p] || E->full[p]) continue;
+        const long pn = L->s3_pn[p];
+        if (!(E->full[p] = talloc(E, pn * W, ZN_MEM_PARAMS16, err))) {
+            rc = err->code;
+            break;
+        }
+        for (int r = 0; r < W; r++) dcopy(E, E->full[p] + (long)r * pn, flat + (long)r * S + off, pn);
+        E->n_avail += L->params[p].numel;
+        off += pn;
+    }
+    zn_dev_free(E->dev, flat);
+    zn_dev_free(E->dev, mine);
+    return rc;
+}
+
 /* plan: gather_per_layer=1 */
 int zn_engine_release_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->persistent[p] || !E->full[p]) return 0;
@@ -606,13 +677,13 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
     } else if (E->P.gather_per_layer) {
         E->gphase = 2;
         zn_hpz_drop(E);   /* the secondaries hold the old values (DeepSpeed _post_step) */
-        for (int p = 0; p < L->nparams && !rc; p++) {   /* DeepSpeed _post_step */
+        for (int p = 0; p < L->nparams && !rc; p++) {   /* the old values go */
             if (!E->persistent[p]) continue;
             E->persistent[p] = 0;
             rc = zn_engine_release_param(E, p, err);
-            if (!rc) rc = zn_engine_gather_param(E, p, err);
             E->persistent[p] = 1;
         }
+        if (!rc) rc = zn_engine_gather_persistent(E, err);
     }
     return rc;
 }

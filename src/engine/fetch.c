@@ -5,7 +5,8 @@
  *   persistence  a param of at most stage3_param_persistence_threshold
  *                elements (while the model-wide total stays within
  *                stage3_model_persistence_threshold, walked in model order)
- *                is gathered once and never released;
+ *                is gathered once and never released (all of them
+ *                in one coalesced call, at init and after each step);
  *   trace        the first micro-step after init records the visit order:
  *                during it every module's params are released after each
  *                visit, and nothing is prefetched;
@@ -95,14 +96,7 @@ int zn_fetch_init(ZnEngine *E, ZnErr *err) {
     E->keep = zn_calloc(ZN_HOST_ENGINE, (size_t)2 * E->ntrace + 1, 1);
     if (!E->persistent || !E->prefetched || !E->keep) return zn_nomem(err);
     plan_residency(E);
-    for (int p = 0; p < np; p++) {   /* persistent params: gathered once now, then kept */
-        if (!E->persistent[p]) continue;
-        E->persistent[p] = 0;
-        rc = zn_engine_gather_param(E, p, err);
-        E->persistent[p] = 1;
-        if (rc) return rc;
-    }
-    return 0;
+    return zn_engine_gather_persistent(E, err);   /* gathered once now, then kept */
 }
 
 void zn_fetch_free(ZnEngine *E) {

@@ -29,5 +29,7 @@ int zn_fetch_end_micro(ZnEngine *E, ZnErr *err);
 /* engine.c's gather and release of one stage-3 parameter */
 int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err);
 int zn_engine_release_param(ZnEngine *E, int p, ZnErr *err);
+/* every persistent param not yet gathered, in one coalesced all-gather */
+int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err);
 float *zn_engine_param_ptr(ZnEngine *E, int p);
 #endif
