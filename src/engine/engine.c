@@ -232,23 +232,41 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     return rc;
 }
 
+/* The model-dtype values of a flat buffer of S elements a rank, gathered
+ * rank-major into flat (S * W): ag_dt's wire, in a buffer of this call's
+ * own so the engine's staging does not grow to the persistent total. */
+static int ag_flat(ZnEngine *E, const float *mine, float *flat, long S, ZnErr *err) {
+    long *counts = even_counts(E, S);
+    if (E->dt == ZN_F32) return part_all_gather(E, mine, flat, counts, ZN_F32, "param_gather", err);
+    const long n = S * E->pw.size, off = S * E->pw.rank;
+    uint16_t *wire = zn_dev_alloc(E->dev, (size_t)(n > 0 ? n : 1) * 2, ZN_MEM_BUCKETS, err);
+    if (!wire) return err->code;
+    E->k->pack16(E->dev, E->dt, wire + off, mine, S);
+    int rc = part_all_gather(E, wire + off, wire, counts, E->dt, "param_gather", err);
+    if (!rc) E->k->unpack16(E->dev, E->dt, flat, wire, n);
+    zn_dev_free(E->dev, wire);
+    return rc;
+}
+
 /* The persistent params, gathered once at init and again after every step
  * (DeepSpeed's _post_step). DeepSpeed gathers them as one coalesced call:
  * every rank sends its pieces of all of them back to back, so one
  * all-gather moves what one gather per param would (the same bytes, the
  * same values) at one call's latency; each param's rank-major copy is then
  * cut out of the rank-major flat buffer, as AllGatherCoalescedHandle does.
- * ZeRO++'s gathers (hpZ, qwZ: per-param blocks and secondaries) and MiCS's
- * hierarchical one stay one call per param (Z-S3-008). */
+ * qwZ quantizes each piece on its own groups and moves the codes and the
+ * scales in one call each; hierarchical MiCS keeps one gather per param
+ * (Z-S3-008). With hpZ the secondaries are gone after the step (and not
+ * made yet at init): these gathers span the world, as zn_zpp_gather's. */
 /* plan: gather_per_layer=1 */
 int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
     const ZnLayout *L = &E->L;
     long S = 0;
-    int nwant = 0;
+    int n = 0;
     for (int p = 0; p < L->nparams; p++)
-        if (E->persistent[p] && !E->full[p]) S += L->s3_pn[p], nwant++;
-    if (nwant == 0) return 0;
-    if (nwant == 1 || zn_zpp_gathers(E) || E->P.mics_hier) {
+        if (E->persistent[p] && !E->full[p]) S += L->s3_pn[p], n++;
+    if (n == 0) return 0;
+    if (n == 1 || E->P.mics_hier) {
         int rc = 0;
         for (int p = 0; p < L->nparams && !rc; p++) {
             if (!E->persistent[p] || E->full[p]) continue;
@@ -259,47 +277,51 @@ int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
         return rc;
     }
     const int W = E->pw.size;
+    int *plist = zn_malloc(ZN_HOST_ENGINE, (size_t)n * sizeof(int));
+    if (!plist) return zn_nomem(err);
     float *mine = talloc(E, S, ZN_MEM_PARAMS16, err);
-    float *flat = mine ? talloc(E, S * W, ZN_MEM_PARAMS16, err) : NULL;
-    if (!flat) {
-        zn_dev_free(E->dev, mine);
+    if (!mine) {
+        free(plist);
         return err->code;
     }
     const size_t es = zn_dtype_size(E->dt);
     int rc = 0;
     long off = 0;
+    n = 0;
     for (int p = 0; p < L->nparams && !rc; p++) {   /* this rank's pieces, back to back */
         if (!E->persistent[p] || E->full[p]) continue;
         const long pn = L->s3_pn[p];
         const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
-        if (!send) {
+        if (!send || !(E->full[p] = talloc(E, pn * W, ZN_MEM_PARAMS16, err))) {
             rc = err->code;
             break;
         }
         zn_off_copy(E, mine + off, E->dev, send, E->pdev, pn, es);
+        E->n_avail += L->params[p].numel;
+        plist[n++] = p;
         off += pn;
     }
     long c0, s0, s1, r0;
     zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
     const long i0 = zn_comm_tag_inter(&E->comm->stats, "param_gather");
-    if (!rc) rc = ag_dt(E, mine, flat, even_counts(E, S), err);
+    if (!rc && E->P.quant_weights) {
+        rc = zn_qwz_gather_coalesced(E, mine, plist, n, err);
+    } else if (!rc) {
+        float *flat = talloc(E, S * W, ZN_MEM_PARAMS16, err);
+        rc = flat ? ag_flat(E, mine, flat, S, err) : err->code;
+        off = 0;
+        for (int i = 0; i < n && !rc; i++) {   /* rank r's piece of p: flat[r*S + off] */
+            const long pn = L->s3_pn[plist[i]];
+            for (int r = 0; r < W; r++) dcopy(E, E->full[plist[i]] + (long)r * pn, flat + (long)r * S + off, pn);
+            off += pn;
+        }
+        zn_dev_free(E->dev, flat);
+    }
     zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
     E->gather_sent[E->gphase] += s1 - s0;
     E->gather_inter[E->gphase] += zn_comm_tag_inter(&E->comm->stats, "param_gather") - i0;
-    off = 0;
-    for (int p = 0; p < L->nparams && !rc; p++) {   /* rank r's piece of p: flat[r*S + off] */
-        if (!E->persistent[p] || E->full[p]) continue;
-        const long pn = L->s3_pn[p];
-        if (!(E->full[p] = talloc(E, pn * W, ZN_MEM_PARAMS16, err))) {
-            rc = err->code;
-            break;
-        }
-        for (int r = 0; r < W; r++) dcopy(E, E->full[p] + (long)r * pn, flat + (long)r * S + off, pn);
-        E->n_avail += L->params[p].numel;
-        off += pn;
-    }
-    zn_dev_free(E->dev, flat);
     zn_dev_free(E->dev, mine);
+    free(plist);
     return rc;
 }
 

@@ -174,6 +174,52 @@ int zn_zpp_gather(ZnEngine *E, int p, const float *send, float *full, ZnErr *err
     return rc;
 }
 
+/* qwZ's coalesced gather of the persistent params (Z-S3-008): each param's
+ * piece quantized on its own groups, as zn_zpp_gather does, into one codes
+ * and one scales block per rank; one all-gather of each over the world;
+ * every rank's piece of each param dequantized into its full copy. */
+int zn_qwz_gather_coalesced(ZnEngine *E, const float *mine, const int *plist, int n, ZnErr *err) {
+    const ZnLayout *L = &E->L;
+    const ZnKernels *k = E->k;
+    const ZnGroup g = zn_group(E->world.size, 1);
+    const int gi = zn_group_index(&E->world, g), W = g.size;
+    long Sc = 0, Ss = 0;   /* one rank's codes (1 byte an element) and scales */
+    for (int i = 0; i < n; i++) {
+        Sc += L->s3_pn[plist[i]];
+        Ss += zn_quant_ngroups(L->s3_pn[plist[i]], ZN_Q8_GROUP);
+    }
+    unsigned char *q = zn_dev_alloc(E->dev, (size_t)(Sc > 0 ? Sc : 1) * (size_t)W, ZN_MEM_BUCKETS, err);
+    float *sc = q ? zn_dev_alloc(E->dev, (size_t)(Ss > 0 ? Ss : 1) * (size_t)W * sizeof(float), ZN_MEM_BUCKETS, err)
+                  : NULL;
+    if (!sc) {
+        zn_dev_free(E->dev, q);
+        return err->code;
+    }
+    long oc = 0, os = 0;
+    for (int i = 0; i < n; i++) {
+        const long pn = L->s3_pn[plist[i]];
+        k->quant(E->dev, 8, mine + oc, pn, ZN_Q8_GROUP, q + gi * Sc + oc, sc + gi * Ss + os);
+        oc += pn;
+        os += zn_quant_ngroups(pn, ZN_Q8_GROUP);
+    }
+    for (int j = 0; j < W; j++) E->counts[j] = Sc;
+    int rc = zn_group_all_gather(E->comm, g, q + gi * Sc, q, E->counts, ZN_U8, "param_gather", err);
+    for (int j = 0; j < W; j++) E->counts[j] = Ss;
+    if (!rc) rc = zn_group_all_gather(E->comm, g, sc + gi * Ss, sc, E->counts, ZN_F32, "param_gather", err);
+    oc = os = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const long pn = L->s3_pn[plist[i]];
+        for (int j = 0; j < W; j++)
+            k->dequant(E->dev, 8, q + j * Sc + oc, sc + j * Ss + os, pn, ZN_Q8_GROUP, E->dt,
+                       E->full[plist[i]] + (long)j * pn);
+        oc += pn;
+        os += zn_quant_ngroups(pn, ZN_Q8_GROUP);
+    }
+    zn_dev_free(E->dev, sc);
+    zn_dev_free(E->dev, q);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ qgZ */
 
 /* x[0..len) = the fixed tree (Z-SIM-002) over pieces lo..lo+n-1 of x, each

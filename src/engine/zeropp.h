@@ -24,6 +24,11 @@ int zn_zpp_gathers(const ZnEngine *E);
  * partition send, or from the secondaries when p has one; bytes counted
  * under "param_gather". */
 int zn_zpp_gather(ZnEngine *E, int p, const float *send, float *full, ZnErr *err);
+/* qwZ's one call for the persistent params (Z-S3-008): plist's n params,
+ * their pieces back to back in mine (device, s3_pn each), gathered over the
+ * world into E->full[plist[i]] (already allocated) with the bits
+ * zn_zpp_gather would give each. */
+int zn_qwz_gather_coalesced(ZnEngine *E, const float *mine, const int *plist, int n, ZnErr *err);
 /* Before param p's gathered copy is freed: makes its secondary if hpZ asks
  * for one. Returns 1 when a pending copy still reads full (the caller must
  * not free it: the sync will). */
