@@ -233,9 +233,11 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
 }
 
 /* The model-dtype values of a flat buffer of S elements a rank, gathered
- * rank-major into flat (S * W): ag_dt's wire, in a buffer of this call's
- * own so the engine's staging does not grow to the persistent total. */
+ * rank-major into flat (S * W): ag_dt's wire (or MiCS's two levels), in a
+ * buffer of this call's own so the engine's staging does not grow to the
+ * persistent total. */
 static int ag_flat(ZnEngine *E, const float *mine, float *flat, long S, ZnErr *err) {
+    if (E->P.mics_hier) return zn_mics_hier_gather_flat(E, mine, flat, S, err);
     long *counts = even_counts(E, S);
     if (E->dt == ZN_F32) return part_all_gather(E, mine, flat, counts, ZN_F32, "param_gather", err);
     const long n = S * E->pw.size, off = S * E->pw.rank;
@@ -255,7 +257,7 @@ static int ag_flat(ZnEngine *E, const float *mine, float *flat, long S, ZnErr *e
  * same values) at one call's latency; each param's rank-major copy is then
  * cut out of the rank-major flat buffer, as AllGatherCoalescedHandle does.
  * qwZ quantizes each piece on its own groups and moves the codes and the
- * scales in one call each; hierarchical MiCS keeps one gather per param
+ * scales in one call each; hierarchical MiCS makes its two levels once
  * (Z-S3-008). With hpZ the secondaries are gone after the step (and not
  * made yet at init): these gathers span the world, as zn_zpp_gather's. */
 /* plan: gather_per_layer=1 */
@@ -266,7 +268,7 @@ int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
     for (int p = 0; p < L->nparams; p++)
         if (E->persistent[p] && !E->full[p]) S += L->s3_pn[p], n++;
     if (n == 0) return 0;
-    if (n == 1 || E->P.mics_hier) {
+    if (n == 1) {
         int rc = 0;
         for (int p = 0; p < L->nparams && !rc; p++) {
             if (!E->persistent[p] || E->full[p]) continue;

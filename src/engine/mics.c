@@ -42,16 +42,16 @@ static void *staging(ZnEngine *E, int K, ZnErr *err) {
     return E->mics_buf;
 }
 
-int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, ZnErr *err) {
+/* The two-level gather through the staging X ((K + S) * pn values in the
+ * model dtype). */
+static int hier_gather(ZnEngine *E, const float *send, float *full, long pn, char *X, ZnErr *err) {
     const int S = E->pw.size, P = E->world.per_node, K = S / P;   /* K nodes per shard group */
     const ZnGroup inter = zn_group(K, P), intra = zn_group(P, 1);
     const int ji = zn_group_index(&E->world, inter);
     const ZnKernels *k = E->k;
     const ZnDtype dt = E->dt;
     const size_t es = zn_dtype_size(dt), piece = (size_t)pn * es;
-    char *X = staging(E, K, err), *Y;
-    if (!X) return err->code;
-    Y = X + (size_t)K * piece;
+    char *Y = X + (size_t)K * piece;
     /* this rank's piece, in the dtype that travels (16-bit values go as 16 bits) */
     if (dt == ZN_F32) k->copy(E->dev, X + ji * piece, send, piece);
     else k->pack16(E->dev, dt, (uint16_t *)(X + ji * piece), send, pn);
@@ -72,4 +72,19 @@ int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, Zn
             else k->unpack16(E->dev, dt, dst, (const uint16_t *)src, pn);
         }
     return 0;
+}
+
+int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, ZnErr *err) {
+    char *X = staging(E, E->pw.size / E->world.per_node, err);
+    return X ? hier_gather(E, send, full, pn, X, err) : err->code;
+}
+
+int zn_mics_hier_gather_flat(ZnEngine *E, const float *mine, float *flat, long n, ZnErr *err) {
+    const int S = E->pw.size, K = S / E->world.per_node;
+    const size_t bytes = (size_t)(K + S) * (size_t)n * zn_dtype_size(E->dt) + 1;
+    char *X = zn_dev_alloc(E->dev, bytes, ZN_MEM_BUCKETS, err);   /* this call's own */
+    if (!X) return err->code;
+    int rc = hier_gather(E, mine, flat, n, X, err);
+    zn_dev_free(E->dev, X);
+    return rc;
 }
