@@ -233,13 +233,13 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
 }
 
 /* The model-dtype values of a flat buffer of S elements a rank, gathered
- * rank-major into flat (S * W): ag_dt's wire (or MiCS's two levels), in a
- * buffer of this call's own so the engine's staging does not grow to the
- * persistent total. */
+ * rank-major into flat (S * W): ag_dt (or MiCS's two levels) through the
+ * engine's staging when the flat buffer fits it, else through a buffer of
+ * this call's own, so the staging never grows to the persistent total. */
 static int ag_flat(ZnEngine *E, const float *mine, float *flat, long S, ZnErr *err) {
     if (E->P.mics_hier) return zn_mics_hier_gather_flat(E, mine, flat, S, err);
     long *counts = even_counts(E, S);
-    if (E->dt == ZN_F32) return part_all_gather(E, mine, flat, counts, ZN_F32, "param_gather", err);
+    if (E->dt == ZN_F32 || S * E->pw.size <= E->comm16_cap) return ag_dt(E, mine, flat, counts, err);
     const long n = S * E->pw.size, off = S * E->pw.rank;
     uint16_t *wire = zn_dev_alloc(E->dev, (size_t)(n > 0 ? n : 1) * 2, ZN_MEM_BUCKETS, err);
     if (!wire) return err->code;

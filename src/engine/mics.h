@@ -19,8 +19,8 @@ void zn_mics_free(ZnEngine *E);
  * order) by an all-gather across nodes among the ranks of one local rank,
  * then one inside the node. */
 int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, ZnErr *err);
-/* The same for a coalesced gather (Z-S3-008): n values a rank, through a
- * staging buffer of this call's own (the engine's is sized for the largest
- * parameter). */
+/* The same for a coalesced gather (Z-S3-008): n values a rank, through the
+ * engine's staging when n fits it (it is sized for the largest parameter),
+ * else through a buffer of this call's own. */
 int zn_mics_hier_gather_flat(ZnEngine *E, const float *mine, float *flat, long n, ZnErr *err);
 #endif
