@@ -204,11 +204,28 @@ int zn_engine_all_gather_host(ZnEngine *E, const void *send, void *recv, long co
 /* ---------------------------------------------------------------------- */
 /* stage 3: gather and release */
 
+/* The parameter gathers' bytes, counted into the phase they ran in (the
+ * comm report's forward / backward / after the step): a mark before the
+ * gather's calls, the count after them. */
+typedef struct {
+    long sent, inter;
+} GatherMark;
+static GatherMark gather_mark(const ZnEngine *E) {
+    long c, s, r;
+    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c, &s, &r);
+    return (GatherMark){s, zn_comm_tag_inter(&E->comm->stats, "param_gather")};
+}
+static void gather_count(ZnEngine *E, GatherMark m) {
+    const GatherMark now = gather_mark(E);
+    E->gather_sent[E->gphase] += now.sent - m.sent;
+    E->gather_inter[E->gphase] += now.inter - m.inter;
+}
+
 /* plan: gather_per_layer=1 */
 int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->full[p]) return 0;
     const ZnLayout *L = &E->L;
-    long pn = L->s3_pn[p], c0, s0, s1, r0;
+    const long pn = L->s3_pn[p];
     E->full[p] = talloc(E, pn * E->pw.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
     const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
@@ -221,13 +238,10 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
         zn_off_copy(E, E->pstage, E->dev, send, E->pdev, pn, zn_dtype_size(E->dt));
         send = E->pstage;
     }
-    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
-    const long i0 = zn_comm_tag_inter(&E->comm->stats, "param_gather");
+    const GatherMark m = gather_mark(E);
     int rc = zn_zpp_gathers(E) ? zn_zpp_gather(E, p, send, E->full[p], err)
                                : ag_dt(E, send, E->full[p], even_counts(E, pn), err);
-    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
-    E->gather_sent[E->gphase] += s1 - s0;
-    E->gather_inter[E->gphase] += zn_comm_tag_inter(&E->comm->stats, "param_gather") - i0;
+    gather_count(E, m);
     E->n_avail += L->params[p].numel;
     return rc;
 }
@@ -303,9 +317,7 @@ int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
         plist[n++] = p;
         off += pn;
     }
-    long c0, s0, s1, r0;
-    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s0, &r0);
-    const long i0 = zn_comm_tag_inter(&E->comm->stats, "param_gather");
+    const GatherMark m = gather_mark(E);
     if (!rc && E->P.quant_weights) {
         rc = zn_qwz_gather_coalesced(E, mine, plist, n, err);
     } else if (!rc) {
@@ -319,9 +331,7 @@ int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
         }
         zn_dev_free(E->dev, flat);
     }
-    zn_comm_tag_totals(&E->comm->stats, "param_gather", &c0, &s1, &r0);
-    E->gather_sent[E->gphase] += s1 - s0;
-    E->gather_inter[E->gphase] += zn_comm_tag_inter(&E->comm->stats, "param_gather") - i0;
+    gather_count(E, m);
     zn_dev_free(E->dev, mine);
     free(plist);
     return rc;

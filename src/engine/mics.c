@@ -34,11 +34,14 @@ void zn_mics_free(ZnEngine *E) {
 /* The staging, made at the first gather for the largest parameter: K + S
  * pieces of its partition, in the model dtype (zn_mics_hier_gather_flat
  * counts on that size). */
+static long max_pn(const ZnEngine *E) {
+    long m = 0;
+    for (int p = 0; p < E->L.nparams; p++) if (E->L.s3_pn[p] > m) m = E->L.s3_pn[p];
+    return m;
+}
 static void *staging(ZnEngine *E, int K, ZnErr *err) {
     if (E->mics_buf) return E->mics_buf;
-    long maxpn = 0;
-    for (int p = 0; p < E->L.nparams; p++) if (E->L.s3_pn[p] > maxpn) maxpn = E->L.s3_pn[p];
-    size_t bytes = (size_t)(K + E->pw.size) * (size_t)maxpn * zn_dtype_size(E->dt) + 1;
+    size_t bytes = (size_t)(K + E->pw.size) * (size_t)max_pn(E) * zn_dtype_size(E->dt) + 1;
     E->mics_buf = zn_dev_alloc(E->dev, bytes, ZN_MEM_BUCKETS, err);
     return E->mics_buf;
 }
@@ -82,9 +85,7 @@ int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, Zn
 
 int zn_mics_hier_gather_flat(ZnEngine *E, const float *mine, float *flat, long n, ZnErr *err) {
     const int S = E->pw.size, K = S / E->world.per_node;
-    long maxpn = 0;   /* what the engine's staging holds */
-    for (int p = 0; p < E->L.nparams; p++) if (E->L.s3_pn[p] > maxpn) maxpn = E->L.s3_pn[p];
-    if (n <= maxpn) return zn_mics_hier_gather(E, mine, flat, n, err);
+    if (n <= max_pn(E)) return zn_mics_hier_gather(E, mine, flat, n, err);   /* the engine's staging holds it */
     const size_t bytes = (size_t)(K + S) * (size_t)n * zn_dtype_size(E->dt) + 1;
     char *X = zn_dev_alloc(E->dev, bytes, ZN_MEM_BUCKETS, err);   /* this call's own */
     if (!X) return err->code;
