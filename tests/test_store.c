@@ -89,7 +89,9 @@ static int raw_connect(int port) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         assert_true(fd >= 0);
         struct sockaddr_in a = loopback(port);
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return fd;
+        /* a connection to itself (Z-RDV-007) would hold the port rank 0
+           is about to bind */
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && !zn_comm_self_connected(fd)) return fd;
         close(fd);
         if (now_s() > end) fail_msg("nothing listens on port %d", port);
         sleep_s(0.01);
@@ -588,6 +590,40 @@ static void test_store_join_failures(void **st) {
     assert_string_equal(fo.err.msg, want);
 }
 
+/* spec: Z-RDV-007 a socket connected to itself is told apart from one
+ * connected to a listener. A socket bound to port P that connects to
+ * 127.0.0.1:P, where nothing listens, is what a rank gets when the kernel
+ * picks rank 0's port as its local port: TCP's simultaneous open connects
+ * it to itself, and it reads back what it sends. */
+static void test_store_self_connect(void **st) {
+    (void)st;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = loopback(0);
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    uint32_t hello = 0x5a4e5256u, back = 0;
+    raw_send(fd, &hello, sizeof hello);
+    assert_int_equal(raw_recv(fd, &back, sizeof back), sizeof back);   /* its own bytes */
+    assert_int_equal(back, hello);
+    assert_int_equal(zn_comm_self_connected(fd), 1);
+    close(fd);
+
+    int port;
+    int lfd = listen_port(&port);
+    int c = raw_connect(port);
+    int d = accept(lfd, NULL, NULL);
+    assert_true(d >= 0);
+    assert_int_equal(zn_comm_self_connected(c), 0);   /* a real connection, both ends */
+    assert_int_equal(zn_comm_self_connected(d), 0);
+    assert_int_equal(zn_comm_self_connected(lfd), 0);  /* not connected at all */
+    close(c);
+    close(d);
+    close(lfd);
+}
+
 /* spec: Z-FAULT-004 a port already in use is an error at once, naming it;
  * a rendezvous file rank 0 cannot write fails rank 0 naming the file */
 static void test_store_listen_failures(void **st) {
@@ -1013,6 +1049,7 @@ ZT_MAIN(
     cmocka_unit_test(test_store_refusals),
     cmocka_unit_test(test_store_drops_foreign),
     cmocka_unit_test(test_store_join_failures),
+    cmocka_unit_test(test_store_self_connect),
     cmocka_unit_test(test_store_listen_failures),
     cmocka_unit_test(test_store_message_timeouts),
     cmocka_unit_test(test_store_timeout_fallback),

@@ -347,6 +347,7 @@ static int connect_peer(const Addr *a, double deadline, int *fd_out) {
         rc = e ? -1 : 0;
         errno = e;
     }
+    if (!rc && zn_comm_self_connected(fd)) rc = -1, errno = ECONNREFUSED;   /* Z-RDV-007 */
     if (rc) {
         int e = errno;
         if (fd >= 0) close(fd);

@@ -53,6 +53,14 @@ double zn_comm_env_seconds(const char *name, double dflt) {
     return *end || !(v > 0) ? dflt : v;
 }
 
+int zn_comm_self_connected(int fd) {
+    struct sockaddr_in me, peer;
+    socklen_t ml = sizeof me, pl = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) || getpeername(fd, (struct sockaddr *)&peer, &pl)) return 0;
+    return me.sin_family == AF_INET && peer.sin_family == AF_INET && me.sin_port == peer.sin_port &&
+           me.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
+
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -336,6 +344,10 @@ static int connect_to(ZnStore *s, const ZnRdvSpec *spec, double deadline, ZnErr 
         int ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
         int e = errno;
         freeaddrinfo(ai);
+        if (ok && zn_comm_self_connected(fd)) {   /* Z-RDV-007: we hold rank 0's port; let it go */
+            ok = 0;
+            e = ECONNREFUSED;
+        }
         if (!ok) {
             if (fd >= 0) close(fd);
             snprintf(last, sizeof last, "connecting to %s:%d: %s", host, port, strerror(e));

@@ -56,4 +56,11 @@ int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *e
 double zn_comm_now_s(void);
 double zn_comm_env_seconds(const char *name, double dflt);
 
+/* 1 when the connected socket fd is connected to itself (Z-RDV-007). A
+ * connect() to a port of this host where nothing listens yet can succeed
+ * that way when the kernel picks that very port as the local one (TCP's
+ * simultaneous open): the caller then holds the port its peer needs and
+ * would read back its own bytes. Both the store and the tcp mesh check. */
+int zn_comm_self_connected(int fd);
+
 #endif
