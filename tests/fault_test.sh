@@ -12,7 +12,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ZINC_RDV_TIMEOUT=3
 BOUND=5                      # seconds from the kill until every survivor has exited
-PORT=$((40000 + $$ % 15000))
+# below the kernel's ephemeral range (32768-60999 by default): no outgoing
+# connection on this machine can hold it as its local port (Z-RDV-007)
+PORT=$((25000 + $$ % 6000))
 # every process this script starts carries ZINC_FAULT_RUN=zinc-fault-$$ in
 # its environment (children inherit it), so its processes can be found
 run_tag="ZINC_FAULT_RUN=zinc-fault-$$"
