@@ -56,15 +56,21 @@ static struct sockaddr_in loopback(int port) {
     return a;
 }
 
-/* A TCP port nothing uses now: the kernel's choice for port 0. */
-static int free_port(void) {
+/* A socket bound to 127.0.0.1 on the kernel's choice of port (in *a). */
+static int bound_socket(struct sockaddr_in *a) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
-    struct sockaddr_in a = loopback(0);
-    socklen_t al = sizeof a;
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    close(fd);
+    *a = loopback(0);
+    socklen_t al = sizeof *a;
+    assert_int_equal(bind(fd, (struct sockaddr *)a, sizeof *a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)a, &al), 0);
+    return fd;
+}
+
+/* A TCP port nothing uses now: the kernel's choice for port 0. */
+static int free_port(void) {
+    struct sockaddr_in a;
+    close(bound_socket(&a));
     return ntohs(a.sin_port);
 }
 
@@ -597,12 +603,8 @@ static void test_store_join_failures(void **st) {
  * it to itself, and it reads back what it sends. */
 static void test_store_self_connect(void **st) {
     (void)st;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = loopback(0);
-    socklen_t al = sizeof a;
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    struct sockaddr_in a;
+    int fd = bound_socket(&a);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     uint32_t hello = 0x5a4e5256u, back = 0;
     raw_send(fd, &hello, sizeof hello);
