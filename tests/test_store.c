@@ -67,11 +67,25 @@ static int bound_socket(struct sockaddr_in *a) {
     return fd;
 }
 
-/* A TCP port nothing uses now: the kernel's choice for port 0. */
+/* A TCP port nothing uses now, a new one at each call, from 10000..19999:
+ * below the kernel's ephemeral range (32768-60999 by default), so that no
+ * outgoing connection elsewhere on the machine (a test suite running beside
+ * this one) takes it as its local port between this call and rank 0's bind,
+ * as it may take the kernel's own choice for port 0. */
 static int free_port(void) {
-    struct sockaddr_in a;
-    close(bound_socket(&a));
-    return ntohs(a.sin_port);
+    static int next = -1;
+    if (next < 0) next = (int)(getpid() % 5000) * 2;
+    for (int tries = 0; tries < 10000; tries++) {
+        int port = 10000 + next++ % 10000;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        struct sockaddr_in a = loopback(port);
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok) return port;
+    }
+    fail_msg("no free port in 10000..19999");
+    return -1;
 }
 
 /* A socket listening on port (every interface, as rank 0 would). */
