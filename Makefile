@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-peer test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
+# Targets: all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -76,7 +76,7 @@ endif
 ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
-.PHONY: FORCE all demo test test-peer test-gpu bench-gpu coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
+.PHONY: FORCE all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -221,13 +221,21 @@ bench-peers: $(BUILD)/bench_peer_zinc $(BUILD)/zinc
 # then every kernel against its host twin, the digests of exact runs against
 # the simulator, fast runs within tolerance. Needs nvcc to build.
 GPU_BIN := $(BUILD)/tests/gpu_probe $(BUILD)/tests/test_kernels_gpu $(BUILD)/tests/bench_gpu
+gpu-rehearse:
+	@$(MAKE) --no-print-directory BUILD=build-gpu MPICC= build-gpu/zinc
+	@sh ci/gpu_check.sh --rehearse
 ifneq ($(NVCC),)
 test-gpu: $(GPU_BIN) $(BUILD)/zinc
 	@sh ci/test_gpu.sh $(BUILD)
 bench-gpu: $(GPU_BIN) $(BUILD)/zinc
 	@sh ci/bench_gpu.sh $(BUILD)
+# build-gpu/ for a GPU machine without packages (ci/gpu_pack.sh), then
+# ci/gpu_check.sh runs there; gpu-rehearse runs that script here, the GPU
+# side of each check on the simulator
+gpu-pack:
+	@sh ci/gpu_pack.sh
 else
-test-gpu bench-gpu:
+test-gpu bench-gpu gpu-pack:
 	@echo "zinc: make $@ needs nvcc (the CUDA toolkit) to build the CUDA engine" >&2; exit 1
 endif
 
