@@ -44,7 +44,7 @@ def torch_adamw_ms(n):
     del p, opt; torch.cuda.empty_cache()
     return t * 1e3
 
-def zinc_step_ms(zinc, args, steps=6):
+def zinc_step_ms(zinc, args, steps=4):
     cmd = [zinc, "train", "--backend", "cuda", "--steps", str(steps), "--steps-per-print", "1"] + args
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
