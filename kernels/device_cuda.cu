@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include "cuda_dev.h"
 
 /* ------------------------------------------------------------- errors */
@@ -28,7 +30,72 @@ int zn_cuda_fail_blas(ZnDevice *d, const char *what, cublasStatus_t s) {
     return 1;
 }
 
-int zn_cuda_launched(ZnDevice *d, const char *what) { return zn_cuda_fail(d, what, cudaGetLastError()); }
+/* ------------------------------------------------------------ profile */
+
+/* ZINC_CUDA_PROFILE=1: each launch waits for its kernel, and the wait is
+   added to that kernel's total; the table goes to stderr at exit, with the
+   time from the first launch to the last. For finding where a step's time
+   goes, never for a timed figure: the waits serialise the host with the GPU
+   (and each wait starts after the launch returned, missing a few us). */
+typedef struct { const char *what; double s; long n; } ProfRow;
+static ProfRow prof[128];
+static int nprof, prof_on = -1;
+static double prof_first, prof_last;
+static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static double wall_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int prof_cmp(const void *a, const void *b) {
+    double x = ((const ProfRow *)a)->s, y = ((const ProfRow *)b)->s;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void prof_print(void) {
+    double tot = 0;
+    for (int i = 0; i < nprof; i++) tot += prof[i].s;
+    qsort(prof, (size_t)nprof, sizeof prof[0], prof_cmp);
+    fprintf(stderr, "cuda profile: %.1f ms in the calls below, %.1f ms from the first to the last\n", tot * 1e3,
+            (prof_last - prof_first) * 1e3);
+    for (int i = 0; i < nprof; i++)
+        fprintf(stderr, "cuda profile: %-22s %8ld calls %10.2f ms %5.1f%%\n", prof[i].what, prof[i].n, prof[i].s * 1e3,
+                tot > 0 ? 100.0 * prof[i].s / tot : 0.0);
+}
+
+static void prof_add(const char *what, double t0, double t1) {
+    pthread_mutex_lock(&prof_mu);
+    if (prof_first == 0) prof_first = t0;
+    prof_last = t1;
+    int i = 0;
+    while (i < nprof && strcmp(prof[i].what, what)) i++;
+    if (i == nprof && nprof < (int)(sizeof prof / sizeof prof[0])) prof[nprof++] = (ProfRow){what, 0, 0};
+    if (i < nprof) { prof[i].s += t1 - t0; prof[i].n++; }
+    pthread_mutex_unlock(&prof_mu);
+}
+
+static int profiling(void) {
+    if (prof_on < 0) {   /* first use in the process (a race here only sets the same value twice) */
+        const char *e = getenv("ZINC_CUDA_PROFILE");
+        prof_on = e && strcmp(e, "1") == 0;
+        if (prof_on) atexit(prof_print);
+    }
+    return prof_on;
+}
+
+static void prof_mark(ZnDevice *d, const char *what) {
+    double t0 = wall_s();
+    cudaStreamSynchronize(zn_cuda_dev(d)->stream);
+    prof_add(what, t0, wall_s());
+}
+
+int zn_cuda_launched(ZnDevice *d, const char *what) {
+    if (zn_cuda_fail(d, what, cudaGetLastError())) return 1;
+    if (profiling()) prof_mark(d, what);
+    return 0;
+}
 
 int zn_cuda_sync(ZnDevice *d, const char *what) {
     return zn_cuda_fail(d, what, cudaStreamSynchronize(zn_cuda_dev(d)->stream));
@@ -142,7 +209,9 @@ static void *cuda_alloc(ZnDevice *d, size_t alloc_n, size_t accounted_n, ZnMemCa
     } else {
         /* never a 0-byte cudaMalloc: every allocation is a distinct pointer */
         size_t n = alloc_n ? alloc_n : 1;
+        double t0 = profiling() ? wall_s() : 0;
         cudaError_t e = cudaMalloc(&a.p, n);
+        if (t0) prof_add("cudaMalloc", t0, wall_s());
         if (e != cudaSuccess) {
             zn_mem_uncharge(d, accounted_n, cat);
             zn_err(err, e == cudaErrorMemoryAllocation ? ZN_E_NOMEM : ZN_E_INTERNAL,
@@ -176,7 +245,11 @@ nomem_host:
 
 static void release(ZnDevice *d, const ZnCudaAlloc *a) {
     if (a->meta) free(a->p);
-    else zn_cuda_fail(d, "cudaFree", cudaFree(a->p));   /* waits for queued work on it */
+    else {
+        double t0 = profiling() ? wall_s() : 0;
+        zn_cuda_fail(d, "cudaFree", cudaFree(a->p));   /* waits for queued work on it */
+        if (t0) prof_add("cudaFree", t0, wall_s());
+    }
     zn_mem_uncharge(d, a->accounted, (ZnMemCat)a->cat);
 }
 
@@ -202,10 +275,12 @@ static void cuda_free(ZnDevice *d, void *p) {
  * queued behind the rank's kernels, then waited for. */
 extern "C" void zn_cuda_upload(ZnDevice *d, void *dst, const void *src_host, size_t bytes) {
     if (!bytes || !zn_cuda_ok(d)) return;
+    double t0 = profiling() ? wall_s() : 0;   /* the wait for queued kernels counts here */
     if (zn_cuda_fail(d, "upload", cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice,
                                                   zn_cuda_dev(d)->stream)))
         return;
     zn_cuda_sync(d, "upload");
+    if (t0) prof_add("upload", t0, wall_s());
 }
 
 extern "C" void zn_cuda_download(ZnDevice *d, void *dst_host, const void *src, size_t bytes) {
@@ -214,10 +289,12 @@ extern "C" void zn_cuda_download(ZnDevice *d, void *dst_host, const void *src, s
         memset(dst_host, 0, bytes);   /* defined contents after a failure */
         return;
     }
+    double t0 = profiling() ? wall_s() : 0;
     if (zn_cuda_fail(d, "download", cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost,
                                                     zn_cuda_dev(d)->stream)))
         return;
     zn_cuda_sync(d, "download");
+    if (t0) prof_add("download", t0, wall_s());
 }
 
 /* copy and zero are complete in stream order: every reader (this rank's

@@ -115,6 +115,7 @@ static void sgemm(ZnDevice *d, cublasOperation_t opb, cublasOperation_t opa, int
         if (zn_cuda_fail_blas(d, "cublasSgemm",
                               zn_cublas(NULL)->Sgemm(c->blas, opb, opa, N, M, K, &one, B, ldb, A, lda, &zero, C, N)))
             return;
+        if (zn_cuda_launched(d, "gemm (cublas)")) return;
     }
     if (bias) {
         k_add_bias<<<zn_cuda_blocks(d, (long)M * N), ZN_CUDA_THREADS, 0, c->stream>>>(M, N, bias, C);

@@ -12,7 +12,8 @@ Every ratio is taken from timings made in this one run, on this one GPU:
    GPT2LMHeadModel in PyTorch eager with fused AdamW, same batch and sequence
    length; fp32 (TF32 off on both sides) and bf16 (zinc's mixed precision
    against torch.autocast(bfloat16) over fp32 weights).
-3. The MLP step of the earlier bench: 4096 wide, 8 hidden layers, bf16.
+3. With --mlp, the MLP step of the earlier bench: 4096 wide, 8 hidden layers,
+   bf16 (zinc's side limited to 60 s).
 
 A side that cannot run prints why and the rest goes on.
 """
@@ -44,12 +45,14 @@ def torch_adamw_ms(n):
     del p, opt; torch.cuda.empty_cache()
     return t * 1e3
 
-def zinc_step_ms(zinc, args, steps=4):
+def zinc_step_ms(zinc, args, steps=4, limit=120):
     cmd = [zinc, "train", "--backend", "cuda", "--steps", str(steps), "--steps-per-print", "1"] + args
+    t0 = time.perf_counter()
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        print(f"zinc: timed out: {' '.join(cmd)}"); return None
+        print(f"zinc: no answer in {limit} s: {' '.join(cmd)}"); return None
+    print(f"zinc: {steps} steps in {time.perf_counter() - t0:.1f} s of wall time, start included")
     ms = [float(m) for m in re.findall(r"time_ms=([0-9.]+)", out.stdout)][1:]   # the first step warms up
     if out.returncode or not ms:
         print(f"zinc: could not run {' '.join(cmd)}: {(out.stderr or out.stdout).strip()[-400:]}")
@@ -95,6 +98,7 @@ def main():
     ap.add_argument("--bench-gpu", default=None, help="default: tests/bench_gpu beside --zinc")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=1024)
+    ap.add_argument("--mlp", action="store_true", help="also the 4096-wide MLP step")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False   # zinc's fast mode: cuBLAS sgemm, TF32 off (Z-CUDA-005)
     torch.backends.cudnn.allow_tf32 = False
@@ -122,9 +126,11 @@ def main():
         ratio = f"; torch/zinc time = {t / z:.2f} (goal >= 1)" if t and z else ""
         print(f"gpt2 124M step B={B} T={T} {dt}: {ts}; {zs}{ratio}")
 
+    if not a.mlp:
+        return
     t = torch_mlp_ms(4096, 8, 4096, 4096)
     z = zinc_step_ms(a.zinc, ["--model", "mlp:" + ",".join(["4096"] * 10), "--dtype", "bf16",
-                              "--micro-batch", "4096", "--world-size", "1", "--stage", "0"])
+                              "--micro-batch", "4096", "--world-size", "1", "--stage", "0"], limit=60)
     zs = f"zinc {z:.2f} ms; torch/zinc time = {t / z:.2f}" if z else "zinc: no figure"
     print(f"mlp 4096x8 bf16 batch 4096 step: torch eager {t:.2f} ms; {zs}")
 

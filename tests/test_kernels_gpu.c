@@ -438,7 +438,10 @@ static void test_accounting_equal(void **state) {
 
 #define CW 3
 #define CN 5003
-typedef struct { ZnCudaSim *cs; int use_gpu; uint32_t out[CW][3]; } CollCtx;
+/* use_gpu: each rank attaches a CUDA device, as the engine's ranks do;
+   gpu_bufs: the collectives' buffers are on it (else host memory, as a
+   loss or a norm is) */
+typedef struct { ZnCudaSim *cs; int use_gpu, gpu_bufs; uint32_t out[CW][3]; } CollCtx;
 
 static uint32_t hash(const void *p, size_t n) {
     const unsigned char *b = p;
@@ -464,17 +467,19 @@ static int coll_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
     long counts[CW] = {1700, 0, CN - 1700}, off = rank == 2 ? 1700 : 0;
     for (long i = 0; i < counts[rank]; i++) g16[off + i] = zn_f32_to_f16(a[i]);
     void *da = a, *db = b, *dg = g16;
-    if (cx->use_gpu) {
+    if (cx->gpu_bufs) {
         da = dup_to(&d, a, sizeof a); db = dup_to(&d, b, sizeof b); dg = dup_to(&d, g16, sizeof g16);
     }
     rc = c->all_reduce(c, da, CN, ZN_F32, ZN_SUM, "a", err);
     if (!rc) rc = c->reduce_scatter(c, db, (uint16_t *)db + off, counts, ZN_BF16, ZN_SUM, "b", err);
     if (!rc) rc = c->all_gather(c, (uint16_t *)dg + off, dg, counts, ZN_F16, "g", err);
-    if (cx->use_gpu) {
+    if (cx->gpu_bufs) {
         if (!rc) {
             d.k->download(&d, a, da, sizeof a); d.k->download(&d, b, db, sizeof b); d.k->download(&d, g16, dg, sizeof g16);
         }
         zn_dev_free(&d, da); zn_dev_free(&d, db); zn_dev_free(&d, dg);
+    }
+    if (cx->use_gpu) {
         zn_cuda_sim_attach(cx->cs, rank, NULL, NULL);
         if (!rc) rc = zn_cuda_check(&d, err);
         zn_device_cuda_free(&d);
@@ -549,15 +554,16 @@ static void test_collectives_on_gpu_match_sim(void **state) {
     assert_non_null(w);
     assert_int_equal(zn_sim_run(w, coll_rank, &ref, &err), 0);
     dev.cs = zn_cuda_sim_new(CW, &err);
-    dev.use_gpu = 1;
+    dev.use_gpu = dev.gpu_bufs = 1;
     assert_non_null(dev.cs);
     ZnSimMemOps ops;
     zn_cuda_sim_memops(dev.cs, &ops);
     zn_sim_world_set_memops(w, &ops);
     if (zn_sim_run(w, coll_rank, &dev, &err)) fail_msg("%s", err.msg);
     assert_memory_equal(ref.out, dev.out, sizeof ref.out);
-    /* host buffers still work with the CUDA memops (a loss, a norm) */
-    CollCtx hostbufs = {.cs = dev.cs};
+    /* host buffers still work with the CUDA memops (a loss, a norm), the
+       ranks' devices attached as in the engine */
+    CollCtx hostbufs = {.cs = dev.cs, .use_gpu = 1};
     assert_int_equal(zn_sim_run(w, coll_rank, &hostbufs, &err), 0);
     assert_memory_equal(ref.out, hostbufs.out, sizeof ref.out);
     zn_sim_world_free(w);

@@ -130,8 +130,11 @@ static inline ZN_HD int zn_q_code(float x, float pre, float inv, int qmax) {
     return zn_q_rne(y);
 }
 
-/* x^ = q * s, one fp32 product (NaN for a non-finite group's NaN scale). */
-static inline ZN_HD float zn_q_decode(int q, float s) { return (float)q * s; }
+/* x^ = q * s, one fp32 product; a non-finite group's NaN scale gives the
+   NAN constant itself: a product with a NaN keeps the NaN operand's payload
+   on x86 but is the canonical 0x7fffffff on a GPU (seen on an H200), and
+   Z-CUDA-003 wants the host's bits. */
+static inline ZN_HD float zn_q_decode(int q, float s) { return s != s ? NAN : (float)q * s; }
 
 /* x^ rounded to the model's dtype (Z-QNT-006): fp16 and bf16 to nearest
    even (core/half.h), anything else left as fp32. */
