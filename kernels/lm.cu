@@ -69,17 +69,40 @@ __global__ void k_ln_dwdb(int N, int C, const float *dout, const float *x, const
     FOR_EACH(c, C) zn_lm_ln_dwdb_col(c, N, C, dout, x, mean, rstd, dw, db);
 }
 
-__global__ void k_attn_probs(long rows, int T, int C, int NH, const float *qkv, float *att) {
-    FOR_EACH(row, rows) zn_lm_attn_probs_row(row, T, C, NH, qkv, att);
+__global__ void k_attn_score(long n, int T, int C, int NH, const float *qkv, float *att) {
+    FOR_EACH(e, n) zn_lm_attn_score_at(e, T, C, NH, qkv, att);
+}
+
+__global__ void k_attn_max(long rows, int T, const float *att, float *st) {
+    FOR_EACH(row, rows) zn_lm_attn_max_row(row, T, att, st);
+}
+
+__global__ void k_attn_exp(long n, int T, const float *st, float *att) {
+    FOR_EACH(e, n) zn_lm_attn_exp_at(e, T, st, att);
+}
+
+__global__ void k_attn_sum(long rows, int T, const float *att, float *st) {
+    FOR_EACH(row, rows) zn_lm_attn_sum_row(row, T, att, st);
+}
+
+__global__ void k_attn_norm(long n, int T, const float *st, float *att) {
+    FOR_EACH(e, n) zn_lm_attn_norm_at(e, T, st, att);
 }
 
 __global__ void k_attn_out(long n, int T, int C, int NH, const float *qkv, const float *att, float *out) {
     FOR_EACH(e, n) zn_lm_attn_out_at(e, T, C, NH, qkv, att, out);
 }
 
-__global__ void k_attn_ds(long rows, int T, int C, int NH, const float *dout, const float *qkv, const float *att,
-                          float *dS) {
-    FOR_EACH(row, rows) zn_lm_attn_ds_row(row, T, C, NH, dout, qkv, att, dS);
+__global__ void k_attn_dp(long n, int T, int C, int NH, const float *dout, const float *qkv, float *dS) {
+    FOR_EACH(e, n) zn_lm_attn_dp_at(e, T, C, NH, dout, qkv, dS);
+}
+
+__global__ void k_attn_dsdot(long rows, int T, const float *att, const float *dS, float *dots) {
+    FOR_EACH(row, rows) zn_lm_attn_dsdot_row(row, T, att, dS, dots);
+}
+
+__global__ void k_attn_ds(long n, int T, int C, int NH, const float *att, const float *dots, float *dS) {
+    FOR_EACH(e, n) zn_lm_attn_ds_at(e, T, C, NH, att, dots, dS);
 }
 
 __global__ void k_attn_dqkv(long n, int T, int C, int NH, const float *dout, const float *qkv, const float *att,
@@ -145,17 +168,28 @@ extern "C" void zn_cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *do
 
 extern "C" void zn_cuda_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att,
                                  float *out) {
-    const long rows = (long)B * NH * T, n = (long)B * T * C;
+    const long rows = (long)B * NH * T, na = rows * T, n = (long)B * T * C;
     if (rows <= 0) return;
-    LAUNCH(d, rows, "attn_fwd probs", k_attn_probs, rows, T, C, NH, qkv, att);
+    /* each row's max and sum: kernel scratch */
+    float *st = (float *)zn_cuda_scratch(d, (size_t)2 * rows * sizeof(float), "attn_fwd scratch");
+    if (!st) return;
+    LAUNCH(d, na, "attn_fwd score", k_attn_score, na, T, C, NH, qkv, att);
+    LAUNCH(d, rows, "attn_fwd max", k_attn_max, rows, T, att, st);
+    LAUNCH(d, na, "attn_fwd exp", k_attn_exp, na, T, st, att);
+    LAUNCH(d, rows, "attn_fwd sum", k_attn_sum, rows, T, att, st);
+    LAUNCH(d, na, "attn_fwd norm", k_attn_norm, na, T, st, att);
     if (n > 0) LAUNCH(d, n, "attn_fwd out", k_attn_out, n, T, C, NH, qkv, att, out);
 }
 
 extern "C" void zn_cuda_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
                                  const float *att, float *dqkv, float *scratch) {
-    const long rows = (long)B * NH * T, n = (long)B * T * 3 * C;
+    const long rows = (long)B * NH * T, na = rows * T, n = (long)B * T * 3 * C;
     if (rows <= 0) return;
-    LAUNCH(d, rows, "attn_bwd dS", k_attn_ds, rows, T, C, NH, dout, qkv, att, scratch);
+    float *dots = (float *)zn_cuda_scratch(d, (size_t)rows * sizeof(float), "attn_bwd scratch");
+    if (!dots) return;
+    LAUNCH(d, na, "attn_bwd dp", k_attn_dp, na, T, C, NH, dout, qkv, scratch);
+    LAUNCH(d, rows, "attn_bwd dot", k_attn_dsdot, rows, T, att, scratch, dots);
+    LAUNCH(d, na, "attn_bwd dS", k_attn_ds, na, T, C, NH, att, dots, scratch);
     if (n > 0) LAUNCH(d, n, "attn_bwd dqkv", k_attn_dqkv, n, T, C, NH, dout, qkv, att, scratch, dqkv);
 }
 

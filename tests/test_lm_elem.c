@@ -94,15 +94,29 @@ static void grid_ln_bwd(int N, int C, const float *dout, const float *x, const f
     free(dm);
 }
 
+/* att starts as stale values (7.0f), as a reused device buffer would */
 static void grid_attn_fwd(int B, int T, int C, int NH, const float *qkv, float *att, float *out) {
-    for (long row = 0; row < (long)B * NH * T; row++) zn_lm_attn_probs_row(row, T, C, NH, qkv, att);
+    const long rows = (long)B * NH * T, na = rows * T;
+    float *st = fbuf(2 * rows, 7.0f);   /* the device scratch: stale values */
+    for (long e = 0; e < na; e++) att[e] = 7.0f;
+    for (long e = 0; e < na; e++) zn_lm_attn_score_at(e, T, C, NH, qkv, att);
+    for (long row = 0; row < rows; row++) zn_lm_attn_max_row(row, T, att, st);
+    for (long e = 0; e < na; e++) zn_lm_attn_exp_at(e, T, st, att);
+    for (long row = 0; row < rows; row++) zn_lm_attn_sum_row(row, T, att, st);
+    for (long e = 0; e < na; e++) zn_lm_attn_norm_at(e, T, st, att);
     for (long e = 0; e < (long)B * T * C; e++) zn_lm_attn_out_at(e, T, C, NH, qkv, att, out);
+    free(st);
 }
 
 static void grid_attn_bwd(int B, int T, int C, int NH, const float *dout, const float *qkv, const float *att,
                           float *dqkv, float *scratch) {
-    for (long row = 0; row < (long)B * NH * T; row++) zn_lm_attn_ds_row(row, T, C, NH, dout, qkv, att, scratch);
+    const long rows = (long)B * NH * T, na = rows * T;
+    float *dots = fbuf(rows, 7.0f);
+    for (long e = 0; e < na; e++) zn_lm_attn_dp_at(e, T, C, NH, dout, qkv, scratch);
+    for (long row = 0; row < rows; row++) zn_lm_attn_dsdot_row(row, T, att, scratch, dots);
+    for (long e = 0; e < na; e++) zn_lm_attn_ds_at(e, T, C, NH, att, dots, scratch);
     for (long e = 0; e < (long)B * T * 3 * C; e++) zn_lm_attn_dqkv_at(e, T, C, NH, dout, qkv, att, scratch, dqkv);
+    free(dots);
 }
 
 static void grid_gelu_fwd(long n, const float *x, float *y) {

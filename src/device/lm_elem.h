@@ -135,27 +135,58 @@ static inline ZN_HD void zn_lm_ln_dwdb_col(long c, int N, int C, const float *do
 /* 1/sqrt(head size), as the host computes it */
 static inline ZN_HD float zn_lm_attn_scale(int C, int NH) { return 1.0f / sqrtf((float)(C / NH)); }
 
-/* Probability row `row`: s[t2] = (q_t . k_t2) * scale for t2 <= t (the dot
- * product over the head's columns in order from 0.0f, as the host GEMM);
- * zn_softmax_row's max and sum; each zn_expf(s - max) divided by the sum;
- * zero above the diagonal. */
-static inline ZN_HD void zn_lm_attn_probs_row(long row, int T, int C, int NH, const float *qkv, float *att) {
+/* The probabilities in five launches, so that the work of a row spreads
+ * over its T elements (one thread a row left most of an H200 idle: 430 ms
+ * of a GPT-2 124M step at T = 1024). Element e of att [B, NH, T, T] is
+ * (row, t2) = (e / T, e % T); a row's serial parts, its max and its sum,
+ * are the two row launches, and the element launches read only what an
+ * earlier launch wrote:
+ *   score  s[t2] = (q_t . k_t2) * scale, t2 <= t (the dot product over the
+ *          head's columns in order from 0.0f, as the host GEMM)
+ *   max    zn_softmax_row's: s[0], then each s[t2] greater than the max so far
+ *   exp    s[t2] = zn_expf(s[t2] - max)
+ *   sum    zn_softmax_row's: from 0.0f over t2 = 0..t ascending (it adds the
+ *          same zn_expf values, computed here once)
+ *   norm   s[t2] / sum, and zero above the diagonal.
+ * st holds two floats a row: the max, then the sum. */
+static inline ZN_HD long zn_lm_attn_t(long row, int T) { return row % T; }
+
+static inline ZN_HD void zn_lm_attn_score_at(long e, int T, int C, int NH, const float *qkv, float *att) {
+    const long row = e / T, t2 = e % T, t = zn_lm_attn_t(row, T);
+    if (t2 > t) return;
     const long hs = C / NH, C3 = 3L * C;
-    const long t = row % T, bh = row / T, b = bh / NH, h = bh % NH;
-    const float scale = zn_lm_attn_scale(C, NH);
+    const long bh = row / T, b = bh / NH, h = bh % NH;
     const float *q = qkv + (b * T + t) * C3 + h * hs;
-    float *a = att + row * T;
-    for (long t2 = 0; t2 <= t; t2++) {
-        const float *k = qkv + (b * T + t2) * C3 + C + h * hs;
-        float dot = 0.0f;
-        for (long i = 0; i < hs; i++) dot += q[i] * k[i];
-        a[t2] = dot * scale;
-    }
-    float mx, sum;
-    zn_softmax_row(a, (int)t + 1, &mx, &sum);
-    for (long t2 = 0; t2 <= t; t2++) a[t2] = zn_expf(a[t2] - mx);
-    for (long t2 = 0; t2 <= t; t2++) a[t2] = a[t2] / sum;
-    for (long t2 = t + 1; t2 < T; t2++) a[t2] = 0.0f;
+    const float *k = qkv + (b * T + t2) * C3 + C + h * hs;
+    float dot = 0.0f;
+    for (long i = 0; i < hs; i++) dot += q[i] * k[i];
+    att[e] = dot * zn_lm_attn_scale(C, NH);
+}
+
+static inline ZN_HD void zn_lm_attn_max_row(long row, int T, const float *att, float *st) {
+    const float *a = att + row * T;
+    const long t = zn_lm_attn_t(row, T);
+    float mx = a[0];
+    for (long t2 = 1; t2 <= t; t2++) if (a[t2] > mx) mx = a[t2];
+    st[2 * row] = mx;
+}
+
+static inline ZN_HD void zn_lm_attn_exp_at(long e, int T, const float *st, float *att) {
+    const long row = e / T;
+    if (e % T <= zn_lm_attn_t(row, T)) att[e] = zn_expf(att[e] - st[2 * row]);
+}
+
+static inline ZN_HD void zn_lm_attn_sum_row(long row, int T, const float *att, float *st) {
+    const float *a = att + row * T;
+    const long t = zn_lm_attn_t(row, T);
+    float sum = 0.0f;
+    for (long t2 = 0; t2 <= t; t2++) sum += a[t2];
+    st[2 * row + 1] = sum;
+}
+
+static inline ZN_HD void zn_lm_attn_norm_at(long e, int T, const float *st, float *att) {
+    const long row = e / T;
+    att[e] = e % T <= zn_lm_attn_t(row, T) ? att[e] / st[2 * row + 1] : 0.0f;
 }
 
 /* element e of out [B*T, C]: sum over t2 = 0..t ascending of
@@ -171,31 +202,40 @@ static inline ZN_HD void zn_lm_attn_out_at(long e, int T, int C, int NH, const f
     out[e] = acc;
 }
 
-/* Row `row` of dS (scratch [B, NH, T, T], only t2 <= t written):
- *   dP[t2]  = dO_t . v_t2            (the head's columns in order)
- *   dot     = sum_{t2 <= t} P[t2] dP[t2]   (t2 ascending)
- *   dS[t2]  = (P[t2] (dP[t2] - dot)) scale  (lm_tile.h dsoft_row)
+/* dS (scratch [B, NH, T, T], only t2 <= t written) in three launches, as
+ * the probabilities above (element e is (row, t2) = (e / T, e % T)):
+ *   dp     dS[t2] = dO_t . v_t2        (the head's columns in order)
+ *   dot    sum_{t2 <= t} P[t2] dS[t2]  (t2 ascending, from 0.0f), one a row
+ *   ds     dS[t2] = (P[t2] (dS[t2] - dot)) scale  (lm_tile.h dsoft_row)
  * so dq, dk below read the softmax gradient already scaled. */
-static inline ZN_HD void zn_lm_attn_ds_row(long row, int T, int C, int NH, const float *dout, const float *qkv,
-                                           const float *att, float *dS) {
+static inline ZN_HD void zn_lm_attn_dp_at(long e, int T, int C, int NH, const float *dout, const float *qkv,
+                                          float *dS) {
+    const long row = e / T, t2 = e % T, t = zn_lm_attn_t(row, T);
+    if (t2 > t) return;
     const long hs = C / NH, C3 = 3L * C;
-    const long t = row % T, bh = row / T, b = bh / NH, h = bh % NH;
-    const float scale = zn_lm_attn_scale(C, NH);
+    const long bh = row / T, b = bh / NH, h = bh % NH;
     const float *g = dout + (b * T + t) * C + h * hs;
-    const float *p = att + row * T;
-    float *ds = dS + row * T;
-    for (long t2 = 0; t2 <= t; t2++) {
-        const float *v = qkv + (b * T + t2) * C3 + 2L * C + h * hs;
-        float dp = 0.0f;
-        for (long i = 0; i < hs; i++) dp += g[i] * v[i];
-        ds[t2] = dp;
-    }
-    float dot = 0.0f;
-    for (long t2 = 0; t2 <= t; t2++) dot += p[t2] * ds[t2];
-    for (long t2 = 0; t2 <= t; t2++) ds[t2] = (p[t2] * (ds[t2] - dot)) * scale;
+    const float *v = qkv + (b * T + t2) * C3 + 2L * C + h * hs;
+    float dp = 0.0f;
+    for (long i = 0; i < hs; i++) dp += g[i] * v[i];
+    dS[e] = dp;
 }
 
-/* Element e of dqkv [B*T, 3C], from dS of zn_lm_attn_ds_row:
+static inline ZN_HD void zn_lm_attn_dsdot_row(long row, int T, const float *att, const float *dS, float *dots) {
+    const float *p = att + row * T, *ds = dS + row * T;
+    const long t = zn_lm_attn_t(row, T);
+    float dot = 0.0f;
+    for (long t2 = 0; t2 <= t; t2++) dot += p[t2] * ds[t2];
+    dots[row] = dot;
+}
+
+static inline ZN_HD void zn_lm_attn_ds_at(long e, int T, int C, int NH, const float *att, const float *dots,
+                                          float *dS) {
+    const long row = e / T;
+    if (e % T <= zn_lm_attn_t(row, T)) dS[e] = (att[e] * (dS[e] - dots[row])) * zn_lm_attn_scale(C, NH);
+}
+
+/* Element e of dqkv [B*T, 3C], from dS of zn_lm_attn_ds_at:
  *   dq_t[i]  = sum_{t2 = 0..t} dS[t][t2] k_t2[i]          (t2 ascending)
  *   dk_t[i]  = sum_{t1 = t..T-1} dS[t1][t] q_t1[i]         (t1 ascending)
  *   dv_t[i]  = sum_{t1 = t..T-1} P[t1][t] dO_t1[i]         (t1 ascending) */
