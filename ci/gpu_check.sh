@@ -18,7 +18,7 @@
 # the bench 150 s, the profile 60 s: about 7 minutes at worst, 3 when all is well.
 RH=0
 [ "${1:-}" = --rehearse ] && RH=1
-B=build-gpu
+B=${ZINC_GPU_BUILD:-build-gpu}   # tests/gpu_session_test.sh rehearses with build/
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 main() {

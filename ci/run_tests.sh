@@ -3,7 +3,8 @@
 # binary (cmocka), the conformance cases (zinc spec run), the CLI checks,
 # 300 hostile config mutants (tests/mutants_test.sh), the fuzz corpora
 # replayed (tests/fuzz/replay.sh),
-# the multi-process checks (tests/proc_test.sh) and the spec-coverage check.
+# the multi-process checks (tests/proc_test.sh), the GPU session's harness
+# rehearsed without a GPU (tests/gpu_session_test.sh) and the spec-coverage check.
 # Prints each part's own lines, then one total:
 #   zinc: N passed, N failed
 # Exits non-zero if anything failed or a test binary crashed.
@@ -63,6 +64,7 @@ part fault sh tests/fault_test.sh
 part alloc sh tests/alloc_test.sh "$B"
 part adamref python3 tests/adam_ref.py --check
 part build sh tests/build_test.sh "$B"
+part gpusession sh tests/gpu_session_test.sh "$B"
 
 if "$ZINC" spec coverage >"$log" 2>&1; then
   tail -n 1 "$log"; count 1 0

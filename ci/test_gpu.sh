@@ -11,7 +11,8 @@
 #      simulator resumes on the GPU, and the other way round, to the same
 #      digest as an uninterrupted run;
 #   3. the conformance cases on --backend cuda --exact;
-#   4. NCCL at world size 1 and the launcher with one process per GPU.
+#   4. NCCL at world size 1 and the launcher with one process per GPU;
+#   5. ZINC_CUDA_PROFILE changes no bit and prints its table.
 # Ends with "zinc test-gpu: N passed, N failed". ZINC_GPU_LOG=DIR keeps each
 # part's output there as it goes (ci/gpu_check.sh points it at $OUT), and
 # ZINC_GPU_FAILS=DIR each failing check's outputs.
@@ -86,6 +87,12 @@ cat "$TMPD/spec.res" >>"$R"; cat "$TMPD/spec.res"
 if [ "$RH" = 1 ]; then echo "skip (rehearsal)" >"$LOG/nccl.txt"; echo "ok   NCCL checks skipped" >>"$R"
 elif timeout -k 5 300 sh tests/gpu_nccl_test.sh "$ZINC" >"$LOG/nccl.txt" 2>&1; then echo "ok   NCCL checks" >>"$R"
 else echo "FAIL NCCL checks: $(tail -n 3 "$LOG/nccl.txt" | tr '\n' ' ')" >>"$R"; fi
+tail -n 1 "$R"
+
+# 5. ZINC_CUDA_PROFILE (tests/gpu_profile_test.sh)
+if [ "$RH" = 1 ]; then echo "ok   profile checks skipped" >>"$R"
+elif timeout -k 5 120 sh tests/gpu_profile_test.sh "$ZINC" >"$TMPD/prof.txt" 2>&1; then echo "ok   profile checks" >>"$R"
+else echo "FAIL profile checks: $(tail -n 3 "$TMPD/prof.txt" | tr '\n' ' ')" >>"$R"; fi
 tail -n 1 "$R"
 
 pass=$(grep -c '^ok ' "$R")

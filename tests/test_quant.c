@@ -165,6 +165,18 @@ static void test_q8_zero_and_nonfinite_groups(void **st) {
     for (int i = 0; i < 4; i++) assert_true(out[i] == first[i]);
     for (int i = 4; i < 7; i++) assert_true(out[i] == 0.0f);
     for (int i = 7; i < 10; i++) assert_true(isnan(out[i]));   /* the whole group, 1 and 2 too */
+    /* the NaN is the NAN constant's bits whatever the scale's payload (a
+       product would keep it on x86; a GPU gives 0x7fffffff), int8 and int4 */
+    {
+        uint32_t odd = 0xffc01234u, nanbits = 0x7fc00000u, got;
+        float s2[3] = {s[0], s[1], 0.0f};
+        memcpy(&s2[2], &odd, 4);
+        zn_dequant8(q, s2, 10, 4, ZN_F32, out);
+        for (int i = 7; i < 10; i++) { memcpy(&got, &out[i], 4); assert_int_equal(got, nanbits); }
+        uint8_t q4[5] = {0};
+        zn_dequant4(q4, s2, 10, 4, ZN_F32, out);
+        for (int i = 7; i < 10; i++) { memcpy(&got, &out[i], 4); assert_int_equal(got, nanbits); }
+    }
     /* inf (an fp16 overflow in a gradient) and -inf do the same */
     for (int sign = -1; sign <= 1; sign += 2) {
         x[8] = sign * INFINITY;
