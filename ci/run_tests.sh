@@ -64,6 +64,7 @@ part fault sh tests/fault_test.sh
 part alloc sh tests/alloc_test.sh "$B"
 part adamref python3 tests/adam_ref.py --check
 part build sh tests/build_test.sh "$B"
+part progress sh tests/progress_test.sh
 part gpusession sh tests/gpu_session_test.sh "$B"
 
 if "$ZINC" spec coverage >"$log" 2>&1; then

@@ -41,6 +41,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* every line reaches a file or a pipe when it is printed (Z-CLI-010): a
+       long run's progress under nohup, tee, Slurm or zinc launch */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     /* zinc --verbose CMD ...: every command's errors name their source line */
     if (argc >= 2 && !strcmp(argv[1], "--verbose")) {
         zn_err_set_verbose(1);

@@ -286,6 +286,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         goto out;
     cpu0 = zn_thread_cpu_s();   /* the steps alone, not the set-up */
     tw.cpu_s = 0.0;
+    const double steps_t0 = now_s();   /* the ETA: the mean step of this run so far */
+    const long step0 = E.global_step;
     for (long t = E.global_step; t < o->steps; t++) {
         ZnStepResult sr;
         trace_step = t + 1;
@@ -296,6 +298,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         memcpy(inter_before, E.gather_inter, sizeof inter_before);
         unsigned long long moved_before[4];
         moved_now(&E, moved_before);
+        const long samples_before = E.global_samples;
         double t0 = now_s();
         zn_phase_meter_start(&ctx->meters[rank], &E);
         if ((rc = zn_engine_train_step(&E, &sr, err)) || (rc = device_check(dev, err))) goto out;
@@ -331,8 +334,16 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         if (o->out && o->print_every > 0 && (t + 1) % o->print_every == 0) {
             char scale[48] = "";
             if (o->cfg.model_dtype == ZN_F16) snprintf(scale, sizeof scale, " scale=%g", sr.loss_scale);
-            fprintf(o->out, "step=%ld loss=%.6f lr=%g grad_norm=%.6f%s skipped=%ld samples=%ld time_ms=%.2f\n",
-                    t + 1, sr.loss, sr.lr, sr.grad_norm, scale, E.skipped_steps, sr.samples, ms);
+            /* a token model's throughput and the time left (Z-CLI-011), as llm.c and nanoGPT print */
+            char tok[80] = "";
+            if (o->model.kind == ZN_MODEL_GPT2 && ms > 0) {
+                const double per_step = (now_s() - steps_t0) / (double)(t + 1 - step0);
+                snprintf(tok, sizeof tok, " tokens_per_s=%.0f eta_s=%.0f",
+                         (double)(sr.samples - samples_before) * o->model.seq_len / (ms * 1e-3),
+                         per_step * (double)(o->steps - t - 1));
+            }
+            fprintf(o->out, "step=%ld loss=%.6f lr=%g grad_norm=%.6f%s skipped=%ld samples=%ld time_ms=%.2f%s\n",
+                    t + 1, sr.loss, sr.lr, sr.grad_norm, scale, E.skipped_steps, sr.samples, ms, tok);
         }
         if (ctx->csv && !ctx->jsonl) {
             fprintf(ctx->csv, "%ld,%.9g,%.9g,%.9g,%g,%d,%ld,%.3f", t + 1, sr.loss, sr.lr,
