@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
+# Targets: all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -76,7 +76,7 @@ endif
 ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
-.PHONY: FORCE all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
+.PHONY: FORCE all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -238,6 +238,14 @@ else
 test-gpu bench-gpu gpu-pack:
 	@echo "zinc: make $@ needs nvcc (the CUDA toolkit) to build the CUDA engine" >&2; exit 1
 endif
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the zinc binary to PREFIX/bin
+# (the example configs stay in the repository's examples/)
+PREFIX ?= /usr/local
+install: $(BUILD)/zinc
+	@install -d "$(DESTDIR)$(PREFIX)/bin"
+	@install -m 755 $(BUILD)/zinc "$(DESTDIR)$(PREFIX)/bin/zinc"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/zinc"
 
 clean:
 	rm -rf build build-* coverage/html coverage/*.txt coverage/*.json

@@ -65,6 +65,8 @@ part alloc sh tests/alloc_test.sh "$B"
 part adamref python3 tests/adam_ref.py --check
 part build sh tests/build_test.sh "$B"
 part progress sh tests/progress_test.sh
+part clihelp sh tests/cli_help_test.sh
+part readme sh tests/readme_test.sh
 part gpusession sh tests/gpu_session_test.sh "$B"
 
 if "$ZINC" spec coverage >"$log" 2>&1; then

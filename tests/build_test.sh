@@ -67,4 +67,12 @@ if [ -f "$B/libzinc.a" ] && [ -f "$B/libzinc_sim.a" ] && [ -f "$B/libzinc_app.a"
   else bad Z-BUILD-004 "libzinc.a needs: $up"; fi
 else bad Z-BUILD-004 "$B/libzinc.a, libzinc_sim.a or libzinc_app.a missing (make tests builds them)"; fi
 
+# spec: Z-BUILD-005 make install copies the built zinc to PREFIX/bin (the
+# binary is taken as built: -o keeps make from rebuilding it with other flags)
+make -s install BUILD="$B" PREFIX="$T/prefix" -o "$B/zinc" >"$T/inst" 2>&1
+if [ -x "$T/prefix/bin/zinc" ] && cmp -s "$B/zinc" "$T/prefix/bin/zinc" &&
+   [ "$("$T/prefix/bin/zinc" train --steps 3 | tail -n 1)" = "$("$B/zinc" train --steps 3 | tail -n 1)" ]; then
+  ok "Z-BUILD-005 make install PREFIX=DIR: DIR/bin/zinc, the same binary and digest"
+else bad Z-BUILD-005 "$(cat "$T/inst")"; fi
+
 finish build

@@ -179,10 +179,15 @@ static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m)
     m->nvme_bw = ctx->t[M_NVME] > 0 ? 2.0 * NVME_BYTES / ctx->t[M_NVME] : m->h2d_bw;
 }
 
+void zn_calibrate_usage(FILE *f) {
+    fprintf(f, "usage: zinc calibrate [--world-size N] [--backend sim|tcp|mpi] [--rendezvous R] [--threads T]\n"
+               "                      [--name NAME] [--quick] -o FILE.json\n"
+               "Measures this machine as N ranks see it and writes a machine file for zinc plan's step time.\n");
+}
+
 static int usage(const char *msg, const char *arg) {
     fprintf(stderr, "zinc calibrate: %s%s%s\n", msg, arg ? " " : "", arg ? arg : "");
-    fprintf(stderr, "usage: zinc calibrate [--world-size N] [--backend sim|tcp|mpi] [--rendezvous R] [--threads T]\n"
-                    "                      [--name NAME] [--quick] -o FILE.json\n");
+    zn_calibrate_usage(stderr);
     return 2;
 }
 

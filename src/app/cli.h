@@ -73,6 +73,16 @@ void zn_train_flags_init(ZnTrainFlags *f);
 int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err);
 /* The usage lines of `zinc train`, from the flag table. */
 void zn_train_usage(FILE *out);
+/* Each other command's usage lines (its --help, and its usage errors). */
+void zn_calibrate_usage(FILE *f);
+void zn_ckpt_usage(FILE *f);
+void zn_compare_usage(FILE *f);
+void zn_estimate_usage(FILE *f);
+void zn_launch_usage(FILE *f);
+void zn_plot_usage(FILE *f);
+void zn_sample_usage(FILE *f);
+void zn_spec_usage(FILE *f);
+void zn_stepper_usage(FILE *f);
 /* Resolves flags into run options (reads the config file). */
 int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err);
 

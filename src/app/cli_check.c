@@ -13,6 +13,21 @@
 #include <string.h>
 #include <unistd.h>
 
+void zn_compare_usage(FILE *f) {
+    fprintf(f, "usage: zinc compare --stage K [--rtol R] [--atol A] [--offload none|cpu|nvme] [zinc train's flags]\n"
+               "  trains stage K and a stage-0 baseline on the same batches in lockstep and compares the loss,\n"
+               "  gradients and parameters every step (DeepSpeed's compare_loss): TEST PASSED / TEST FAILED\n");
+}
+
+void zn_stepper_usage(FILE *f) {
+    fprintf(f, "usage: zinc stepper --base BASE.json --test TEST.json [--model SPEC] [--batches N]\n"
+               "                    [--world-size N | --base-world-size N --test-world-size M]\n"
+               "                    [--track params,grads,loss] [--param-tol X] [--grad-tol X] [--loss-tol X]\n"
+               "                    [--test-every N] [--status-every N] [--fail]\n"
+               "  steps two engines with their own configs on the same batches (ModelStepper):\n"
+               "  STATUS lines, DIVERGED PARAMETER lines, TEST PASSED / TEST FAILED\n");
+}
+
 static int usage_error(const ZnErr *err) {
     zn_err_print(stderr, "", err);
     return 2;

@@ -9,12 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+void zn_ckpt_usage(FILE *f) {
+    fprintf(f, "usage: zinc ckpt to-universal --input-folder DIR/TAG --output-folder OUT [--num-workers N]\n"
+               "       zinc ckpt consolidate --input DIR/TAG --output model.safetensors [--dtype fp32|bf16|fp16]\n"
+               "       zinc ckpt consolidate --input DIR/TAG --hf OUTDIR [--dtype fp32|bf16|fp16]\n"
+               "       zinc ckpt inspect DIR/TAG\n");
+}
+
 static int ckpt_usage(const char *msg) {
     fprintf(stderr, "zinc: error: %s\n", msg);
-    fprintf(stderr, "usage: zinc ckpt to-universal --input-folder DIR/TAG --output-folder OUT [--num-workers N]\n"
-                    "       zinc ckpt consolidate --input DIR/TAG --output model.safetensors [--dtype fp32|bf16|fp16]\n"
-                    "       zinc ckpt consolidate --input DIR/TAG --hf OUTDIR [--dtype fp32|bf16|fp16]\n"
-                    "       zinc ckpt inspect DIR/TAG\n");
+    zn_ckpt_usage(stderr);
     return 2;
 }
 

@@ -15,13 +15,17 @@
 
 #define MAX_NEW_LIMIT (1L << 20)
 
+void zn_sample_usage(FILE *f) {
+    fprintf(f, "usage: zinc sample --checkpoint-dir DIR [--checkpoint-tag TAG] --prompt TEXT\n"
+               "                   [--max-new-tokens N] [--temperature X] [--top-k K] [--seed S] [--logits FILE]\n"
+               "  a byte-level model (vocabulary 256) reads TEXT's bytes and prints bytes; a larger\n"
+               "  vocabulary reads and prints comma-separated token ids. Defaults: 200 new tokens,\n"
+               "  temperature 0 (greedy), top-k 0 (all), seed 0.\n");
+}
+
 static int sample_usage(const char *msg, const char *flag) {
     fprintf(stderr, "zinc: error: %s%s%.60s%s\n", msg, flag ? " '" : "", flag ? flag : "", flag ? "'" : "");
-    fprintf(stderr, "usage: zinc sample --checkpoint-dir DIR [--checkpoint-tag TAG] --prompt TEXT\n"
-                    "                   [--max-new-tokens N] [--temperature X] [--top-k K] [--seed S] [--logits FILE]\n"
-                    "  a byte-level model (vocabulary 256) reads TEXT's bytes and prints bytes; a larger\n"
-                    "  vocabulary reads and prints comma-separated token ids. Defaults: 200 new tokens,\n"
-                    "  temperature 0 (greedy), top-k 0 (all), seed 0.\n");
+    zn_sample_usage(stderr);
     return 2;
 }
 

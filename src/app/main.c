@@ -40,6 +40,36 @@ static void usage(FILE *f) {
         "Flags override the config; they also fill its \"auto\" values as the HF Trainer does.\n");
 }
 
+/* `zinc CMD --help` (or -h) anywhere among CMD's own flags, before a "--"
+   (launch's command follows it): CMD's usage on stdout, exit 0 (Z-CLI-012). */
+static int help_asked(int argc, char **argv) {
+    for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+static void plan_usage(FILE *f) {
+    fprintf(f, "usage: zinc plan [zinc train's flags] [--machine dgx-h100|dgx-a100|FILE.json] [--device-memory SIZE]\n"
+               "  a dry run (zinc train --dry-run): memory per phase, tier and category, bytes per collective\n"
+               "  and link, the largest micro-batch that fits, the step time on the machine. zinc train's flags:\n");
+    zn_train_usage(f);
+}
+
+static int command_help(const char *cmd) {
+    static const struct { const char *name; void (*usage)(FILE *); } tab[] = {
+        {"train", zn_train_usage},       {"plan", plan_usage},             {"calibrate", zn_calibrate_usage},
+        {"spec", zn_spec_usage},         {"compare", zn_compare_usage},   {"stepper", zn_stepper_usage},
+        {"launch", zn_launch_usage},     {"estimate", zn_estimate_usage}, {"ckpt", zn_ckpt_usage},
+        {"plot", zn_plot_usage},         {"sample", zn_sample_usage},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (!strcmp(cmd, tab[i].name)) {
+            tab[i].usage(stdout);
+            return 1;
+        }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     /* every line reaches a file or a pipe when it is printed (Z-CLI-010): a
        long run's progress under nohup, tee, Slurm or zinc launch */
@@ -60,6 +90,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
+    if (help_asked(argc, argv) && command_help(cmd)) return 0;
     if (!strcmp(cmd, "train")) return zn_cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan")) return zn_cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "calibrate")) return zn_cmd_calibrate(argc - 2, argv + 2);

@@ -693,6 +693,12 @@ static void note_ids(const char *path, char used[][24], int *nu) {
     free(t);
 }
 
+void zn_spec_usage(FILE *f) {
+    fprintf(f, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n"
+               "  run: the conformance cases of spec/cases (or the files given), one line each;\n"
+               "  coverage: every clause of spec/SPEC.md named by a case or a test\n");
+}
+
 static int spec_coverage(void) {
     static char defs[2048][24], used[4096][24];
     char *spec = read_file("spec/SPEC.md", NULL);
@@ -760,6 +766,6 @@ int zn_cmd_spec(int argc, char **argv) {
         return spec_run(argc - k, argv + k);
     }
     if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();
-    fprintf(stderr, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n");
+    zn_spec_usage(stderr);
     return 2;
 }
