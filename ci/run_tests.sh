@@ -67,6 +67,7 @@ part build sh tests/build_test.sh "$B"
 part progress sh tests/progress_test.sh
 part clihelp sh tests/cli_help_test.sh
 part readme sh tests/readme_test.sh
+part launchgroup sh tests/launch_group_test.sh
 part gpusession sh tests/gpu_session_test.sh "$B"
 
 if "$ZINC" spec coverage >"$log" 2>&1; then

@@ -141,6 +141,8 @@ static int spawn(Child *c, char **argv, const char *self, ZnErr *err) {
         fprintf(stderr, "zinc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    setpgid(pid, pid);   /* also here, so the group exists before the first signal_all (the
+                            child's own call may not have run yet; EACCES after its exec is fine) */
     close(out[1]);
     close(er[1]);
     c->pid = pid;
@@ -152,9 +154,12 @@ static int spawn(Child *c, char **argv, const char *self, ZnErr *err) {
     return 0;
 }
 
+/* Each rank's whole process group, exited leaders' too (Z-LAUNCH-006): a
+   rank that is a shell wrapper leaves its children there, and they hold the
+   rank's output pipes; an empty group answers ESRCH, which is fine. */
 static void signal_all(Child *k, int n, int sig) {
     for (int i = 0; i < n; i++)
-        if (k[i].pid > 0 && !k[i].exited) kill(k[i].pid, sig);
+        if (k[i].pid > 0) kill(-k[i].pid, sig);
 }
 
 static void describe(const Child *c, char *s, size_t cap) {
