@@ -229,10 +229,13 @@ static void test_refusals(void **state) {
     assert_str_contains(out, "[zinc] plan: device memory 80.00 GB holds the run");
     free(out);
     free(errs);
-    /* --params: GPT-3's shape, 128 wide a layer, the layer count nearest the count asked */
+    /* --params: GPT-3's own shape when within 1% (175B); else the shape within
+       1% whose depth is nearest its width's (13B: GPT-3 13B is 1.1% short;
+       7.5e9: the nearest GPT-3 shape is 3% short); the header prints the count */
     static const struct { const char *p; const char *spec; const char *numel; } shapes[] = {
-        {"175B", "gpt2:n_layer=96,n_embd=12288,n_head=96,n_positions=2048", " 174604259328 parameters"},
-        {"13B", "gpt2:n_layer=40,n_embd=5120,n_head=40,n_positions=2048", " 12853386240 parameters"},
+        {"175B", "gpt2:n_layer=96,n_embd=12288,n_head=96,n_positions=2048 (174604259328 parameters for --params 175000000000)", " 174604259328 parameters"},
+        {"13B", "gpt2:n_layer=43,n_embd=4992,n_head=39,n_positions=2048 (13122660096 parameters for --params 13000000000)", " 13122660096 parameters"},
+        {"7.5e9", "gpt2:n_layer=34,n_embd=4224,n_head=33,n_positions=2048 (7502419584 parameters for --params 7500000000)", " 7502419584 parameters"},
         {"1", "gpt2:n_layer=1,n_embd=128,n_head=1,n_positions=2048", " parameters"},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {

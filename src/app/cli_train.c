@@ -418,10 +418,13 @@ static int train(int argc, char **argv, int dry) {
     if (backend == ZN_BACKEND_SIM) snprintf(how, sizeof how, "simulated");
     else if (backend == ZN_BACKEND_CUDA) snprintf(how, sizeof how, "simulated on one GPU, %s mode", o.cfg.exact ? "exact" : "fast");
     else snprintf(how, sizeof how, "%d processes, backend %s", proc.world.size, zn_backend_name(backend));
+    /* --params: the count it built beside the spec (Z-CAP-008) */
+    char built[96] = "";
+    if (f.params) snprintf(built, sizeof built, " (%ld parameters for --params %lld)", zn_model_numel(&o.model), f.params);
     if (proc.world.rank == 0 && !f.json)
-        printf("zinc train: %s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
+        printf("zinc train: %s%s, stage %d, world size %d (%s), micro batch %ld, grad accum %ld, "
                "train batch %ld, %ld steps\n",
-               o.model_spec, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
+               o.model_spec, built, o.cfg.zero.stage, o.world.size, how, o.cfg.micro_batch,
                o.cfg.grad_accum, o.cfg.train_batch_size, o.steps);
     fflush(stdout);
     if (f.dry_run) {   /* one rank on the meta device: memory and collectives, no training (Z-DRY-005) */

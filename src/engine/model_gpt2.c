@@ -16,7 +16,6 @@
  * ln_2, mlp.c_fc (with the GELU), mlp.c_proj (with the residual add);
  * ln_f; lm_head. Each stores its outputs in the model dtype. */
 #include "engine/model.h"
-#include <math.h>
 #include "engine/model_run.h"
 #include "engine/data_text.h"
 #include "core/rng.h"
@@ -153,23 +152,41 @@ static double gpt2_count(double L, double C, double V, double P) {
     return V * C + P * C + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
 }
 
+/* --params P (Z-CAP-008): GPT-3's own shape (L layers of width 128 L, heads
+ * of 128) when its count is within 1% of P; else, among widths 128 k near
+ * it and depths from k/2 to 2k, the shape within 1% whose depth is
+ * nearest its width's k (the most GPT-3-like), the nearer count on a tie;
+ * a P so small that nothing is within 1% gets the nearest count. */
 int zn_gpt3_spec_for(long long P, char *spec, size_t n, ZnErr *err) {
     const int maxl = (ZN_MAX_PARAMS - 4) / PER_BLOCK;
     if (P < 1) return zn_err(err, ZN_E_USAGE, "--params: %lld is not a positive count", P);
     if ((double)P > gpt2_count(maxl, 128.0 * maxl, 50257, 2048))
         return zn_err(err, ZN_E_USAGE, "--params: %lld is past the largest GPT-3 shape zinc builds (%d layers: %.0f)", P,
                       maxl, gpt2_count(maxl, 128.0 * maxl, 50257, 2048));
-    int l0 = (int)cbrt((double)P / (12.0 * 128 * 128)), best = 1;
-    double best_d = -1;
+    const double want = (double)P, tol = 0.01 * want;
+    int l0 = (int)cbrt(want / (12.0 * 128 * 128)), bl = 1, bk = 1;
+    double bd = -1;   /* the nearest GPT-3 shape (L = k) */
     for (int l = l0 - 1; l <= l0 + 1; l++) {
         if (l < 1 || l > maxl) continue;
-        double d = fabs(gpt2_count(l, 128.0 * l, 50257, 2048) - (double)P);
-        if (best_d < 0 || d < best_d) {
-            best = l;
-            best_d = d;
+        double d = fabs(gpt2_count(l, 128.0 * l, 50257, 2048) - want);
+        if (bd < 0 || d < bd) bl = bk = l, bd = d;
+    }
+    if (bd > tol) {
+        int found = 0, bskew = 0;
+        for (int k = l0 - 8; k <= l0 + 8; k++) {
+            if (k < 1) continue;
+            for (int l = k / 2; l <= 2 * k; l++) {
+                if (l < 1 || l > maxl) continue;
+                double d = fabs(gpt2_count(l, 128.0 * k, 50257, 2048) - want);
+                int skew = abs(l - k);
+                if (d <= tol && (!found || skew < bskew || (skew == bskew && d < bd))) {
+                    bl = l, bk = k, bd = d, bskew = skew;
+                    found = 1;
+                }
+            }
         }
     }
-    snprintf(spec, n, "gpt2:n_layer=%d,n_embd=%d,n_head=%d,n_positions=2048", best, 128 * best, best);
+    snprintf(spec, n, "gpt2:n_layer=%d,n_embd=%d,n_head=%d,n_positions=2048", bl, 128 * bk, bk);
     return 0;
 }
 
