@@ -694,9 +694,8 @@ static void note_ids(const char *path, char used[][24], int *nu) {
 }
 
 void zn_spec_usage(FILE *f) {
-    fprintf(f, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n"
-               "  run: the conformance cases of spec/cases (or the files given), one line each;\n"
-               "  coverage: every clause of spec/SPEC.md named by a case or a test\n");
+    /* one line: a usage error prints exactly this (tests/cli_cover_test.sh) */
+    fprintf(f, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n");
 }
 
 static int spec_coverage(void) {
