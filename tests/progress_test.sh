@@ -7,28 +7,31 @@ ZINC=${ZINC:-build/zinc}
 TXT="--model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 32 --world-size 2"
 
 # spec: Z-CLI-010 a running run's log holds its lines as they are printed:
-# the first step line of a long run (stdout alone) is in the file while the
-# run goes on (a block-buffered stdout holds it until the buffer fills or exit)
-"$ZINC" train --steps 10000000 --steps-per-print 20000 --world-size 1 >"$T/m" 2>/dev/null &
+# when the first step line shows in the file (stdout alone), it shows with at
+# most a few others; a block-buffered stdout shows them 4 KiB (about 40 step
+# lines) at a time. Step lines come every 2000 steps, a fraction of a second
+# in an optimized build, a few seconds in the coverage build.
+"$ZINC" train --steps 10000000 --steps-per-print 2000 --world-size 1 >"$T/m" 2>/dev/null &
 pid=$!
-for _ in $(seq 1 400); do grep -q '^step=' "$T/m" && break; sleep 0.05; done   # up to 20 s
-if kill "$pid" 2>/dev/null && grep -q '^step=20000 ' "$T/m" && ! grep -q '^digest=' "$T/m"; then
-  ok "Z-CLI-010 a step line reaches the file while the run goes on"
-else bad Z-CLI-010-live "no step line after 20 s, or the run had ended: $(head -c 300 "$T/m")"; fi
+for _ in $(seq 1 1200); do grep -q '^step=' "$T/m" && break; sleep 0.05; done   # up to 60 s
+n=$(grep -c '^step=' "$T/m")
+kill "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
+if [ "$n" -ge 1 ] && [ "$n" -le 10 ]; then ok "Z-CLI-010 step lines reach the file as printed ($n at first sight)"
+else bad Z-CLI-010-live "$n step lines when the file first held one (a burst means buffering)"; fi
 
 # spec: Z-CLI-010 step lines appear while the run goes on, and a killed run's file ends with a whole line
 "$ZINC" train $TXT --steps 100000 --steps-per-print 1 >"$T/log" 2>&1 &
 pid=$!
 n=0
-for _ in $(seq 1 100); do   # up to 10 s for 3 step lines
+for _ in $(seq 1 300); do   # up to 30 s for 3 step lines (the coverage build is slow)
   n=$(grep -c '^step=' "$T/log")
   [ "$n" -ge 3 ] && break
   sleep 0.1
 done
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 if [ "$n" -ge 3 ]; then ok "Z-CLI-010 $n step lines in the file of a run still running"
-else bad Z-CLI-010-steps "after 10 s the file held: $(head -c 300 "$T/log")"; fi
+else bad Z-CLI-010-steps "after 30 s the file held: $(head -c 300 "$T/log")"; fi
 if [ -z "$(tail -c 1 "$T/log" | tr -d '\n')" ] && tail -n 1 "$T/log" | grep -q '^step=.* eta_s=[0-9]*$'; then
   ok "Z-CLI-010 a killed run's last line is whole"
 else bad Z-CLI-010-whole "last line: '$(tail -n 1 "$T/log")'"; fi
