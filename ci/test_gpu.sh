@@ -18,7 +18,8 @@
 # ZINC_GPU_FAILS=DIR each failing check's outputs.
 B=${1:-build}
 ZINC=$B/zinc
-LOG=${ZINC_GPU_LOG:-$(mktemp -d)}
+LOG=${ZINC_GPU_LOG:-}
+[ -n "$LOG" ] || { LOG=$(mktemp -d) && DROP_LOG=$LOG; }   # none asked for: removed at exit
 mkdir -p "$LOG" || exit 1
 # ZINC_GPU_REHEARSE=1: no GPU; the GPU side of each check runs on the
 # simulator (ci/gpu_job.sh) and the GPU-only parts say they were skipped
@@ -29,7 +30,7 @@ P=${ZINC_GPU_JOBS:-$(nproc 2>/dev/null || echo 4)}
 R=$LOG/results.txt
 : >"$R"
 TMPD=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMPD"' EXIT
+trap 'rm -rf "$TMPD" ${DROP_LOG:+"$DROP_LOG"}' EXIT
 
 # 1. kernels; cmocka's report kept whole in the log
 if [ "$RH" = 1 ]; then echo "skip test_kernels_gpu (rehearsal)" >"$LOG/kernels.txt"; echo "ok   test_kernels_gpu skipped" >>"$R"
