@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
+# Targets: all demo test test-peer test-deepspeed test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -76,7 +76,7 @@ endif
 ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
-.PHONY: FORCE all demo test test-peer test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
+.PHONY: FORCE all demo test test-peer test-deepspeed test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -143,13 +143,19 @@ test: tests
 test-peer: $(BUILD)/zinc
 	@sh ci/test_peer.sh $(BUILD)
 
+# DeepSpeed itself as the peer (spec Z-DSP-*): differential tests of its
+# plain-Python parts against tests/ds_probe, and the scenario matrix trained
+# by DeepSpeed on this CPU and by zinc from one ds_config (ci/test_deepspeed.sh)
+test-deepspeed: $(BUILD)/zinc $(BUILD)/tests/ds_probe
+	@sh ci/test_deepspeed.sh $(BUILD)
+
 # Coverage: the suite built with gcov, a gcovr report (HTML under
 # coverage/html, text summary in coverage/summary.txt) and the per-stage table
 # (coverage/stages.txt).
 coverage:
 	$(MAKE) BUILD=build-cov OPT=-O0 EXTRA_CFLAGS="--coverage -fprofile-update=atomic -DZN_LIGHT_TESTS" \
 	        EXTRA_LDFLAGS=--coverage tests
-	sh coverage/run.sh build-cov
+	ZINC_REHEARSE=0 sh coverage/run.sh build-cov
 
 # Valgrind: memcheck over the unit tests and a short run of every stage,
 # helgrind and DRD over the simulator's threads.
@@ -163,7 +169,7 @@ SAN_CFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 sanitize:
 	$(MAKE) BUILD=build-asan OPT=-O1 EXTRA_CFLAGS="$(SAN_CFLAGS)" EXTRA_LDFLAGS="-fsanitize=address,undefined" tests
-	$(SAN_ENV) sh ci/run_tests.sh build-asan
+	$(SAN_ENV) ZINC_REHEARSE=0 sh ci/run_tests.sh build-asan
 
 # Fuzzing (spec Z-FUZZ-*): tests/fuzz/fuzz_T.c is a libFuzzer harness for
 # one reader of hostile input, tests/fuzz/T/ its corpus (seeds and every

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -38,6 +37,9 @@ import torch.nn.functional as F
 from safetensors.numpy import load_file as load_np
 import transformers
 from transformers import GPT2Config, GPT2LMHeadModel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_common  # noqa: E402 (tests/ is not a package)
 
 STEPS = 20
 T = 32              # --seq-len
@@ -50,35 +52,13 @@ WEIGHT_ATOL = 2e-5  # final weights, absolute, max over every element (measured 
 LOGIT_ATOL = 2e-5   # logits of the same weights, absolute (measured 1.9e-6)
 GREEDY = 40         # greedy tokens compared: past n_positions, so the window slides
 
-MASK = (1 << 64) - 1
-
-
-def mix64(z):
-    """src/core/rng.h zn_mix64 (splitmix64's finaliser)"""
-    z = (z + 0x9E3779B97F4A7C15) & MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-def rng_u64(key, counter):
-    """src/core/rng.h zn_rng_u64"""
-    return mix64(mix64(key) ^ mix64((counter + 0x632BE59BD9B4E019) & MASK))
-
 
 def window_start(n, seed, s):
-    """src/engine/data_text.c zn_tokens_window_start (Z-DATA-012)"""
-    return rng_u64(mix64(seed ^ 0x7E47D0C5), s) % (n - T)
+    return peer_common.window_start(n, seed, s, T)
 
 
 def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, **kw)
-    if r.returncode != 0:
-        sys.stderr.write("peer_gpt2: failed (%d): %s\n%s%s" % (r.returncode, " ".join(map(str, cmd)),
-                                                             r.stdout.decode(errors="replace"),
-                                                             r.stderr.decode(errors="replace")))
-        sys.exit(1)
-    return r.stdout
+    return peer_common.run(cmd, "peer_gpt2", **kw)
 
 
 def zinc_train(zinc, work, name, world, stage, steps, lr=LR):
@@ -97,14 +77,7 @@ def zinc_train(zinc, work, name, world, stage, steps, lr=LR):
          "--checkpoint-dir", os.path.join(d, "ck")] + (["--checkpoint-interval", str(steps)] if steps else []))
     tag = "global_step%d" % steps
     run([zinc, "ckpt", "consolidate", "--input", os.path.join(d, "ck", tag), "--hf", os.path.join(d, "hf")])
-    losses = []
-    if steps:
-        with open(os.path.join(d, "log.csv")) as f:
-            rows = f.read().strip().split("\n")
-        head = rows[0].split(",")
-        for r in rows[1:]:
-            losses.append(float(r.split(",")[head.index("loss")]))
-    return d, losses
+    return d, peer_common.csv_column(os.path.join(d, "log.csv"), "loss") if steps else []
 
 
 # transformers 5 names the load dtype `dtype`, 4.x `torch_dtype`

@@ -1,0 +1,157 @@
+"""peer_ds_worker.py: DeepSpeed's side of `make test-deepspeed` (run by
+tests/peer_deepspeed.py under torchrun: one process per rank, gloo, DeepSpeed's
+CPU accelerator). Usage: torchrun --nproc-per-node W peer_ds_worker.py JOBS.json
+
+JOBS.json is a list of jobs, each one scenario trained by DeepSpeed:
+  name, config (the ds_config file zinc reads too), hf0 (zinc's exported
+  step-0 weights), data, seed, T, steps, threads, out (a folder), and
+  optionally ckpt_at (save there, rebuild the engine, load, go on).
+For each job rank 0 writes OUT/losses.json ({"loss": [...], "lr": [...]}: the
+step's loss averaged over every rank and micro-batch, and the lr it ran with)
+and OUT/state.safetensors (per parameter NAME: NAME/fp32, NAME/exp_avg,
+NAME/exp_avg_sq, from deepspeed.utils.safe_get_full_*), or OUT/error.txt with
+DeepSpeed's own last error line where DeepSpeed cannot run the scenario.
+The windows are zinc's (Z-DATA-012): micro-batch m of step k goes to rank
+m mod W at micro-step m div W (tests/peer_common.py)."""
+import json
+import os
+import sys
+import traceback
+
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_common  # noqa: E402
+
+
+def param_groups(model, wd):
+    """The HF Trainer's groups (get_decay_parameter_names), zinc's GPT-2
+    default (Z-OPT-020): no decay for biases and LayerNorm parameters."""
+    named = list(model.named_parameters())   # the tied lm_head.weight is wte, listed once
+    decay = [p for n, p in named if "bias" not in n and ".ln_" not in n]
+    rest = [p for n, p in named if "bias" in n or ".ln_" in n]
+    return [{"params": decay, "weight_decay": wd}, {"params": rest, "weight_decay": 0.0}]
+
+
+def build(job, cfg):
+    import deepspeed
+    from transformers import GPT2LMHeadModel
+    model = GPT2LMHeadModel.from_pretrained(job["hf0"], dtype=torch.float32) \
+        if _dtype_kw() == "dtype" else GPT2LMHeadModel.from_pretrained(job["hf0"], torch_dtype=torch.float32)
+    model.train()   # every dropout is 0 in zinc's exported config.json
+    wd = cfg.get("optimizer", {}).get("params", {}).get("weight_decay", 0.0)
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=param_groups(model, wd),
+                                           config=job["config"])
+    return engine
+
+
+def _dtype_kw():
+    import transformers
+    return "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+
+
+def full_state(engine, p):
+    """fp32 master and Adam moments of p, whole; stage 0 in fp32 keeps them in
+    the parameter and the torch-style optimizer state (no hp mapping)."""
+    from deepspeed.utils import safe_get_full_fp32_param, safe_get_full_optimizer_state
+    w = safe_get_full_fp32_param(p)
+    m = safe_get_full_optimizer_state(p, "exp_avg")
+    v = safe_get_full_optimizer_state(p, "exp_avg_sq")
+    if w is None or m is None or v is None:
+        opt = engine.optimizer
+        while not hasattr(opt, "state") or p not in getattr(opt, "state", {}):
+            if not hasattr(opt, "optimizer"):
+                raise RuntimeError("no optimizer state found for a parameter")
+            opt = opt.optimizer
+        st = opt.state[p]
+        w, m, v = p.detach(), st["exp_avg"], st["exp_avg_sq"]
+    return [t.detach().float().cpu().numpy().copy() for t in (w, m, v)]
+
+
+def train(job, rank, world, tokens):
+    with open(job["config"]) as f:
+        cfg = json.load(f)
+    torch.set_num_threads(job["threads"])
+    T, seed, steps = job["T"], job["seed"], job["steps"]
+    engine = build(job, cfg)
+    mb = engine.train_micro_batch_size_per_gpu()
+    ga = engine.gradient_accumulation_steps()
+    B = engine.train_batch_size()
+    n = len(tokens)
+    losses, lrs = [], []
+    for k in range(steps):
+        if job.get("ckpt_at") == k:
+            # DeepSpeed's own save, a fresh engine from the step-0 weights, and its load
+            engine.save_checkpoint(job["ckpt_dir"], tag="global_step%d" % k)
+            del engine
+            engine = build(job, cfg)
+            path, _ = engine.load_checkpoint(job["ckpt_dir"], tag="global_step%d" % k)
+            if path is None:
+                raise RuntimeError("load_checkpoint found nothing in %s" % job["ckpt_dir"])
+        lrs.append(float(engine.get_lr()[0]))
+        tot = 0.0
+        for micro in range(ga):
+            first = peer_common.micro_first_sample(k, micro, rank, world, mb, B)
+            starts = [peer_common.window_start(n, seed, first + b, T) for b in range(mb)]
+            win = torch.tensor(np.stack([tokens[s:s + T + 1] for s in starts]).astype(np.int64))
+            logits = engine(input_ids=win[:, :T]).logits
+            # the loss in fp32 from the model's logits, as zinc's softmax_xent
+            # and transformers' ForCausalLMLoss (logits.float())
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), win[:, 1:].reshape(-1))
+            engine.backward(loss)
+            engine.step()
+            tot += loss.item()
+        t = torch.tensor([tot / ga], dtype=torch.float64)
+        dist.all_reduce(t)
+        losses.append(t.item() / world)
+    opt = engine.optimizer
+    if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
+        # DeepSpeed 0.19.8 links the optimizer state to the parameters once,
+        # after the first group's first step (stage_1_and_2.py
+        # _optimizer_step), when the second group has no state yet: the
+        # no-decay group's fragments stay empty. Link again, now that both have.
+        opt._hp_optimizer_states_linked = False
+        opt._lazy_init_hp_params_optimizer_state()
+    state = {}
+    for name, p in engine.module.named_parameters():
+        w, m, v = full_state(engine, p)   # collective at stage 3: every rank calls it
+        state[name + "/fp32"], state[name + "/exp_avg"], state[name + "/exp_avg_sq"] = w, m, v
+    if rank == 0:
+        from safetensors.numpy import save_file
+        save_file(state, os.path.join(job["out"], "state.safetensors"))
+        with open(os.path.join(job["out"], "losses.json"), "w") as f:
+            json.dump({"loss": losses, "lr": lrs}, f)
+    del engine
+
+
+def main():
+    import deepspeed
+    deepspeed.utils.logger.setLevel("WARNING")
+    deepspeed.init_distributed(dist_backend="gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    with open(sys.argv[1]) as f:
+        jobs = json.load(f)
+    data = None
+    for job in jobs:
+        if data != job["data"]:
+            data = job["data"]
+            tokens = np.frombuffer(open(data, "rb").read(), dtype=np.uint8)
+        os.makedirs(job["out"], exist_ok=True)
+        try:
+            train(job, rank, world, tokens)
+        except Exception as e:  # noqa: BLE001 (DeepSpeed's own refusal is the scenario's result)
+            line = ("%s: %s" % (type(e).__name__, e)).strip().split("\n")[0]
+            if rank == 0:
+                with open(os.path.join(job["out"], "error.txt"), "w") as f:
+                    f.write(line + "\n")
+                traceback.print_exc()
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
