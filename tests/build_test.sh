@@ -41,7 +41,10 @@ miss=""
 for p in $setup; do
   case " $purge " in *" $p "*) ;; *) case $p in gcc|make|python3) ;; *) miss="$miss $p" ;; esac ;; esac
 done
-if [ -z "$miss" ] && grep -q "^sh ci/purge.sh" .ci/run && [ "$(grep -n '^sh ci/purge.sh' .ci/run | cut -d: -f1)" -lt "$(grep -n '^make demo' .ci/run | cut -d: -f1)" ]; then
+# (.ci/run may run each step through its step() wrapper)
+pl=$(grep -nE '^(step )?sh ci/purge.sh' .ci/run | cut -d: -f1)
+dl=$(grep -nE '^(step )?make demo' .ci/run | cut -d: -f1)
+if [ -z "$miss" ] && [ -n "$pl" ] && [ -n "$dl" ] && [ "$pl" -lt "$dl" ]; then
   ok "Z-BUILD-002 .ci/run purges every package setup.sh installs before make demo"
 else bad Z-BUILD-002 "not purged:$miss"; fi
 
