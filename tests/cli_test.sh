@@ -20,16 +20,22 @@ printf '{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2,,}\n}\n'
 expect_fail Z-CLI-003 2 "syntax.json:3:" -- train --config "$T/syntax.json" --steps 1
 # spec: Z-CFG-046 seed 003's annotated ds_config (hjson: # comments, "auto"
 # values, a member ended by a newline, empty sections) trains once its
-# placeholders are filled; Z-CFG-006 the sections zinc does not implement
-# are named in one warning line
+# placeholders are filled, with no flag (Z-CFG-050: every "auto" takes the
+# Hugging Face Trainer's default, one line each); Z-CFG-006 the sections zinc
+# does not implement are named in one warning line
 sed 's/\[0|1|2|3\]/3/; s/\[cpu|nvme\]/none/g; s/\[true|false\]/false/' tests/data/seed003_ds_config.json >"$T/seed003.json"
-"$ZINC" train --config "$T/seed003.json" --steps 3 --max-grad-norm 1.0 --lr 1e-3 --beta1 0.9 --beta2 0.999 \
-  --eps 1e-8 --weight-decay 0 --warmup-steps 10 --train-batch-size 64 --micro-batch 16 >"$T/out" 2>"$T/err"
+"$ZINC" train --config "$T/seed003.json" --steps 3 >"$T/out" 2>"$T/err"
 rc=$?
-if [ $rc = 0 ] && grep -q "^digest=" "$T/out" && [ "$(wc -l <"$T/err")" -eq 1 ] && \
-   grep -qx "zinc: warning: $T/seed003.json: sections zinc does not implement, ignored: autotuning, flops_profiler, sparse_attention, data_efficiency, compression_training" "$T/err"; then
+if [ $rc = 0 ] && grep -q "^digest=" "$T/out" && [ "$(grep -vc '^zinc: auto: ' "$T/err")" -eq 1 ] && \
+   grep -qx "zinc: warning: $T/seed003.json: sections zinc does not implement, ignored: autotuning, flops_profiler, sparse_attention, data_efficiency, compression_training" "$T/err" && \
+   [ "$(grep -c '^zinc: auto: ' "$T/err")" -eq 17 ] && \
+   grep -qx "zinc: auto: $T/seed003.json: optimizer.params.lr = 5e-05 (\"auto\": the Hugging Face Trainer's default learning_rate 5e-05)" "$T/err" && \
+   grep -qx "zinc: auto: $T/seed003.json: train_micro_batch_size_per_gpu = 8 (\"auto\": the Hugging Face Trainer's default per_device_train_batch_size 8)" "$T/err"; then
   ok Z-CFG-046-seed003
 else bad Z-CFG-046-seed003 "exit $rc: $(cat "$T/err") $(tail -n 1 "$T/out")"; fi
+# spec: Z-CFG-050 a config that fails prints no "auto" line, only its error
+printf '{"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, "zero_optimization": {"stage": 7}}\n' >"$T/autobad.json"
+expect_fail Z-CFG-050-fails-quietly 2 "zero_optimization.stage: expected an integer 0..3, got 7" -- train --config "$T/autobad.json"
 # spec: Z-OFF-001 Z-OFF-006 seed 003's config with its offload placeholders
 # filled (cpu, nvme with nvme_path in a fresh directory) trains to the
 # digest of the run without offload; nvme swaps the optimizer states
@@ -275,7 +281,7 @@ expect_fail Z-FUZZ-010-num-inf 2 "got 'inf'" -- train --lr inf
 expect_fail Z-FUZZ-010-num-empty 2 "--lr: expected a number >= 0, got ''" -- train --lr ""
 expect_fail Z-FUZZ-010-num-beta 2 "--beta1: expected a number >= 0, got 'abc'" -- train --beta1 abc
 expect_fail Z-FUZZ-010-num-eps 2 "--eps: expected a number >= 0, got '-1'" -- train --eps -1
-expect_fail Z-FUZZ-010-num-warmup 2 "--warmup-steps: expected an integer in 1..1073741824, got '0'" -- train --warmup-steps 0
+expect_fail Z-FUZZ-010-num-warmup 2 "--warmup-steps: expected an integer in 0..1073741824, got '-1'" -- train --warmup-steps -1
 expect_fail Z-FUZZ-010-num-dtype 2 "--dtype: expected fp32, fp16 or bf16, got 'fp8'" -- train --dtype fp8
 expect_fail Z-FUZZ-010-num-params 2 "--params: expected a parameter count" -- estimate --params abc
 expect_fail Z-FUZZ-010-num-repeat 2 "--test-repeat-layer: expected RANK:LAYER" -- train --test-repeat-layer x

@@ -890,7 +890,7 @@ static void test_args_validated(void **state) {
         {5, 0, "ds.json: --eps: expected a positive number, got 0"},
         {6, -1, "ds.json: --weight-decay: expected a number >= 0, got -1"},
         {7, INFINITY, "ds.json: --max-grad-norm: expected a number >= 0, got inf"},
-        {8, 0, "ds.json: --warmup-steps: expected a positive integer, got 0"},
+        {8, -2, "ds.json: --warmup-steps: expected an integer >= 0, got -2"},
         {9, ZN_U8, "ds.json: --dtype: expected fp32, fp16 or bf16, got u8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -932,9 +932,12 @@ static void test_auto_batch_triad(void **state) {
     c = ok_with("{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": 4,"
                 " \"gradient_accumulation_steps\": 5}", &a);
     assert_true(c.train_batch_size == 40 && c.micro_batch == 4 && c.grad_accum == 5);
-    /* nothing to fill from: the triad rule reports it */
-    err_is(all_auto, &a, "ds.json: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
-    /* train_batch_size "auto" but accumulation given alone: still not given */
+    /* spec: Z-CFG-050 no flag for any of them: the Trainer's defaults,
+       per_device_train_batch_size 8 and gradient_accumulation_steps 1 */
+    c = ok_with(all_auto, &a);
+    assert_true(c.train_batch_size == 16 && c.micro_batch == 8 && c.grad_accum == 1);
+    /* train_batch_size "auto" but accumulation given alone, no micro batch
+       key: nothing the Trainer fills, so the triad rule reports it */
     a.grad_accum = 2;
     err_is("{\"train_batch_size\": \"auto\"}", &a,
            "ds.json: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
@@ -955,14 +958,17 @@ static void test_auto_optimizer_params(void **state) {
     args_adam(&a, 3e-4, 0.1, 0.85, 0.98, 1e-7);
     ZnConfig c = ok_with(j, &a);
     assert_true(c.lr == 3e-4 && c.beta1 == 0.85 && c.beta2 == 0.98 && c.eps == 1e-7 && c.weight_decay == 0.1);
+    /* spec: Z-CFG-050 a flag not given: the Trainer's default (learning_rate
+       5e-5, adam_epsilon 1e-8, weight_decay 0) */
     a.lr = NAN;
-    err_is(j, &a, "ds.json: optimizer.params.lr is \"auto\" but no --lr was given");
+    c = ok_with(j, &a);
+    assert_true(c.lr == 5e-5 && c.eps == 1e-7);
     a.lr = 3e-4;
     a.eps = NAN;
-    err_is(j, &a, "ds.json: optimizer.params.eps is \"auto\" but no --eps was given");
-    a.eps = 1e-7;
     a.weight_decay = NAN;
-    err_is(j, &a, "ds.json: optimizer.params.weight_decay is \"auto\" but no --weight-decay was given");
+    c = ok_with(j, &a);
+    assert_true(c.lr == 3e-4 && c.eps == 1e-8 && c.weight_decay == 0.0);
+    a.eps = 1e-7;
     a.weight_decay = 0.1;
     a.lr = -1;
     err_is(j, &a, "ds.json: optimizer.params.lr: expected a number >= 0, got -1 (\"auto\" from --lr)");
@@ -973,16 +979,20 @@ static void test_auto_betas(void **state) {
     (void)state;
     const char *j = "{" MB ", \"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": \"auto\"}}}";
     ZnConfigArgs a = no_args();
+    /* spec: Z-CFG-050 each beta without its flag: the Trainer's adam_beta1
+       0.9, adam_beta2 0.999 */
     a.beta1 = 0.5;
-    err_is(j, &a, "ds.json: optimizer.params.betas is \"auto\" but no --beta1 and --beta2 were given");
+    ZnConfig c = ok_with(j, &a);
+    assert_true(c.beta1 == 0.5 && c.beta2 == 0.999);
     a.beta1 = NAN;
     a.beta2 = 0.5;
-    err_is(j, &a, "ds.json: optimizer.params.betas is \"auto\" but no --beta1 and --beta2 were given");
+    c = ok_with(j, &a);
+    assert_true(c.beta1 == 0.9 && c.beta2 == 0.5);
     a.beta1 = 0.5;
     a.beta2 = 1.5;
     err_is(j, &a, "ds.json: optimizer.params.betas[1]: expected a number in [0, 1), got 1.5 (\"auto\" from --beta2)");
     a.beta2 = 0.25;
-    ZnConfig c = ok_with(j, &a);
+    c = ok_with(j, &a);
     assert_true(c.beta1 == 0.5 && c.beta2 == 0.25);
     /* "auto" inside the array is not a Hugging Face form */
     err_is("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": [\"auto\", 0.9]}}}", &a,
@@ -1005,17 +1015,23 @@ static void test_auto_clipping_and_scheduler(void **state) {
     assert_true(c.sched.warmup_min_lr == 0 && c.sched.warmup_max_lr == 0.01);
     assert_int_equal(c.sched.warmup_num_steps, 20);
     assert_int_equal(c.sched.total_num_steps, 200);
+    /* spec: Z-CFG-050 flags not given: the Trainer's max_grad_norm 1.0,
+       learning_rate 5e-5, and warmup_steps 0 passed as max(1, 0) */
     a.max_grad_norm = NAN;
-    err_is(j, &a, "ds.json: gradient_clipping is \"auto\" but no --max-grad-norm was given");
-    a.max_grad_norm = 1;
     a.lr = NAN;
-    err_is(j, &a, "ds.json: scheduler.params.warmup_max_lr is \"auto\" but no --lr was given");
-    a.lr = 0.01;
     a.warmup_steps = -1;
-    err_is(j, &a, "ds.json: scheduler.params.warmup_num_steps is \"auto\" but no --warmup-steps was given");
+    c = ok_with(j, &a);
+    assert_true(c.gradient_clipping == 1.0 && c.sched.warmup_max_lr == 5e-5);
+    assert_int_equal(c.sched.warmup_num_steps, 1);
+    /* --warmup-steps 0, the Trainer's default, is no warmup: 1 step */
+    a.warmup_steps = 0;
+    c = ok_with(j, &a);
+    assert_int_equal(c.sched.warmup_num_steps, 1);
+    a.max_grad_norm = 1;
+    a.lr = 0.01;
     a.warmup_steps = 20;
     a.total_steps = -1;
-    err_is(j, &a, "ds.json: scheduler.params.total_num_steps is \"auto\" but no --total-steps was given");
+    err_is(j, &a, "ds.json: scheduler.params.total_num_steps is \"auto\" but no --steps was given");
     /* warmup_min_lr "auto" needs no flag: Hugging Face fills 0 */
     ZnConfigArgs none = no_args();
     c = ok_with("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_min_lr\": \"auto\"}}}", &none);
@@ -1148,12 +1164,19 @@ static void test_users_hf_config(void **state) {
     a.warmup_steps = 100;
     a.dtype = ZN_BF16;
     a.hidden_size = 4096;
-    char w[256];
+    char w[4096];
     ZnConfig c = ok_warn(j, &a, w, sizeof w);
     /* spec: Z-CFG-006 the sections zinc does not implement, in one line */
-    assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
-                           "flops_profiler, sparse_attention, data_efficiency, "
-                           "compression_training\n");
+    const char *unimpl = "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
+                         "flops_profiler, sparse_attention, data_efficiency, compression_training\n";
+    assert_memory_equal(w, unimpl, strlen(unimpl));
+    /* spec: Z-CFG-050 then one line per "auto" and the value it took: 17 here */
+    int lines = 0;
+    for (const char *p = w + strlen(unimpl); *p; p = strchr(p, '\n') + 1, lines++)
+        assert_memory_equal(p, "zinc: auto: ds.json: ", 21);
+    assert_int_equal(lines, 17);
+    assert_non_null(strstr(w, "zinc: auto: ds.json: optimizer.params.lr = 5e-05 (\"auto\" from --lr)\n"));
+    assert_non_null(strstr(w, "zinc: auto: ds.json: bf16.enabled = true (\"auto\" from --dtype)\n"));
     assert_true(c.train_batch_size == 64 && c.micro_batch == 4 && c.grad_accum == 2);
     assert_true(c.gradient_clipping == 1.0 && c.steps_per_print == 100);
     assert_true(c.optimizer_present && c.opt_type == ZN_OPT_ADAM && c.adamw == 1 && c.lr == 5e-5);

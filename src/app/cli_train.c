@@ -137,7 +137,7 @@ static const Flag TRAIN_FLAGS[] = {
     {"--beta2", FL_DOUBLE, F(args.beta2), .usage = "[--beta2 B2]\n"},
     {"--eps", FL_DOUBLE, F(args.eps), .usage = "[--eps EPS]"},
     {"--max-grad-norm", FL_DOUBLE, F(args.max_grad_norm), .usage = "[--max-grad-norm C]"},
-    {"--warmup-steps", FL_LONG, F(args.warmup_steps), 1, 1L << 30, .usage = "[--warmup-steps W]"},
+    {"--warmup-steps", FL_LONG, F(args.warmup_steps), 0, 1L << 30, .usage = "[--warmup-steps W]"},
     {"--dtype", FL_FN, .fn = parse_dtype, .usage = "[--dtype fp32|fp16|bf16]\n"},
     {"--canonical", FL_SWITCH, F(args.canonical), .usage = "[--canonical]"},
     {"--steps-per-print", FL_LONG, F(print_every), 0, 1L << 30, .usage = "[--steps-per-print K]"},

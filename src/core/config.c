@@ -109,6 +109,9 @@ int zn_config_resolve_batch(long *tb, long *mb, long *ga, int world, ZnErr *err)
     return ZN_OK;
 }
 
+/* The Hugging Face Trainer's default learning_rate (TrainingArguments) */
+#define ZN_HF_LR 5e-5
+
 /* ------------------------------------------------------------------------ */
 /* parse context and messages                                                */
 
@@ -120,9 +123,11 @@ typedef struct {
     const cJSON *root;
     /* things read now and settled after the args are applied */
     int tb_auto;                /* train_batch_size was "auto" */
+    int mb_auto, ga_auto;       /* micro batch / accumulation were "auto" with their flag unset */
     int cpu_offload, cpu_offload_param;  /* deprecated bools: -1 absent, 0, 1 */
     int offload_optimizer_given, offload_param_given;
     char unimpl[512];           /* F_UNIMPL sections present, ", "-separated */
+    char autos[4096];           /* one "PATH = VALUE (from WHERE)" line per filled "auto" */
 } Ctx;
 
 static int fail(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -152,6 +157,18 @@ static void warn(Ctx *x, const char *fmt, ...) {
 static void fmt_num(double d, char *buf, size_t n) {
     snprintf(buf, n, "%.15g", d);
     if (strtod(buf, NULL) != d) snprintf(buf, n, "%.17g", d);
+}
+
+/* Records the value an "auto" took, printed once the whole config has been
+ * read without error (one line per key; Z-CFG-050). */
+static void note_auto(Ctx *x, const char *path, double v, int is_bool, const char *from) {
+    char num[48], line[1024];
+    size_t n = strlen(x->autos);
+    if (is_bool) snprintf(num, sizeof num, "%s", v != 0 ? "true" : "false");
+    else fmt_num(v, num, sizeof num);
+    snprintf(line, sizeof line, "zinc: auto: %s: %s = %s (%s)", x->src, path, num, from);
+    zn_msg_escape(line, sizeof line);   /* the file name may hold any byte */
+    if (n + strlen(line) + 2 <= sizeof x->autos) snprintf(x->autos + n, sizeof x->autos - n, "%s\n", line);
 }
 
 /* A JSON value as it would appear in a message: 7, 2.5, "abc", true, null. */
@@ -313,26 +330,40 @@ static int put_number(Ctx *x, const Key *k, double d, const char *path, void *ba
     return ZN_OK;
 }
 
-/* Value of an "auto" from the args. Returns 1 with *v set, 0 when the key
-   stays "not given" (batch triad with its flag unset), or an error. */
+/* Value of an "auto" from the args, as the Hugging Face Trainer fills it:
+   the flag's value, else the TrainingArguments default (the Trainer always
+   has one). Returns 1 with *v set and *from naming the source, 0 when the
+   key stays "not given" (a batch triad key whose flag is unset: inferred
+   later, Z-CFG-014), or an error. */
 static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *from, size_t nfrom) {
     const ZnConfigArgs *a = x->args;
-    const char *flag = NULL;
+    const char *flag = NULL, *dflt = NULL;   /* the flag, and the Trainer's default when it is unset */
     double h = (double)a->hidden_size;
     int have = 1;
     switch (k->fill) {
     case FILL_TB: x->tb_auto = 1; return 0; /* settled once micro batch and accumulation are known */
-    case FILL_MB: flag = "--micro-batch"; if (a->micro_batch == -1) return 0; *v = (double)a->micro_batch; break;
-    case FILL_GA: flag = "--grad-accum"; if (a->grad_accum == -1) return 0; *v = (double)a->grad_accum; break;
-    case FILL_LR: case FILL_MAX_LR: flag = "--lr"; have = !isnan(a->lr); *v = a->lr; break;
-    case FILL_WD: flag = "--weight-decay"; have = !isnan(a->weight_decay); *v = a->weight_decay; break;
-    case FILL_EPS: flag = "--eps"; have = !isnan(a->eps); *v = a->eps; break;
-    case FILL_CLIP: flag = "--max-grad-norm"; have = !isnan(a->max_grad_norm); *v = a->max_grad_norm; break;
-    case FILL_MIN_LR: flag = "Hugging Face's 0"; *v = 0.0; break;
-    case FILL_WARMUP: flag = "--warmup-steps"; have = a->warmup_steps != -1; *v = (double)a->warmup_steps; break;
-    case FILL_TOTAL: flag = "--total-steps"; have = a->total_steps != -1; *v = (double)a->total_steps; break;
-    case FILL_FP16: flag = "--dtype"; *v = a->dtype == ZN_F16; break;   /* unset dtype: false */
-    case FILL_BF16: flag = "--dtype"; *v = a->dtype == ZN_BF16; break;
+    case FILL_MB: flag = "--micro-batch"; if (a->micro_batch == -1) return x->mb_auto = 1, 0; *v = (double)a->micro_batch; break;
+    case FILL_GA: flag = "--grad-accum"; if (a->grad_accum == -1) return x->ga_auto = 1, 0; *v = (double)a->grad_accum; break;
+    case FILL_LR: case FILL_MAX_LR:
+        flag = "--lr"; have = !isnan(a->lr); *v = have ? a->lr : ZN_HF_LR; dflt = "learning_rate 5e-05"; break;
+    case FILL_WD:
+        flag = "--weight-decay"; have = !isnan(a->weight_decay); *v = have ? a->weight_decay : 0.0;
+        dflt = "weight_decay 0.0"; break;
+    case FILL_EPS: flag = "--eps"; have = !isnan(a->eps); *v = have ? a->eps : 1e-8; dflt = "adam_epsilon 1e-08"; break;
+    case FILL_CLIP:
+        flag = "--max-grad-norm"; have = !isnan(a->max_grad_norm); *v = have ? a->max_grad_norm : 1.0;
+        dflt = "max_grad_norm 1.0"; break;
+    case FILL_MIN_LR: have = 0; *v = 0.0; dflt = "warmup_min_lr 0 (not a Trainer argument)"; break;
+    case FILL_WARMUP:
+        /* max(1, warmup steps): DeepSpeed >= 0.19.6 refuses 0, the Trainer
+           keeps a no-warmup run working that way */
+        flag = "--warmup-steps"; have = a->warmup_steps != -1;
+        *v = have && a->warmup_steps > 1 ? (double)a->warmup_steps : 1.0;
+        dflt = "warmup_steps 0, as max(1, 0)"; break;
+    case FILL_TOTAL:   /* the run's step count: the Trainer's num_training_steps */
+        flag = "--steps"; have = a->total_steps != -1; *v = (double)a->total_steps; break;
+    case FILL_FP16: flag = "--dtype"; have = a->dtype != -1; *v = a->dtype == ZN_F16; dflt = "fp16 false"; break;
+    case FILL_BF16: flag = "--dtype"; have = a->dtype != -1; *v = a->dtype == ZN_BF16; dflt = "bf16 false"; break;
     case FILL_REDUCE_BUCKET: case FILL_PREFETCH: case FILL_PERSIST:
         if (a->hidden_size <= 0) return fail(x, "%s is \"auto\" but the model's hidden size is not known", path);
         flag = "the model's hidden size";
@@ -341,8 +372,9 @@ static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *f
         break;
     default: return fail(x, "%s: \"auto\" is not supported for this key", path);
     }
-    if (!have) return fail(x, "%s is \"auto\" but no %s was given", path, flag);
-    snprintf(from, nfrom, " (\"auto\" from %s)", flag);
+    if (!have && !dflt) return fail(x, "%s is \"auto\" but no %s was given", path, flag);
+    if (have) snprintf(from, nfrom, "\"auto\" from %s", flag);
+    else snprintf(from, nfrom, "\"auto\": the Hugging Face Trainer's default %s", dflt);
     return 1;
 }
 
@@ -368,11 +400,14 @@ static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void
         return read_object(x, v, path, k->sub, k->nsub, (char *)base + k->off, k->unknown);
     }
     if (is_auto(v)) {
-        char from[64];
+        char from[96], paren[100];
         double d = 0;
         int r = auto_value(x, k, path, &d, from, sizeof from);
         if (r != 1) return r;
-        return put_number(x, k, d, path, base, from);
+        snprintf(paren, sizeof paren, " (%s)", from);
+        if ((r = put_number(x, k, d, path, base, paren))) return r;
+        note_auto(x, path, d, k->type == K_BOOL, from);
+        return ZN_OK;
     }
     if (cJSON_IsNull(v) && (k->flags & F_NULL)) {
         store(k, base, k->none);
@@ -700,16 +735,21 @@ static int read_betas(Ctx *x, const Key *k, const cJSON *v, const char *path, vo
     static const Key beta = {"beta", .type = K_NUM, RANGE(0, 1), .flags = F_LT | F_DISCARD};
     double b[2] = {0, 0};
     if (is_auto(v)) {
+        /* the flags, else the Trainer's adam_beta1 0.9 and adam_beta2 0.999 */
         const ZnConfigArgs *a = x->args;
-        if (isnan(a->beta1) || isnan(a->beta2))
-            return fail(x, "%s is \"auto\" but no --beta1 and --beta2 were given", path);
-        b[0] = a->beta1;
-        b[1] = a->beta2;
+        const int flag[2] = {!isnan(a->beta1), !isnan(a->beta2)};
+        b[0] = flag[0] ? a->beta1 : 0.9;
+        b[1] = flag[1] ? a->beta2 : 0.999;
         for (int i = 0; i < 2; i++) {
-            char sub[PATH_LEN];
+            char sub[PATH_LEN], from[96], paren[100];
             snprintf(sub, sizeof sub, "%s[%d]", path, i);
-            int rc = put_number(x, &beta, b[i], sub, NULL, i ? " (\"auto\" from --beta2)" : " (\"auto\" from --beta1)");
+            if (flag[i]) snprintf(from, sizeof from, "\"auto\" from --beta%d", i + 1);
+            else snprintf(from, sizeof from, "\"auto\": the Hugging Face Trainer's default adam_beta%d %s", i + 1,
+                          i ? "0.999" : "0.9");
+            snprintf(paren, sizeof paren, " (%s)", from);
+            int rc = put_number(x, &beta, b[i], sub, NULL, paren);
             if (rc) return rc;
+            note_auto(x, sub, b[i], 0, from);
         }
     } else {
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) {
@@ -1309,8 +1349,10 @@ static int apply_args(Ctx *x) {
         *nums[i].dst = nums[i].v;
     }
     if (a->warmup_steps != -1) {
-        if (a->warmup_steps < 1) return fail(x, "--warmup-steps: expected a positive integer, got %ld", a->warmup_steps);
-        c->sched.warmup_num_steps = a->warmup_steps;
+        /* 0, the Trainer's default, means no warmup: 1 step, as the Trainer
+           passes max(1, warmup_steps) to DeepSpeed (which refuses 0) */
+        if (a->warmup_steps < 0) return fail(x, "--warmup-steps: expected an integer >= 0, got %ld", a->warmup_steps);
+        c->sched.warmup_num_steps = a->warmup_steps > 1 ? a->warmup_steps : 1;
     }
     if (a->dtype != -1) {
         if (a->dtype != ZN_F32 && a->dtype != ZN_F16 && a->dtype != ZN_BF16)
@@ -1320,6 +1362,19 @@ static int apply_args(Ctx *x) {
     }
     if (a->canonical != -1) c->canonical = a->canonical != 0;
     if (a->exact != -1) c->exact = a->exact != 0;
+    /* an "auto" micro batch or accumulation with no flag, and no train batch
+       size to infer them from: the Trainer's defaults, per_device_train_batch_size
+       8 and gradient_accumulation_steps 1 */
+    if (c->train_batch_size <= 0 && c->micro_batch <= 0 && x->mb_auto) {
+        c->micro_batch = 8;
+        note_auto(x, "train_micro_batch_size_per_gpu", 8, 0, "\"auto\": the Hugging Face Trainer's default "
+                  "per_device_train_batch_size 8");
+    }
+    if (c->train_batch_size <= 0 && c->grad_accum <= 0 && x->ga_auto) {
+        c->grad_accum = 1;
+        note_auto(x, "gradient_accumulation_steps", 1, 0, "\"auto\": the Hugging Face Trainer's default "
+                  "gradient_accumulation_steps 1");
+    }
     /* Hugging Face: train_batch_size = world size * micro batch * accumulation */
     if (x->tb_auto && c->micro_batch > 0 && c->grad_accum > 0) {
         long t;
@@ -1327,6 +1382,7 @@ static int apply_args(Ctx *x) {
             __builtin_mul_overflow(t, (long)a->world_size, &t))
             return fail(x, "train_batch_size: \"auto\" overflows");
         c->train_batch_size = t;
+        note_auto(x, "train_batch_size", (double)t, 0, "\"auto\": world size x micro batch x accumulation");
     }
     return ZN_OK;
 }
@@ -1478,6 +1534,7 @@ int zn_config_parse(const char *text, size_t len, const char *source, const ZnCo
     cJSON_Delete(root);
     if (!rc) rc = apply_args(&x);
     if (!rc) rc = resolve(&x);
+    if (!rc && x.autos[0]) fputs(x.autos, stderr);   /* what each "auto" took, in one write */
     if (!rc) *out = c;  /* out is written only on success */
     return rc;
 }
