@@ -15,11 +15,13 @@ through tests/ds_probe (one process, one JSON line per case):
           random subsets of train_batch_size, train_micro_batch_size_per_gpu
           and gradient_accumulation_steps and random world sizes: accepted or
           refused alike, the same inferred values.
+  zero    zero_optimization sections with one field mutated to a value of any
+          JSON kind: accepted or refused alike (pydantic's coercions).
 A difference is a defect in zinc, or in DeepSpeed with its evidence in the
 spec (a deepspeed_quirks entry); never a tolerance. Prints one line per part
 and the first differing cases; exit 1 on any difference.
 
-spec: Z-DSP-005 Z-DSP-006 Z-DSP-007
+spec: Z-DSP-005 Z-DSP-006 Z-DSP-007 Z-DSP-008 Z-CFG-051
 
 Usage: diff_deepspeed.py PROBE [--cases N] [--seed S]"""
 import argparse
@@ -218,6 +220,86 @@ def part_batch(probe, rng, cases):
     return bad
 
 
+# ---------------------------------------------------------------- zero_optimization
+
+# a value of each kind pydantic may coerce or refuse
+VALUES = [0, 1, 2, -1, 0.0, 1.0, 0.5, 1e8, 5e8, True, False, "auto", "true", "false", "yes", "0", "1", "abc",
+          "5e8", None, [], {}, [1], {"device": "cpu"}]
+
+
+def zero_fields():
+    """(key, kind) of DeepSpeedZeroConfig's fields, by the name users write
+    (the alias where there is one); kind: bool, int, or another."""
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+    out = []
+    for name, f in DeepSpeedZeroConfig.model_fields.items():
+        # the deprecated offload switches: zinc checks at config time what
+        # DeepSpeed's engine refuses later (offload needs stage >= 1)
+        if name.startswith("cpu_offload"):
+            continue
+        ann = str(f.annotation)
+        kind = "bool" if "bool" in ann else "int" if ann == "<class 'int'>" else "other"
+        out.append((f.alias or name, kind))
+    return out
+
+
+def rand_zero(rng, fields):
+    """A valid section with a few keys, then one mutation."""
+    sec = {"stage": rng.randint(0, 3)}
+    for key, kind in rng.sample(fields, 3):
+        if kind == "bool":
+            sec[key] = rng.random() < 0.5
+        elif kind == "int" and key not in ("zero_hpz_partition_size",):
+            sec[key] = rng.choice([1, 1000, 500000000])
+    sec.pop("offload_param", None)
+    sec.pop("offload_optimizer", None)
+    what = rng.random()
+    if what < 0.85:
+        key = rng.choice([k for k, kind in fields if kind in ("bool", "int")] + ["stage"])
+        sec[key] = rng.choice(VALUES)
+    else:
+        sec["no_such_key_%d" % rng.randint(0, 9)] = rng.choice(VALUES)
+    return sec
+
+
+def ds_engine_refuses(z):
+    """What DeepSpeed's engine refuses when it builds the optimizer, after
+    DeepSpeedConfig accepted the section (z: its parsed zero_config), and
+    zinc refuses at config time:
+      an odd allgather_bucket_size at stage 1 or 2 (stage_1_and_2.py asserts
+      a multiple of nccl_start_alignment_factor, 2 for 16-bit);
+      zero_quantized_gradients at stage 3 without reduce_scatter (stage3.py
+      asserts reduce_scatter where the all-to-all group exists)."""
+    stage = int(z.stage)
+    if stage in (1, 2) and z.allgather_bucket_size % 2:
+        return "stage_1_and_2.py: allgather_bucket_size must be a multiple of nccl_start_alignment_factor"
+    if stage == 3 and z.zero_quantized_gradients and not z.reduce_scatter:
+        return "stage3.py: when enable all_to_all_reduce, reduce_scatter should also be enabled"
+    return None
+
+
+def part_zero(probe, rng, cases):
+    from deepspeed.runtime.config import DeepSpeedConfig
+    fields = zero_fields()
+    bad = []
+    for i in range(cases):
+        sec = rand_zero(rng, fields)
+        # gradient_clipping 0: compute_grad_norm false needs it, a rule
+        # DeepSpeed's engine checks later and zinc at config time
+        cfg = {"train_batch_size": 1, "gradient_clipping": 0, "zero_optimization": sec}
+        try:
+            why = ds_engine_refuses(DeepSpeedConfig(json.loads(json.dumps(cfg)), mpu=FakeMpu(1)).zero_config)
+            ds = why is None
+        except Exception as e:  # noqa: BLE001 (a refusal is the answer)
+            ds, why = False, "%s: %s" % (type(e).__name__, str(e).split("\n")[0][:160])
+        z = probe.ask({"op": "config", "config": json.dumps(cfg), "world": 1})
+        if ds != bool(z.get("ok")):
+            bad.append("zero case %d %s: DeepSpeed %s, zinc %s" % (
+                i, json.dumps(sec), "accepts" if ds else "refuses (%s)" % why,
+                "accepts" if z.get("ok") else "refuses (%s)" % z.get("error")))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("probe")
@@ -240,7 +322,8 @@ def main():
         fails = 0
         parts = (("lr", part_lr, max(1, a.cases // 5), "random schedules x %d iterations" % STEPS),
                  ("scaler", part_scaler, a.cases, "random fp16 sections x overflow sequences"),
-                 ("batch", part_batch, a.cases, "random batch triads x world sizes"))
+                 ("batch", part_batch, a.cases, "random batch triads x world sizes"),
+                 ("zero", part_zero, a.cases // 4, "zero_optimization sections, one key mutated"))
         for name, fn, n, what in parts:
             bad = fn(probe, random.Random("%d-%s" % (a.seed, name)), n)
             print("diff-deepspeed %-7s %5d cases (%s): %s" % (name, n, what,

@@ -33,6 +33,7 @@ static int parse_config(const cJSON *req, int world, ZnConfig *cfg, ZnErr *err) 
     ZnConfigArgs args;
     zn_config_args_init(&args);
     args.world_size = world;
+    args.hidden_size = 768;   /* zinc train knows its model's: "auto" bucket sizes fill from it */
     return zn_config_parse(text->valuestring, strlen(text->valuestring), "config", &args, cfg, err);
 }
 

@@ -417,16 +417,16 @@ static void test_wrong_types_name_the_path(void **state) {
     (void)state;
     static const ErrCase cases[] = {
         {"{\"zero_optimization\": {\"stage\": 7}}", "ds.json: zero_optimization.stage: expected an integer 0..3, got 7"},
-        {"{\"zero_optimization\": {\"stage\": \"2\"}}",
-         "ds.json: zero_optimization.stage: expected an integer 0..3, got \"2\""},
+        {"{\"zero_optimization\": {\"stage\": \"2x\"}}",
+         "ds.json: zero_optimization.stage: expected an integer 0..3, got \"2x\""},
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": \"abc\"}}}",
          "ds.json: optimizer.params.lr: expected a number >= 0, got \"abc\""},
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"eps\": 0}}}",
          "ds.json: optimizer.params.eps: expected a positive number, got 0"},
-        {"{\"zero_optimization\": {\"contiguous_gradients\": 1}}",
-         "ds.json: zero_optimization.contiguous_gradients: expected true or false, got 1"},
-        {"{\"zero_optimization\": {\"overlap_comm\": \"yes\"}}",
-         "ds.json: zero_optimization.overlap_comm: expected true or false or null, got \"yes\""},
+        {"{\"zero_optimization\": {\"contiguous_gradients\": 2}}",
+         "ds.json: zero_optimization.contiguous_gradients: expected true or false, got 2"},
+        {"{\"zero_optimization\": {\"overlap_comm\": \"yess\"}}",
+         "ds.json: zero_optimization.overlap_comm: expected true or false or null, got \"yess\""},
         {"{\"fp16\": {\"enabled\": 0}}", "ds.json: fp16.enabled: expected true or false, got 0"},
         {"{\"fp16\": {\"hysteresis\": 0}}", "ds.json: fp16.hysteresis: expected a positive integer, got 0"},
         {"{\"fp16\": {\"initial_scale_power\": 128}}",
@@ -477,9 +477,9 @@ static void test_integers_must_be_integral(void **state) {
         {"{\"zero_optimization\": {\"reduce_bucket_size\": 2.5}}",
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 2.5"},
         {"{\"zero_optimization\": {\"sub_group_size\": 1e400}}",
-         "ds.json: zero_optimization.sub_group_size: expected a positive integer, got inf"},
-        {"{\"zero_optimization\": {\"max_live_parameters\": true}}",
-         "ds.json: zero_optimization.max_live_parameters: expected an integer >= 0, got true"},
+         "ds.json: zero_optimization.sub_group_size: expected an integer >= 0, got inf"},
+        {"{\"zero_optimization\": {\"max_live_parameters\": \"1e9\"}}",
+         "ds.json: zero_optimization.max_live_parameters: expected an integer >= 0, got \"1e9\""},
         {"{\"fp16\": {\"loss_scale_window\": \"1000\"}}",
          "ds.json: fp16.loss_scale_window: expected an integer, got \"1000\""},
         {"{\"fp16\": {\"initial_scale_power\": 16.5}}",
@@ -1085,13 +1085,6 @@ static void test_auto_precision_from_dtype(void **state) {
 static void test_auto_rejected_where_no_rule(void **state) {
     (void)state;
     static const ErrCase cases[] = {
-        {"{\"zero_optimization\": {\"stage\": \"auto\"}}", "ds.json: zero_optimization.stage: \"auto\" is not supported for this key"},
-        {"{\"zero_optimization\": {\"allgather_bucket_size\": \"auto\"}}",
-         "ds.json: zero_optimization.allgather_bucket_size: \"auto\" is not supported for this key"},
-        {"{\"zero_optimization\": {\"offload_optimizer\": \"auto\"}}",
-         "ds.json: zero_optimization.offload_optimizer: \"auto\" is not supported for this key"},
-        {"{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"auto\"}}}",
-         "ds.json: zero_optimization.offload_optimizer.device: \"auto\" is not supported for this key"},
         {"{\"fp16\": {\"loss_scale\": \"auto\"}}", "ds.json: fp16.loss_scale: \"auto\" is not supported for this key"},
         {"{\"optimizer\": {\"type\": \"auto\"}}", "ds.json: optimizer.type: \"auto\" is not supported for this key"},
         {"{\"optimizer\": \"auto\"}", "ds.json: optimizer: \"auto\" is not supported for this key"},
@@ -1103,14 +1096,49 @@ static void test_auto_rejected_where_no_rule(void **state) {
          "ds.json: gradient_allreduce_op: \"auto\" is not supported for this key"},
         {"{\"bf16\": {\"check_grad_overflow\": \"auto\"}}",
          "ds.json: bf16.check_grad_overflow: \"auto\" is not supported for this key"},
-        {"{\"zero_optimization\": {\"overlap_comm\": \"auto\"}}",
-         "ds.json: zero_optimization.overlap_comm: \"auto\" is not supported for this key"},
-        {"{\"zero_optimization\": {\"legacy_stage1\": \"auto\"}}",
-         "ds.json: zero_optimization.legacy_stage1: \"auto\" is not supported for this key"},
     };
     err_table(cases);
     /* "Auto" is not "auto": it is just a wrong value */
     err_is("{\"gradient_clipping\": \"Auto\"}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got \"Auto\"");
+}
+
+/* spec: Z-CFG-051 zero_optimization takes what DeepSpeed's pydantic takes:
+   0/1 and yes/no strings for booleans, true/false and digit strings for
+   integers, "auto" dropped (also under an unknown key); one warning each */
+static void test_zero_lax_like_pydantic(void **state) {
+    (void)state;
+    char w[4096];
+    ZnConfig c = ok_warn("{" MB ", \"zero_optimization\": {\"stage\": \"2\", \"reduce_scatter\": \"No\","
+                         " \"contiguous_gradients\": 0, \"reduce_bucket_size\": true,"
+                         " \"allgather_bucket_size\": \" 1000 \", \"overlap_comm\": \"auto\", \"no_such\": \"auto\","
+                         " \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": 1.0}}}", NULL, w, sizeof w);
+    assert_int_equal(c.zero.stage, 2);
+    assert_int_equal(c.zero.reduce_scatter, 0);
+    assert_int_equal(c.zero.contiguous_gradients, 0);
+    assert_int_equal(c.zero.reduce_bucket_size, 1);
+    assert_int_equal(c.zero.allgather_bucket_size, 1000);
+    assert_int_equal(c.zero.offload_optimizer.device, ZN_OFFLOAD_CPU);
+    static const char *const lines[] = {
+        "zinc: warning: ds.json: zero_optimization.stage: \"2\" taken as 2, as DeepSpeed's pydantic reads it\n",
+        "zinc: warning: ds.json: zero_optimization.reduce_scatter: \"No\" taken as false, as DeepSpeed's pydantic reads it\n",
+        "zinc: warning: ds.json: zero_optimization.contiguous_gradients: 0 taken as false, as DeepSpeed's pydantic reads it\n",
+        "zinc: warning: ds.json: zero_optimization.reduce_bucket_size: true taken as 1, as DeepSpeed's pydantic reads it\n",
+        "zinc: warning: ds.json: zero_optimization.allgather_bucket_size: \" 1000 \" taken as 1000, as DeepSpeed's pydantic reads it\n",
+        "zinc: warning: ds.json: zero_optimization.overlap_comm: \"auto\" has no Hugging Face fill rule; dropped, as DeepSpeed drops it: the default applies\n",
+        "zinc: warning: ds.json: zero_optimization.no_such: unknown key whose value is \"auto\"; dropped, as DeepSpeed drops it\n",
+        "zinc: warning: ds.json: zero_optimization.offload_optimizer.pin_memory: 1 taken as true, as DeepSpeed's pydantic reads it\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        if (!strstr(w, lines[i])) fail_msg("missing warning %s in %s", lines[i], w);
+    /* what pydantic refuses stays refused */
+    err_is("{\"zero_optimization\": {\"reduce_scatter\": 2}}", NULL,
+           "ds.json: zero_optimization.reduce_scatter: expected true or false, got 2");
+    err_is("{\"zero_optimization\": {\"reduce_scatter\": \"maybe\"}}", NULL,
+           "ds.json: zero_optimization.reduce_scatter: expected true or false, got \"maybe\"");
+    err_is("{\"zero_optimization\": {\"sub_group_size\": \"5e8\"}}", NULL,
+           "ds.json: zero_optimization.sub_group_size: expected an integer >= 0, got \"5e8\"");
+    /* outside DeepSpeed's pydantic sections zinc stays strict */
+    err_is("{\"wall_clock_breakdown\": 1}", NULL, "ds.json: wall_clock_breakdown: expected true or false, got 1");
 }
 
 /* spec: Z-CFG-006, Z-CFG-014, Z-CFG-015, Z-CFG-016, Z-CFG-017, Z-CFG-018 */
@@ -1365,10 +1393,10 @@ static void test_bucket_sizes_positive(void **state) {
     static const ErrCase bad[] = {
         {"{\"zero_optimization\": {\"reduce_bucket_size\": 0}}",
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 0"},
-        {"{\"zero_optimization\": {\"allgather_bucket_size\": 0}}",
-         "ds.json: zero_optimization.allgather_bucket_size: expected a positive integer, got 0"},
-        {"{\"zero_optimization\": {\"sub_group_size\": 0}}",
-         "ds.json: zero_optimization.sub_group_size: expected a positive integer, got 0"},
+        {"{\"zero_optimization\": {\"allgather_bucket_size\": -1}}",
+         "ds.json: zero_optimization.allgather_bucket_size: expected an integer >= 0, got -1"},
+        {"{\"zero_optimization\": {\"sub_group_size\": -1}}",
+         "ds.json: zero_optimization.sub_group_size: expected an integer >= 0, got -1"},
         {"{\"zero_optimization\": {\"stage3_max_live_parameters\": -1}}",
          "ds.json: zero_optimization.stage3_max_live_parameters: expected an integer >= 0, got -1"},
     };
@@ -1408,10 +1436,25 @@ static void test_allgather_bucket_size_odd(void **state) {
 /* spec: Z-CFG-024 */
 static void test_legacy_stage1_and_zenflow(void **state) {
     (void)state;
-    err_is("{\"zero_optimization\": {\"legacy_stage1\": true}}", NULL,
-           "ds.json: zero_optimization.legacy_stage1: the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9;"
-           " not supported");
+    /* DeepSpeed 0.19.8 accepts legacy_stage1 and reads nothing of it */
+    char w[512];
+    assert_int_equal(ok_warn("{" MB ", \"zero_optimization\": {\"legacy_stage1\": true}}", NULL, w, sizeof w).zero.stage, 0);
+    assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.legacy_stage1: ignored, as DeepSpeed ignores it "
+                           "(the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9)\n");
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"legacy_stage1\": false}}").zero.stage, 0);
+    /* spec: Z-CFG-051 DeepSpeed 0.19.8's parameter_alignment and compute_grad_norm */
+    ok_warn("{" MB ", \"zero_optimization\": {\"stage\": 2, \"parameter_alignment\": true}}", NULL, w, sizeof w);
+    assert_non_null(strstr(w, "zero_optimization.parameter_alignment: accepted; zinc's flat buffers are not aligned"));
+    ZnConfig c = ok("{" MB ", \"gradient_clipping\": 0, \"zero_optimization\": {\"stage\": 1, \"compute_grad_norm\": false}}");
+    assert_int_equal(c.zero.compute_grad_norm, 0);
+    assert_int_equal(ok("{" MB "}").zero.compute_grad_norm, 1);
+    err_is("{" MB ", \"gradient_clipping\": 0, \"zero_optimization\": {\"stage\": 3, \"compute_grad_norm\": false}}", NULL,
+           "ds.json: zero_optimization.compute_grad_norm: false is supported only with ZeRO stage 1 or 2");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 2, \"compute_grad_norm\": false}}", NULL,
+           "ds.json: zero_optimization.compute_grad_norm: false requires gradient_clipping 0");
+    err_is("{" MB ", \"gradient_clipping\": 0, \"zero_optimization\": {\"stage\": 2, \"compute_grad_norm\": false,"
+           " \"offload_optimizer\": {\"device\": \"cpu\"}}}", NULL,
+           "ds.json: zero_optimization.compute_grad_norm: false does not support optimizer offload");
     err_is("{\"zero_optimization\": {\"zenflow\": {\"topk_ratio\": 0.1}}}", NULL,
            "ds.json: zero_optimization.zenflow: zenflow is not supported by zinc");
     err_is("{\"zero_optimization\": {\"offload_optimizer\": {\"super_offload\": true}}}", NULL,
@@ -1550,8 +1593,8 @@ static void test_cpu_offload_deprecated(void **state) {
         {"{\"zero_optimization\": {\"stage\": 3, \"cpu_offload_param\": false, \"offload_param\": null}}",
          "ds.json: zero_optimization.cpu_offload_param: cannot give the deprecated cpu_offload_param together"
          " with offload_param"},
-        {"{\"zero_optimization\": {\"cpu_offload\": 1}}",
-         "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 1"},
+        {"{\"zero_optimization\": {\"cpu_offload\": 2}}",
+         "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 2"},
     };
     err_table(bad);
 }
@@ -2072,6 +2115,7 @@ ZT_MAIN(
     cmocka_unit_test(test_auto_precision_from_dtype),
     cmocka_unit_test(test_auto_rejected_where_no_rule),
     cmocka_unit_test(test_users_hf_config),
+    cmocka_unit_test(test_zero_lax_like_pydantic),
     cmocka_unit_test(test_zero_stage_forms),
     cmocka_unit_test(test_zero_deprecated_bool_section),
     cmocka_unit_test(test_zero_every_key_read),

@@ -19,6 +19,7 @@
 #include "core/plan.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -128,6 +129,7 @@ typedef struct {
     int offload_optimizer_given, offload_param_given;
     char unimpl[512];           /* F_UNIMPL sections present, ", "-separated */
     char autos[4096];           /* one "PATH = VALUE (from WHERE)" line per filled "auto" */
+    int lax;                    /* reading a section DeepSpeed validates with pydantic (Z-CFG-051) */
 } Ctx;
 
 static int fail(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -378,6 +380,54 @@ static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *f
     return 1;
 }
 
+/* Pydantic's lax coercions, which DeepSpeed's config models (zero_optimization
+ * and its offload sections) accept: zinc accepts them there too, with one
+ * warning naming the value it took (Z-CFG-051). */
+
+/* A bool from 0/1 (0.0, 1.0, -0.0) or one of pydantic's strings, in any case.
+   Returns 1 with *out set, 0 when v is none of them. */
+static int lax_bool(Ctx *x, const cJSON *v, const char *path, int *out) {
+    static const char *const yes[] = {"1", "on", "t", "true", "y", "yes"};
+    static const char *const no[] = {"0", "off", "f", "false", "n", "no"};
+    char got[64];
+    if (!x->lax) return 0;
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) *out = v->valuedouble == 1;
+    else if (cJSON_IsString(v)) {
+        int hit = 0;
+        for (size_t i = 0; i < sizeof yes / sizeof *yes && !hit; i++) {
+            if (!strcasecmp(v->valuestring, yes[i])) *out = 1, hit = 1;
+            else if (!strcasecmp(v->valuestring, no[i])) *out = 0, hit = 1;
+        }
+        if (!hit) return 0;
+    } else return 0;
+    render(v, got, sizeof got);
+    warn(x, "%s: %s taken as %s, as DeepSpeed's pydantic reads it", path, got, *out ? "true" : "false");
+    return 1;
+}
+
+/* An integer from a bool (true 1, false 0) or a string of decimal digits
+   with an optional sign and surrounding whitespace. Returns 1 with *d set. */
+static int lax_int(Ctx *x, const cJSON *v, const char *path, double *d) {
+    char got[64];
+    if (!x->lax) return 0;
+    if (cJSON_IsBool(v)) *d = cJSON_IsTrue(v);
+    else if (cJSON_IsString(v)) {
+        const char *p = v->valuestring;
+        while (isspace((unsigned char)*p)) p++;
+        const char *q = p + (*p == '+' || *p == '-');
+        if (!isdigit((unsigned char)*q)) return 0;
+        while (isdigit((unsigned char)*q)) q++;
+        while (isspace((unsigned char)*q)) q++;
+        if (*q) return 0;
+        *d = strtod(p, NULL);
+    } else return 0;
+    render(v, got, sizeof got);
+    char num[48];
+    fmt_num(*d, num, sizeof num);
+    warn(x, "%s: %s taken as %s, as DeepSpeed's pydantic reads it", path, got, num);
+    return 1;
+}
+
 /* sections call back into these */
 static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *keys, size_t n,
                        void *base, Unknown unknown);
@@ -391,7 +441,12 @@ static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void
             snprintf(x->unimpl + n, sizeof x->unimpl - n, "%s%s", n ? ", " : "", k->name);
         return ZN_OK;
     }
-    if (is_auto(v) && k->fill == FILL_NONE) return fail(x, "%s: \"auto\" is not supported for this key", path);
+    if (is_auto(v) && k->fill == FILL_NONE) {
+        if (!x->lax) return fail(x, "%s: \"auto\" is not supported for this key", path);
+        /* DeepSpeedConfigModel drops every "auto" before validating */
+        warn(x, "%s: \"auto\" has no Hugging Face fill rule; dropped, as DeepSpeed drops it: the default applies", path);
+        return ZN_OK;
+    }
     if (k->type == K_FN) return k->fn(x, k, v, path, base);
     if (k->type == K_SECTION) {
         int present;
@@ -399,9 +454,10 @@ static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void
         if (rc || !present) return rc;
         return read_object(x, v, path, k->sub, k->nsub, (char *)base + k->off, k->unknown);
     }
+    double d = 0;
+    int b;
     if (is_auto(v)) {
         char from[96], paren[100];
-        double d = 0;
         int r = auto_value(x, k, path, &d, from, sizeof from);
         if (r != 1) return r;
         snprintf(paren, sizeof paren, " (%s)", from);
@@ -414,11 +470,12 @@ static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void
         return ZN_OK;
     }
     if (k->type == K_BOOL) {
-        /* DeepSpeed's pydantic would take 0/1 too; zinc wants JSON booleans */
+        if (lax_bool(x, v, path, &b)) { store(k, base, b); return ZN_OK; }
         if (!cJSON_IsBool(v)) { render(v, got, sizeof got); return bad_value(x, k, path, got, ""); }
         store(k, base, cJSON_IsTrue(v));
         return ZN_OK;
     }
+    if (k->type != K_NUM && lax_int(x, v, path, &d)) return put_number(x, k, d, path, base, "");
     if (!cJSON_IsNumber(v)) { render(v, got, sizeof got); return bad_value(x, k, path, got, ""); }
     return put_number(x, k, v->valuedouble, path, base, "");
 }
@@ -443,6 +500,14 @@ static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *ke
         char sub[PATH_LEN];
         join(sub, path, it->string);
         const Key *k = find_key(keys, n, it->string);
+        if (unknown == UNKNOWN_FORBID && is_auto(it) && (!k || k->fill == FILL_NONE)) {
+            /* DeepSpeedConfigModel drops "auto" values before pydantic sees
+               the key: neither "unknown" nor "given twice" */
+            if (!k) warn(x, "%s: unknown key whose value is \"auto\"; dropped, as DeepSpeed drops it", sub);
+            else warn(x, "%s: \"auto\" has no Hugging Face fill rule; dropped, as DeepSpeed drops it: the default "
+                      "applies", sub);
+            continue;
+        }
         if (!k) {
             if (unknown == UNKNOWN_FORBID)
                 return fail(x, "%s: unknown key (DeepSpeed forbids unknown keys in %s)", sub, path);
@@ -454,7 +519,10 @@ static int read_object(Ctx *x, const cJSON *obj, const char *path, const Key *ke
         size_t i = (size_t)(k - keys);
         if (seen[i]) return fail(x, "%s: given twice (as \"%s\" and \"%s\")", sub, seen[i], it->string);
         seen[i] = it->string;
+        const int lax = x->lax;
+        x->lax = unknown == UNKNOWN_FORBID;   /* DeepSpeed's pydantic sections */
         int rc = read_key(x, k, it, sub, base);
+        x->lax = lax;
         if (rc) return rc;
     }
     return ZN_OK;
@@ -483,18 +551,17 @@ static int read_stage(Ctx *x, const Key *k, const cJSON *v, const char *path, vo
         z->stage = cJSON_IsTrue(v);
         return ZN_OK;
     }
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (isfinite(d) && d == floor(d) && d >= 0 && d <= 3) {
-            z->stage = (int)d;
-            return ZN_OK;
-        }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if ((cJSON_IsNumber(v) || lax_int(x, v, path, &d)) && isfinite(d) && d == floor(d) && d >= 0 && d <= 3) {
+        z->stage = (int)d;
+        return ZN_OK;
     }
     return expected(x, v, path, "an integer 0..3", 1);
 }
 
 static int read_bool_to(Ctx *x, const cJSON *v, const char *path, int null_ok, int *out) {
     if (cJSON_IsBool(v)) { *out = cJSON_IsTrue(v); return ZN_OK; }
+    if (lax_bool(x, v, path, out)) return ZN_OK;
     if (null_ok && cJSON_IsNull(v)) { *out = 0; return ZN_OK; }
     return expected(x, v, path, null_ok ? "true or false or null" : "true or false", 1);
 }
@@ -504,8 +571,22 @@ static int read_legacy_stage1(Ctx *x, const Key *k, const cJSON *v, const char *
     int on = 0;
     int rc = read_bool_to(x, v, path, 0, &on);
     if (rc) return rc;
-    if (on) return fail(x, "%s: the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9; not supported", path);
+    /* DeepSpeed 0.19.8 still accepts the key and reads nothing of it */
+    if (on) warn(x, "%s: ignored, as DeepSpeed ignores it (the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9)", path);
     return ZN_OK;
+}
+
+/* parameter_alignment (DeepSpeed 0.19.8): 16-byte alignment of each
+   parameter in the stage 1/2 flat buffers. The values computed do not
+   change; zinc's buffers stay unaligned, which it says. */
+static int read_parameter_alignment(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
+    (void)k; (void)base;
+    int on = 0;
+    int rc = read_bool_to(x, v, path, 0, &on);
+    if (!rc && on)
+        warn(x, "%s: accepted; zinc's flat buffers are not aligned per parameter (the values are the same, the "
+             "memory figures lack DeepSpeed's alignment padding)", path);
+    return rc;
 }
 
 static int read_cpu_offload(Ctx *x, const Key *k, const cJSON *v, const char *path, void *base) {
@@ -607,14 +688,14 @@ static const Key ZERO_KEYS[] = {
      .fill = FILL_REDUCE_BUCKET},
     {"use_multi_rank_bucket_allreduce", .type = K_BOOL, .off = Z(use_multi_rank_bucket_allreduce), .def = 1},
     {"allgather_partitions", .type = K_BOOL, .off = Z(allgather_partitions), .def = 1},
-    {"allgather_bucket_size", .type = K_LONG, .off = Z(allgather_bucket_size), .def = 500000000L, RANGE(0, INF), .flags = F_GT},
+    {"allgather_bucket_size", .type = K_LONG, .off = Z(allgather_bucket_size), .def = 500000000L, RANGE(0, INF)},
     {"overlap_comm", .type = K_BOOL, .off = Z(overlap_comm), .def = -1, .flags = F_NULL, .none = -1}, /* None: from the stage */
     {"load_from_fp32_weights", .type = K_BOOL, .off = Z(load_from_fp32_weights), .def = 1},
     {"elastic_checkpoint", .type = K_BOOL, .off = Z(elastic_checkpoint)},
     {"offload_param", .type = K_FN, .fn = read_offload, SUB(OFFLOAD_PARAM_KEYS, Z(offload_param))},
     {"offload_optimizer", .type = K_FN, .fn = read_offload, SUB(OFFLOAD_OPTIMIZER_KEYS, Z(offload_optimizer))},
     {"zenflow", .type = K_FN, .fn = read_unsupported_object},
-    {"sub_group_size", .type = K_LONG, .off = Z(sub_group_size), .def = 1000000000L, RANGE(0, INF), .flags = F_GT},
+    {"sub_group_size", .type = K_LONG, .off = Z(sub_group_size), .def = 1000000000L, RANGE(0, INF)},
     {"cpu_offload_param", .type = K_FN, .fn = read_cpu_offload},
     {"cpu_offload_use_pin_memory", .type = K_BOOL, .flags = F_NULL | F_DISCARD},
     {"cpu_offload", .type = K_FN, .fn = read_cpu_offload},
@@ -639,6 +720,11 @@ static const Key ZERO_KEYS[] = {
      .flags = F_DISCARD},
     {"ignore_unused_parameters", .type = K_BOOL, .off = Z(ignore_unused_parameters), .def = 1},
     {"legacy_stage1", .type = K_FN, .fn = read_legacy_stage1},
+    {"parameter_alignment", .type = K_FN, .fn = read_parameter_alignment},
+    /* false keeps stage 1/2 from computing the global norm (DeepSpeed
+       0.19.8); checked in resolve as DeepSpeed checks it. zinc computes the
+       norm regardless: its log's grad_norm column stays. */
+    {"compute_grad_norm", .type = K_BOOL, .off = Z(compute_grad_norm), .def = 1},
     {"round_robin_gradients", .type = K_BOOL, .off = Z(round_robin_gradients)},
     {"zero_hpz_partition_size", .type = K_LONG, .off = Z(zero_hpz_partition_size), .def = 1, RANGE(0, INF)},
     {"zero_quantized_weights", .type = K_BOOL, .off = Z(zero_quantized_weights)},
@@ -1468,6 +1554,14 @@ static int resolve(Ctx *x) {
     if (P.ds_optimizer == ZN_DS_ZERO12 && z->allgather_bucket_size % 2 != 0)
         return fail(x, "zero_optimization.allgather_bucket_size: must be even (a multiple of 2) at ZeRO stage %d,"
                     " got %ld", z->stage, z->allgather_bucket_size);
+    if (!z->compute_grad_norm) {   /* DeepSpeed's checks (zero/config.py, stage_1_and_2.py) */
+        if (P.ds_optimizer != ZN_DS_ZERO12)
+            return fail(x, "zero_optimization.compute_grad_norm: false is supported only with ZeRO stage 1 or 2");
+        if (c->gradient_clipping > 0)
+            return fail(x, "zero_optimization.compute_grad_norm: false requires gradient_clipping 0");
+        if (z->offload_optimizer.device != ZN_OFFLOAD_NONE)
+            return fail(x, "zero_optimization.compute_grad_norm: false does not support optimizer offload");
+    }
     if ((rc = check_offload(x, &P, &z->offload_optimizer, 0))) return rc;
     if ((rc = check_offload(x, &P, &z->offload_param, 1))) return rc;
     if ((rc = check_zeropp(x, &P))) return rc;

@@ -64,6 +64,7 @@ typedef struct {
     int allgather_sequential;           /* 0 (1 forces prefetch_bucket_size = 1) */
     int ignore_unused_parameters;       /* 1 */
     int round_robin_gradients;          /* 0 */
+    int compute_grad_norm;              /* 1 (DeepSpeed 0.19.8; zinc computes the norm regardless) */
     long zero_hpz_partition_size;       /* 1 */
     int zero_quantized_weights, zero_quantized_gradients, zero_quantized_nontrainable_weights; /* 0 */
     long mics_shard_size;               /* -1 */

@@ -97,13 +97,14 @@ static void build_s3_partitions(ZnLayout *L) {
 /* DeepSpeedZeroOptimizer_Stage3._create_fp16_sub_groups: one sub-group if the
  * whole Σpn fits; else walk params in model order, closing the current
  * sub-group once its Σpn reaches >= sub_group_size (and at the last param).
- * sub_group_size <= 0: unlimited (Z-LAY-011). */
+ * sub_group_size 0 (DeepSpeed accepts it): every param closes its own
+ * sub-group; below 0: unlimited, zinc's own sentinel (Z-LAY-011). */
 static int build_subgroups(ZnLayout *L, long sub_group_size) {
     L->subgroup_first = zn_calloc(ZN_HOST_CORE, (size_t)L->nparams + 2, sizeof(int));
     if (!L->subgroup_first) return ZN_E_NOMEM;
     L->nsubgroups = 0;
     if (L->nparams == 0) return 0;      /* no params: no sub-group; first = {0} */
-    if (sub_group_size <= 0 || L->s3_rank_numel <= sub_group_size) {
+    if (sub_group_size < 0 || L->s3_rank_numel <= sub_group_size) {
         L->subgroup_first[1] = L->nparams;
         L->nsubgroups = 1;
         return 0;
