@@ -17,11 +17,14 @@ through tests/ds_probe (one process, one JSON line per case):
           refused alike, the same inferred values.
   zero    zero_optimization sections with one field mutated to a value of any
           JSON kind: accepted or refused alike (pydantic's coercions).
+  estimate  estimate_zero2/3_model_states_mem_needs on random parameter
+          counts, largest layers, GPUs, nodes, offload and buffer factors:
+          the same bytes.
 A difference is a defect in zinc, or in DeepSpeed with its evidence in the
 spec (a deepspeed_quirks entry); never a tolerance. Prints one line per part
 and the first differing cases; exit 1 on any difference.
 
-spec: Z-DSP-005 Z-DSP-006 Z-DSP-007 Z-DSP-008 Z-CFG-051
+spec: Z-DSP-005 Z-DSP-006 Z-DSP-007 Z-DSP-008 Z-DSP-009 Z-CFG-051
 
 Usage: diff_deepspeed.py PROBE [--cases N] [--seed S]"""
 import argparse
@@ -300,6 +303,33 @@ def part_zero(probe, rng, cases):
     return bad
 
 
+# ---------------------------------------------------------------- estimators
+
+def part_estimate(probe, rng, cases):
+    from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+    from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
+    bad = []
+    for i in range(cases):
+        params = rng.choice([rng.randint(1, 10 ** 6), rng.randint(10 ** 6, 10 ** 12), int(10 ** rng.uniform(0, 13))])
+        largest = rng.randint(1, params)
+        gpus, nodes = rng.choice([1, 2, 3, 4, 8, 16]), rng.choice([1, 2, 3, 4, 7, 64, 1000])
+        off, offp, zi = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
+        bf = rng.choice([1.0, 1.5, 2.0, rng.uniform(1, 3)])
+        stage = rng.choice([2, 3])
+        if stage == 2:
+            ds = estimate_zero2_model_states_mem_needs(params, gpus, nodes, off, bf)
+        else:
+            ds = estimate_zero3_model_states_mem_needs(params, largest, gpus, nodes, off, offp, zi, bf)[:2]
+        z = probe.ask({"op": "estimate", "stage": stage, "params": params, "largest": largest, "gpus": gpus,
+                       "nodes": nodes, "cpu_offload": int(off), "cpu_offload_params": int(offp), "zero_init": int(zi),
+                       "buffer_factor": bf})
+        if (z["cpu"], z["gpu"]) != tuple(ds):
+            bad.append("estimate case %d stage %d params %d largest %d gpus %d nodes %d offload %d/%d zero_init %d "
+                       "factor %r: zinc (%d, %d), DeepSpeed %s" % (i, stage, params, largest, gpus, nodes, off, offp, zi,
+                                                                  bf, z["cpu"], z["gpu"], ds))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("probe")
@@ -323,7 +353,8 @@ def main():
         parts = (("lr", part_lr, max(1, a.cases // 5), "random schedules x %d iterations" % STEPS),
                  ("scaler", part_scaler, a.cases, "random fp16 sections x overflow sequences"),
                  ("batch", part_batch, a.cases, "random batch triads x world sizes"),
-                 ("zero", part_zero, a.cases // 4, "zero_optimization sections, one key mutated"))
+                 ("zero", part_zero, a.cases // 4, "zero_optimization sections, one key mutated"),
+                 ("estimate", part_estimate, a.cases, "memory estimators, random shapes and clusters"))
         for name, fn, n, what in parts:
             bad = fn(probe, random.Random("%d-%s" % (a.seed, name)), n)
             print("diff-deepspeed %-7s %5d cases (%s): %s" % (name, n, what,

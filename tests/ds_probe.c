@@ -14,12 +14,16 @@
  *   {"op":"config","config":"{...}","world":W}
  *       -> {"ok":1,"train_batch_size":..,"micro_batch":..,"grad_accum":..,
  *           "gradient_clipping":..} or {"ok":0,"error":"..."}
+ *   {"op":"estimate","stage":2|3,"params":P,"largest":L,"gpus":G,"nodes":N,
+ *    "cpu_offload":0|1,"cpu_offload_params":0|1,"zero_init":0|1,"buffer_factor":F}
+ *       -> {"cpu":BYTES,"gpu":BYTES}: DeepSpeed's estimators as zinc computes them
  * Doubles print with 17 significant digits: they read back to the same bits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "core/config.h"
+#include "engine/estimate.h"
 #include "engine/loss_scaler.h"
 #include "engine/lr_schedule.h"
 
@@ -124,6 +128,23 @@ static int op_config(const cJSON *req, ZnErr *err) {
     return 0;
 }
 
+static double num(const cJSON *req, const char *name, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static int op_estimate(const cJSON *req) {
+    const long long params = (long long)num(req, "params", 0), largest = (long long)num(req, "largest", 0);
+    const int gpus = (int)num(req, "gpus", 1), nodes = (int)num(req, "nodes", 1);
+    const double bf = num(req, "buffer_factor", 1.5);
+    ZnEst e = num(req, "stage", 2) == 3
+                  ? zn_est_zero3(params, largest, gpus, nodes, num(req, "cpu_offload", 0) != 0,
+                                 num(req, "cpu_offload_params", 0) != 0, num(req, "zero_init", 1) != 0, bf)
+                  : zn_est_zero2(params, gpus, nodes, num(req, "cpu_offload", 0) != 0, bf);
+    printf("{\"cpu\":%lld,\"gpu\":%lld}\n", e.cpu, e.gpu);
+    return 0;
+}
+
 int main(void) {
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
@@ -135,6 +156,7 @@ int main(void) {
         else if (!strcmp(op->valuestring, "lr")) rc = op_lr(req, &err);
         else if (!strcmp(op->valuestring, "scaler")) rc = op_scaler(req, &err);
         else if (!strcmp(op->valuestring, "config")) rc = op_config(req, &err);
+        else if (!strcmp(op->valuestring, "estimate")) rc = op_estimate(req);
         else rc = zn_err(&err, ZN_E_USAGE, "unknown op \"%s\"", op->valuestring);
         if (rc) print_error(err.msg);
         fflush(stdout);
