@@ -19,6 +19,13 @@ peers on this CPU, measured in the same run, never asserted:
    attention as matmul/mask/softmax/matmul), the same loss, clipping at 1.0
    and AdamW (weight decay 0, zinc's built-in config), in steps per second.
    PEERS_ONLY=gpt2 runs these rows alone.
+4. a GPT-2 stage-3 training step on 2 processes of one thread each (fp32,
+   gpt2:n_layer=4,n_head=4,n_embd=256,vocab_size=256,n_positions=128,
+   seq-len 128, micro-batch 4, AdamW, clipping 1.0): DeepSpeed (torchrun,
+   gloo, its CPU accelerator) against zinc's processes (--backend tcp under
+   zinc launch, --backend mpi under mpirun) and zinc's simulator (both ranks
+   in one process), in steps per second: the mean over steps 5..12 (zinc's
+   time_ms lines; DeepSpeed's steps timed in the worker). PEERS_ONLY=ds3.
 
 This driver needs only the standard library: zinc's figures come from
 bench_peer_zinc, the peers' from workers (this file with --worker) run by
@@ -31,6 +38,7 @@ status is 0 when every zinc figure was printed.
 Usage: bench_peers.py BUILD_DIR [--python VENV_PYTHON]
 """
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -142,7 +150,55 @@ def worker(kind, args):
         seq, micro = int(args[0]), int(args[1])
         print(f"kind=eager_adamw seconds={gpt2_torch_step(torch, seq, micro):.6f}")
         return
+    if kind == "gpt2-ds3":
+        print(f"kind=deepspeed_zero3 seconds={gpt2_ds3_step(torch, args):.6f}")
+        return
     raise SystemExit(f"unknown worker {kind}")
+
+
+DS3_MODEL = dict(n_layer=4, n_head=4, n_embd=256, vocab_size=256, n_positions=128)
+DS3_SEQ, DS3_MICRO, DS3_STEPS, DS3_WARM = 128, 4, 12, 4
+
+
+def gpt2_ds3_step(torch, args):
+    """Run under torchrun (2 processes): DeepSpeed stage 3 on GPT2LMHeadModel
+    of DS3_MODEL; the mean seconds of steps DS3_WARM+1 .. DS3_STEPS on rank 0."""
+    import deepspeed
+    import torch.nn.functional as F
+    from transformers import GPT2Config, GPT2LMHeadModel
+    deepspeed.utils.logger.setLevel("WARNING")
+    deepspeed.init_distributed(dist_backend="gloo")
+    world = torch.distributed.get_world_size()
+    torch.manual_seed(0)
+    cfg = GPT2Config(**DS3_MODEL, n_ctx=DS3_SEQ, activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0,
+                     attn_pdrop=0.0, tie_word_embeddings=True)
+    model = GPT2LMHeadModel(cfg)
+    ds = {"train_batch_size": DS3_MICRO * world, "train_micro_batch_size_per_gpu": DS3_MICRO,
+          "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "weight_decay": 0.0}},
+          "gradient_clipping": 1.0, "zero_optimization": {"stage": 3}, "steps_per_print": 1000000}
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds)
+    idx = torch.randint(0, DS3_MODEL["vocab_size"], (DS3_MICRO, DS3_SEQ + 1))
+    times = []
+    for _ in range(DS3_STEPS):
+        t0 = time.perf_counter()
+        logits = engine(input_ids=idx[:, :-1]).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
+        engine.backward(loss)
+        engine.step()
+        times.append(time.perf_counter() - t0)
+    torch.distributed.barrier()
+    if torch.distributed.get_rank() != 0:
+        raise SystemExit(0)
+    return sum(times[DS3_WARM:]) / len(times[DS3_WARM:])
+
+
+def zinc_step_seconds(out):
+    """The mean of time_ms over steps DS3_WARM+1 .. of zinc's step lines."""
+    lines = [ln.split("]: ", 1)[1] if ln.startswith("[rank") else ln for ln in out.splitlines()]  # zinc launch's prefix
+    ms = [float(t.split("=", 1)[1]) for line in lines if line.startswith("step=")
+          for t in line.split() if t.startswith("time_ms=")]
+    ms = ms[DS3_WARM:]
+    return sum(ms) / len(ms) / 1e3 if ms else None
 
 
 def gpt2_torch_step(torch, seq, micro, V=50257, P=1024, L=12, NH=12, C=768):
@@ -283,7 +339,7 @@ def main():
     print(f"bench-peers: {cpu_model()}, {cores} cores, {versions}", flush=True)
 
     ok = True
-    only = os.environ.get("PEERS_ONLY", "adam mlp gpt2").split()   # a subset of the rows
+    only = os.environ.get("PEERS_ONLY", "adam mlp gpt2 ds3").split()   # a subset of the rows
     # 1. Adam: 4 fp32 arrays of n in each process, one process at a time
     n = 100_000_000
     avail = mem_available()
@@ -356,7 +412,55 @@ def main():
         print(f"torch gpt2 124M seq={seq} micro={micro} threads={T}: {float(p['seconds']) * 1e3:.1f} ms/step",
               flush=True)
         row(name, "step/s", 1.0 / zs, f"torch_{p['kind']}", 1.0 / float(p["seconds"]), prec=4)
+
+    # 4. GPT-2 stage 3 on 2 processes of one thread: DeepSpeed against zinc's
+    # backends, one DeepSpeed measurement for every zinc row
+    if "ds3" in only:
+        ok = bench_ds3(build, py, me, peer_reason or ds_reason) and ok
     return 0 if ok else 1
+
+
+def bench_ds3(build, py, me, reason):
+    zbin = os.path.join(build, "zinc")
+    model = "gpt2:" + ",".join(f"{k}={v}" for k, v in DS3_MODEL.items())
+    train = [zbin, "train", "--model", model, "--data", "text:tests/data/gpl-3.txt", "--seq-len", str(DS3_SEQ),
+             "--stage", "3", "--steps", str(DS3_STEPS), "--steps-per-print", "1", "--micro-batch", str(DS3_MICRO),
+             "--train-batch-size", str(2 * DS3_MICRO), "--threads", "1"]
+    variants = [("sim", train + ["--world-size", "2"]),
+                ("tcp", [zbin, "launch", "--nproc-per-node", "2", "--"] + train + ["--backend", "tcp"])]
+    mpirun = shutil.which("mpirun")
+    if mpirun:
+        variants.append(("mpi", [mpirun, "-np", "2", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+                         + train + ["--backend", "mpi"]))
+    else:
+        skip("gpt2_s3_2proc_zinc_mpi", "mpirun not found")
+    ds_s, why = None, reason
+    if not reason:
+        torchrun = os.path.join(os.path.dirname(py), "torchrun")
+        p, why = run([torchrun, "--standalone", "--nproc-per-node", "2", me, "--worker", "gpt2-ds3", "1"], 1)
+        ds_s = float(p["seconds"]) if p else None
+    if ds_s:
+        print(f"deepspeed gpt2 stage 3, 2 processes x 1 thread: {ds_s * 1e3:.1f} ms/step", flush=True)
+    ok = True
+    for label, cmd in variants:
+        name = f"gpt2_s3_2proc_zinc_{label}"
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+            zs = zinc_step_seconds(r.stdout) if r.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired) as e:
+            r, zs = None, None
+            print(f"bench-peers: {name}: {e}", flush=True)
+        if zs is None:
+            skip(name, f"zinc failed: {(r.stderr.strip().splitlines() or ['no output'])[-1] if r else 'did not run'}")
+            ok = False
+            continue
+        print(f"zinc gpt2 stage 3 {label}, 2 ranks x 1 thread: {zs * 1e3:.1f} ms/step", flush=True)
+        if ds_s is None:
+            skip(name, why or "DeepSpeed printed no time")
+            continue
+        row(name, "step/s", 1.0 / zs, "deepspeed_zero3_2proc", 1.0 / ds_s)
+    return ok
 
 
 if __name__ == "__main__":
