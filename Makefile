@@ -251,7 +251,9 @@ PREFIX ?= /usr/local
 install: $(BUILD)/zinc
 	@install -d "$(DESTDIR)$(PREFIX)/bin"
 	@install -m 755 $(BUILD)/zinc "$(DESTDIR)$(PREFIX)/bin/zinc"
-	@echo "installed $(DESTDIR)$(PREFIX)/bin/zinc"
+	@install -d "$(DESTDIR)$(PREFIX)/share/zinc"
+	@install -m 644 tests/peer_ds_worker.py tests/peer_common.py "$(DESTDIR)$(PREFIX)/share/zinc/"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/zinc and, for zinc stepper --peer deepspeed, $(DESTDIR)$(PREFIX)/share/zinc/peer_ds_worker.py"
 
 clean:
 	rm -rf build build-* coverage/html coverage/*.txt coverage/*.json

@@ -36,6 +36,12 @@ else bad Z-CFG-046-seed003 "exit $rc: $(cat "$T/err") $(tail -n 1 "$T/out")"; fi
 # spec: Z-CFG-050 a config that fails prints no "auto" line, only its error
 printf '{"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, "zero_optimization": {"stage": 7}}\n' >"$T/autobad.json"
 expect_fail Z-CFG-050-fails-quietly 2 "zero_optimization.stage: expected an integer 0..3, got 7" -- train --config "$T/autobad.json"
+# spec: Z-DSP-010 zinc stepper --peer: what it refuses before any Python runs
+expect_fail Z-DSP-010-peer-name 2 "--peer: the one peer is deepspeed, got 'megatron'" -- stepper --peer megatron --config examples/ds.json
+expect_fail Z-DSP-010-peer-config 2 "--peer deepspeed needs --config DS.json" -- stepper --peer deepspeed --model gpt2-tiny --data text:tests/data/gpl-3.txt
+expect_fail Z-DSP-010-peer-data 2 "--peer deepspeed needs --data text:FILE" -- stepper --peer deepspeed --config examples/ds.json
+expect_fail Z-DSP-010-peer-mlp 2 "--data feeds a language model" -- stepper --peer deepspeed --config examples/ds.json --data text:tests/data/gpl-3.txt
+expect_fail Z-DSP-010-peer-python 2 "--python: /nonexistent/python is not an executable python" -- stepper --peer deepspeed --config examples/ds.json --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 32 --python /nonexistent/python
 # spec: Z-OFF-001 Z-OFF-006 seed 003's config with its offload placeholders
 # filled (cpu, nvme with nvme_path in a fresh directory) trains to the
 # digest of the run without offload; nvme swaps the optimizer states

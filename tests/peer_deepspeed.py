@@ -20,7 +20,7 @@ A scenario DeepSpeed cannot run here prints `skipped` with DeepSpeed's own
 error line; zinc must still train it. One table row per scenario; exit 1 on
 any disagreement.
 
-spec: Z-DSP-001 Z-DSP-002 Z-DSP-003 Z-DSP-004
+spec: Z-DSP-001 Z-DSP-002 Z-DSP-003 Z-DSP-004 Z-DSP-010
 
 Usage: peer_deepspeed.py [--zinc build/zinc] [--work build/deepspeed] [--only NAME,...]"""
 import argparse
@@ -220,6 +220,30 @@ def distance(a, b, w0):
     return d
 
 
+def stepper_check(zinc, work):
+    cfg = os.path.join(work, "stepper_ds_config.json")
+    with open(cfg, "w") as f:
+        json.dump({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0,
+                   "optimizer": {"type": "AdamW", "params": {"lr": LR, "weight_decay": WD}},
+                   "zero_optimization": {"stage": 3}, "seed": SEED}, f)
+    base = [zinc, "stepper", "--peer", "deepspeed", "--config", cfg, "--model", "gpt2-tiny", "--data", "text:" + DATA,
+            "--seq-len", str(T), "--world-size", "2", "--batches", "6", "--python", sys.executable]
+    fails = []
+    for tol, want in (([], 0), (["--param-tol", "1e-12"], 1)):
+        r = subprocess.run(base + tol, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        lines = r.stdout.strip().splitlines()
+        last = lines[-1] if lines else ""
+        verdict = "TEST PASSED" if want == 0 else "TEST FAILED"
+        diverged = any(ln.startswith("DIVERGED PARAMETER rank=0 batch=0 ") for ln in lines)
+        ok = r.returncode == want and last == verdict and (want == 0 or diverged)
+        print("%-24s zinc stepper --peer deepspeed %s: exit %d, %s%s" % (
+            "stepper" + ("-tight" if want else ""), " ".join(tol) or "(default bounds)", r.returncode, last,
+            "" if ok else "  DIFFER: expected exit %d and %s\n%s" % (want, verdict, r.stderr.strip()[-400:])))
+        if not ok:
+            fails.append("stepper%s: exit %d, '%s'" % (" ".join(tol), r.returncode, last))
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--zinc", default="build/zinc")
@@ -314,6 +338,11 @@ def main():
             bad.append("lr differs by %.3g relative (bound %.3g)" % (d["lr"], LR_RTOL))
         print(head + " %s  %s (x%g)" % (" ".join(cells), "agree" if not bad else "DIFFER", s["factor"]))
         fails += ["%s: %s" % (s["name"], b) for b in bad]
+    # zinc stepper --peer deepspeed, as a user runs it (Z-DSP-010): a stage-3
+    # config passes at the default bounds and fails at a bound below the
+    # rounding between the two
+    if not a.only or "stepper" in a.only.split(","):
+        fails += stepper_check(a.zinc, a.work)
     failed = {f.split(":")[0] for f in fails}
     print("test-deepspeed: %d scenarios, %d agree, %d skipped by DeepSpeed, %d failed (%.0f s)"
           % (len(S), len(S) - skipped - len(failed), skipped, len(failed), time.time() - t0))

@@ -5,7 +5,9 @@ CPU accelerator). Usage: torchrun --nproc-per-node W peer_ds_worker.py JOBS.json
 JOBS.json is a list of jobs, each one scenario trained by DeepSpeed:
   name, config (the ds_config file zinc reads too), hf0 (zinc's exported
   step-0 weights), data, seed, T, steps, threads, out (a folder), and
-  optionally ckpt_at (save there, rebuild the engine, load, go on).
+  optionally ckpt_at (save there, rebuild the engine, load, go on) and
+  record (OUT/record.safetensors: every step K's fp32 masters as K/NAME, for
+  zinc stepper --peer deepspeed).
 For each job rank 0 writes OUT/losses.json ({"loss": [...], "lr": [...]}: the
 step's loss averaged over every rank and micro-batch, and the lr it ran with)
 and OUT/state.safetensors (per parameter NAME: NAME/fp32, NAME/exp_avg,
@@ -54,11 +56,14 @@ def _dtype_kw():
     return "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
 
 
-def full_state(engine, p):
-    """fp32 master and Adam moments of p, whole; stage 0 in fp32 keeps them in
-    the parameter and the torch-style optimizer state (no hp mapping)."""
+def full_state(engine, p, masters_only=False):
+    """fp32 master and Adam moments of p, whole (collective at stage 3); stage
+    0 in fp32 keeps them in the parameter and the torch-style optimizer state
+    (no hp mapping). masters_only: the master alone."""
     from deepspeed.utils import safe_get_full_fp32_param, safe_get_full_optimizer_state
     w = safe_get_full_fp32_param(p)
+    if masters_only:
+        return (w if w is not None else p).detach().float().cpu().numpy().copy()
     m = safe_get_full_optimizer_state(p, "exp_avg")
     v = safe_get_full_optimizer_state(p, "exp_avg_sq")
     if w is None or m is None or v is None:
@@ -82,7 +87,7 @@ def train(job, rank, world, tokens):
     ga = engine.gradient_accumulation_steps()
     B = engine.train_batch_size()
     n = len(tokens)
-    losses, lrs = [], []
+    losses, lrs, record = [], [], {}
     for k in range(steps):
         if job.get("ckpt_at") == k:
             # DeepSpeed's own save, a fresh engine from the step-0 weights, and its load
@@ -108,6 +113,11 @@ def train(job, rank, world, tokens):
         t = torch.tensor([tot / ga], dtype=torch.float64)
         dist.all_reduce(t)
         losses.append(t.item() / world)
+        if job.get("record"):   # zinc stepper --peer: every step's fp32 masters
+            for name, p in engine.module.named_parameters():
+                w = full_state(engine, p, masters_only=True)
+                if rank == 0:
+                    record["%d/%s" % (k, name)] = w
     opt = engine.optimizer
     if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
         # DeepSpeed 0.19.8 links the optimizer state to the parameters once,
@@ -123,6 +133,8 @@ def train(job, rank, world, tokens):
     if rank == 0:
         from safetensors.numpy import save_file
         save_file(state, os.path.join(job["out"], "state.safetensors"))
+        if record:
+            save_file(record, os.path.join(job["out"], "record.safetensors"))
         with open(os.path.join(job["out"], "losses.json"), "w") as f:
             json.dump({"loss": losses, "lr": lrs}, f)
     del engine

@@ -26,6 +26,7 @@ void zn_stepper_usage(FILE *f) {
                "                    [--test-every N] [--status-every N] [--fail]\n"
                "  steps two engines with their own configs on the same batches (ModelStepper):\n"
                "  STATUS lines, DIVERGED PARAMETER lines, TEST PASSED / TEST FAILED\n");
+    zn_stepper_peer_usage(f);
 }
 
 static int usage_error(const ZnErr *err) {
@@ -311,6 +312,8 @@ static void param_diff(const float *b, const float *t, long n, double *abs_d, do
 }
 
 int zn_cmd_stepper(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)   /* DeepSpeed itself as the base engine (cli_peer.c) */
+        if (!strcmp(argv[i], "--peer")) return zn_cmd_stepper_peer(argc, argv);
     StepperOpts s = {NULL, NULL, NULL, 50, 1, 5, 1, 1, 1, 0, 1e-5, 1e-5, 1e-5, 1, 0, 0};
     ZnErr err = {0};
     if (stepper_flags(&s, argc, argv, &err)) return usage_error(&err);
