@@ -77,5 +77,10 @@ if [ -x "$T/prefix/bin/zinc" ] && cmp -s "$B/zinc" "$T/prefix/bin/zinc" &&
    [ "$("$T/prefix/bin/zinc" train --steps 3 | tail -n 1)" = "$("$B/zinc" train --steps 3 | tail -n 1)" ]; then
   ok "Z-BUILD-005 make install PREFIX=DIR: DIR/bin/zinc, the same binary and digest"
 else bad Z-BUILD-005 "$(cat "$T/inst")"; fi
+# spec: Z-DSP-010 and the worker zinc stepper --peer deepspeed runs, found there
+if cmp -s tests/peer_ds_worker.py "$T/prefix/share/zinc/peer_ds_worker.py" &&
+   cmp -s tests/peer_common.py "$T/prefix/share/zinc/peer_common.py"; then
+  ok "Z-DSP-010 make install PREFIX=DIR: DIR/share/zinc/peer_ds_worker.py and peer_common.py"
+else bad Z-DSP-010-install "$(ls -R "$T/prefix" | tr '\n' ' ')"; fi
 
 finish build
