@@ -68,10 +68,15 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-/* Next to the zinc binary: build/zinc finds build/peer-venv and tests/. */
-static void exe_dir(char *buf, size_t n) {
+/* This zinc binary's path. */
+static void self_exe(char *buf, size_t n) {
     ssize_t k = readlink("/proc/self/exe", buf, n - 1);
     buf[k > 0 ? k : 0] = 0;
+}
+
+/* Next to the zinc binary: build/zinc finds build/peer-venv and tests/. */
+static void exe_dir(char *buf, size_t n) {
+    self_exe(buf, n);
     char *s = strrchr(buf, '/');
     if (s) *s = 0;
     else snprintf(buf, n, ".");
@@ -117,8 +122,7 @@ static int write_job(const char *path, const ZnTrainFlags *f, const ZnRunOpts *o
 static int run_deepspeed(const PeerOpts *p, const ZnTrainFlags *f, const ZnRunOpts *o, const char *tmp, ZnErr *err) {
     char self[PATH_MAX], log[PATH_MAX + 16], ck[PATH_MAX + 16], tag[PATH_MAX + 32], hf[PATH_MAX + 16];
     char seed[32], T[32], jobs[PATH_MAX + 16], torchrun[2 * PATH_MAX], nproc[32], why[512];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[k > 0 ? k : 0] = 0;
+    self_exe(self, sizeof self);
     snprintf(log, sizeof log, "%s/peer.log", tmp);
     snprintf(ck, sizeof ck, "%s/ck", tmp);
     snprintf(tag, sizeof tag, "%s/ck/global_step0", tmp);

@@ -110,9 +110,6 @@ int zn_config_resolve_batch(long *tb, long *mb, long *ga, int world, ZnErr *err)
     return ZN_OK;
 }
 
-/* The Hugging Face Trainer's default learning_rate (TrainingArguments) */
-#define ZN_HF_LR 5e-5
-
 /* ------------------------------------------------------------------------ */
 /* parse context and messages                                                */
 
@@ -347,7 +344,7 @@ static int auto_value(Ctx *x, const Key *k, const char *path, double *v, char *f
     case FILL_MB: flag = "--micro-batch"; if (a->micro_batch == -1) return x->mb_auto = 1, 0; *v = (double)a->micro_batch; break;
     case FILL_GA: flag = "--grad-accum"; if (a->grad_accum == -1) return x->ga_auto = 1, 0; *v = (double)a->grad_accum; break;
     case FILL_LR: case FILL_MAX_LR:
-        flag = "--lr"; have = !isnan(a->lr); *v = have ? a->lr : ZN_HF_LR; dflt = "learning_rate 5e-05"; break;
+        flag = "--lr"; have = !isnan(a->lr); *v = have ? a->lr : 5e-5; dflt = "learning_rate 5e-05"; break;
     case FILL_WD:
         flag = "--weight-decay"; have = !isnan(a->weight_decay); *v = have ? a->weight_decay : 0.0;
         dflt = "weight_decay 0.0"; break;
@@ -441,12 +438,8 @@ static int read_key(Ctx *x, const Key *k, const cJSON *v, const char *path, void
             snprintf(x->unimpl + n, sizeof x->unimpl - n, "%s%s", n ? ", " : "", k->name);
         return ZN_OK;
     }
-    if (is_auto(v) && k->fill == FILL_NONE) {
-        if (!x->lax) return fail(x, "%s: \"auto\" is not supported for this key", path);
-        /* DeepSpeedConfigModel drops every "auto" before validating */
-        warn(x, "%s: \"auto\" has no Hugging Face fill rule; dropped, as DeepSpeed drops it: the default applies", path);
-        return ZN_OK;
-    }
+    /* (in DeepSpeed's pydantic sections read_object has dropped it already) */
+    if (is_auto(v) && k->fill == FILL_NONE) return fail(x, "%s: \"auto\" is not supported for this key", path);
     if (k->type == K_FN) return k->fn(x, k, v, path, base);
     if (k->type == K_SECTION) {
         int present;
