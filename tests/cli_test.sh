@@ -42,6 +42,11 @@ expect_fail Z-DSP-010-peer-config 2 "--peer deepspeed needs --config DS.json" --
 expect_fail Z-DSP-010-peer-data 2 "--peer deepspeed needs --data text:FILE" -- stepper --peer deepspeed --config examples/ds.json
 expect_fail Z-DSP-010-peer-mlp 2 "--data feeds a language model" -- stepper --peer deepspeed --config examples/ds.json --data text:tests/data/gpl-3.txt
 expect_fail Z-DSP-010-peer-python 2 "--python: /nonexistent/python is not an executable python" -- stepper --peer deepspeed --config examples/ds.json --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 32 --python /nonexistent/python
+# spec: Z-DSP-012 zinc compare --peer refuses the same, and stepper's flags
+expect_fail Z-DSP-012-peer-name 2 "--peer: the one peer is deepspeed, got 'megatron'" -- compare --peer megatron --config examples/ds.json
+expect_fail Z-DSP-012-peer-data 2 "--peer deepspeed needs --data text:FILE" -- compare --peer deepspeed --config examples/ds.json
+expect_fail Z-DSP-012-peer-flag 2 "unknown flag '--param-tol' for 'zinc compare --peer'" -- compare --peer deepspeed --config examples/ds.json --param-tol 1
+expect_fail Z-DSP-012-peer-tol 2 "--atol: expected a number >= 0, got '-1'" -- compare --peer deepspeed --config examples/ds.json --atol -1
 # spec: Z-OFF-001 Z-OFF-006 seed 003's config with its offload placeholders
 # filled (cpu, nvme with nvme_path in a fresh directory) trains to the
 # digest of the run without offload; nvme swaps the optimizer states

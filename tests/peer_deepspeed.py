@@ -20,7 +20,7 @@ A scenario DeepSpeed cannot run here prints `skipped` with DeepSpeed's own
 error line; zinc must still train it. One table row per scenario; exit 1 on
 any disagreement.
 
-spec: Z-DSP-001 Z-DSP-002 Z-DSP-003 Z-DSP-004 Z-DSP-010
+spec: Z-DSP-001 Z-DSP-002 Z-DSP-003 Z-DSP-004 Z-DSP-010 Z-DSP-011 Z-DSP-012 Z-MEM-011
 
 Usage: peer_deepspeed.py [--zinc build/zinc] [--work build/deepspeed] [--only NAME,...]"""
 import argparse
@@ -104,10 +104,11 @@ def scenarios():
     add("s0-w1", 1, 0)
     add("s0-w2-ga2-clip", 2, 0, ga=2, clip=1.0)
     add("s1-w2-clip", 2, 1, clip=1.0)
-    add("s1-w4-onecycle", 4, 1, sched_type="OneCycle")
-    add("s2-w2-ga2-warmup", 2, 2, ga=2, sched_type="WarmupLR")
+    add("s1-w4-onecycle-overlap", 4, 1, sched_type="OneCycle", zero={"overlap_comm": True})
+    add("s2-w2-ga2-warmup-overlap", 2, 2, ga=2, sched_type="WarmupLR",
+        zero={"overlap_comm": True, "reduce_bucket_size": 5000})
     add("s2-w1-ga2-rangetest", 1, 2, ga=2, sched_type="LRRangeTest")
-    add("s3-w2-decay", 2, 3, sched_type="WarmupDecayLR")
+    add("s3-w2-decay-nooverlap", 2, 3, sched_type="WarmupDecayLR", zero={"overlap_comm": False})
     add("s3-w4-ga2-cosine-clip", 4, 3, ga=2, clip=1.0, sched_type="WarmupCosineLR")
     add("s3-w1", 1, 3)
     add("s1-w2-offload-opt", 2, 1, zero={"offload_optimizer": {"device": "cpu"}})
@@ -115,7 +116,8 @@ def scenarios():
     add("s3-w2-offload-opt", 2, 3, zero={"offload_optimizer": {"device": "cpu"}})
     add("s3-w2-offload-param", 2, 3, zero={"offload_optimizer": {"device": "cpu"},
                                            "offload_param": {"device": "cpu"}})
-    add("s3-w4-hpz2", 4, 3, zero={"zero_hpz_partition_size": 2})
+    # persistence 0: every parameter is gathered, so hpZ keeps secondaries
+    add("s3-w4-hpz2", 4, 3, zero={"zero_hpz_partition_size": 2, "stage3_param_persistence_threshold": 0})
     add("s2-w2-bf16", 2, 2, bf16=True)
     add("s3-w2-bf16-clip", 2, 3, clip=1.0, bf16=True)
     add("s2-w2-resume", 2, 2, clip=1.0, sched_type="WarmupLR", ckpt_at=4)
@@ -220,28 +222,98 @@ def distance(a, b, w0):
     return d
 
 
-def stepper_check(zinc, work):
-    cfg = os.path.join(work, "stepper_ds_config.json")
+def zinc_memory(zinc, sdir, s):
+    """Rank 0's bytes by category in zinc's dry run of the scenario's config
+    with one step: {(tier, what): {category: bytes}}, tier "device", "host"
+    or "nvme", what "after init" or "peak one step"."""
+    r = subprocess.run([zinc, "plan", "--config", os.path.join(sdir, "ds_config.json"), "--model", "gpt2-tiny",
+                        "--seq-len", str(T), "--world-size", str(s["world"]), "--steps", "1"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("zinc plan exited %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
+    got = {}
+    for line in r.stdout.splitlines():
+        for tier in ("device", "host", "nvme"):
+            for what, head in (("after init", "%s bytes by category (after init): "),
+                               ("peak one step", "%s peak bytes by category (one step): ")):
+                head = "[zinc] dry run [rank 0] " + head % tier
+                if line.startswith(head):
+                    cats = line[len(head):].split(" | ")[0].split()
+                    got[tier, what] = {k: int(v) for k, v in (c.split("=") for c in cats)}
+    return got
+
+
+def memory_check(zinc, sdir, s, mem):
+    """zinc's bytes against the buffers DeepSpeed allocated (Z-DSP-011),
+    equal to the byte: its IPG buffers (zinc's device buckets, where no
+    parameter offload or quantized-collective staging shares that category), hpZ's secondary
+    partitions, and the fp32 master and Adam moments (on any tier: DeepSpeed's
+    CPU accelerator keeps every tier in host memory). Returns (cells, bad)."""
+    got = zinc_memory(zinc, sdir, s)
+    dev = got["device", "after init"]
+    state = {k: sum(got[t, "after init"].get(k, 0) for t in ("device", "host", "nvme"))
+             for k in ("master32", "exp_avg", "exp_avg_sq")}
+    z = s["cfg"]["zero_optimization"]
+    # zinc's staging of offloaded parameters and of quantized collectives
+    # shares the category with the IPG buffers
+    staged = any(k in z for k in ("offload_param", "zero_quantized_weights", "zero_quantized_gradients"))
+    # the secondaries live from the forward's gathers to the step: the step's peak
+    pairs = [("hpz_secondary", got["device", "peak one step"]["hpz_secondary"])]
+    if not staged:
+        pairs.append(("buckets", dev["buckets"]))
+    if "master32" in mem:   # a ZeRO optimizer (stage 0 has no partition to compare)
+        pairs += [("master32", state["master32"]), ("exp_avg", state["exp_avg"]), ("exp_avg_sq", state["exp_avg_sq"])]
+    cells, bad = [], []
+    for k, zv in pairs:
+        # a master that is the parameter partition itself holds no bytes of its own
+        dv = 0 if k == "master32" and mem.get("master_aliased") else mem.get(k, 0)
+        cells.append("%s %d%s" % (k, zv, "" if zv == dv else "/DS %d" % dv))
+        if zv != dv:
+            bad.append("memory: %s is %d bytes in zinc, %d in DeepSpeed" % (k, zv, dv))
+    return cells, bad
+
+
+def cli_check(zinc, work, cmd, zero_stage, mb, flags, tight, verdict):
+    """`zinc CMD --peer deepspeed` as a user runs it, on a config of 2
+    processes: at the default bounds and at a bound below the rounding
+    between the two (tight). verdict(want_fail, rc, lines) says whether the
+    output is what the spec promises."""
+    cfg = os.path.join(work, cmd + "_ds_config.json")
     with open(cfg, "w") as f:
-        json.dump({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0,
+        json.dump({"train_batch_size": 8, "train_micro_batch_size_per_gpu": mb, "gradient_clipping": 1.0,
                    "optimizer": {"type": "AdamW", "params": {"lr": LR, "weight_decay": WD}},
-                   "zero_optimization": {"stage": 3}, "seed": SEED}, f)
-    base = [zinc, "stepper", "--peer", "deepspeed", "--config", cfg, "--model", "gpt2-tiny", "--data", "text:" + DATA,
-            "--seq-len", str(T), "--world-size", "2", "--batches", "6", "--python", sys.executable]
+                   "zero_optimization": {"stage": zero_stage}, "seed": SEED}, f)
+    base = [zinc, cmd, "--peer", "deepspeed", "--config", cfg, "--model", "gpt2-tiny", "--data", "text:" + DATA,
+            "--seq-len", str(T), "--world-size", "2", "--python", sys.executable] + flags
     fails = []
-    for tol, want in (([], 0), (["--param-tol", "1e-12"], 1)):
+    for tol, want in (([], 0), (tight, 1)):
         r = subprocess.run(base + tol, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
         lines = r.stdout.strip().splitlines()
         last = lines[-1] if lines else ""
-        verdict = "TEST PASSED" if want == 0 else "TEST FAILED"
-        diverged = any(ln.startswith("DIVERGED PARAMETER rank=0 batch=0 ") for ln in lines)
-        ok = r.returncode == want and last == verdict and (want == 0 or diverged)
-        print("%-24s zinc stepper --peer deepspeed %s: exit %d, %s%s" % (
-            "stepper" + ("-tight" if want else ""), " ".join(tol) or "(default bounds)", r.returncode, last,
-            "" if ok else "  DIFFER: expected exit %d and %s\n%s" % (want, verdict, r.stderr.strip()[-400:])))
+        ok = verdict(want, r.returncode, lines)
+        print("%-24s zinc %s --peer deepspeed %s: exit %d, %s%s" % (
+            cmd + ("-tight" if want else ""), cmd, " ".join(tol) or "(default bounds)", r.returncode, last[:90],
+            "" if ok else "  DIFFER\n%s\n%s" % ("\n".join(lines[-6:]), r.stderr.strip()[-400:])))
         if not ok:
-            fails.append("stepper%s: exit %d, '%s'" % (" ".join(tol), r.returncode, last))
+            fails.append("%s%s: exit %d, '%s'" % (cmd, " ".join(tol), r.returncode, last))
     return fails
+
+
+def stepper_verdict(want, rc, lines):
+    """Z-DSP-010: TEST PASSED, or TEST FAILED after a DIVERGED PARAMETER line at batch 0."""
+    last = lines[-1] if lines else ""
+    if want == 0:
+        return rc == 0 and last == "TEST PASSED"
+    return rc == 1 and last == "TEST FAILED" and any(ln.startswith("DIVERGED PARAMETER rank=0 batch=0 ") for ln in lines)
+
+
+def compare_verdict(want, rc, lines):
+    """Z-DSP-012: a line per step and TEST PASSED, or TEST FAILED at step 1
+    naming the loss (the first value compared) with its two values."""
+    last = lines[-1] if lines else ""
+    if want == 0:
+        return rc == 0 and last == "TEST PASSED" and sum(ln.startswith("step=") for ln in lines) == 4
+    return rc == 1 and last.startswith("TEST FAILED: step 1, loss: DeepSpeed ") and ", zinc " in last
 
 
 def main():
@@ -296,7 +368,7 @@ def main():
                             " ".join("%17s" % "worst ratio" for _ in cols[2:])))
     print("%-38s  (a ratio: zinc's distance from DeepSpeed over DeepSpeed's from itself, per tensor; bound: the"
           " scenario's factor)" % "")
-    fails, skipped = [], 0
+    fails, skipped, memrows = [], 0, []
     for s in S:
         sdir = os.path.join(a.work, s["name"])
         head = "%-24s %2d %2d %2d %5d " % (s["name"], s["world"], s["stage"], s["ga"], s["steps"])
@@ -338,11 +410,26 @@ def main():
             bad.append("lr differs by %.3g relative (bound %.3g)" % (d["lr"], LR_RTOL))
         print(head + " %s  %s (x%g)" % (" ".join(cells), "agree" if not bad else "DIFFER", s["factor"]))
         fails += ["%s: %s" % (s["name"], b) for b in bad]
+        mem_path = os.path.join(sdir, "ds", "memory.json")
+        if os.path.exists(mem_path):
+            with open(mem_path) as f:
+                mcells, mbad = memory_check(a.zinc, sdir, s, json.load(f))
+        else:
+            mcells, mbad = ["DeepSpeed recorded no memory.json"], ["memory: DeepSpeed recorded nothing"]
+        memrows.append("%-24s %s  %s" % (s["name"], ", ".join(mcells), "equal" if not mbad else "DIFFER"))
+        fails += ["%s: %s" % (s["name"], b) for b in mbad]
+    print("test-deepspeed: memory, rank 0's bytes by category (after init; hpz_secondary: the first step's"
+          " peak): zinc's dry run (zinc plan) against the buffers DeepSpeed allocated (/DS where they differ)")
+    print("\n".join(memrows))
     # zinc stepper --peer deepspeed, as a user runs it (Z-DSP-010): a stage-3
     # config passes at the default bounds and fails at a bound below the
     # rounding between the two
     if not a.only or "stepper" in a.only.split(","):
-        fails += stepper_check(a.zinc, a.work)
+        fails += cli_check(a.zinc, a.work, "stepper", 3, 4, ["--batches", "6"], ["--param-tol", "1e-12"],
+                           stepper_verdict)
+    if not a.only or "compare" in a.only.split(","):
+        # stage 2 with accumulation: the gradients are the ones reduced over micro-steps
+        fails += cli_check(a.zinc, a.work, "compare", 2, 2, ["--steps", "4"], ["--atol", "1e-12"], compare_verdict)
     failed = {f.split(":")[0] for f in fails}
     print("test-deepspeed: %d scenarios, %d agree, %d skipped by DeepSpeed, %d failed (%.0f s)"
           % (len(S), len(S) - skipped - len(failed), skipped, len(failed), time.time() - t0))

@@ -7,11 +7,13 @@ JOBS.json is a list of jobs, each one scenario trained by DeepSpeed:
   step-0 weights), data, seed, T, steps, threads, out (a folder), and
   optionally ckpt_at (save there, rebuild the engine, load, go on) and
   record (OUT/record.safetensors: every step K's fp32 masters as K/NAME, for
-  zinc stepper --peer deepspeed).
+  zinc stepper --peer deepspeed) and record_grads (also its gradient, reduced,
+  before clipping, as K/grad/NAME, for zinc compare --peer deepspeed).
 For each job rank 0 writes OUT/losses.json ({"loss": [...], "lr": [...]}: the
 step's loss averaged over every rank and micro-batch, and the lr it ran with)
-and OUT/state.safetensors (per parameter NAME: NAME/fp32, NAME/exp_avg,
-NAME/exp_avg_sq, from deepspeed.utils.safe_get_full_*), or OUT/error.txt with
+OUT/state.safetensors (per parameter NAME: NAME/fp32, NAME/exp_avg,
+NAME/exp_avg_sq, from deepspeed.utils.safe_get_full_*) and OUT/memory.json
+(rank 0's bytes of the buffers zinc's memory categories stand for), or OUT/error.txt with
 DeepSpeed's own last error line where DeepSpeed cannot run the scenario.
 The windows are zinc's (Z-DATA-012): micro-batch m of step k goes to rank
 m mod W at micro-step m div W (tests/peer_common.py)."""
@@ -48,7 +50,65 @@ def build(job, cfg):
     wd = cfg.get("optimizer", {}).get("params", {}).get("weight_decay", 0.0)
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=param_groups(model, wd),
                                            config=job["config"])
+    watch_ipg(engine)
     return engine
+
+
+def nbytes(t):
+    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+
+
+def ipg_bytes(opt):
+    """The bytes of the optimizer's IPG buffers now (stage 1/2: a list per
+    bucket, stage 3: one tensor)."""
+    tot = 0
+    for bucket in getattr(opt, "ipg_buckets", {}).values():
+        buf = bucket.buffer
+        tot += sum(nbytes(b) for b in buf) if isinstance(buf, list) else nbytes(buf)
+    return tot
+
+
+def watch_ipg(engine):
+    """Keep the most IPG bytes the optimizer ever holds: stage 1/2 allocate
+    them in setup_buckets (each backward) and free them after the reduction,
+    stage 3 in its constructor."""
+    opt = engine.optimizer
+    opt._zinc_ipg_peak = ipg_bytes(opt)
+    if hasattr(opt, "setup_buckets"):
+        orig = opt.setup_buckets
+
+        def setup_buckets(*a, **k):
+            r = orig(*a, **k)
+            opt._zinc_ipg_peak = max(opt._zinc_ipg_peak, ipg_bytes(opt))
+            return r
+        opt.setup_buckets = setup_buckets
+
+
+def secondary_bytes(engine):
+    """hpZ's secondary partitions now: made as forward gathers each
+    parameter, dropped after the step (stage3.py _post_step)."""
+    return sum(nbytes(getattr(p, "ds_secondary_tensor", None)) for p in engine.module.parameters())
+
+
+def memory(engine, secondary):
+    """Rank's bytes by zinc's categories, as DeepSpeed holds them: its IPG
+    buffers (buckets), hpZ's secondary partitions (secondary: their bytes
+    before the first step), the fp32 master partition and Adam's moments."""
+    opt = engine.optimizer
+    mem = {"buckets": max(getattr(opt, "_zinc_ipg_peak", 0), ipg_bytes(opt)), "hpz_secondary": secondary}
+    masters = getattr(opt, "single_partition_of_fp32_groups", None)
+    if masters is None:
+        masters = getattr(opt, "fp32_partitioned_groups_flat", None)
+    if masters is not None:
+        mem["master32"] = sum(nbytes(t) for t in masters)
+        inner = opt.optimizer
+        for k in ("exp_avg", "exp_avg_sq"):
+            mem[k] = sum(nbytes(inner.state[t][k]) for t in masters if t in inner.state)
+        # stage 3 would step an fp32 partition itself (no copy) where its
+        # device equals the optimizer's (Z-MEM-010)
+        parts = getattr(opt, "fp16_partitioned_groups_flat", None) or []
+        mem["master_aliased"] = int(any(m.data_ptr() == q.data_ptr() for m, q in zip(masters, parts)))
+    return mem
 
 
 def _dtype_kw():
@@ -75,6 +135,18 @@ def full_state(engine, p, masters_only=False):
         st = opt.state[p]
         w, m, v = p.detach(), st["exp_avg"], st["exp_avg_sq"]
     return [t.detach().float().cpu().numpy().copy() for t in (w, m, v)]
+
+
+def full_grad(p):
+    """p's whole gradient after backward (safe_get_full_grad; stage 0 keeps
+    it in p.grad)."""
+    from deepspeed.utils import safe_get_full_grad
+    g = safe_get_full_grad(p)
+    if g is None:
+        g = p.grad
+    if g is None:
+        raise RuntimeError("no gradient found for a parameter")
+    return g.detach().float().cpu().numpy().copy()
 
 
 def train(job, rank, world, tokens):
@@ -108,6 +180,14 @@ def train(job, rank, world, tokens):
             # and transformers' ForCausalLMLoss (logits.float())
             loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), win[:, 1:].reshape(-1))
             engine.backward(loss)
+            if k == 0 and micro == ga - 1:
+                secondary = secondary_bytes(engine)
+            if job.get("record_grads") and micro == ga - 1:
+                # the step's gradient, reduced and averaged, before clipping
+                for name, p in engine.module.named_parameters():
+                    g = full_grad(p)   # collective at stage 3: every rank calls it
+                    if rank == 0:
+                        record["%d/grad/%s" % (k, name)] = g
             engine.step()
             tot += loss.item()
         t = torch.tensor([tot / ga], dtype=torch.float64)
@@ -130,7 +210,10 @@ def train(job, rank, world, tokens):
     for name, p in engine.module.named_parameters():
         w, m, v = full_state(engine, p)   # collective at stage 3: every rank calls it
         state[name + "/fp32"], state[name + "/exp_avg"], state[name + "/exp_avg_sq"] = w, m, v
+    mem = memory(engine, secondary)
     if rank == 0:
+        with open(os.path.join(job["out"], "memory.json"), "w") as f:
+            json.dump(mem, f)
         from safetensors.numpy import save_file
         save_file(state, os.path.join(job["out"], "state.safetensors"))
         if record:
@@ -153,6 +236,13 @@ def main():
             data = job["data"]
             tokens = np.frombuffer(open(data, "rb").read(), dtype=np.uint8)
         os.makedirs(job["out"], exist_ok=True)
+        # DeepSpeed 0.19.8 keeps hpZ's process group in a module global, and
+        # stage3.py takes any group it finds there even where
+        # zero_hpz_partition_size is 1: an engine built after an hpZ one in
+        # the same process would run hpZ (its secondaries showed it). Each
+        # job starts without it, as a fresh process would.
+        from deepspeed.utils import groups
+        groups._ZERO_PARAM_INTRA_PARALLEL_GROUP = None
         try:
             train(job, rank, world, tokens)
         except Exception as e:  # noqa: BLE001 (DeepSpeed's own refusal is the scenario's result)

@@ -589,7 +589,51 @@ static void test_cli(void **state) {
     free(errs);
 }
 
-ZT_MAIN(cmocka_unit_test(test_meta_device), cmocka_unit_test(test_meta_comm_counts),
+/* DeepSpeed's IPG buffers after init: the expected bytes are written from
+ * DeepSpeed 0.19.8's rules (stage_1_and_2.py setup_buckets: reduce_bucket_size
+ * elements of the model dtype, twice with overlap_comm, where
+ * contiguous_gradients or an optimizer offload; stage3.py: once, of the
+ * communication dtype), not computed by zn_ds_ipg_bytes. mlp:7,13,5,3 has
+ * 192 parameters; its largest is 91 (7x13). */
+/* spec: Z-MEM-011 */
+static void test_ipg_buffers(void **state) {
+    (void)state;
+    /* world, top-level keys, stage, reduce_bucket_size, more zero_optimization keys, bytes */
+    static const struct { int world; const char *top; int stage; long bucket; const char *zero; long want; } C[] = {
+        {2, "", 0, 1000, "", 0},   /* stage 0 has no ZeRO optimizer and no IPG buffer */
+        {2, "", 1, 1000, "", 4000},
+        {2, "", 1, 1000, ", \"overlap_comm\": true", 8000},
+        {1, "", 2, 1000, ", \"overlap_comm\": true", 8000},
+        {2, ", \"fp16\": {\"enabled\": true}", 2, 1000, ", \"overlap_comm\": true", 4000},
+        /* stage 1/2: the model dtype, whatever the communication dtype */
+        {2, ", \"bf16\": {\"enabled\": true}, \"communication_data_type\": \"fp32\"", 1, 1000, "", 2000},
+        /* without contiguous_gradients: stage 1 keeps none, stage 2 its own
+           bucket buffer (all 192 parameters, fp32) */
+        {2, "", 1, 1000, ", \"contiguous_gradients\": false", 0},
+        {2, "", 2, 1000, ", \"contiguous_gradients\": false", 768},
+        /* one parameter (91) larger than the bucket (50): zinc's own buffer, larger */
+        {2, "", 2, 50, "", 364},
+        /* stage 3: once, in the communication dtype; overlap_comm changes nothing */
+        {2, ", \"bf16\": {\"enabled\": true}", 3, 1000, "", 2000},
+        {2, ", \"bf16\": {\"enabled\": true}", 3, 1000, ", \"overlap_comm\": false", 2000},
+        {2, ", \"bf16\": {\"enabled\": true}, \"communication_data_type\": \"fp32\"", 3, 1000, "", 4000},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg, "{\"train_micro_batch_size_per_gpu\": 1%s, \"zero_optimization\": {\"stage\": %d,"
+                 " \"reduce_bucket_size\": %ld%s}}", C[i].top, C[i].stage, C[i].bucket, C[i].zero);
+        const long want = C[i].want;
+        ZnRunOpts o = opts("mlp:7,13,5,3", NULL, cfg, C[i].world, 0, 1);
+        ZnErr err = {0};
+        ZnDryRun dr;
+        if (zn_dry_run(&o, 0, &dr, &err)) fail_msg("case %zu: %s", i, err.msg);
+        if (dr.init[ZN_DRY_DEVICE].cur[ZN_MEM_BUCKETS] != want)
+            fail_msg("case %zu (%s): buckets %ld, want %ld", i, cfg, dr.init[ZN_DRY_DEVICE].cur[ZN_MEM_BUCKETS], want);
+        zn_run_opts_free(&o);
+    }
+}
+
+ZT_MAIN(cmocka_unit_test(test_meta_device), cmocka_unit_test(test_ipg_buffers), cmocka_unit_test(test_meta_comm_counts),
         cmocka_unit_test(test_dry_equals_sim_init), cmocka_unit_test(test_dry_equals_sim_nvme),
         cmocka_unit_test(test_dry_equals_sim_step),
         cmocka_unit_test(test_scale), cmocka_unit_test(test_estimator_zero2), cmocka_unit_test(test_estimator_zero3),

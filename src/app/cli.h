@@ -86,6 +86,8 @@ void zn_stepper_usage(FILE *f);
 /* zinc stepper --peer deepspeed (cli_peer.c, Z-DSP-010) and its usage lines */
 int zn_cmd_stepper_peer(int argc, char **argv);
 void zn_stepper_peer_usage(FILE *f);
+int zn_cmd_compare_peer(int argc, char **argv);
+void zn_compare_peer_usage(FILE *f);
 /* Resolves flags into run options (reads the config file). */
 int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *o, ZnErr *err);
 

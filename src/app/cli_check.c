@@ -17,6 +17,7 @@ void zn_compare_usage(FILE *f) {
     fprintf(f, "usage: zinc compare --stage K [--rtol R] [--atol A] [--offload none|cpu|nvme] [zinc train's flags]\n"
                "  trains stage K and a stage-0 baseline on the same batches in lockstep and compares the loss,\n"
                "  gradients and parameters every step (DeepSpeed's compare_loss): TEST PASSED / TEST FAILED\n");
+    zn_compare_peer_usage(f);
 }
 
 void zn_stepper_usage(FILE *f) {
@@ -74,6 +75,8 @@ static int beyond(double base, double test, double rtol, double atol) {
 }
 
 int zn_cmd_compare(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)   /* DeepSpeed itself as the baseline (cli_peer.c) */
+        if (!strcmp(argv[i], "--peer")) return zn_cmd_compare_peer(argc, argv);
     ZnTrainFlags f;
     zn_train_flags_init(&f);
     ZnErr err = {0};

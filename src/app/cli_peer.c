@@ -1,5 +1,6 @@
-/* cli_peer.c: `zinc stepper --peer deepspeed` (spec Z-DSP-010): DeepSpeed
- * itself as the base engine of ModelStepper. A DeepSpeed user holds zinc to
+/* cli_peer.c: `zinc stepper --peer deepspeed` (spec Z-DSP-010) and `zinc
+ * compare --peer deepspeed` (Z-DSP-012): DeepSpeed itself as the base engine
+ * of ModelStepper, or compare's baseline. A DeepSpeed user holds zinc to
  * their own ds_config: zinc exports its step-0 weights (Hugging Face
  * format), DeepSpeed trains them under torchrun on its CPU accelerator from
  * the same config file on the same windows (tests/peer_ds_worker.py, which
@@ -30,7 +31,9 @@ extern char **environ;
 typedef struct {
     const char *python, *worker;
     long status_every, test_every;
-    double param_tol, loss_tol;
+    double param_tol, loss_tol;   /* stepper's bounds */
+    double rtol, atol;            /* compare's */
+    int record_grads;             /* DeepSpeed records every step's gradients too (compare) */
 } PeerOpts;
 
 /* Runs argv with stdout and stderr into log (appended); returns the exit
@@ -94,7 +97,7 @@ static int find_worker(char *out, size_t n, const char *dir) {
 }
 
 /* The job file peer_ds_worker.py reads. */
-static int write_job(const char *path, const ZnTrainFlags *f, const ZnRunOpts *o, const char *tmp, ZnErr *err) {
+static int write_job(const char *path, const PeerOpts *p, const ZnTrainFlags *f, const ZnRunOpts *o, const char *tmp, ZnErr *err) {
     cJSON *jobs = cJSON_CreateArray(), *j = cJSON_CreateObject();
     char buf[PATH_MAX + 64];
     cJSON_AddItemToArray(jobs, j);
@@ -110,6 +113,7 @@ static int write_job(const char *path, const ZnTrainFlags *f, const ZnRunOpts *o
     snprintf(buf, sizeof buf, "%s/ds", tmp);
     cJSON_AddStringToObject(j, "out", buf);
     cJSON_AddBoolToObject(j, "record", 1);
+    cJSON_AddBoolToObject(j, "record_grads", p->record_grads);
     char *text = cJSON_Print(jobs);
     cJSON_Delete(jobs);
     if (!text) return zn_nomem(err);
@@ -138,7 +142,7 @@ static int run_deepspeed(const PeerOpts *p, const ZnTrainFlags *f, const ZnRunOp
         return zn_err(err, ZN_E_IO, "exporting zinc's step-0 weights failed: %s", why);
     }
     snprintf(jobs, sizeof jobs, "%s/jobs.json", tmp);
-    int rc = write_job(jobs, f, o, tmp, err);
+    int rc = write_job(jobs, p, f, o, tmp, err);
     if (rc) return rc;
     snprintf(torchrun, sizeof torchrun, "%s", p->python);
     char *s = strrchr(torchrun, '/');
@@ -185,33 +189,169 @@ void zn_stepper_peer_usage(FILE *f) {
                "  and zinc (the test) on the same weights and windows\n");
 }
 
-int zn_cmd_stepper_peer(int argc, char **argv) {
+void zn_compare_peer_usage(FILE *f) {
+    fprintf(f, "       zinc compare --peer deepspeed --config DS.json --model gpt2...|gpt2-tiny --data text:FILE\n"
+               "                    [--seq-len T] [--steps N] [--world-size N] [--python PY] [--rtol R] [--atol A]\n"
+               "  trains DeepSpeed (the baseline, on its CPU accelerator under torchrun) and zinc from the same\n"
+               "  config file and compares the loss, gradients and fp32 masters every step\n");
+}
+
+/* DeepSpeed's tensor K/NAME (or K/grad/NAME) of n floats into *w. */
+static int ds_tensor(ZnStFile *st, const char *rec, const char *name, long n, float **w, ZnErr *err) {
+    const ZnStTensor *t = zn_st_find(st, name);
+    if (!t || (long)t->numel != n || t->dtype != ZN_F32)
+        return zn_err(err, ZN_E_CORRUPT, "%s: no fp32 tensor '%s' of %ld elements", rec, name, n);
+    float *nw = realloc(*w, (size_t)n * sizeof **w);
+    if (!nw) return zn_nomem(err);
+    *w = nw;
+    return zn_st_read(st, t, *w, (size_t)n * sizeof **w, err);
+}
+
+/* Seed 004's report: STATUS / DIVERGED lines, TEST PASSED / FAILED.
+ * Returns 1 when a bound was crossed, 0 when none, -1 on a read error. */
+static int stepper_report(const PeerOpts *p, const ZnRunOpts *o, const ZnRunResult *rz, const double *dl, long batches,
+                          ZnStFile *st, const char *rec, ZnErr *err) {
+    float *w = NULL;
+    int failed = 0;
+    for (long b = 0; b < batches; b++) {
+        const double la = fabs(rz->loss[b] - dl[b]), lr = dl[b] != 0 ? la / fabs(dl[b]) : 0;
+        if (b % p->test_every == 0) {
+            long off = 0;
+            for (int q = 0; q < o->model.nparams; q++) {
+                const ZnParamSpec *ps = &o->model.params[q];
+                char name[320];
+                snprintf(name, sizeof name, "%ld/%s", b, ps->name);
+                if (ds_tensor(st, rec, name, ps->numel, &w, err)) { free(w); return -1; }
+                const float *z = rz->rec_params + b * rz->numel + off;
+                double a = 0, m = 0;
+                for (long j = 0; j < ps->numel; j++) {
+                    double d = fabs((double)z[j] - w[j]);
+                    if (!(d <= a)) a = d;
+                    if (fabs(w[j]) > m) m = fabs(w[j]);
+                }
+                if (!(a <= p->param_tol)) {
+                    printf("DIVERGED PARAMETER rank=0 batch=%ld param_idx=%d name=%s abs_diff=%.5e rel_diff=%.5e tol=%.5e\n",
+                           b, q, ps->name, a, m > 0 ? a / m : 0, p->param_tol);
+                    failed = 1;
+                }
+                off += ps->numel;
+            }
+            if (!(la <= p->loss_tol)) {
+                printf("DIVERGED LOSS batch=%ld base_loss=%.6g test_loss=%.6g abs_diff=%.5e rel_diff=%.5e tol=%.5e\n",
+                       b, dl[b], rz->loss[b], la, lr, p->loss_tol);
+                failed = 1;
+            }
+        }
+        if (failed || b % p->status_every == 0 || b == batches - 1)
+            printf("STATUS batch=%ld / %ld base_loss=%.6g test_loss=%.6g abs_diff=%.5e rel_diff=%.5e\n", b, batches,
+                   dl[b], rz->loss[b], la, lr);
+        if (failed) break;
+    }
+    printf(failed ? "TEST FAILED\n" : "TEST PASSED\n");
+    free(w);
+    return failed;
+}
+
+typedef struct { double abs, rel; } PeerDiff;
+typedef struct {
+    long step, elem;
+    const char *what, *name;
+    double base, test;
+} PeerDivergence;
+
+/* |test - base| > atol + rtol * |base| (NaN counts as beyond) */
+static int peer_beyond(double base, double test, double rtol, double atol) {
+    return !(fabs(test - base) <= atol + rtol * fabs(base));
+}
+
+static void peer_diff(PeerDiff *d, double base, double test) {
+    const double a = fabs(test - base), r = base != 0 ? a / fabs(base) : (a > 0 ? INFINITY : 0);
+    if (!(a <= d->abs)) d->abs = a;
+    if (!(r <= d->rel)) d->rel = r;
+}
+
+/* zinc compare's report (Z-REP-001's format), DeepSpeed the baseline: a line
+ * per step with the largest differences of loss, gradient and fp32 master,
+ * then TEST PASSED or TEST FAILED naming the first value beyond the bound. */
+static int compare_report(const PeerOpts *p, const ZnRunOpts *o, const ZnRunResult *rz, const double *dl, long steps,
+                          ZnStFile *st, const char *rec, ZnErr *err) {
+    float *w = NULL;
+    PeerDivergence dv = {0, -1, NULL, NULL, 0, 0};
+    for (long t = 0; t < steps; t++) {
+        PeerDiff dls = {0, 0}, dg = {0, 0}, dp = {0, 0};
+        peer_diff(&dls, dl[t], rz->loss[t]);
+        if (!dv.what && peer_beyond(dl[t], rz->loss[t], p->rtol, p->atol))
+            dv = (PeerDivergence){t + 1, -1, "loss", NULL, dl[t], rz->loss[t]};
+        for (int pass = 0; pass < 2; pass++) {   /* gradients, then masters */
+            const float *zt = (pass ? rz->rec_params : rz->rec_grads) + t * rz->numel;
+            long off = 0;
+            for (int q = 0; q < o->model.nparams; q++) {
+                const ZnParamSpec *ps = &o->model.params[q];
+                char name[320];
+                snprintf(name, sizeof name, pass ? "%ld/%s" : "%ld/grad/%s", t, ps->name);
+                if (ds_tensor(st, rec, name, ps->numel, &w, err)) { free(w); return -1; }
+                for (long j = 0; j < ps->numel; j++) {
+                    peer_diff(pass ? &dp : &dg, w[j], zt[off + j]);
+                    if (!dv.what && peer_beyond(w[j], zt[off + j], p->rtol, p->atol))
+                        dv = (PeerDivergence){t + 1, j, pass ? "parameter" : "gradient", ps->name, w[j], zt[off + j]};
+                }
+                off += ps->numel;
+            }
+        }
+        printf("step=%ld loss=%.6f/%.6f | max abs diff: loss %.3e grad %.3e param %.3e | "
+               "max rel diff: loss %.3e grad %.3e param %.3e\n",
+               t + 1, dl[t], rz->loss[t], dls.abs, dg.abs, dp.abs, dls.rel, dg.rel, dp.rel);
+    }
+    free(w);
+    if (!dv.what) {
+        printf("TEST PASSED\n");
+        return 0;
+    }
+    if (!dv.name)
+        printf("TEST FAILED: step %ld, loss: DeepSpeed %.9g, zinc %.9g (|diff| %.3e > atol %g + rtol %g * |DeepSpeed|)\n",
+               dv.step, dv.base, dv.test, fabs(dv.test - dv.base), p->atol, p->rtol);
+    else
+        printf("TEST FAILED: step %ld, %s '%s' element %ld: DeepSpeed %.9g, zinc %.9g "
+               "(|diff| %.3e > atol %g + rtol %g * |DeepSpeed|)\n",
+               dv.step, dv.what, dv.name, dv.elem, dv.base, dv.test, fabs(dv.test - dv.base), p->atol, p->rtol);
+    return 1;
+}
+
+/* zinc stepper --peer (compare 0) and zinc compare --peer (compare 1): the
+ * same runs, seed 004's report or compare's. */
+static int peer_main(int argc, char **argv, int compare) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
-    PeerOpts p = {NULL, NULL, 5, 1, 1e-4, 1e-4};
-    long batches = 20;
+    PeerOpts p = {NULL, NULL, 5, 1, 1e-4, 1e-4, 0, 1e-4};
+    long batches = compare ? 10 : 20;
     const char *peer = NULL;
+    const char *cmd = compare ? "zinc compare --peer" : "zinc stepper --peer";
     ZnErr err = {0};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int r = zn_train_flag(&f, argc, argv, &i, &err);
         if (r < 0) goto usage;
         if (r > 0) continue;
-        if (i + 1 >= argc) { zn_err(&err, ZN_E_USAGE, "%s needs a value (or is unknown to 'zinc stepper --peer')", a); goto usage; }
+        if (i + 1 >= argc) { zn_err(&err, ZN_E_USAGE, "%s needs a value (or is unknown to '%s')", a, cmd); goto usage; }
         const char *v = argv[++i];
         char *end;
         errno = 0;
+        const int tol = compare ? !strcmp(a, "--rtol") || !strcmp(a, "--atol")
+                                : !strcmp(a, "--param-tol") || !strcmp(a, "--loss-tol");
         if (!strcmp(a, "--peer")) peer = v;
         else if (!strcmp(a, "--python")) p.python = v;
-        else if (!strcmp(a, "--param-tol") || !strcmp(a, "--loss-tol")) {
+        else if (tol) {
             double d = strtod(v, &end);
             if (errno || *end || end == v || !(d >= 0) || isinf(d)) { zn_err(&err, ZN_E_USAGE, "%s: expected a number >= 0, got '%s'", a, v); goto usage; }
-            if (a[2] == 'p') p.param_tol = d; else p.loss_tol = d;
-        } else if (!strcmp(a, "--batches") || !strcmp(a, "--test-every") || !strcmp(a, "--status-every")) {
+            if (!strcmp(a, "--param-tol")) p.param_tol = d;
+            else if (!strcmp(a, "--loss-tol")) p.loss_tol = d;
+            else if (!strcmp(a, "--rtol")) p.rtol = d;
+            else p.atol = d;
+        } else if (!compare && (!strcmp(a, "--batches") || !strcmp(a, "--test-every") || !strcmp(a, "--status-every"))) {
             long x = strtol(v, &end, 10);
             if (errno || *end || end == v || x < 1 || x > 1000000) { zn_err(&err, ZN_E_USAGE, "%s: expected a positive integer, got '%s'", a, v); goto usage; }
             if (a[2] == 'b') batches = x; else if (a[2] == 't') p.test_every = x; else p.status_every = x;
-        } else { zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for 'zinc stepper --peer'", a); goto usage; }
+        } else { zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for '%s'", a, cmd); goto usage; }
     }
     if (!peer || strcmp(peer, "deepspeed")) { zn_err(&err, ZN_E_USAGE, "--peer: the one peer is deepspeed, got '%s'", peer ? peer : ""); goto usage; }
     if (!f.config_path) { zn_err(&err, ZN_E_USAGE, "--peer deepspeed needs --config DS.json: the file both engines read"); goto usage; }
@@ -228,20 +368,27 @@ int zn_cmd_stepper_peer(int argc, char **argv) {
     if (access(p.python, X_OK)) { zn_err(&err, ZN_E_USAGE, "--python: %s is not an executable python (make test-deepspeed makes build/peer-venv)", p.python); goto usage; }
     if (!find_worker(worker, sizeof worker, dir)) { zn_err(&err, ZN_E_USAGE, "peer_ds_worker.py not found next to zinc (set ZINC_PEER_WORKER)"); goto usage; }
     p.worker = worker;
+    p.record_grads = compare;
 
     char tmp[PATH_MAX];
     const char *td = getenv("TMPDIR");
     snprintf(tmp, sizeof tmp, "%s/zinc-peer-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(tmp)) { fprintf(stderr, "zinc: error: cannot make a folder in %s: %s\n", td ? td : "/tmp", strerror(errno)); return 1; }
-    printf("--- Model Stepper Configuration ---\n");
-    printf("base=deepspeed (%s, torchrun, %d processes, CPU accelerator)\ntest=zinc (simulator, world size %d)\n",
-           p.python, o.world.size, o.world.size);
-    printf("config=%s\nbatches=%ld\ntest_every=%ld\nstatus_every=%ld\n", f.config_path, batches, p.test_every, p.status_every);
-    printf("track_params=True\nparam_tol=%e\ntrack_loss=True\nloss_tol=%e\ntrack_grads=False\n\n", p.param_tol, p.loss_tol);
+    if (compare) {
+        printf("zinc compare: zinc (simulator) against DeepSpeed (%s, torchrun, %d processes, CPU accelerator), "
+               "config %s, stage %d, %s, world size %d, %ld steps, rtol %g, atol %g\n",
+               p.python, o.world.size, f.config_path, o.cfg.zero.stage, zn_dtype_name(o.cfg.model_dtype), o.world.size,
+               batches, p.rtol, p.atol);
+    } else {
+        printf("--- Model Stepper Configuration ---\n");
+        printf("base=deepspeed (%s, torchrun, %d processes, CPU accelerator)\ntest=zinc (simulator, world size %d)\n",
+               p.python, o.world.size, o.world.size);
+        printf("config=%s\nbatches=%ld\ntest_every=%ld\nstatus_every=%ld\n", f.config_path, batches, p.test_every, p.status_every);
+        printf("track_params=True\nparam_tol=%e\ntrack_loss=True\nloss_tol=%e\ntrack_grads=False\n\n", p.param_tol, p.loss_tol);
+    }
     fflush(stdout);
     int rc = 1, failed = 0;
     double *dl = calloc((size_t)batches, sizeof *dl);
-    float *w = NULL;
     ZnStFile *st = NULL;
     ZnRunResult rz;
     memset(&rz, 0, sizeof rz);
@@ -254,49 +401,12 @@ int zn_cmd_stepper_peer(int argc, char **argv) {
     char rec[PATH_MAX + 32];
     snprintf(rec, sizeof rec, "%s/ds/record.safetensors", tmp);
     if (zn_st_open(&st, rec, &err)) goto fail;
-    for (long b = 0; b < batches; b++) {
-        const double la = fabs(rz.loss[b] - dl[b]), lr = dl[b] != 0 ? la / fabs(dl[b]) : 0;
-        if (b % p.test_every == 0) {
-            long off = 0;
-            for (int q = 0; q < o.model.nparams; q++) {
-                const ZnParamSpec *ps = &o.model.params[q];
-                char name[320];
-                snprintf(name, sizeof name, "%ld/%s", b, ps->name);
-                const ZnStTensor *t = zn_st_find(st, name);
-                if (!t || (long)t->numel != ps->numel || t->dtype != ZN_F32) {
-                    zn_err(&err, ZN_E_CORRUPT, "%s: no fp32 tensor '%s' of %ld elements", rec, name, ps->numel);
-                    goto fail;
-                }
-                float *nw = realloc(w, (size_t)ps->numel * sizeof *w);
-                if (!nw) { zn_nomem(&err); goto fail; }
-                w = nw;
-                if (zn_st_read(st, t, w, (size_t)ps->numel * sizeof *w, &err)) goto fail;
-                const float *z = rz.rec_params + b * rz.numel + off;
-                double a = 0, m = 0;
-                for (long j = 0; j < ps->numel; j++) {
-                    double d = fabs((double)z[j] - w[j]);
-                    if (!(d <= a)) a = d;
-                    if (fabs(w[j]) > m) m = fabs(w[j]);
-                }
-                if (!(a <= p.param_tol)) {
-                    printf("DIVERGED PARAMETER rank=0 batch=%ld param_idx=%d name=%s abs_diff=%.5e rel_diff=%.5e tol=%.5e\n",
-                           b, q, ps->name, a, m > 0 ? a / m : 0, p.param_tol);
-                    failed = 1;
-                }
-                off += ps->numel;
-            }
-            if (!(la <= p.loss_tol)) {
-                printf("DIVERGED LOSS batch=%ld base_loss=%.6g test_loss=%.6g abs_diff=%.5e rel_diff=%.5e tol=%.5e\n",
-                       b, dl[b], rz.loss[b], la, lr, p.loss_tol);
-                failed = 1;
-            }
-        }
-        if (failed || b % p.status_every == 0 || b == batches - 1)
-            printf("STATUS batch=%ld / %ld base_loss=%.6g test_loss=%.6g abs_diff=%.5e rel_diff=%.5e\n", b, batches,
-                   dl[b], rz.loss[b], la, lr);
-        if (failed) break;
+    failed = compare ? compare_report(&p, &o, &rz, dl, batches, st, rec, &err)
+                     : stepper_report(&p, &o, &rz, dl, batches, st, rec, &err);
+    if (failed < 0) {
+        failed = 0;
+        goto fail;
     }
-    printf(failed ? "TEST FAILED\n" : "TEST PASSED\n");
     rc = failed;
     goto done;
 fail:
@@ -306,7 +416,6 @@ fail:
     rc = err.code == ZN_E_USAGE ? 2 : 1;
 done:
     zn_st_close(st);
-    free(w);
     free(dl);
     zn_run_result_free(&rz);
     /* kept where something failed before the comparison, or when asked */
@@ -316,3 +425,6 @@ usage:   /* one line, as every usage error (Z-FUZZ-010); --help shows the usage 
     zn_err_print(stderr, "", &err);
     return 2;
 }
+
+int zn_cmd_stepper_peer(int argc, char **argv) { return peer_main(argc, argv, 0); }
+int zn_cmd_compare_peer(int argc, char **argv) { return peer_main(argc, argv, 1); }

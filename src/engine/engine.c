@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "core/alloc.h"
 #include "core/hash.h"
+#include "core/ipg.h"
 #include "engine/fetch.h"
 #include "engine/zeropp.h"
 #include "engine/mics.h"
@@ -1079,6 +1080,18 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     int needs_bucket = E->P.reduce_per_micro || (!E->P.boundary_all_reduce && cfg->zero.round_robin_gradients);
     if (needs_bucket && !(E->bucket_buf = talloc(E, bucket_need, ZN_MEM_BUCKETS, err))) goto fail;
     E->bucket_cap = bucket_need;
+    /* DeepSpeed holds its IPG buffers whatever the buckets hold (Z-MEM-011):
+       the device is charged their bytes, the bucket buffer standing inside
+       them; a bucket larger than they are (one oversized parameter) keeps
+       its own size */
+    {
+        const long ipg = zn_ds_ipg_bytes(cfg, &E->P);
+        const long own = E->bucket_buf ? bucket_need * (long)zn_dtype_size(E->dt) : 0;
+        if (ipg > own) {
+            if (zn_mem_charge(dev, (size_t)(ipg - own), ZN_MEM_BUCKETS, err)) goto fail;
+            E->ipg_extra = ipg - own;
+        }
+    }
 
     /* the optimizer partition; with offload the master, the moments and
        (stages 2/3) the gradient partition live off the device (offload.c) */
@@ -1180,6 +1193,7 @@ void zn_engine_free(ZnEngine *E) {
         if (E->pdev) zn_dev_free(E->pdev, E->param_part);
         zn_dev_free(E->dev, E->pstage);
         zn_dev_free(E->dev, E->bucket_buf);
+        if (E->ipg_extra) zn_mem_uncharge(E->dev, (size_t)E->ipg_extra, ZN_MEM_BUCKETS);
         zn_dev_free(E->dev, E->grad_scratch);
         zn_dev_free(E->dev, E->comm16);
         zn_dev_free(E->dev, E->scratch);

@@ -144,6 +144,7 @@ typedef struct ZnEngine {
 
     float *bucket_buf;      /* reduce bucket (stages 2/3, stage 1 with round robin) */
     long bucket_cap;
+    long ipg_extra;         /* bytes of DeepSpeed's IPG buffers charged beyond bucket_buf (Z-MEM-011) */
     int next_bucket, next_entry;   /* where the next gradient hook writes */
     float *grad_scratch;    /* per-layer dW|db from backward */
     /* tied weights (Z-ENG-016): a param used by several layers collects its
