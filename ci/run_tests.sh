@@ -67,6 +67,7 @@ part build sh tests/build_test.sh "$B"
 part progress sh tests/progress_test.sh
 part clihelp sh tests/cli_help_test.sh
 part readme sh tests/readme_test.sh
+part readmefigures sh tests/readme_figures_test.sh
 part launchgroup sh tests/launch_group_test.sh
 # the rehearsal checks shell scripts driving ordinary simulator runs, which
 # the other parts already hold to the sanitizers and gcov: make sanitize and
