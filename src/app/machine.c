@@ -305,15 +305,8 @@ typedef struct {
     ZnErr *err;
 } Ctx;
 
-static int fail(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(Ctx *x, const char *fmt, ...) {
-    char msg[sizeof x->err->msg];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return zn_err(x->err, ZN_E_USAGE, "%s: %s", x->src, msg);
-}
+/* "SRC: what", a usage error at the caller's line */
+#define fail(x, ...) zn_err_src((x)->err, ZN_E_USAGE, (x)->src, __VA_ARGS__)
 
 /* A value as a message shows it: a number as the file wrote it. */
 static void render(Ctx *x, const cJSON *v, char *buf, size_t n) {
@@ -340,36 +333,6 @@ static int expected(Ctx *x, const char *path, const char *want, const cJSON *v) 
     render(x, v, got, sizeof got);
     return fail(x, "%s: expected %s, got %s", path, want, got);
 }
-
-/* Reads the file whole; a file over the cap is bad content, not an I/O error. */
-static int read_text(const char *path, char **text, size_t *len, ZnErr *err) {
-    int fd;
-    uint64_t size;
-    *text = NULL;
-    int rc = zn_open_read(path, &fd, &size, err);
-    if (rc) return rc;
-    if (size > MAX_MACHINE_BYTES) {
-        close(fd);
-        return zn_err(err, ZN_E_USAGE, "%s: file is %llu bytes, more than the 1 MiB a machine file may be", path,
-                      (unsigned long long)size);
-    }
-    char *b = zn_malloc(ZN_HOST_CORE, (size_t)size + 1);
-    if (!b) {
-        close(fd);
-        return zn_nomem(err);
-    }
-    rc = zn_pread_full(fd, b, (size_t)size, 0, path, err);
-    close(fd);
-    if (rc) {
-        free(b);
-        return rc;
-    }
-    b[size] = 0;
-    *text = b;
-    *len = (size_t)size;
-    return ZN_OK;
-}
-
 
 static int syntax_error(Ctx *x, size_t at, const char *why) {
     long line = 1;
@@ -539,7 +502,8 @@ static int read_machine(Ctx *x, ZnMachine *m) {
 static int load_file(const char *path, ZnMachine *m, ZnErr *err) {
     char *text = NULL;
     size_t len = 0;
-    int rc = read_text(path, &text, &len, err);
+    int rc = zn_read_file(path, MAX_MACHINE_BYTES, &text, &len, err);
+    if (rc == ZN_E_CORRUPT) rc = err->code = ZN_E_USAGE;   /* over the cap: the user's file, not a broken one (Z-MACH-005) */
     if (rc == ZN_E_IO) {
         /* a mistyped preset name lands here too: say what the presets are */
         char msg[sizeof err->msg];

@@ -129,15 +129,8 @@ typedef struct {
     int lax;                    /* reading a section DeepSpeed validates with pydantic (Z-CFG-051) */
 } Ctx;
 
-static int fail(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(Ctx *x, const char *fmt, ...) {
-    char msg[sizeof x->err->msg];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return zn_err(x->err, ZN_E_USAGE, "%s: %s", x->src, msg);
-}
+/* "SRC: what", a usage error at the caller's line */
+#define fail(x, ...) zn_err_src((x)->err, ZN_E_USAGE, (x)->src, __VA_ARGS__)
 
 static void warn(Ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(Ctx *x, const char *fmt, ...) {

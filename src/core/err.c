@@ -9,17 +9,33 @@ static int verbose;
 
 void zn_err_set_verbose(int on) { verbose = on; }
 
+/* e's message from fmt, after "SRC: " where src is given */
+static void vset(ZnErr *e, const char *file, int line, int code, const char *src, const char *fmt, va_list ap) {
+    int k = src ? snprintf(e->msg, sizeof e->msg, "%s: ", src) : 0;
+    if (k < 0 || (size_t)k >= sizeof e->msg) k = 0;
+    vsnprintf(e->msg + k, sizeof e->msg - (size_t)k, fmt, ap);
+    zn_msg_escape(e->msg, sizeof e->msg);
+    e->code = code;
+    e->file = file;
+    e->line = line;
+}
+
 int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, ...) {
     if (e) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vset(e, file, line, code, NULL, fmt, ap);
         va_end(ap);
-        zn_msg_escape(e->msg, sizeof e->msg);
-        e->code = code;
-        e->file = file;
-        e->line = line;
     }
+    return code;
+}
+
+int zn_err_in(const char *file, int line, ZnErr *e, int code, const char *src, const char *fmt, ...) {
+    if (!e) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(e, file, line, code, src, fmt, ap);
+    va_end(ap);
     return code;
 }
 

@@ -31,6 +31,11 @@ typedef struct ZnErr {
 #define zn_err(e, code, ...) zn_err_at(__FILE__, __LINE__, (e), (code), __VA_ARGS__)
 int zn_err_at(const char *file, int line, ZnErr *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* zn_err with the message after "SRC: " (the file a reader was reading):
+ * readers of user files define `fail(x, ...)` over it. */
+#define zn_err_src(e, code, src, ...) zn_err_in(__FILE__, __LINE__, (e), (code), (src), __VA_ARGS__)
+int zn_err_in(const char *file, int line, ZnErr *e, int code, const char *src, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* The one message of a failed host allocation, and its error (ZN_E_NOMEM,
  * at the caller's file and line). When this thread's last allocation
  * through core/alloc.h failed and no error has named it yet, the message
