@@ -5,15 +5,9 @@
 #include "engine/data_text.h"
 #include <unistd.h>
 
-static char dir[64];
-
 static const char *file_with(const char *name, const void *bytes, size_t n) {
-    static char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    if (n) assert_int_equal(fwrite(bytes, 1, n, f), n);
-    fclose(f);
+    const char *path = zt_path(name);
+    zt_write_bytes(path, bytes, n);
     return path;
 }
 
@@ -82,7 +76,7 @@ static void test_bad_files(void **st) {
     static unsigned char b[ZN_TOKENS_HEADER + 64];
     const uint16_t tok[4] = {1, 2, 3, 4};
     char missing[128];
-    snprintf(missing, sizeof missing, "%s/none.bin", dir);
+    snprintf(missing, sizeof missing, "%s/none.bin", zt_tmpdir());
     expect_error(spec_of("tokens", missing), ZN_E_IO, "none.bin");
     expect_error(spec_of("text", file_with("empty.txt", "", 0)), ZN_E_USAGE, "no tokens");
     expect_error(spec_of("tokens", file_with("short.bin", "abc", 3)), ZN_E_CORRUPT, "3 bytes, a token file starts");
@@ -152,18 +146,6 @@ static void test_windows(void **st) {
     zn_tokens_free(&t);
 }
 
-static int setup(void **st) {
-    (void)st;
-    snprintf(dir, sizeof dir, "/tmp/zn-data-text-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
-}
-static int teardown(void **st) {
-    (void)st;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) ? -1 : 0;
-}
-
 int main(void) {
     zt_filter_from_env();
     const struct CMUnitTest tests[] = {
@@ -172,5 +154,5 @@ int main(void) {
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_windows),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
 }

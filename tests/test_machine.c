@@ -10,45 +10,10 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char tmpdir[64];
-
-static int group_setup(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zn_test_machine_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    /* tmpdir is our own mkdtemp name: no quoting issues */
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* a path inside the test's temporary directory (one static buffer per call
-   site would do; 4 rotating ones let a test hold two at once) */
-static const char *tpath(const char *name) {
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
-static void write_bytes(const char *path, const char *text, size_t n) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(text, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
-}
-
-static void write_text(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
-
 /* text written to a file and loaded; fails the test if it does not load */
 static ZnMachine load_text(const char *text) {
-    const char *path = tpath("m.json");
-    write_text(path, text);
+    const char *path = zt_path("m.json");
+    zt_write_text(path, text);
     ZnMachine m;
     ZnErr err = {0};
     if (zn_machine_load(path, &m, &err)) fail_msg("load: %s", err.msg);
@@ -78,7 +43,7 @@ static void assert_same_machine(const ZnMachine *a, const ZnMachine *b) {
 
 /* m written to a file and loaded back */
 static ZnMachine round_trip(const ZnMachine *m) {
-    const char *path = tpath("rt.json");
+    const char *path = zt_path("rt.json");
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     ZnErr err = {0};
@@ -244,11 +209,11 @@ static void test_name_or_path(void **state) {
     assert_int_equal(zn_machine_load("dgx-h100", &m, &err), 0);
     assert_string_equal(m.name, "dgx-h100");
     /* a file with a preset's name is reached by a path */
-    write_text(tpath("dgx-a100"), "{\"preset\": \"dgx-h100\", \"name\": \"from-file\"}");
-    assert_int_equal(zn_machine_load(tpath("dgx-a100"), &m, &err), 0);
+    zt_write_text(zt_path("dgx-a100"), "{\"preset\": \"dgx-h100\", \"name\": \"from-file\"}");
+    assert_int_equal(zn_machine_load(zt_path("dgx-a100"), &m, &err), 0);
     assert_string_equal(m.name, "from-file");
     /* a missing file: ZN_E_IO, naming the file, errno's words and the presets */
-    const char *path = tpath("absent.json");
+    const char *path = zt_path("absent.json");
     assert_int_equal(zn_machine_load(path, &m, &err), ZN_E_IO);
     assert_str_contains(err.msg, path);
     assert_str_contains(err.msg, "No such file");
@@ -257,7 +222,7 @@ static void test_name_or_path(void **state) {
     assert_str_contains(err.msg, "dgx-h1000");
     assert_str_contains(err.msg, "not a machine preset either");
     /* a directory is no file */
-    assert_int_equal(zn_machine_load(tmpdir, &m, &err), ZN_E_IO);
+    assert_int_equal(zn_machine_load(zt_tmpdir(), &m, &err), ZN_E_IO);
     assert_str_contains(err.msg, "not a regular file");
 }
 
@@ -271,12 +236,12 @@ static void test_size_cap(void **state) {
     const char *body = "{\"preset\": \"dgx-h100\"}";
     memset(big, ' ', cap + 1);
     memcpy(big, body, strlen(body));
-    const char *path = tpath("big.json");
-    write_bytes(path, big, cap);
+    const char *path = zt_path("big.json");
+    zt_write_bytes(path, big, cap);
     ZnMachine m;
     ZnErr err = {0};
     assert_int_equal(zn_machine_load(path, &m, &err), 0);
-    write_bytes(path, big, cap + 1);
+    zt_write_bytes(path, big, cap + 1);
     assert_int_equal(zn_machine_load(path, &m, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, path);
     assert_str_contains(err.msg, "1048577 bytes");
@@ -479,8 +444,8 @@ static char *full_without(const char *key_and_value) {
 }
 
 static void assert_bad(const char *text, size_t len, const char *part1, const char *part2) {
-    const char *path = tpath("bad.json");
-    write_bytes(path, text, len);
+    const char *path = zt_path("bad.json");
+    zt_write_bytes(path, text, len);
     ZnMachine m, before;
     memset(&m, 0x5a, sizeof m);
     before = m;
@@ -541,8 +506,8 @@ static void test_hostile_bytes(void **state) {
     snprintf(deep + n, sizeof deep - (size_t)n, "}");
     ZnMachine m;
     ZnErr err = {0};
-    write_text(tpath("deep.json"), deep);
-    assert_int_equal(zn_machine_load(tpath("deep.json"), &m, &err), ZN_E_USAGE);   /* cJSON's nesting limit */
+    zt_write_text(zt_path("deep.json"), deep);
+    assert_int_equal(zn_machine_load(zt_path("deep.json"), &m, &err), ZN_E_USAGE);   /* cJSON's nesting limit */
     assert_str_contains(err.msg, "JSON syntax error at byte");
 }
 
@@ -565,5 +530,5 @@ int main(void) {
         cmocka_unit_test(test_hostile_bytes),
     };
     zt_filter_from_env();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
 }

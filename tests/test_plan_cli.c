@@ -8,21 +8,6 @@
 #include "app/dryrun.h"
 #include "app/plan_report.h"
 
-static char dir[64];
-
-static int setup(void **state) {
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/zn_test_plan_XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);   /* our own mkdtemp name */
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 static int run(int (*cmd)(int, char **), int argc, const char *const *argv, char **out, char **errs) {
     return zt_capture(cmd, argc, argv, out, errs);
 }
@@ -150,7 +135,7 @@ static void test_json(void **state) {
 static void test_svg(void **state) {
     (void)state;
     char path[128];
-    snprintf(path, sizeof path, "%s/plan.svg", dir);
+    snprintf(path, sizeof path, "%s/plan.svg", zt_tmpdir());
     const char *argv[] = {"--model", "mlp:64,64,64,8", "--world-size", "16", "--stage", "3", "--steps", "1",
                           "--machine", "dgx-h100", "--svg", path};
     char *out, *errs;
@@ -259,5 +244,5 @@ int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_gpt3_on_4096), cmocka_unit_test(test_json),
                                        cmocka_unit_test(test_svg), cmocka_unit_test(test_refusals)};
     zt_filter_from_env();
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
 }

@@ -18,58 +18,9 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char tmpdir[64];
-
-static int group_setup(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zn_test_plan_svg_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    /* tmpdir is our own mkdtemp name: no quoting issues */
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* a path inside the test's temporary directory (one of 4 rotating buffers) */
-static const char *tpath(const char *name) {
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    return zt_slurp(f, NULL);
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static int count_of(const char *hay, const char *needle) {
-    int k = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) k++;
-    return k;
-}
-
-/* Files in tmpdir whose name contains ".tmp": leftovers of an atomic write. */
+/* Files in zt_tmpdir() whose name contains ".tmp": leftovers of an atomic write. */
 static int temporaries(void) {
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(zt_tmpdir());
     assert_non_null(d);
     int k = 0;
     for (struct dirent *e; (e = readdir(d));) k += strstr(e->d_name, ".tmp") != NULL;
@@ -178,19 +129,6 @@ static void assert_no_nonfinite(const char *svg) {
         if (strstr(svg, bad[i])) fail_msg("non-finite number printed: '%s'", bad[i]);
 }
 
-/* Both checks on a document; the python one only when python3 exists. */
-static void assert_well_formed(const char *svg) {
-    const char *why = xml_check(svg);
-    if (why) fail_msg("not well-formed: %s", why);
-    if (!have_python()) return;
-    const char *path = tpath("wf.svg");
-    write_text(path, svg);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])\" %s", path);
-    if (system(cmd) != 0) fail_msg("xml.dom.minidom rejects %s", path);
-}
-
 /* ---- the document ------------------------------------------------------- */
 
 /* spec: Z-PSVG-001 */
@@ -229,7 +167,7 @@ static void test_segments_proportional(void **state) {
     int nonzero = 0;
     for (int i = 0; i < p.nphase; i++)
         for (int c = 0; c < p.ncat; c++) nonzero += p.mem[i][c] > 0;
-    assert_int_equal(count_of(svg, "<rect class=\"seg\""), nonzero);
+    assert_int_equal(zt_count_of(svg, "<rect class=\"seg\""), nonzero);
     assert_null(seg_of(svg, "step", "activations"));
     /* height / bytes is one constant over every segment of every bar */
     const char *ref = seg_of(svg, "forward", "params16");
@@ -294,7 +232,7 @@ static void test_twelve_colours(void **state) {
         for (int d = 0; d < c; d++)
             if (!strcmp(fill[c], fill[d])) fail_msg("categories %d and %d share colour %s", d, c, fill[c]);
     }
-    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 12);
+    assert_int_equal(zt_count_of(svg, "class=\"legend-cat\""), 12);
     free(svg);
 }
 
@@ -304,7 +242,7 @@ static void test_capacity_line(void **state) {
     (void)state;
     ZnPlanSvg p = demo();
     char *svg = svg_of(&p);
-    assert_int_equal(count_of(svg, "<line class=\"capacity\""), 1);
+    assert_int_equal(zt_count_of(svg, "<line class=\"capacity\""), 1);
     assert_str_contains(svg, ">device memory 80.0 GB</text>");
     /* the axis reaches the capacity, the tallest thing here: its top tick
        label is at least 80 */
@@ -319,7 +257,7 @@ static void test_capacity_line(void **state) {
     /* no capacity: no line, no label */
     p.capacity = 0;
     svg = svg_of(&p);
-    assert_int_equal(count_of(svg, "class=\"capacity"), 0);
+    assert_int_equal(zt_count_of(svg, "class=\"capacity"), 0);
     assert_null(strstr(svg, "device memory 0"));
     free(svg);
 }
@@ -331,7 +269,7 @@ static void test_legend_nonzero_only(void **state) {
     p.ncat = 5;
     p.cat[4] = "offload_buf";   /* zero in every phase */
     char *svg = svg_of(&p);
-    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 4);
+    assert_int_equal(zt_count_of(svg, "class=\"legend-cat\""), 4);
     assert_null(strstr(svg, "offload_buf"));
     for (int c = 0; c < 4; c++) {
         char want[64];
@@ -343,7 +281,7 @@ static void test_legend_nonzero_only(void **state) {
     assert_true(p.mem[2][3] == 0);
     p.mem[0][1] = p.mem[1][1] = p.mem[2][1] = 0;   /* grads gone everywhere */
     svg = svg_of(&p);
-    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 3);
+    assert_int_equal(zt_count_of(svg, "class=\"legend-cat\""), 3);
     assert_null(strstr(svg, ">grads<"));
     assert_null(strstr(svg, "data-cat=\"grads\""));
     assert_str_contains(svg, ">activations</text>");
@@ -360,9 +298,9 @@ static void test_all_zero_memory(void **state) {
     char *svg = svg_of(&p);
     assert_well_formed(svg);
     assert_no_nonfinite(svg);
-    assert_int_equal(count_of(svg, "<rect class=\"seg\""), 0);
-    assert_int_equal(count_of(svg, "class=\"legend-cat\""), 0);
-    assert_int_equal(count_of(svg, ">0 GB</text>"), 3);
+    assert_int_equal(zt_count_of(svg, "<rect class=\"seg\""), 0);
+    assert_int_equal(zt_count_of(svg, "class=\"legend-cat\""), 0);
+    assert_int_equal(zt_count_of(svg, ">0 GB</text>"), 3);
     assert_str_contains(svg, ">1</text>");   /* the axis still runs 0..1 GB */
     free(svg);
     /* a step of no time at all: an axis 0..1 s, a total of 0 */
@@ -391,7 +329,7 @@ static void test_timeline_adds_up(void **state) {
     double printed;
     assert_int_equal(sscanf(strchr(tot, '>') + 1, "step %lf s<", &printed), 1);
     /* the spans: one per phase, end to end, their seconds adding up to it */
-    assert_int_equal(count_of(svg, "<rect class=\"span\""), 3);
+    assert_int_equal(zt_count_of(svg, "<rect class=\"span\""), 3);
     double sum = 0, x_end = -1, px_per_s = 0;
     for (int i = 0; i < 3; i++) {
         const char *el = nth(svg, "<rect class=\"span\"", i);
@@ -430,7 +368,7 @@ static void test_timeline_adds_up(void **state) {
     /* phase names under their spans, lane names */
     assert_str_contains(svg, ">compute</text>");
     assert_str_contains(svg, ">communication</text>");
-    assert_int_equal(count_of(svg, ">backward</text>"), 2);   /* under its bar and under its span */
+    assert_int_equal(zt_count_of(svg, ">backward</text>"), 2);   /* under its bar and under its span */
     assert_null(strstr(svg, "no machine given"));
     free(svg);
 }
@@ -446,7 +384,7 @@ static void test_untimed(void **state) {
     assert_null(strstr(svg, "step-total"));
     assert_null(strstr(svg, "class=\"span\""));
     assert_null(strstr(svg, "class=\"compute\""));
-    assert_int_equal(count_of(svg, "<rect class=\"seg\""), 11);   /* the memory panel is all there */
+    assert_int_equal(zt_count_of(svg, "<rect class=\"seg\""), 11);   /* the memory panel is all there */
     free(svg);
 }
 
@@ -573,33 +511,33 @@ static void test_save_atomic(void **state) {
     ZnPlanSvg p = demo();
     ZnErr err = {0};
     char out[256];
-    snprintf(out, sizeof out, "%s", tpath("plan.svg"));
-    write_text(out, "old contents");
+    snprintf(out, sizeof out, "%s", zt_path("plan.svg"));
+    zt_write_text(out, "old contents");
     assert_int_equal(zn_plan_svg_save(out, &p, &err), 0);
     assert_int_equal(temporaries(), 0);
-    char *s = read_text(out), *want = svg_of(&p);
+    char *s = zt_read_text(out), *want = svg_of(&p);
     assert_non_null(s);
     assert_string_equal(s, want);   /* the same bytes zn_plan_svg_write writes */
     assert_well_formed(s);
     free(s);
     free(want);
     /* refused input: the old file as it was, no temporary */
-    write_text(out, "old contents");
+    zt_write_text(out, "old contents");
     p.mem[0][0] = -1;
     assert_int_equal(zn_plan_svg_save(out, &p, &err), ZN_E_USAGE);
-    s = read_text(out);
+    s = zt_read_text(out);
     assert_string_equal(s, "old contents");
     free(s);
     assert_int_equal(temporaries(), 0);
     /* refused input for a new path: no file at all */
-    assert_int_equal(zn_plan_svg_save(tpath("never.svg"), &p, &err), ZN_E_USAGE);
-    assert_false(file_exists(tpath("never.svg")));
+    assert_int_equal(zn_plan_svg_save(zt_path("never.svg"), &p, &err), ZN_E_USAGE);
+    assert_false(zt_file_exists(zt_path("never.svg")));
     p = demo();
     /* a directory that does not exist: an I/O error naming the path, no file */
-    assert_int_equal(zn_plan_svg_save(tpath("no/such/dir.svg"), &p, &err), ZN_E_IO);
+    assert_int_equal(zn_plan_svg_save(zt_path("no/such/dir.svg"), &p, &err), ZN_E_IO);
     assert_str_contains(err.msg, "no/such/dir.svg");
-    assert_false(file_exists(tpath("no/such/dir.svg")));
-    assert_false(file_exists(tpath("no")));
+    assert_false(zt_file_exists(zt_path("no/such/dir.svg")));
+    assert_false(zt_file_exists(zt_path("no")));
     assert_int_equal(temporaries(), 0);
     /* an I/O failure at each operation of the write: the old file stays
        whole and no temporary is left (a failure of the last operation, the
@@ -609,13 +547,13 @@ static void test_save_atomic(void **state) {
     long ops = zn_fault_ops();
     assert_true(ops >= 3);
     for (long op = 1; op <= ops; op++) {
-        write_text(out, "old contents");
+        zt_write_text(out, "old contents");
         zn_fault_set(op, 0, 0);
         int rc = zn_plan_svg_save(out, &p, &err);
         zn_fault_set(0, 0, 0);
         if (rc != ZN_E_IO) fail_msg("fault at op %ld of %ld: rc %d", op, ops, rc);
         assert_int_equal(temporaries(), 0);
-        s = read_text(out);
+        s = zt_read_text(out);
         assert_non_null(s);
         if (strcmp(s, "old contents") && strncmp(s, "<?xml", 5)) fail_msg("fault at op %ld: a torn file", op);
         if (op < ops - 1 && strcmp(s, "old contents")) fail_msg("fault at op %ld: file replaced", op);
@@ -638,5 +576,5 @@ int main(void) {
         cmocka_unit_test(test_save_atomic),
     };
     zt_filter_from_env();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
 }

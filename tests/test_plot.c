@@ -16,59 +16,9 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char tmpdir[64];
-
-static int group_setup(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zn_test_plot_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    /* tmpdir is our own mkdtemp name: no quoting issues */
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* a path inside the test's temporary directory; one of 8 rotating buffers,
-   so hold on to a result only briefly (tpath_keep copies it) */
-static const char *tpath(const char *name) {
-    static char buf[8][256];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
 static char *tpath_keep(char *buf, size_t cap, const char *name) {
-    snprintf(buf, cap, "%s/%s", tmpdir, name);
+    snprintf(buf, cap, "%s/%s", zt_tmpdir(), name);
     return buf;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    return zt_slurp(f, NULL);
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static int count_of(const char *hay, const char *needle) {
-    int k = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) k++;
-    return k;
 }
 
 /* a run owning malloc'd copies, so zn_plot_run_free can free it */
@@ -119,19 +69,6 @@ static void csv_refused_is(const char *text, ZnPlotMetric m, const char *msg) {
     ZnErr err = {0};
     assert_int_equal(parse_text(text, m, &r, &err), ZN_E_CORRUPT);
     assert_string_equal(err.msg, msg);
-}
-
-/* Both checks on a document; the python one only when python3 exists. */
-static void assert_well_formed(const char *svg) {
-    const char *why = xml_check(svg);
-    if (why) fail_msg("not well-formed: %s", why);
-    if (!have_python()) return;
-    const char *path = tpath("wf.svg");
-    write_text(path, svg);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])\" %s", path);
-    if (system(cmd) != 0) fail_msg("xml.dom.minidom rejects %s", path);
 }
 
 /* ---- ticks -------------------------------------------------------------- */
@@ -432,11 +369,11 @@ static void test_csv_errors(void **state) {
     /* a cut-short last line (a run still writing) is reported, not guessed */
     csv_refused_is(HDR "1,2,3,4,5,0,7,8\n2,2.1,0.00", ZN_PLOT_LOSS, "t.csv:3: expected 8 fields, got 3");
     /* files: missing, a directory */
-    assert_int_equal(zn_plot_read_csv(tpath("missing.csv"), ZN_PLOT_LOSS, &r, &err), ZN_E_IO);
+    assert_int_equal(zn_plot_read_csv(zt_path("missing.csv"), ZN_PLOT_LOSS, &r, &err), ZN_E_IO);
     assert_str_contains(err.msg, "missing.csv");
     assert_str_contains(err.msg, "No such file");
-    assert_int_equal(zn_plot_read_csv(tmpdir, ZN_PLOT_LOSS, &r, &err), ZN_E_IO);
-    assert_str_contains(err.msg, tmpdir);
+    assert_int_equal(zn_plot_read_csv(zt_tmpdir(), ZN_PLOT_LOSS, &r, &err), ZN_E_IO);
+    assert_str_contains(err.msg, zt_tmpdir());
 }
 
 /* spec: Z-PLOT-002 */
@@ -452,10 +389,10 @@ static void test_default_names(void **state) {
         free(s);
     }
     /* read_csv names the run after the file */
-    write_text(tpath("base_run.csv"), "step,loss\n1,2\n");
+    zt_write_text(zt_path("base_run.csv"), "step,loss\n1,2\n");
     ZnPlotRun r;
     ZnErr err = {0};
-    assert_int_equal(zn_plot_read_csv(tpath("base_run.csv"), ZN_PLOT_LOSS, &r, &err), 0);
+    assert_int_equal(zn_plot_read_csv(zt_path("base_run.csv"), ZN_PLOT_LOSS, &r, &err), 0);
     assert_string_equal(r.name, "base_run");
     zn_plot_run_free(&r);
 }
@@ -531,8 +468,8 @@ static void test_svg_one_path_per_run(void **state) {
     ZnPlotOpts o = {ZN_PLOT_LOSS, NULL, 0};
     char *svg = svg_of(runs, N, &o);
     assert_well_formed(svg);
-    assert_int_equal(count_of(svg, "<path"), N);
-    assert_int_equal(count_of(svg, "<path class=\"run\""), N);
+    assert_int_equal(zt_count_of(svg, "<path"), N);
+    assert_int_equal(zt_count_of(svg, "<path class=\"run\""), N);
     static const char *tab10[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     const char *prev = svg;
@@ -586,9 +523,9 @@ static void test_svg_gaps(void **state) {
     ZnPlotOpts o = {ZN_PLOT_LOSS, NULL, 0};
     char *svg = svg_of(&r, 1, &o);
     const char *d = path_d(svg, "g");
-    assert_int_equal(count_of(d, "M"), 3);
-    assert_int_equal(count_of(d, "L"), 1 + 2);
-    assert_int_equal(count_of(d, "l0,0"), 1);   /* the lone point is a dot */
+    assert_int_equal(zt_count_of(d, "M"), 3);
+    assert_int_equal(zt_count_of(d, "L"), 1 + 2);
+    assert_int_equal(zt_count_of(d, "l0,0"), 1);   /* the lone point is a dot */
     free(svg);
     /* on a log axis values <= 0 are gaps too */
     double yl[5] = {1, 0, 10, -3, 100};
@@ -596,9 +533,9 @@ static void test_svg_gaps(void **state) {
     ZnPlotOpts ol = {ZN_PLOT_SCALE, NULL, 1};
     svg = svg_of(&rl, 1, &ol);
     d = path_d(svg, "l");
-    assert_int_equal(count_of(d, "M"), 3);
-    assert_int_equal(count_of(d, "L"), 0);
-    assert_int_equal(count_of(d, "l0,0"), 3);
+    assert_int_equal(zt_count_of(d, "M"), 3);
+    assert_int_equal(zt_count_of(d, "L"), 0);
+    assert_int_equal(zt_count_of(d, "l0,0"), 3);
     assert_str_contains(svg, "loss scale (log scale)");
     free(svg);
     /* a run with no drawable point keeps its (empty) path and legend entry */
@@ -606,7 +543,7 @@ static void test_svg_gaps(void **state) {
     ZnPlotRun two[2] = {make_run("ok", 3, x, y), make_run("empty", 2, x, yn)};
     svg = svg_of(two, 2, &o);
     assert_string_equal(path_d(svg, "empty"), "");
-    assert_int_equal(count_of(svg, "<path class=\"run\""), 2);
+    assert_int_equal(zt_count_of(svg, "<path class=\"run\""), 2);
     assert_str_contains(svg, ">empty</text>");
     free(svg);
     zn_plot_run_free(&r);
@@ -706,7 +643,7 @@ static void test_svg_layout(void **state) {
     int na = group_lines(svg, "axes", ax, 32);
     assert_int_equal(na, 2 + ng);
     assert_true(ng >= 8 && ng <= 16);
-    assert_int_equal(count_of(svg, "<g class=\"ticks\""), 1);
+    assert_int_equal(zt_count_of(svg, "<g class=\"ticks\""), 1);
     /* the grid comes before the curves (under them), the legend after */
     assert_true(strstr(svg, "class=\"grid\"") < strstr(svg, "class=\"run\""));
     assert_true(strstr(svg, "class=\"legend\"") > strstr(svg, "data-run=\"a_run"));
@@ -725,7 +662,7 @@ static void test_svg_layout(void **state) {
             if (v <= r) fail_msg("legend element at x=%g inside the plot area (right edge %g)", v, r);
         }
     assert_int_equal(nx, 3 * 3);   /* a line (x1, x2) and a text (x) per run */
-    assert_int_equal(count_of(lg, "<line"), 3);
+    assert_int_equal(zt_count_of(lg, "<line"), 3);
     /* a long name is cut in the legend, whole in data-run */
     assert_str_contains(lg, ">a_run_name_much_longer_t\xE2\x80\xA6</text>");
     assert_str_contains(svg, "data-run=\"a_run_name_much_longer_than_the_legend_allows\"");
@@ -744,9 +681,9 @@ static void test_svg_layout(void **state) {
     }
     svg = svg_of(many, N, &o);
     assert_well_formed(svg);
-    assert_int_equal(count_of(svg, "<path class=\"run\""), N);
+    assert_int_equal(zt_count_of(svg, "<path class=\"run\""), N);
     lg = strstr(svg, "<g class=\"legend\"");
-    int shown = count_of(lg, "<line");
+    int shown = zt_count_of(lg, "<line");
     assert_true(shown > 10 && shown < N);
     char more[64];
     snprintf(more, sizeof more, "\xE2\x80\xA6 and %d more</text>", N - shown);
@@ -790,7 +727,7 @@ static void test_svg_escaping(void **state) {
     assert_str_contains(svg, "data-run=\"tab&#9;here &apos;q&apos; &gt;\xEF\xBF\xBD\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD\"");
     assert_str_contains(svg, "data-run=\"]]&gt;\"");
     assert_str_contains(svg, ">&lt;title&gt; &amp; &quot;quotes&quot; \xE2\x9C\x93</text>");
-    assert_int_equal(count_of(svg, "<path class=\"run\""), 3);
+    assert_int_equal(zt_count_of(svg, "<path class=\"run\""), 3);
     free(svg);
     for (int k = 0; k < 3; k++) zn_plot_run_free(&runs[k]);
 }
@@ -804,10 +741,10 @@ static void test_atomic_write(void **state) {
     ZnErr err = {0};
     char p1[256], p2[256];
     const char *out = tpath_keep(p1, sizeof p1, "atomic.svg"), *tmp = tpath_keep(p2, sizeof p2, "atomic.svg.tmp");
-    write_text(out, "old contents");
+    zt_write_text(out, "old contents");
     assert_int_equal(zn_plot_write(out, runs, 3, &o, &err), 0);
-    assert_false(file_exists(tmp));
-    char *s = read_text(out);
+    assert_false(zt_file_exists(tmp));
+    char *s = zt_read_text(out);
     assert_non_null(s);
     assert_true(!strncmp(s, "<?xml", 5));
     assert_true(strstr(s, "</svg>\n") == s + strlen(s) - 7);
@@ -815,16 +752,16 @@ static void test_atomic_write(void **state) {
     free(s);
     /* a failure after the temporary was opened (nothing to plot) removes it
        and leaves the old file as it was */
-    write_text(out, "old contents");
+    zt_write_text(out, "old contents");
     double x[1] = {1}, y[1] = {NAN};
     ZnPlotRun none = make_run("none", 1, x, y);
     assert_int_equal(zn_plot_write(out, &none, 1, &o, &err), ZN_E_USAGE);
-    assert_false(file_exists(tmp));
-    s = read_text(out);
+    assert_false(zt_file_exists(tmp));
+    s = zt_read_text(out);
     assert_string_equal(s, "old contents");
     free(s);
     /* a directory that does not exist: an I/O error naming the path */
-    assert_int_equal(zn_plot_write(tpath("no/such/dir.svg"), runs, 3, &o, &err), ZN_E_IO);
+    assert_int_equal(zn_plot_write(zt_path("no/such/dir.svg"), runs, 3, &o, &err), ZN_E_IO);
     assert_str_contains(err.msg, "no/such/dir.svg.tmp");
     zn_plot_run_free(&none);
     for (int k = 0; k < 3; k++) zn_plot_run_free(&runs[k]);
@@ -869,7 +806,7 @@ static int run_cmd(int argc, const char **argv, char *errbuf, size_t cap) {
 /* one line on stderr, starting "zinc: error: " and containing `sub` */
 static void assert_one_error(const char *errbuf, const char *sub) {
     if (strncmp(errbuf, "zinc: error: ", 13)) fail_msg("stderr '%s' is not a zinc error", errbuf);
-    if (count_of(errbuf, "\n") != 1) fail_msg("expected one line, got '%s'", errbuf);
+    if (zt_count_of(errbuf, "\n") != 1) fail_msg("expected one line, got '%s'", errbuf);
     assert_str_contains(errbuf, sub);
 }
 
@@ -880,8 +817,8 @@ static void test_cmd_errors(void **state) {
     char pa[256], pb[256], po[256];
     const char *a = tpath_keep(pa, sizeof pa, "a.csv"), *bad = tpath_keep(pb, sizeof pb, "bad.csv"),
                *out = tpath_keep(po, sizeof po, "cmd.svg");
-    write_text(a, HDR "1,2,0.1,0.5,8,0,8,1\n2,1.5,0.1,0.5,8,0,8,1\n");
-    write_text(bad, HDR "1,2,0.1,0.5,8,0,8,1\n1,2\n");
+    zt_write_text(a, HDR "1,2,0.1,0.5,8,0,8,1\n2,1.5,0.1,0.5,8,0,8,1\n");
+    zt_write_text(bad, HDR "1,2,0.1,0.5,8,0,8,1\n1,2\n");
     assert_int_equal(RUN(a), 2);
     assert_one_error(errbuf, "no output file: give -o OUT.svg");
     assert_int_equal(RUN("-o", out), 2);
@@ -896,7 +833,7 @@ static void test_cmd_errors(void **state) {
     assert_one_error(errbuf, "--names: 1 name for 2 files");
     assert_int_equal(RUN(a, a, "-o", out, "--names", "x,"), 2);
     assert_one_error(errbuf, "--names: name 2 is empty");
-    assert_int_equal(RUN(a, tpath("nope.csv"), "-o", out), 2);
+    assert_int_equal(RUN(a, zt_path("nope.csv"), "-o", out), 2);
     assert_one_error(errbuf, "cannot open '");
     assert_str_contains(errbuf, "nope.csv': No such file or directory");
     assert_int_equal(RUN(a, bad, "-o", out), 2);
@@ -906,20 +843,20 @@ static void test_cmd_errors(void **state) {
     assert_int_equal(RUN(a, "-o", a), 2);
     assert_one_error(errbuf, "is also an input file");
     char alias[300];
-    snprintf(alias, sizeof alias, "%s/./a.csv", tmpdir);
+    snprintf(alias, sizeof alias, "%s/./a.csv", zt_tmpdir());
     assert_int_equal(RUN(a, "-o", alias), 2);
     assert_one_error(errbuf, "is also an input file");
-    char *s = read_text(a);
+    char *s = zt_read_text(a);
     assert_true(!strncmp(s, "step,", 5));   /* the log survived */
     free(s);
     /* nothing to plot */
-    write_text(tpath("nan.csv"), "step,loss\n1,nan\n");
-    assert_int_equal(RUN(tpath("nan.csv"), "-o", tpath("nan.svg")), 2);
+    zt_write_text(zt_path("nan.csv"), "step,loss\n1,nan\n");
+    assert_int_equal(RUN(zt_path("nan.csv"), "-o", zt_path("nan.svg")), 2);
     assert_one_error(errbuf, "nothing to plot");
-    assert_false(file_exists(tpath("nan.svg")));
-    assert_false(file_exists(tpath("nan.svg.tmp")));
+    assert_false(zt_file_exists(zt_path("nan.svg")));
+    assert_false(zt_file_exists(zt_path("nan.svg.tmp")));
     /* an unwritable output */
-    assert_int_equal(RUN(a, "-o", tpath("no/dir/x.svg")), 2);
+    assert_int_equal(RUN(a, "-o", zt_path("no/dir/x.svg")), 2);
     assert_one_error(errbuf, "cannot write");
     assert_int_equal(RUN("--help"), 0);
 }
@@ -932,28 +869,28 @@ static void test_cmd_success(void **state) {
     char p1[256], p2[256], p3[256], p4[256];
     const char *base = tpath_keep(p1, sizeof p1, "baseline.csv"), *res = tpath_keep(p2, sizeof p2, "resume.csv"),
                *empty = tpath_keep(p3, sizeof p3, "empty_gn.csv"), *out = tpath_keep(p4, sizeof p4, "demo.svg");
-    write_text(base, HDR "1,2.5,0.001,0.7,65536,0,16,1.5\n2,2.25,0.001,0.6,65536,0,32,1.4\n"
+    zt_write_text(base, HDR "1,2.5,0.001,0.7,65536,0,16,1.5\n2,2.25,0.001,0.6,65536,0,32,1.4\n"
                          "3,2.0,0.001,0.5,65536,0,48,1.4\n");
-    write_text(res, "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms,peak_mem\n"
+    zt_write_text(res, "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms,peak_mem\n"
                     "2,2.26,0.001,0.6,65536,0,32,1.4,1000\n3,2.01,0.001,-1,65536,1,48,1.4,1000\n");
     assert_int_equal(RUN(base, res, "-o", out, "--title", "resume vs baseline"), 0);
     assert_string_equal(errbuf, "");
-    assert_false(file_exists(tpath("demo.svg.tmp")));
-    char *svg = read_text(out);
+    assert_false(zt_file_exists(zt_path("demo.svg.tmp")));
+    char *svg = zt_read_text(out);
     assert_well_formed(svg);
     assert_str_contains(svg, "data-run=\"baseline\"");
     assert_str_contains(svg, "data-run=\"resume\"");
     assert_str_contains(svg, ">resume vs baseline</text>");
     free(svg);
     /* --names, --metric, --logy; a run with no drawable value warns */
-    write_text(empty, "step,grad_norm\n1,-1\n2,-1\n");
+    zt_write_text(empty, "step,grad_norm\n1,-1\n2,-1\n");
     assert_int_equal(RUN(base, empty, "--names", "a<b&\"c\",second", "--metric", "grad_norm", "--logy", "--output",
                          out), 0);
     assert_str_contains(errbuf, "zinc: warning: ");
     assert_str_contains(errbuf, "empty_gn.csv: no positive 'grad_norm' value");
-    svg = read_text(out);
+    svg = zt_read_text(out);
     assert_well_formed(svg);
-    assert_int_equal(count_of(svg, "<path class=\"run\""), 2);
+    assert_int_equal(zt_count_of(svg, "<path class=\"run\""), 2);
     assert_str_contains(svg, "data-run=\"a&lt;b&amp;&quot;c&quot;\"");
     assert_str_contains(svg, "data-run=\"second\"");
     assert_str_contains(svg, "grad norm (log scale)");
@@ -983,5 +920,5 @@ int main(void) {
         cmocka_unit_test(test_cmd_errors),
         cmocka_unit_test(test_cmd_success),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
 }

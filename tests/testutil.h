@@ -47,6 +47,57 @@ static inline char *zt_slurp(FILE *f, size_t *len) {
     if (len) *len = (size_t)n;
     return s;
 }
+/* ---- files: a temporary directory per test binary ---------------------- */
+
+/* The binary's temporary directory, made by zt_tmpdir_setup as
+ * /tmp/zn_test_XXXXXX and removed with everything in it by
+ * zt_tmpdir_teardown: cmocka's group setup and teardown,
+ * `cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown)`. */
+static inline char *zt_tmpdir(void) {
+    static char dir[64];
+    return dir;
+}
+static inline int zt_tmpdir_setup(void **state) {
+    (void)state;
+    snprintf(zt_tmpdir(), 64, "/tmp/zn_test_XXXXXX");
+    return mkdtemp(zt_tmpdir()) ? 0 : -1;
+}
+static inline int zt_tmpdir_teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    /* our own mkdtemp name: no quoting issues */
+    snprintf(cmd, sizeof cmd, "rm -rf %s", zt_tmpdir());
+    return system(cmd) == 0 ? 0 : -1;
+}
+/* A path inside it: one of 8 rotating buffers, so hold a result briefly. */
+static inline const char *zt_path(const char *name) {
+    static char buf[8][256];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", zt_tmpdir(), name);
+    return buf[k];
+}
+/* n bytes of text written to path (the test fails if they cannot be). */
+static inline void zt_write_bytes(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+static inline void zt_write_text(const char *path, const char *text) { zt_write_bytes(path, text, strlen(text)); }
+/* The whole file, malloc'd and NUL-ended; NULL if it cannot be opened. */
+static inline char *zt_read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    return f ? zt_slurp(f, NULL) : NULL;
+}
+static inline int zt_file_exists(const char *path) { return access(path, F_OK) == 0; }
+/* How many times needle stands in hay, not overlapping. */
+static inline int zt_count_of(const char *hay, const char *needle) {
+    int k = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) k++;
+    return k;
+}
+
 /* ---- engine tests: config, engine on a host device, a simulated world ---- */
 
 /* The command-line args an engine test passes: world size, ZeRO stage, micro

@@ -1,7 +1,8 @@
 /* xml_check.h: a small XML well-formedness checker for the SVG tests
  * (test_plot.c, test_plan_svg.c): balanced tags, quoted attributes, valid
  * entities and character references, valid UTF-8, one root. Tests also ask
- * Python's xml.dom.minidom when python3 exists (have_python). */
+ * Python's xml.dom.minidom when python3 exists (have_python); assert_well_formed
+ * does both. Include it after testutil.h. */
 #ifndef ZN_TEST_XML_CHECK_H
 #define ZN_TEST_XML_CHECK_H
 #include <ctype.h>
@@ -145,6 +146,20 @@ static const char *xml_check(const char *doc) {
 
 static int have_python(void) {
     return system("command -v python3 >/dev/null 2>&1") == 0;
+}
+
+/* Both checks on a document (written to the test's temporary directory for
+ * the python one, which runs only when python3 exists). */
+static void assert_well_formed(const char *svg) {
+    const char *why = xml_check(svg);
+    if (why) fail_msg("not well-formed: %s", why);
+    if (!have_python()) return;
+    const char *path = zt_path("wf.svg");
+    zt_write_text(path, svg);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])\" %s", path);
+    if (system(cmd) != 0) fail_msg("xml.dom.minidom rejects %s", path);
 }
 
 #endif
