@@ -178,7 +178,7 @@ sanitize:
 # also links each harness with a plain main (tests/fuzz/replay_main.c) that
 # replays the corpus: run_tests.sh does it in make test, and under
 # ASan/UBSan in make sanitize; `make fuzz-replay` does only that.
-FUZZ_TARGETS := config model cli safetensors manifest
+FUZZ_TARGETS := config model cli safetensors manifest dsck
 FUZZ_SECONDS ?= 60
 tests: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_DEPS := tests/fuzz/fuzz.h $(ZN_DEPS) $(HDRS)

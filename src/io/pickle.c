@@ -54,7 +54,7 @@ typedef struct {
     long *marks;
     long mn, mcap;
     ZnPy **memo;
-    long memo_cap;
+    long memo_cap, memo_len;   /* memo_len: keys set, MEMOIZE's next key (CPython's len(memo)) */
     ZnErr *err;
 } Vm;
 
@@ -320,10 +320,7 @@ static int step(Vm *m, int op, ZnPy **root) {
         else if (!(q = take(m, op == 'q' ? 1 : 4))) break;
         else key = op == 'q' ? q[0] : (long)le32(q);
         if (!(v = top(m, 0))) return bad(m, "PUT with nothing on the stack");
-        if (key < 0) {   /* MEMOIZE: one past the highest index used */
-            key = 0;
-            while (key < m->memo_cap && m->memo[key]) key++;
-        }
+        if (key < 0) key = m->memo_len;   /* MEMOIZE */
         if (key >= MAX_MEMO) return bad(m, "a memo index past 2^24");
         if (key >= m->memo_cap) {
             long cap = m->memo_cap ? m->memo_cap : 64;
@@ -334,6 +331,7 @@ static int step(Vm *m, int op, ZnPy **root) {
             m->memo = a;
             m->memo_cap = cap;
         }
+        if (!m->memo[key]) m->memo_len++;
         m->memo[key] = v;
         return 0;
     }
@@ -441,8 +439,15 @@ static void float_repr(Out *o, double f) {
     if (!strpbrk(s, ".en")) out(o, ".0");
 }
 
+/* Every call that does not return at once writes a byte, and loops stop
+ * when the buffer is full: the work is bounded by cap, however the memo
+ * shares values (a DAG doubling at each level would otherwise print 2^64
+ * times, as a fuzzer found). */
+static int full(const Out *o) { return o->n + 1 >= o->cap; }
+
 static void repr(Out *o, const ZnPy *v, int depth) {
     char s[48];
+    if (full(o)) return;
     if (!v) { out(o, "<null>"); return; }
     if (depth > 64) { out(o, "..."); return; }
     switch (v->kind) {
@@ -453,7 +458,7 @@ static void repr(Out *o, const ZnPy *v, int depth) {
     case ZN_PY_STR:
     case ZN_PY_BYTES:
         out(o, v->kind == ZN_PY_BYTES ? "b'" : "'");
-        for (size_t k = 0; k < v->len; k++) {
+        for (size_t k = 0; k < v->len && !full(o); k++) {
             const unsigned char c = (unsigned char)v->s[k];
             if (c == '\'' || c == '\\') snprintf(s, sizeof s, "\\%c", c);
             else if (c == '\t' || c == '\n' || c == '\r') snprintf(s, sizeof s, "\\%c", c == '\t' ? 't' : c == '\n' ? 'n' : 'r');
@@ -475,7 +480,7 @@ static void repr(Out *o, const ZnPy *v, int depth) {
     case ZN_PY_DICT: {
         const int dict = v->kind == ZN_PY_DICT;
         out(o, dict ? "{" : v->kind == ZN_PY_LIST ? "[" : "(");
-        for (int k = 0; k < v->n; k++) {
+        for (int k = 0; k < v->n && !full(o); k++) {
             if (k) out(o, dict && k % 2 ? ": " : ", ");
             repr(o, v->item[k], depth + 1);
         }
