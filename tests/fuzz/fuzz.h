@@ -49,4 +49,35 @@ static inline void fuzz_check_err(int rc, const ZnErr *err, const char *what) {
     abort();
 }
 
+/* For readers that take a path and pread: the input goes into a memfd (an
+ * anonymous regular file) opened through /proc/self/fd, the real code path
+ * with no file on disk. fuzz_memfd_open once (LLVMFuzzerInitialize), then
+ * fuzz_memfd_put for each input; both return the path. */
+#include <sys/mman.h>
+#include <unistd.h>
+static inline char *fuzz_memfd_path(void) {
+    static char path[64];
+    return path;
+}
+static inline int *fuzz_memfd(void) {
+    static int fd = -1;
+    return &fd;
+}
+static inline const char *fuzz_memfd_open(const char *name) {
+    if ((*fuzz_memfd() = memfd_create(name, MFD_CLOEXEC)) < 0) {
+        perror("memfd_create");
+        exit(1);
+    }
+    snprintf(fuzz_memfd_path(), 64, "/proc/self/fd/%d", *fuzz_memfd());
+    return fuzz_memfd_path();
+}
+static inline const char *fuzz_memfd_put(const uint8_t *data, size_t size) {
+    const int fd = *fuzz_memfd();
+    if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size)) {
+        perror("memfd write");
+        exit(1);
+    }
+    return fuzz_memfd_path();
+}
+
 #endif

@@ -8,21 +8,11 @@
 #include "fuzz.h"
 #include "io/pickle.h"
 #include "io/zipread.h"
-#include <sys/mman.h>
-#include <unistd.h>
-
-static int memfd = -1;
-static char path[64];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     fuzz_quiet();
-    memfd = memfd_create("fuzz.pt", MFD_CLOEXEC);
-    if (memfd < 0) {
-        perror("memfd_create");
-        exit(1);
-    }
-    snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+    fuzz_memfd_open("fuzz.pt");
     return 0;
 }
 
@@ -40,10 +30,7 @@ static void run_pickle(const uint8_t *p, size_t n, const char *where) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     run_pickle(data, size, "input");
-    if (ftruncate(memfd, 0) || (size && pwrite(memfd, data, size, 0) != (ssize_t)size)) {
-        perror("memfd write");
-        exit(1);
-    }
+    const char *path = fuzz_memfd_put(data, size);
     ZnZip z;
     ZnErr err = {0};
     int rc = zn_zip_open(&z, path, &err);

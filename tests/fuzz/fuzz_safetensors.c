@@ -6,21 +6,11 @@
  * by name, its bytes read in full, the metadata listed. */
 #include "fuzz.h"
 #include "io/safetensors.h"
-#include <sys/mman.h>
-#include <unistd.h>
-
-static int memfd = -1;
-static char path[64];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     fuzz_quiet();
-    memfd = memfd_create("fuzz.safetensors", MFD_CLOEXEC);
-    if (memfd < 0) {
-        perror("memfd_create");
-        exit(1);
-    }
-    snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+    fuzz_memfd_open("fuzz.safetensors");
     return 0;
 }
 
@@ -47,10 +37,7 @@ static void check_open_file(const ZnStFile *f) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (ftruncate(memfd, 0) || (size && pwrite(memfd, data, size, 0) != (ssize_t)size)) {
-        perror("memfd write");
-        exit(1);
-    }
+    const char *path = fuzz_memfd_put(data, size);
     ZnStFile *f = NULL;
     ZnErr err = {0};
     int rc = zn_st_open(&f, path, &err);
