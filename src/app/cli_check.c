@@ -4,6 +4,7 @@
  * Both record every step's full gradient and parameters (gathered from the
  * shards) and compare them on rank 0 (spec Z-REP-001, Z-REP-006). */
 #include "app/cli.h"
+#include "app/compare_diff.h"
 #include "core/layout.h"
 #include "engine/engine.h"
 #include <errno.h>
@@ -52,15 +53,6 @@ static int layout_of(const ZnRunOpts *o, ZnLayout *L, ZnErr *err) {
 /* ---------------------------------------------------------------------- */
 /* zinc compare */
 
-typedef struct { double abs, rel; } Diff;
-
-static void diff_update(Diff *d, double base, double test) {
-    double a = fabs(test - base);
-    if (!(a <= d->abs)) d->abs = a;   /* NaN propagates */
-    double r = base != 0.0 ? a / fabs(base) : (a != 0.0 ? INFINITY : 0.0);
-    if (!(r <= d->rel)) d->rel = r;
-}
-
 typedef struct {
     int found;
     long step;
@@ -69,10 +61,6 @@ typedef struct {
     long elem;
     double base, test;
 } Divergence;
-
-static int beyond(double base, double test, double rtol, double atol) {
-    return !(fabs(test - base) <= atol + rtol * fabs(base));
-}
 
 int zn_cmd_compare(int argc, char **argv) {
     for (int i = 0; i < argc; i++)   /* DeepSpeed itself as the baseline (cli_peer.c) */
@@ -193,9 +181,9 @@ int zn_cmd_compare(int argc, char **argv) {
     const long n = rb.numel;
     Divergence dv = {0};
     for (long t = 0; t < rb.steps; t++) {
-        Diff dl = {0, 0}, dg = {0, 0}, dp = {0, 0};
-        diff_update(&dl, rb.loss[t], rt.loss[t]);
-        if (!dv.found && beyond(rb.loss[t], rt.loss[t], rtol, atol))
+        ZnDiff dl = {0, 0}, dg = {0, 0}, dp = {0, 0};
+        zn_diff_update(&dl, rb.loss[t], rt.loss[t]);
+        if (!dv.found && zn_diff_beyond(rb.loss[t], rt.loss[t], rtol, atol))
             dv = (Divergence){1, t + 1, "loss", -1, -1, rb.loss[t], rt.loss[t]};
         const float *gb = rb.rec_grads + t * n, *gt = rt.rec_grads + t * n;
         const float *pb = rb.rec_params + t * n, *pt = rt.rec_params + t * n;
@@ -204,16 +192,14 @@ int zn_cmd_compare(int argc, char **argv) {
             long off = 0;
             for (int p = 0; p < L.nparams; p++) {
                 for (long j = 0; j < L.params[p].numel; j++) {
-                    diff_update(pass ? &dp : &dg, b[off + j], x[off + j]);
-                    if (!dv.found && beyond(b[off + j], x[off + j], rtol, atol))
+                    zn_diff_update(pass ? &dp : &dg, b[off + j], x[off + j]);
+                    if (!dv.found && zn_diff_beyond(b[off + j], x[off + j], rtol, atol))
                         dv = (Divergence){1, t + 1, pass ? "parameter" : "gradient", p, j, b[off + j], x[off + j]};
                 }
                 off += L.params[p].numel;
             }
         }
-        printf("step=%ld loss=%.6f/%.6f | max abs diff: loss %.3e grad %.3e param %.3e | "
-               "max rel diff: loss %.3e grad %.3e param %.3e\n",
-               t + 1, rb.loss[t], rt.loss[t], dl.abs, dg.abs, dp.abs, dl.rel, dg.rel, dp.rel);
+        zn_diff_print_step(t + 1, rb.loss[t], rt.loss[t], &dl, &dg, &dp);
     }
     int rc = 0;
     if (!dv.found) {

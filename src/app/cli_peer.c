@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <cjson/cJSON.h>
 #include "app/cli.h"
+#include "app/compare_diff.h"
 #include "app/run.h"
 #include "core/fileio.h"
 #include "io/safetensors.h"
@@ -252,23 +253,11 @@ static int stepper_report(const PeerOpts *p, const ZnRunOpts *o, const ZnRunResu
     return failed;
 }
 
-typedef struct { double abs, rel; } PeerDiff;
 typedef struct {
     long step, elem;
     const char *what, *name;
     double base, test;
 } PeerDivergence;
-
-/* |test - base| > atol + rtol * |base| (NaN counts as beyond) */
-static int peer_beyond(double base, double test, double rtol, double atol) {
-    return !(fabs(test - base) <= atol + rtol * fabs(base));
-}
-
-static void peer_diff(PeerDiff *d, double base, double test) {
-    const double a = fabs(test - base), r = base != 0 ? a / fabs(base) : (a > 0 ? INFINITY : 0);
-    if (!(a <= d->abs)) d->abs = a;
-    if (!(r <= d->rel)) d->rel = r;
-}
 
 /* zinc compare's report (Z-REP-001's format), DeepSpeed the baseline: a line
  * per step with the largest differences of loss, gradient and fp32 master,
@@ -278,9 +267,9 @@ static int compare_report(const PeerOpts *p, const ZnRunOpts *o, const ZnRunResu
     float *w = NULL;
     PeerDivergence dv = {0, -1, NULL, NULL, 0, 0};
     for (long t = 0; t < steps; t++) {
-        PeerDiff dls = {0, 0}, dg = {0, 0}, dp = {0, 0};
-        peer_diff(&dls, dl[t], rz->loss[t]);
-        if (!dv.what && peer_beyond(dl[t], rz->loss[t], p->rtol, p->atol))
+        ZnDiff dls = {0, 0}, dg = {0, 0}, dp = {0, 0};
+        zn_diff_update(&dls, dl[t], rz->loss[t]);
+        if (!dv.what && zn_diff_beyond(dl[t], rz->loss[t], p->rtol, p->atol))
             dv = (PeerDivergence){t + 1, -1, "loss", NULL, dl[t], rz->loss[t]};
         for (int pass = 0; pass < 2; pass++) {   /* gradients, then masters */
             const float *zt = (pass ? rz->rec_params : rz->rec_grads) + t * rz->numel;
@@ -291,16 +280,14 @@ static int compare_report(const PeerOpts *p, const ZnRunOpts *o, const ZnRunResu
                 snprintf(name, sizeof name, pass ? "%ld/%s" : "%ld/grad/%s", t, ps->name);
                 if (ds_tensor(st, rec, name, ps->numel, &w, err)) { free(w); return -1; }
                 for (long j = 0; j < ps->numel; j++) {
-                    peer_diff(pass ? &dp : &dg, w[j], zt[off + j]);
-                    if (!dv.what && peer_beyond(w[j], zt[off + j], p->rtol, p->atol))
+                    zn_diff_update(pass ? &dp : &dg, w[j], zt[off + j]);
+                    if (!dv.what && zn_diff_beyond(w[j], zt[off + j], p->rtol, p->atol))
                         dv = (PeerDivergence){t + 1, j, pass ? "parameter" : "gradient", ps->name, w[j], zt[off + j]};
                 }
                 off += ps->numel;
             }
         }
-        printf("step=%ld loss=%.6f/%.6f | max abs diff: loss %.3e grad %.3e param %.3e | "
-               "max rel diff: loss %.3e grad %.3e param %.3e\n",
-               t + 1, dl[t], rz->loss[t], dls.abs, dg.abs, dp.abs, dls.rel, dg.rel, dp.rel);
+        zn_diff_print_step(t + 1, dl[t], rz->loss[t], &dls, &dg, &dp);
     }
     free(w);
     if (!dv.what) {
