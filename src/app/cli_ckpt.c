@@ -3,7 +3,9 @@
  * printed and the exit status (0; 2 for a bad command line or a usage
  * error; 1 for any other failure). The tools are src/io/checkpoint.c. */
 #include "app/cli.h"
+#include "core/fileio.h"
 #include "io/checkpoint.h"
+#include "io/ds_ckpt.h"
 #include "io/hf_export.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,46 @@ static int ckpt_usage(const char *msg) {
 static int failed(int rc, const ZnErr *err) {
     zn_err_print(stderr, "", err);
     return rc == ZN_E_USAGE ? 2 : 1;
+}
+
+/* consolidate on a DeepSpeed folder (Z-DSCK-006): zero_to_fp32's tensors. */
+static int ds_consolidate(const char *in, const char *out, const char *hf, ZnDtype dt) {
+    ZnDsCkpt ck;
+    ZnErr err = {0};
+    int rc = zn_ds_open(&ck, in, &err);
+    if (rc) return failed(rc, &err);
+    char path[ZN_CKPT_PATH_MAX + 32];
+    if (hf) {
+        snprintf(path, sizeof path, "%s/model.safetensors", hf);
+        rc = zn_mkdir_p(hf, &err);
+    }
+    int n = 0;
+    long long elements = 0;
+    if (!rc) rc = zn_ds_consolidate(&ck, hf ? path : out, dt, hf != NULL, &n, &elements, &err);
+    const int stage = ck.stage, world = ck.world;
+    zn_ds_close(&ck);
+    if (rc) return failed(rc, &err);
+    printf("wrote %s: %d tensors, %lld parameters, %s, from DeepSpeed stage %d, world size %d\n", hf ? path : out, n,
+           elements, zn_dtype_name(dt), stage, world);
+    if (hf) printf("no config.json: a DeepSpeed checkpoint does not record the model's; copy the one you trained with\n");
+    return 0;
+}
+
+static int ds_inspect(const char *in) {
+    ZnDsCkpt ck;
+    ZnErr err = {0};
+    int rc = zn_ds_open(&ck, in, &err);
+    if (!rc) {
+        rc = zn_ds_describe(&ck, stdout, &err);
+        zn_ds_close(&ck);
+    }
+    if (rc) {
+        int code = failed(rc, &err);
+        printf("checkpoint %s: INVALID\n", in);
+        return code;
+    }
+    printf("checkpoint %s: OK\n", in);
+    return 0;
 }
 
 static int cmd_to_universal(int argc, char **argv) {
@@ -69,6 +111,7 @@ static int cmd_consolidate(int argc, char **argv) {
     if (out && hf) return ckpt_usage("consolidate takes --output or --hf, not both");
     if (!in || (!out && !hf)) return ckpt_usage("consolidate needs --input and --output (or --hf OUTDIR)");
     if (strlen(in) > ZN_CKPT_PATH_MAX || (hf && strlen(hf) > ZN_CKPT_PATH_MAX)) return ckpt_usage("path too long");
+    if (zn_ds_is_folder(in)) return ds_consolidate(in, out, hf, dt);
     ZnCkptSummary sum;
     ZnErr err = {0};
     if (hf) {   /* a Hugging Face model folder (Z-HF-001) */
@@ -90,6 +133,7 @@ static int cmd_consolidate(int argc, char **argv) {
 static int cmd_inspect(int argc, char **argv) {
     if (argc != 1) return ckpt_usage("inspect takes one checkpoint folder");
     if (strlen(argv[0]) > ZN_CKPT_PATH_MAX) return ckpt_usage("path too long");
+    if (zn_ds_is_folder(argv[0])) return ds_inspect(argv[0]);
     ZnErr err = {0};
     int rc = zn_ckpt_describe(argv[0], stdout, &err);
     if (rc) {

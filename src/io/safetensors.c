@@ -154,7 +154,7 @@ static int kv_cmp(const void *a, const void *b) {
 }
 
 /* Checks one entry and computes its byte size. */
-static int check_entry(const ZnStEntry *e, int i, uint64_t *bytes, ZnErr *err) {
+static int check_entry(const ZnStEntry *e, int i, uint64_t *bytes, int fill, ZnErr *err) {
     if (!e->name) return zn_err(err, ZN_E_USAGE, "safetensors: entry %d has no name", i);
     if (!valid_utf8(e->name)) return zn_err(err, ZN_E_USAGE, "safetensors: entry %d: name is not valid UTF-8", i);
     if (!strcmp(e->name, "__metadata__"))
@@ -174,7 +174,8 @@ static int check_entry(const ZnStEntry *e, int i, uint64_t *bytes, ZnErr *err) {
     }
     if (__builtin_mul_overflow(numel, (uint64_t)zn_dtype_size(e->dtype), bytes) || *bytes > MAX_EXACT)
         return zn_err(err, ZN_E_USAGE, "safetensors: tensor '%s': more than 2^53 bytes", e->name);
-    if (*bytes > 0 && !e->data) return zn_err(err, ZN_E_USAGE, "safetensors: tensor '%s': data is NULL", e->name);
+    if (*bytes > 0 && !e->data && !fill)
+        return zn_err(err, ZN_E_USAGE, "safetensors: tensor '%s': data is NULL", e->name);
     return ZN_OK;
 }
 
@@ -270,7 +271,11 @@ static int put(ZnWriter *w, XXH3_state_t *st, ZnStSum *sum, const void *p, size_
     return rc;
 }
 
-static int write_body(const char *path, const Sb *h, const WItem *items, int n, ZnStSum *sum, ZnErr *err) {
+/* A fill callback's tensors go through one buffer of the largest one's size. */
+typedef struct { ZnStFill fn; void *ctx; unsigned char *buf; } Fill;
+
+static int write_body(const char *path, const Sb *h, const WItem *items, int n, Fill *fill, ZnStSum *sum,
+                      ZnErr *err) {
     unsigned char len8[8];
     uint64_t hn = h->n;
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)(hn >> (8 * i));   /* little-endian */
@@ -282,8 +287,15 @@ static int write_body(const char *path, const Sb *h, const WItem *items, int n, 
     memset(sum, 0, sizeof *sum);
     rc = put(w, &st, sum, len8, 8, err);
     if (!rc) rc = put(w, &st, sum, h->p, h->n, err);
-    for (int i = 0; i < n && !rc; i++)
-        if (items[i].bytes) rc = put(w, &st, sum, items[i].e->data, (size_t)items[i].bytes, err);
+    for (int i = 0; i < n && !rc; i++) {
+        if (!items[i].bytes) continue;
+        const void *data = items[i].e->data;
+        if (fill) {
+            rc = fill->fn(fill->ctx, items[i].e, fill->buf, (size_t)items[i].bytes, err);
+            data = fill->buf;
+        }
+        if (!rc) rc = put(w, &st, sum, data, (size_t)items[i].bytes, err);
+    }
     if (rc) {
         zn_writer_abort(w);
         return rc;
@@ -297,8 +309,8 @@ int zn_st_write(const char *path, const ZnStEntry *entries, int n, const char *c
     return zn_st_write_sum(path, entries, n, meta_kv, &sum, err);
 }
 
-int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStSum *sum,
-                    ZnErr *err) {
+static int write_all(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, Fill *fill,
+                     ZnStSum *sum, ZnErr *err) {
     if (n < 0 || n > ZN_ST_MAX_TENSORS || (n > 0 && !entries))
         return zn_err(err, ZN_E_USAGE, "%s: %d tensors (0..%d supported)", path, n, ZN_ST_MAX_TENSORS);
     WItem *items = zn_malloc(ZN_HOST_IO, (size_t)(n ? n : 1) * sizeof *items);
@@ -306,7 +318,7 @@ int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const cha
     int rc = ZN_OK;
     for (int i = 0; i < n && !rc; i++) {
         items[i].e = &entries[i];
-        rc = check_entry(&entries[i], i, &items[i].bytes, err);
+        rc = check_entry(&entries[i], i, &items[i].bytes, fill != NULL, err);
         if (!rc) items[i].rank = DTYPES[dtype_index(entries[i].dtype)].rank;
     }
     if (!rc) {
@@ -320,12 +332,28 @@ int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const cha
     if (!rc) rc = collect_meta(meta_kv, &meta, &nmeta, err);
     Sb h = {0};
     if (!rc) rc = build_header(&h, items, n, meta, nmeta, err);
-    if (!rc) rc = write_body(path, &h, items, n, sum, err);
+    uint64_t most = 0;
+    for (int i = 0; i < n && !rc; i++) most = items[i].bytes > most ? items[i].bytes : most;
+    if (!rc && fill && !(fill->buf = zn_malloc(ZN_HOST_IO, most ? (size_t)most : 1))) rc = zn_nomem(err);
+    if (!rc) rc = write_body(path, &h, items, n, fill, sum, err);
     else if (rc == ZN_E_USAGE) zn_err_prefix(err, "%s: ", path);
     free(h.p);
     free(meta);
     free(items);
+    if (fill) free(fill->buf);
     return rc;
+}
+
+int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStSum *sum,
+                    ZnErr *err) {
+    return write_all(path, entries, n, meta_kv, NULL, sum, err);
+}
+
+int zn_st_write_fill(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStFill fn,
+                     void *ctx, ZnErr *err) {
+    Fill fill = {fn, ctx, NULL};
+    ZnStSum sum;
+    return write_all(path, entries, n, meta_kv, &fill, &sum, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -47,6 +47,16 @@ typedef struct { uint64_t bytes, xxh3; } ZnStSum;
 int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStSum *sum,
                     ZnErr *err);
 
+/* The same, with each tensor's bytes made when the writer reaches it:
+ * fn(ctx, entry, buf, bytes, err) fills buf (the entry's numel * dtype
+ * size bytes) and returns 0 or an error, which aborts the write (nothing
+ * is left on disk). Entries' data may be NULL. The writer holds one buffer,
+ * of the largest tensor's size: a file far larger than memory can be
+ * written one tensor at a time. */
+typedef int (*ZnStFill)(void *ctx, const ZnStEntry *e, void *buf, size_t bytes, ZnErr *err);
+int zn_st_write_fill(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStFill fn,
+                     void *ctx, ZnErr *err);
+
 /* A tensor in an opened file. begin/end are offsets into the byte buffer. */
 typedef struct {
     const char *name;    /* owned by the ZnStFile */

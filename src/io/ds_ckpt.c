@@ -1,0 +1,439 @@
+/* ds_ckpt.c: DeepSpeed's checkpoint folders (spec Z-DSCK-004..006). The
+ * layouts, from DeepSpeed 0.19.8's deepspeed/utils/zero_to_fp32.py and
+ * runtime/zero/stage_1_and_2.py, stage3.py (state_dict):
+ *
+ * - stages 1 and 2: rank r's optimizer file holds, per parameter group g,
+ *   single_partition_of_fp32_groups[g], its slice of the group's flat fp32
+ *   vector; the slices of ranks 0..W-1 laid end to end are the vector, in
+ *   which the group's parameters (param_shapes[g], in order) follow one
+ *   another, each after param_alignment_paddings[g][j] elements of padding
+ *   where that list exists. The vector is padded to a multiple of 2W.
+ * - stage 3: rank r's fp32_flat_groups[g] laid end to end make rank r's
+ *   partition; every parameter (all of param_shapes, in order) takes
+ *   ceil(numel / W) elements of every rank's partition, and rank r's piece
+ *   is elements [r * that, ...) of the parameter, the last rank's padded.
+ */
+#include "io/ds_ckpt.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "core/alloc.h"
+
+#define fail(x, ...) zn_err_src(err, ZN_E_CORRUPT, (x), __VA_ARGS__)
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n > k && !strcmp(s + n - k, tail);
+}
+
+static int has_optim_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *de;
+    int found = 0;
+    while (!found && (de = readdir(d))) found = ends_with(de->d_name, "_optim_states.pt");
+    closedir(d);
+    return found;
+}
+
+/* path/latest's tag into tag[cap], or -1. */
+static int read_latest(const char *path, char *tag, size_t cap) {
+    char p[4200];
+    if ((size_t)snprintf(p, sizeof p, "%s/latest", path) >= sizeof p) return -1;
+    FILE *f = fopen(p, "r");
+    if (!f) return -1;
+    size_t n = fread(tag, 1, cap - 1, f);
+    fclose(f);
+    tag[n] = 0;
+    while (n && (tag[n - 1] == '\n' || tag[n - 1] == ' ' || tag[n - 1] == '\r')) tag[--n] = 0;
+    return n && !strchr(tag, '/') ? 0 : -1;
+}
+
+int zn_ds_is_folder(const char *path) {
+    if (has_optim_files(path)) return 1;
+    char tag[256], p[4500];
+    if (read_latest(path, tag, sizeof tag)) return 0;
+    snprintf(p, sizeof p, "%s/%s", path, tag);
+    return has_optim_files(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* plain values out of the pickles                                          */
+
+static const ZnPy *get(const ZnPy *d, const char *key) { return zn_py_get(d, key); }
+
+static int as_int(const ZnPy *v, long long *out) {
+    if (!v || (v->kind != ZN_PY_INT && v->kind != ZN_PY_BOOL)) return -1;
+    *out = v->i;
+    return 0;
+}
+
+/* torch.Size((a, b, ...)) or a plain tuple of non-negative integers. */
+static int as_shape(const ZnPy *v, ZnDsParam *p) {
+    if (v && v->kind == ZN_PY_CALL && v->item[0]->kind == ZN_PY_GLOBAL && !strcmp(v->item[0]->s, "torch Size") &&
+        v->item[1]->n == 1)
+        v = v->item[1]->item[0];
+    if (!v || v->kind != ZN_PY_TUPLE || v->n > ZN_PT_MAX_DIMS) return -1;
+    p->ndim = v->n;
+    p->numel = 1;
+    for (int i = 0; i < v->n; i++) {
+        if (v->item[i]->kind != ZN_PY_INT || v->item[i]->i < 0) return -1;
+        p->shape[i] = v->item[i]->i;
+        if (__builtin_mul_overflow(p->numel, (uint64_t)p->shape[i], &p->numel)) return -1;
+    }
+    return 0;
+}
+
+static const char *file_of(const ZnPt *f) { return f->zip.path; }
+
+/* ------------------------------------------------------------------------ */
+/* opening                                                                  */
+
+static int open_file(ZnPt *f, const char *dir, const char *name, ZnErr *err) {
+    char p[4200];
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p)
+        return zn_err(err, ZN_E_USAGE, "%s: path too long", dir);
+    struct stat st;
+    if (stat(p, &st))
+        return zn_err(err, ZN_E_CORRUPT, "%s: missing: DeepSpeed's layout needs this file (%s)", p, strerror(errno));
+    return zn_pt_open(f, p, err);
+}
+
+/* The optimizer files: which naming, how many, none missing, none extra. */
+static int find_optim_files(ZnDsCkpt *ck, int *count, ZnErr *err) {
+    DIR *d = opendir(ck->path);
+    if (!d) return zn_err(err, ZN_E_IO, "%s: cannot open the folder (%s)", ck->path, strerror(errno));
+    struct dirent *de;
+    int plain = 0, bf16 = 0, rc = 0;
+    while ((de = readdir(d)) && !rc) {
+        int r, k = 0;
+        const char *s = de->d_name;
+        size_t n = strlen(s);
+        if (!ends_with(s, "_optim_states.pt")) continue;
+        int is_bf16 = !strncmp(s, "bf16_", 5);
+        if (sscanf(s + (is_bf16 ? 5 : 0), "zero_pp_rank_%d_mp_rank_00_optim_states.pt%n", &r, &k) != 1 ||
+            (size_t)k != n - (is_bf16 ? 5 : 0) || r < 0)
+            rc = zn_err(err, ZN_E_CORRUPT, "%s/%s: not a name DeepSpeed gives a data-parallel optimizer file "
+                        "(zinc reads mp_rank_00 checkpoints: no tensor or pipeline parallelism)", ck->path, s);
+        else if (is_bf16) bf16++;
+        else plain++;
+    }
+    closedir(d);
+    if (rc) return rc;
+    if (plain && bf16)
+        return fail(ck->path, "holds both zero_pp_rank_* and bf16_zero_pp_rank_* optimizer files: two checkpoints "
+                    "in one folder");
+    if (!plain && !bf16) return fail(ck->path, "no *_optim_states.pt files: not a DeepSpeed ZeRO checkpoint");
+    ck->bf16_names = bf16 > 0;
+    *count = plain + bf16;
+    return 0;
+}
+
+static void optim_name(const ZnDsCkpt *ck, int r, char *buf, size_t cap) {
+    snprintf(buf, cap, "%szero_pp_rank_%d_mp_rank_00_optim_states.pt", ck->bf16_names ? "bf16_" : "", r);
+}
+
+/* The optimizer state's dict of one rank's file. */
+static const ZnPy *osd(const ZnPt *f) { return get(f->root, "optimizer_state_dict"); }
+
+static int read_stage_world(ZnDsCkpt *ck, const ZnPt *f, int *stage, int *world, ZnErr *err) {
+    const ZnPy *o = osd(f), *z = get(o, "zero_stage");
+    long long v;
+    if (!o) return fail(file_of(f), "no 'optimizer_state_dict': not a DeepSpeed optimizer file");
+    /* ZeroStageEnum(N): a call whose one argument is the number */
+    if (z && z->kind == ZN_PY_CALL && z->item[1]->n == 1) z = z->item[1]->item[0];
+    if (as_int(z, &v) || v < 1 || v > 3)
+        return fail(file_of(f), "optimizer_state_dict.zero_stage is not 1, 2 or 3: zinc reads ZeRO checkpoints");
+    *stage = (int)v;
+    const ZnPy *pc = get(o, "partition_count");
+    long long w = 0;
+    if (pc && pc->kind == ZN_PY_LIST) {   /* stages 1-2: one per group; the data-parallel size is the largest */
+        for (int i = 0; i < pc->n; i++) {
+            if (as_int(pc->item[i], &v) || v < 1) return fail(file_of(f), "partition_count[%d] is not a count", i);
+            w = v > w ? v : w;
+        }
+    } else if (as_int(pc, &w) || w < 1) {
+        return fail(file_of(f), "optimizer_state_dict.partition_count is not a count");
+    }
+    if (w > 1 << 20) return fail(file_of(f), "partition_count %lld is past zinc's limit", w);
+    *world = (int)w;
+    (void)ck;
+    return 0;
+}
+
+static int read_meta(ZnDsCkpt *ck, ZnErr *err) {
+    const ZnPt *m = &ck->model[0];
+    const ZnPy *r = m->root;
+    long long v;
+    if (!get(r, "buffer_names") || !get(r, "param_shapes"))
+        return fail(file_of(m), "no 'buffer_names' or 'param_shapes': not a DeepSpeed model-states file");
+    ck->global_steps = as_int(get(r, "global_steps"), &v) ? -1 : v;
+    ck->global_samples = as_int(get(r, "global_samples"), &v) ? -1 : v;
+    ck->skipped_steps = as_int(get(r, "skipped_steps"), &v) ? -1 : v;
+    const ZnPy *ver = get(r, "ds_version");
+    snprintf(ck->ds_version, sizeof ck->ds_version, "%s", ver && ver->kind == ZN_PY_STR ? ver->s : "?");
+    zn_py_repr(get(r, "lr_scheduler"), ck->lr_scheduler, sizeof ck->lr_scheduler);
+    const ZnPy *o = osd(&ck->optim[0]);
+    const ZnPy *dyn = get(o, "dynamic_loss_scale");
+    ck->dynamic_scale = dyn && dyn->kind == ZN_PY_BOOL && dyn->i;
+    /* the scaler: LossScaler/DynamicLossScaler, its attributes in BUILD's state */
+    const ZnPy *ls = get(o, "loss_scaler"), *cur = NULL;
+    if (ls && ls->kind == ZN_PY_CALL && ls->n == 3 && ls->item[2]) cur = get(ls->item[2], "cur_scale");
+    ck->cur_scale = !cur ? 1.0 : cur->kind == ZN_PY_FLOAT ? cur->f : (double)cur->i;
+    /* buffers and shared names */
+    const ZnPy *b = get(r, "buffer_names"), *sh = get(r, "shared_params");
+    if (b->kind != ZN_PY_LIST) return fail(file_of(m), "buffer_names is not a list");
+    if (sh && sh->kind != ZN_PY_DICT) return fail(file_of(m), "shared_params is not a dict");
+    ck->nbuffers = b->n;
+    const ZnPy *fz = get(r, "frozen_param_shapes");
+    ck->nfrozen = fz && fz->kind == ZN_PY_DICT ? fz->n / 2 : 0;
+    ck->nshared = sh ? sh->n / 2 : 0;
+    ck->shared = zn_calloc(ZN_HOST_IO, (size_t)ck->nshared * 2 + 1, sizeof *ck->shared);
+    if (!ck->shared) return zn_nomem(err);
+    for (int i = 0; i < sh->n; i++) {
+        if (sh->item[i]->kind != ZN_PY_STR) return fail(file_of(m), "shared_params holds a name that is not a string");
+        if (!(ck->shared[i] = zn_strdup(ZN_HOST_IO, sh->item[i]->s))) return zn_nomem(err);
+    }
+    const ZnPy *mod = get(r, "module");
+    ck->module_type = ZN_PT_F32;
+    if (mod && mod->kind == ZN_PY_DICT && mod->n >= 2) {
+        ZnPtTensor t;
+        if (!zn_pt_tensor(m, mod->item[1], "module's first tensor", &t, err)) ck->module_type = t.type;
+    }
+    return 0;
+}
+
+static int read_params(ZnDsCkpt *ck, ZnErr *err) {
+    const ZnPt *m = &ck->model[0];
+    const ZnPy *ps = get(m->root, "param_shapes");
+    if (ps->kind != ZN_PY_LIST || ps->n < 1) return fail(file_of(m), "param_shapes is not a list of groups");
+    int n = 0;
+    for (int g = 0; g < ps->n; g++) {
+        if (ps->item[g]->kind != ZN_PY_DICT) return fail(file_of(m), "param_shapes[%d] is not a dict", g);
+        n += ps->item[g]->n / 2;
+    }
+    ck->param = zn_calloc(ZN_HOST_IO, (size_t)(n ? n : 1), sizeof *ck->param);
+    if (!ck->param) return zn_nomem(err);
+    for (int g = 0; g < ps->n; g++) {
+        const ZnPy *d = ps->item[g];
+        for (int k = 0; k < d->n; k += 2) {
+            ZnDsParam *p = &ck->param[ck->nparams];
+            if (d->item[k]->kind != ZN_PY_STR || as_shape(d->item[k + 1], p))
+                return fail(file_of(m), "param_shapes[%d] entry %d is not name: torch.Size", g, k / 2);
+            if (!(p->name = zn_strdup(ZN_HOST_IO, d->item[k]->s))) return zn_nomem(err);
+            p->group = g;
+            ck->nparams++;
+        }
+    }
+    ck->ngroups = ps->n;
+    return 0;
+}
+
+/* Every rank's fp32 partitions, and each group's count equal across ranks. */
+static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
+    const char *key = ck->stage <= 2 ? "single_partition_of_fp32_groups" : "fp32_flat_groups";
+    int ng = -1;
+    for (int r = 0; r < ck->world; r++) {
+        const ZnPt *f = &ck->optim[r];
+        const ZnPy *l = get(osd(f), key);
+        if (!l || l->kind != ZN_PY_LIST) return fail(file_of(f), "no list optimizer_state_dict.%s", key);
+        if (r == 0) {
+            ng = l->n;
+            if (ck->stage <= 2 && ng != ck->ngroups)
+                return fail(file_of(f), "%s has %d groups, param_shapes %d", key, ng, ck->ngroups);
+            ck->flat = zn_calloc(ZN_HOST_IO, (size_t)ck->world * (size_t)(ng ? ng : 1), sizeof *ck->flat);
+            if (!ck->flat) return zn_nomem(err);
+        } else if (l->n != ng) {
+            return fail(file_of(f), "%s has %d groups, rank 0's file %d: partitions of different runs", key, l->n, ng);
+        }
+        for (int g = 0; g < ng; g++) {
+            char what[96];
+            snprintf(what, sizeof what, "optimizer_state_dict.%s[%d]", key, g);
+            ZnPtTensor *t = &ck->flat[r * ng + g];
+            int rc = zn_pt_tensor(f, l->item[g], what, t, err);
+            if (rc) return rc;
+            if (t->type != ZN_PT_F32 || t->ndim != 1 || !t->contiguous)
+                return fail(file_of(f), "%s is %s with %d dimensions; DeepSpeed writes a flat float32 vector", what,
+                            zn_pt_type_name(t->type), t->ndim);
+            if (t->numel != ck->flat[g].numel)
+                return fail(file_of(f), "%s holds %llu elements, rank 0's %llu: the partitions disagree", what,
+                            (unsigned long long)t->numel, (unsigned long long)ck->flat[g].numel);
+        }
+    }
+    if (ck->stage == 3) {   /* zero_to_fp32's flat_groups_offset */
+        ck->group_at = zn_calloc(ZN_HOST_IO, (size_t)ng + 1, sizeof *ck->group_at);
+        if (!ck->group_at) return zn_nomem(err);
+        for (int g = 0; g < ng; g++) ck->group_at[g + 1] = ck->group_at[g] + ck->flat[g].numel;
+        ck->ngroups = ng;
+    }
+    return 0;
+}
+
+/* Each parameter's offset, and the sanity checks zero_to_fp32 makes. */
+static int layout(ZnDsCkpt *ck, ZnErr *err) {
+    const char *opt0 = file_of(&ck->optim[0]);
+    const uint64_t W = (uint64_t)ck->world;
+    if (ck->stage == 3) {
+        uint64_t off = 0;
+        for (int i = 0; i < ck->nparams; i++) {
+            ck->param[i].offset = off;
+            off += (ck->param[i].numel + W - 1) / W;
+        }
+        if (off != ck->group_at[ck->ngroups])
+            return fail(opt0, "the parameters take %llu elements of every rank's partition, which holds %llu: "
+                        "param_shapes and the partitions disagree", (unsigned long long)off,
+                        (unsigned long long)ck->group_at[ck->ngroups]);
+        return 0;
+    }
+    const ZnPy *pad = get(osd(&ck->optim[0]), "param_alignment_paddings");
+    if (pad && pad->kind == ZN_PY_NONE) pad = NULL;
+    if (pad && (pad->kind != ZN_PY_LIST || pad->n != ck->ngroups))
+        return fail(opt0, "param_alignment_paddings is not a list of %d groups", ck->ngroups);
+    int i = 0;
+    for (int g = 0; g < ck->ngroups; g++) {
+        const ZnPy *gp = pad ? pad->item[g] : NULL;
+        uint64_t off = 0, avail = ck->flat[g].numel * W;
+        int j = 0;
+        for (; i < ck->nparams && ck->param[i].group == g; i++, j++) {
+            ck->param[i].offset = off;
+            off += ck->param[i].numel;
+            long long p = 0;
+            if (gp && (gp->kind != ZN_PY_LIST || j >= gp->n || as_int(gp->item[j], &p) || p < 0))
+                return fail(opt0, "param_alignment_paddings[%d] has no count for parameter %d", g, j);
+            off += (uint64_t)p;
+        }
+        if (gp && gp->n != j) return fail(opt0, "param_alignment_paddings[%d] has %d counts for %d parameters", g,
+                                          gp->n, j);
+        /* zero_to_fp32: both rounded up to 2W must meet */
+        uint64_t a = 2 * W;
+        if ((off + a - 1) / a != (avail + a - 1) / a || off > avail)
+            return fail(opt0, "group %d: its parameters take %llu elements, the ranks' partitions hold %llu: "
+                        "param_shapes and the partitions disagree", g, (unsigned long long)off,
+                        (unsigned long long)avail);
+    }
+    return 0;
+}
+
+int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
+    memset(ck, 0, sizeof *ck);
+    char tag[256];
+    int rc = 0;
+    if (!has_optim_files(path) && !read_latest(path, tag, sizeof tag)) {
+        size_t n = strlen(path) + strlen(tag) + 2;
+        if ((ck->path = zn_malloc(ZN_HOST_IO, n))) snprintf(ck->path, n, "%s/%s", path, tag);
+    } else {
+        ck->path = zn_strdup(ZN_HOST_IO, path);
+    }
+    if (!ck->path) return zn_nomem(err);
+    const char *slash = strrchr(ck->path, '/');
+    if (!(ck->tag = zn_strdup(ZN_HOST_IO, slash ? slash + 1 : ck->path))) return zn_nomem(err);
+    int count = 0;
+    if ((rc = find_optim_files(ck, &count, err))) goto out;
+    ck->optim = zn_calloc(ZN_HOST_IO, (size_t)count, sizeof *ck->optim);
+    if (!ck->optim) {
+        rc = zn_nomem(err);
+        goto out;
+    }
+    char name[128];
+    optim_name(ck, 0, name, sizeof name);
+    if ((rc = open_file(&ck->optim[0], ck->path, name, err))) goto out;
+    if ((rc = read_stage_world(ck, &ck->optim[0], &ck->stage, &ck->world, err))) goto out;
+    if (ck->world != count) {
+        rc = fail(ck->path, "rank 0's file says %d ranks (partition_count), the folder holds %d optimizer files: "
+                  "a rank's file is missing or left from another run", ck->world, count);
+        ck->world = 1;
+        goto out;
+    }
+    for (int r = 1; r < ck->world; r++) {
+        optim_name(ck, r, name, sizeof name);
+        int s, w;
+        if ((rc = open_file(&ck->optim[r], ck->path, name, err))) goto out;
+        if ((rc = read_stage_world(ck, &ck->optim[r], &s, &w, err))) goto out;
+        if (s != ck->stage || w != ck->world) {
+            rc = fail(file_of(&ck->optim[r]), "stage %d of %d ranks, rank 0's file stage %d of %d", s, w, ck->stage,
+                      ck->world);
+            goto out;
+        }
+    }
+    ck->nmodel = ck->stage == 3 ? ck->world : 1;
+    ck->model = zn_calloc(ZN_HOST_IO, (size_t)ck->nmodel, sizeof *ck->model);
+    if (!ck->model) {
+        rc = zn_nomem(err);
+        goto out;
+    }
+    for (int r = 0; r < ck->nmodel; r++) {
+        if (ck->stage == 3) snprintf(name, sizeof name, "zero_pp_rank_%d_mp_rank_00_model_states.pt", r);
+        else snprintf(name, sizeof name, "mp_rank_00_model_states.pt");
+        if ((rc = open_file(&ck->model[r], ck->path, name, err))) goto out;
+    }
+    if ((rc = read_meta(ck, err)) || (rc = read_params(ck, err)) || (rc = read_flat(ck, err)) || (rc = layout(ck, err)))
+        goto out;
+out:
+    if (rc) zn_ds_close(ck);
+    return rc;
+}
+
+void zn_ds_close(ZnDsCkpt *ck) {
+    for (int r = 0; ck->optim && r < ck->world; r++) zn_pt_close(&ck->optim[r]);
+    for (int r = 0; ck->model && r < ck->nmodel; r++) zn_pt_close(&ck->model[r]);
+    for (int i = 0; i < ck->nparams; i++) free(ck->param[i].name);
+    for (int i = 0; ck->shared && i < 2 * ck->nshared; i++) free(ck->shared[i]);
+    ZN_FREE_ALL(ck->path, ck->tag, ck->optim, ck->model, ck->param, ck->shared, ck->flat, ck->group_at);
+    memset(ck, 0, sizeof *ck);
+}
+
+/* ------------------------------------------------------------------------ */
+/* one parameter, gathered                                                  */
+
+/* n elements of rank r's stage-3 partition from position at, across its groups. */
+static int read_partition(const ZnDsCkpt *ck, int r, uint64_t at, uint64_t n, float *dst, ZnErr *err) {
+    for (int g = 0; g < ck->ngroups && n; g++) {
+        uint64_t lo = ck->group_at[g], hi = ck->group_at[g + 1];
+        if (at >= hi) continue;
+        uint64_t k = hi - at < n ? hi - at : n;
+        int rc = zn_pt_read(&ck->optim[r], &ck->flat[r * ck->ngroups + g], at - lo, k, dst, err);
+        if (rc) return rc;
+        dst += k;
+        at += k;
+        n -= k;
+    }
+    return n ? zn_err(err, ZN_E_INTERNAL, "stage-3 partition read past its end") : 0;
+}
+
+int zn_ds_read_param(const ZnDsCkpt *ck, int i, float *dst, ZnErr *err) {
+    const ZnDsParam *p = &ck->param[i];
+    const uint64_t W = (uint64_t)ck->world;
+    if (ck->stage == 3) {
+        uint64_t part = (p->numel + W - 1) / W, left = p->numel;
+        for (int r = 0; r < ck->world && left; r++) {
+            uint64_t k = left < part ? left : part;
+            int rc = read_partition(ck, r, p->offset, k, dst, err);
+            if (rc) return rc;
+            dst += k;
+            left -= k;
+        }
+        return 0;
+    }
+    /* stages 1-2: [offset, offset + numel) of the group's vector, rank by rank */
+    const uint64_t per = ck->flat[p->group].numel;
+    uint64_t at = p->offset, left = p->numel;
+    while (left) {
+        uint64_t r = at / per, in = at % per, k = per - in < left ? per - in : left;
+        int rc = zn_pt_read(&ck->optim[r], &ck->flat[r * ck->ngroups + p->group], in, k, dst, err);
+        if (rc) return rc;
+        dst += k;
+        at += k;
+        left -= k;
+    }
+    return 0;
+}
+
+int zn_ds_find(const ZnDsCkpt *ck, const char *name) {
+    for (int s = 0; s < ck->nshared; s++)
+        if (!strcmp(ck->shared[2 * s], name)) name = ck->shared[2 * s + 1];
+    for (int i = 0; i < ck->nparams; i++)
+        if (!strcmp(ck->param[i].name, name)) return i;
+    return -1;
+}

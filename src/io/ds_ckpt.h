@@ -1,0 +1,70 @@
+/* ds_ckpt.h: a DeepSpeed checkpoint folder (DIR/TAG, or DIR naming TAG in
+ * its `latest`), read as DeepSpeed's zero_to_fp32 reads it and checked
+ * more than it checks (spec Z-DSCK-004..006). Stages 1-3, fp32 and bf16
+ * runs (the optimizer files of a bf16 run are named bf16_zero_pp_rank_...),
+ * any world size. Every file is opened without running anything
+ * (torch_file.h); tensors stay in their files until a parameter is read. */
+#ifndef ZN_DS_CKPT_H
+#define ZN_DS_CKPT_H
+#include <stdint.h>
+#include <stdio.h>
+#include "io/torch_file.h"
+
+typedef struct {
+    char *name;
+    int ndim;
+    int64_t shape[ZN_PT_MAX_DIMS];
+    uint64_t numel;
+    int group;          /* the param_shapes entry (optimizer parameter group) it is listed in */
+    uint64_t offset;    /* stages 1-2: into its group's vector over all ranks; stage 3: into every rank's partitions */
+} ZnDsParam;
+
+typedef struct {
+    char *path;                  /* the tag folder */
+    char *tag;                   /* its last component */
+    char ds_version[32];
+    int stage, world, ngroups;
+    int bf16_names;              /* the optimizer files are bf16_zero_pp_rank_... */
+    ZnPtType module_type;        /* the module's dtype as the model states hold it */
+    int nparams;
+    ZnDsParam *param;            /* param_shapes, in order */
+    int nshared;
+    char **shared;               /* nshared pairs: the name, then the parameter it shares */
+    int nbuffers;                /* buffer_names */
+    int nfrozen;                 /* frozen_param_shapes */
+    long long global_steps, global_samples, skipped_steps;
+    int dynamic_scale;           /* dynamic_loss_scale */
+    double cur_scale;            /* the loss scaler's cur_scale (1 where none is recorded) */
+    char lr_scheduler[256];      /* its state's repr, "None" where there is none */
+    int nmodel;                  /* model-states files: 1 (stages 1-2) or world (stage 3) */
+    ZnPt *model;
+    ZnPt *optim;                 /* world optimizer-states files, by rank */
+    ZnPtTensor *flat;            /* [rank * ngroups + group]: the fp32 partitions */
+    uint64_t *group_at;          /* stage 3: ngroups + 1 offsets of each group in a rank's partitions */
+} ZnDsCkpt;
+
+/* 1 when path is a DeepSpeed folder: it holds *_optim_states.pt files, or
+ * its `latest` names a folder that does. */
+int zn_ds_is_folder(const char *path);
+/* Opens the folder: every file a layout needs present, each a torch.save
+ * file, the layout of every parameter consistent with the partitions'
+ * sizes. An error names the file and what is wrong. */
+int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err);
+void zn_ds_close(ZnDsCkpt *ck);
+/* Parameter i's fp32 master, whole (numel floats), gathered from every
+ * rank's partition as zero_to_fp32 gathers it. */
+int zn_ds_read_param(const ZnDsCkpt *ck, int i, float *dst, ZnErr *err);
+/* The index of a parameter called name (a shared name resolves
+ * to the parameter it shares), or -1. */
+int zn_ds_find(const ZnDsCkpt *ck, const char *name);
+/* `zinc ckpt inspect` on the folder: what it holds, then every file
+ * checked (every zip entry's CRC-32, shapes against param_shapes,
+ * partitions across ranks, the fp32 masters and Adam moments finite). */
+int zn_ds_describe(const ZnDsCkpt *ck, FILE *out, ZnErr *err);
+/* zero_to_fp32's state dict written as one safetensors file in dtype (or,
+ * with hf, without the shared names, as Hugging Face's save_pretrained
+ * leaves tied weights out). *ntensors, *nelements: what was written. */
+int zn_ds_consolidate(const ZnDsCkpt *ck, const char *out, ZnDtype dtype, int hf, int *ntensors, long long *nelements,
+                      ZnErr *err);
+
+#endif

@@ -1,0 +1,176 @@
+/* ds_tools.c: `zinc ckpt inspect` and `zinc ckpt consolidate` on a
+ * DeepSpeed folder (spec Z-DSCK-005, Z-DSCK-006), over ds_ckpt.h's reader. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/half.h"
+#include "io/ds_ckpt.h"
+#include "io/safetensors.h"
+
+#define CHUNK ((uint64_t)1 << 18)   /* floats a finiteness scan reads at a time: 1 MiB */
+
+/* The first non-finite element of a float32 tensor, or an error. */
+static int check_finite(const ZnPt *f, const ZnPtTensor *t, const char *what, float *buf, ZnErr *err) {
+    for (uint64_t at = 0; at < t->numel; at += CHUNK) {
+        uint64_t n = t->numel - at < CHUNK ? t->numel - at : CHUNK;
+        int rc = zn_pt_read(f, t, at, n, buf, err);
+        if (rc) return rc;
+        for (uint64_t k = 0; k < n; k++)
+            if (!isfinite(buf[k]))
+                return zn_err(err, ZN_E_CORRUPT, "%s: %s element %llu is %g: the fp32 state is not finite",
+                              f->zip.path, what, (unsigned long long)(at + k), (double)buf[k]);
+    }
+    return 0;
+}
+
+/* Every float32 tensor of the optimizer's per-group state (the Adam moments). */
+static int check_moments(const ZnDsCkpt *ck, const ZnPt *f, float *buf, ZnErr *err) {
+    const ZnPy *o = zn_py_get(f->root, "optimizer_state_dict");
+    o = zn_py_get(o, ck->stage <= 2 ? "base_optimizer_state" : "optimizer_state_dict");
+    const ZnPy *st = zn_py_get(o, "state");
+    if (!st || st->kind != ZN_PY_DICT)
+        return zn_err(err, ZN_E_CORRUPT, "%s: no optimizer state dict (the Adam moments)", f->zip.path);
+    for (int g = 1; g < st->n; g += 2) {
+        const ZnPy *d = st->item[g];
+        for (int k = 0; d->kind == ZN_PY_DICT && k < d->n; k += 2) {
+            if (d->item[k + 1]->kind != ZN_PY_CALL || d->item[k]->kind != ZN_PY_STR) continue;
+            char what[160];
+            snprintf(what, sizeof what, "optimizer state %lld '%.100s'", st->item[g - 1]->i, d->item[k]->s);
+            ZnPtTensor t;
+            int rc = zn_pt_tensor(f, d->item[k + 1], what, &t, err);
+            if (!rc && t.type == ZN_PT_F32 && t.contiguous) rc = check_finite(f, &t, what, buf, err);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+/* Stages 1-2 keep the whole module in the model file: each tensor's shape
+ * must be param_shapes'. */
+static int check_module(const ZnDsCkpt *ck, ZnErr *err) {
+    const ZnPt *m = &ck->model[0];
+    const ZnPy *mod = zn_py_get(m->root, "module");
+    if (!mod || mod->kind != ZN_PY_DICT) return zn_err(err, ZN_E_CORRUPT, "%s: no 'module' dict", m->zip.path);
+    for (int i = 0; i < ck->nparams; i++) {
+        const ZnDsParam *p = &ck->param[i];
+        const ZnPy *v = zn_py_get(mod, p->name);
+        ZnPtTensor t;
+        char what[300];
+        snprintf(what, sizeof what, "module['%.200s']", p->name);
+        if (!v) return zn_err(err, ZN_E_CORRUPT, "%s: %s is missing; param_shapes lists it", m->zip.path, what);
+        int rc = zn_pt_tensor(m, v, what, &t, err);
+        if (rc) return rc;
+        if (ck->stage == 3) continue;   /* stage 3's module holds empty placeholders */
+        int same = t.ndim == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = t.shape[d] == p->shape[d];
+        if (!same) return zn_err(err, ZN_E_CORRUPT, "%s: %s has %d dimensions (first %lld), param_shapes says %d (first "
+                                 "%lld)", m->zip.path, what, t.ndim, t.ndim ? (long long)t.shape[0] : 0, p->ndim,
+                                 p->ndim ? (long long)p->shape[0] : 0);
+    }
+    return 0;
+}
+
+static int check_file(const ZnPt *f, FILE *out, ZnErr *err) {
+    uint64_t bytes = 0;
+    for (int e = 0; e < f->zip.n; e++) {
+        int rc = zn_zip_check_crc(&f->zip, &f->zip.e[e], err);
+        if (rc) return rc;
+        bytes += f->zip.e[e].size;
+    }
+    const char *base = strrchr(f->zip.path, '/');
+    fprintf(out, "  %-52s %12llu bytes  %3d entries  crc32 ok\n", base ? base + 1 : f->zip.path,
+            (unsigned long long)f->zip.file_size, f->zip.n);
+    return 0;
+}
+
+int zn_ds_describe(const ZnDsCkpt *ck, FILE *out, ZnErr *err) {
+    uint64_t elements = 0;
+    for (int i = 0; i < ck->nparams; i++) elements += ck->param[i].numel;
+    fprintf(out, "DeepSpeed checkpoint %s (tag %s), written by DeepSpeed %s\n", ck->path, ck->tag, ck->ds_version);
+    fprintf(out, "  ZeRO stage %d, world size %d, module %s, fp32 master in %d group%s%s\n", ck->stage, ck->world,
+            zn_pt_type_name(ck->module_type), ck->ngroups, ck->ngroups == 1 ? "" : "s",
+            ck->bf16_names ? " (bf16 optimizer files)" : "");
+    fprintf(out, "  %d parameters, %llu elements; %d shared", ck->nparams, (unsigned long long)elements, ck->nshared);
+    for (int s = 0; s < ck->nshared; s++)
+        fprintf(out, "%s%s -> %s", s ? ", " : " (", ck->shared[2 * s], ck->shared[2 * s + 1]);
+    fprintf(out, "%s; %d frozen; %d buffers\n", ck->nshared ? ")" : "", ck->nfrozen, ck->nbuffers);
+    fprintf(out, "  global step %lld, skipped %lld, samples %lld, loss scale %g (%s), lr_scheduler %s\n",
+            ck->global_steps, ck->skipped_steps, ck->global_samples, ck->cur_scale,
+            ck->dynamic_scale ? "dynamic" : "static", ck->lr_scheduler);
+    float *buf = zn_malloc(ZN_HOST_IO, CHUNK * sizeof *buf);
+    if (!buf) return zn_nomem(err);
+    int rc = check_module(ck, err);
+    for (int r = 0; r < ck->nmodel && !rc; r++) rc = check_file(&ck->model[r], out, err);
+    for (int r = 0; r < ck->world && !rc; r++) {
+        rc = check_file(&ck->optim[r], out, err);
+        for (int g = 0; g < ck->ngroups && !rc; g++) {
+            char what[64];
+            snprintf(what, sizeof what, "fp32 partition of group %d", g);
+            rc = check_finite(&ck->optim[r], &ck->flat[r * ck->ngroups + g], what, buf, err);
+        }
+        if (!rc) rc = check_moments(ck, &ck->optim[r], buf, err);
+    }
+    free(buf);
+    if (!rc) fprintf(out, "  %d files: every entry's CRC-32, the shapes, the partitions of %d ranks, the fp32 masters "
+                     "and Adam moments finite: ok\n", ck->nmodel + ck->world, ck->world);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* consolidate                                                              */
+
+typedef struct {
+    const ZnDsCkpt *ck;
+    const ZnStEntry *entries;
+    const int *param;   /* entries[k] is parameter param[k] */
+    ZnDtype dtype;
+    float *tmp;         /* the largest parameter, for a cast */
+} Fill;
+
+static int fill(void *ctx, const ZnStEntry *e, void *buf, size_t bytes, ZnErr *err) {
+    const Fill *f = ctx;
+    const int i = f->param[e - f->entries];
+    const uint64_t n = f->ck->param[i].numel;
+    (void)bytes;
+    if (f->dtype == ZN_F32) return zn_ds_read_param(f->ck, i, buf, err);
+    int rc = zn_ds_read_param(f->ck, i, f->tmp, err);
+    uint16_t *h = buf;
+    for (uint64_t k = 0; !rc && k < n; k++)
+        h[k] = f->dtype == ZN_BF16 ? zn_f32_to_bf16(f->tmp[k]) : zn_f32_to_f16(f->tmp[k]);
+    return rc;
+}
+
+int zn_ds_consolidate(const ZnDsCkpt *ck, const char *out, ZnDtype dtype, int hf, int *ntensors, long long *nelements,
+                      ZnErr *err) {
+    if (ck->nfrozen || ck->nbuffers)
+        return zn_err(err, ZN_E_USAGE, "%s: %d frozen parameters and %d buffers: zinc consolidates trainable "
+                      "parameters only", ck->path, ck->nfrozen, ck->nbuffers);
+    const int most = ck->nparams + ck->nshared;
+    ZnStEntry *e = zn_calloc(ZN_HOST_IO, (size_t)most + 1, sizeof *e);
+    int *param = zn_calloc(ZN_HOST_IO, (size_t)most + 1, sizeof *param);
+    uint64_t biggest = 0;
+    int n = 0;
+    long long elements = 0;
+    for (int i = 0; e && param && i < most; i++) {
+        /* zero_to_fp32's order: the parameters, then each shared name whose parameter is there */
+        int p = i < ck->nparams ? i : zn_ds_find(ck, ck->shared[2 * (i - ck->nparams)]);
+        if (p < 0 || (hf && i >= ck->nparams)) continue;
+        e[n].name = i < ck->nparams ? ck->param[p].name : ck->shared[2 * (i - ck->nparams)];
+        e[n].dtype = dtype;
+        e[n].ndim = ck->param[p].ndim;
+        memcpy(e[n].shape, ck->param[p].shape, sizeof e[n].shape);
+        param[n++] = p;
+        biggest = ck->param[p].numel > biggest ? ck->param[p].numel : biggest;
+        if (i < ck->nparams) elements += (long long)ck->param[p].numel;
+    }
+    Fill f = {ck, e, param, dtype, NULL};
+    int rc = !e || !param || (dtype != ZN_F32 && !(f.tmp = zn_malloc(ZN_HOST_IO, biggest * sizeof(float) + 1)))
+                 ? zn_nomem(err) : 0;
+    static const char *const meta[] = {"format", "pt", NULL};
+    if (!rc) rc = zn_st_write_fill(out, e, n, meta, fill, &f, err);
+    ZN_FREE_ALL(e, param, f.tmp);
+    *ntensors = n;
+    *nelements = elements;
+    return rc;
+}
