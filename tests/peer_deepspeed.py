@@ -172,7 +172,9 @@ def ds_jobs(s, sdir, hf0, threads, tag):
     out = os.path.join(sdir, tag)
     return {"name": s["name"], "config": os.path.join(sdir, "ds_config.json"), "hf0": hf0, "data": DATA,
             "seed": SEED, "T": T, "steps": s["steps"], "threads": threads, "out": out,
-            "ckpt_at": s["ckpt_at"], "ckpt_dir": os.path.join(sdir, tag + "_ck")}
+            "ckpt_at": s["ckpt_at"], "ckpt_dir": os.path.join(sdir, tag + "_ck"),
+            # DeepSpeed's own checkpoint at the end, for zinc's reader (stages 1-3: ZeRO's files)
+            "final_dir": os.path.join(sdir, "ds_final_ck") if tag == "ds" and s["stage"] >= 1 else None}
 
 
 def run_deepspeed(py, world, jobs, work):
@@ -430,6 +432,9 @@ def main():
     if not a.only or "compare" in a.only.split(","):
         # stage 2 with accumulation: the gradients are the ones reduced over micro-steps
         fails += cli_check(a.zinc, a.work, "compare", 2, 2, ["--steps", "4"], ["--atol", "1e-12"], compare_verdict)
+    # DeepSpeed's own checkpoints, read by zinc (Z-DSCK)
+    import ds_ckpt_check
+    fails += ds_ckpt_check.run(a.zinc, a.work, S)
     failed = {f.split(":")[0] for f in fails}
     print("test-deepspeed: %d scenarios, %d agree, %d skipped by DeepSpeed, %d failed (%.0f s)"
           % (len(S), len(S) - skipped - len(failed), skipped, len(failed), time.time() - t0))

@@ -198,6 +198,8 @@ def train(job, rank, world, tokens):
                 w = full_state(engine, p, masters_only=True)
                 if rank == 0:
                     record["%d/%s" % (k, name)] = w
+    if job.get("final_dir"):   # the checkpoint zinc's DeepSpeed reader is tested on (Z-DSCK)
+        engine.save_checkpoint(job["final_dir"], tag="global_step%d" % steps)
     opt = engine.optimizer
     if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
         # DeepSpeed 0.19.8 links the optimizer state to the parameters once,

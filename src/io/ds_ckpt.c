@@ -341,8 +341,20 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     if ((rc = open_file(&ck->optim[0], ck->path, name, err))) goto out;
     if ((rc = read_stage_world(ck, &ck->optim[0], &ck->stage, &ck->world, err))) goto out;
     if (ck->world != count) {
-        rc = fail(ck->path, "rank 0's file says %d ranks (partition_count), the folder holds %d optimizer files: "
-                  "a rank's file is missing or left from another run", ck->world, count);
+        struct stat st;
+        char p[4400];
+        int r = 1;
+        for (; r < ck->world; r++) {
+            optim_name(ck, r, name, sizeof name);
+            snprintf(p, sizeof p, "%s/%s", ck->path, name);
+            if (stat(p, &st)) break;
+        }
+        if (r < ck->world)
+            rc = fail(ck->path, "rank %d's file %s is missing: partition_count in rank 0's says %d ranks", r, name,
+                      ck->world);
+        else
+            rc = fail(ck->path, "%d optimizer files, but partition_count in rank 0's says %d ranks: files left "
+                      "from another run", count, ck->world);
         ck->world = 1;
         goto out;
     }
