@@ -243,30 +243,75 @@ static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
             ng = l->n;
             if (ck->stage <= 2 && ng != ck->ngroups)
                 return fail(file_of(f), "%s has %d groups, param_shapes %d", key, ng, ck->ngroups);
-            ck->flat = zn_calloc(ZN_HOST_IO, (size_t)ck->world * (size_t)(ng ? ng : 1), sizeof *ck->flat);
-            if (!ck->flat) return zn_nomem(err);
+            ck->state[0] = zn_calloc(ZN_HOST_IO, (size_t)ck->world * (size_t)(ng ? ng : 1), sizeof *ck->state[0]);
+            if (!ck->state[0]) return zn_nomem(err);
         } else if (l->n != ng) {
             return fail(file_of(f), "%s has %d groups, rank 0's file %d: partitions of different runs", key, l->n, ng);
         }
         for (int g = 0; g < ng; g++) {
             char what[96];
             snprintf(what, sizeof what, "optimizer_state_dict.%s[%d]", key, g);
-            ZnPtTensor *t = &ck->flat[r * ng + g];
+            ZnPtTensor *t = &ck->state[0][r * ng + g];
             int rc = zn_pt_tensor(f, l->item[g], what, t, err);
             if (rc) return rc;
             if (t->type != ZN_PT_F32 || t->ndim != 1 || !t->contiguous)
                 return fail(file_of(f), "%s is %s with %d dimensions; DeepSpeed writes a flat float32 vector", what,
                             zn_pt_type_name(t->type), t->ndim);
-            if (t->numel != ck->flat[g].numel)
+            /* stage 3 saves every partition whole; stages 1-2 strip the last rank's padding */
+            if (t->numel != ck->state[0][g].numel && (ck->stage == 3 || r < ck->world - 1 || t->numel > ck->state[0][g].numel))
                 return fail(file_of(f), "%s holds %llu elements, rank 0's %llu: the partitions disagree", what,
-                            (unsigned long long)t->numel, (unsigned long long)ck->flat[g].numel);
+                            (unsigned long long)t->numel, (unsigned long long)ck->state[0][g].numel);
         }
+    }
+    if (ck->stage <= 2) {
+        const int W1 = ck->world + 1;
+        ck->rank_at = zn_calloc(ZN_HOST_IO, (size_t)ng * (size_t)W1 + 1, sizeof *ck->rank_at);
+        if (!ck->rank_at) return zn_nomem(err);
+        for (int g = 0; g < ng; g++)
+            for (int r = 0; r < ck->world; r++)
+                ck->rank_at[g * W1 + r + 1] = ck->rank_at[g * W1 + r] + ck->state[0][r * ng + g].numel;
     }
     if (ck->stage == 3) {   /* zero_to_fp32's flat_groups_offset */
         ck->group_at = zn_calloc(ZN_HOST_IO, (size_t)ng + 1, sizeof *ck->group_at);
         if (!ck->group_at) return zn_nomem(err);
-        for (int g = 0; g < ng; g++) ck->group_at[g + 1] = ck->group_at[g] + ck->flat[g].numel;
+        for (int g = 0; g < ng; g++) ck->group_at[g + 1] = ck->group_at[g] + ck->state[0][g].numel;
         ck->ngroups = ng;
+    }
+    return 0;
+}
+
+/* The Adam moments, where the optimizer kept them: per rank and group, a
+ * float32 vector as long as the fp32 partition. */
+static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
+    static const char *const KEY[3] = {NULL, "exp_avg", "exp_avg_sq"};
+    const size_t n = (size_t)ck->world * (size_t)ck->ngroups + 1;
+    for (int r = 0; r < ck->world; r++) {
+        const ZnPt *f = &ck->optim[r];
+        const ZnPy *st = get(get(osd(f), ck->stage <= 2 ? "base_optimizer_state" : "optimizer_state_dict"), "state");
+        for (int g = 0; g < ck->ngroups; g++) {
+            const ZnPy *gs = NULL;
+            for (int k = 0; st && st->kind == ZN_PY_DICT && k < st->n; k += 2)
+                if (st->item[k]->kind == ZN_PY_INT && st->item[k]->i == g) gs = st->item[k + 1];
+            for (int w = 1; w <= 2; w++) {
+                const ZnPy *v = get(gs, KEY[w]);
+                if (!v) {
+                    if (r || g || w > 1) return fail(file_of(f), "optimizer state of group %d has no '%s' where "
+                                                     "rank 0's group 0 has one", g, KEY[w]);
+                    return 0;   /* no moments at all: an optimizer other than Adam */
+                }
+                if (!ck->state[w] && !(ck->state[w] = zn_calloc(ZN_HOST_IO, n, sizeof(ZnPtTensor)))) return zn_nomem(err);
+                char what[96];
+                snprintf(what, sizeof what, "optimizer state %d '%s'", g, KEY[w]);
+                ZnPtTensor *t = &ck->state[w][r * ck->ngroups + g];
+                int rc = zn_pt_tensor(f, v, what, t, err);
+                if (rc) return rc;
+                const uint64_t want = ck->state[0][r * ck->ngroups + g].numel;
+                /* stages 1-2 keep the last rank's moments padded where its fp32 slice is not */
+                if (t->type != ZN_PT_F32 || !t->contiguous || t->numel < want || (ck->stage == 3 && t->numel != want))
+                    return fail(file_of(f), "%s is %s of %llu elements; the fp32 partition has %llu float32", what,
+                                zn_pt_type_name(t->type), (unsigned long long)t->numel, (unsigned long long)want);
+            }
+        }
     }
     return 0;
 }
@@ -294,7 +339,7 @@ static int layout(ZnDsCkpt *ck, ZnErr *err) {
     int i = 0;
     for (int g = 0; g < ck->ngroups; g++) {
         const ZnPy *gp = pad ? pad->item[g] : NULL;
-        uint64_t off = 0, avail = ck->flat[g].numel * W;
+        uint64_t off = 0, avail = ck->rank_at[g * (ck->world + 1) + ck->world];
         int j = 0;
         for (; i < ck->nparams && ck->param[i].group == g; i++, j++) {
             ck->param[i].offset = off;
@@ -380,7 +425,8 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
         else snprintf(name, sizeof name, "mp_rank_00_model_states.pt");
         if ((rc = open_file(&ck->model[r], ck->path, name, err))) goto out;
     }
-    if ((rc = read_meta(ck, err)) || (rc = read_params(ck, err)) || (rc = read_flat(ck, err)) || (rc = layout(ck, err)))
+    if ((rc = read_meta(ck, err)) || (rc = read_params(ck, err)) || (rc = read_flat(ck, err)) ||
+        (rc = read_moments(ck, err)) || (rc = layout(ck, err)))
         goto out;
 out:
     if (rc) zn_ds_close(ck);
@@ -392,7 +438,8 @@ void zn_ds_close(ZnDsCkpt *ck) {
     for (int r = 0; ck->model && r < ck->nmodel; r++) zn_pt_close(&ck->model[r]);
     for (int i = 0; i < ck->nparams; i++) free(ck->param[i].name);
     for (int i = 0; ck->shared && i < 2 * ck->nshared; i++) free(ck->shared[i]);
-    ZN_FREE_ALL(ck->path, ck->tag, ck->optim, ck->model, ck->param, ck->shared, ck->flat, ck->group_at);
+    ZN_FREE_ALL(ck->path, ck->tag, ck->optim, ck->model, ck->param, ck->shared, ck->state[0], ck->state[1],
+                ck->state[2], ck->group_at, ck->rank_at);
     memset(ck, 0, sizeof *ck);
 }
 
@@ -400,12 +447,13 @@ void zn_ds_close(ZnDsCkpt *ck) {
 /* one parameter, gathered                                                  */
 
 /* n elements of rank r's stage-3 partition from position at, across its groups. */
-static int read_partition(const ZnDsCkpt *ck, int r, uint64_t at, uint64_t n, float *dst, ZnErr *err) {
+static int read_partition(const ZnDsCkpt *ck, const ZnPtTensor *set, int r, uint64_t at, uint64_t n, float *dst,
+                          ZnErr *err) {
     for (int g = 0; g < ck->ngroups && n; g++) {
         uint64_t lo = ck->group_at[g], hi = ck->group_at[g + 1];
         if (at >= hi) continue;
         uint64_t k = hi - at < n ? hi - at : n;
-        int rc = zn_pt_read(&ck->optim[r], &ck->flat[r * ck->ngroups + g], at - lo, k, dst, err);
+        int rc = zn_pt_read(&ck->optim[r], &set[r * ck->ngroups + g], at - lo, k, dst, err);
         if (rc) return rc;
         dst += k;
         at += k;
@@ -414,14 +462,16 @@ static int read_partition(const ZnDsCkpt *ck, int r, uint64_t at, uint64_t n, fl
     return n ? zn_err(err, ZN_E_INTERNAL, "stage-3 partition read past its end") : 0;
 }
 
-int zn_ds_read_param(const ZnDsCkpt *ck, int i, float *dst, ZnErr *err) {
+int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err) {
     const ZnDsParam *p = &ck->param[i];
+    const ZnPtTensor *set = ck->state[which];
+    if (!set) return zn_err(err, ZN_E_INTERNAL, "%s: no optimizer state %d", ck->path, which);
     const uint64_t W = (uint64_t)ck->world;
     if (ck->stage == 3) {
         uint64_t part = (p->numel + W - 1) / W, left = p->numel;
         for (int r = 0; r < ck->world && left; r++) {
             uint64_t k = left < part ? left : part;
-            int rc = read_partition(ck, r, p->offset, k, dst, err);
+            int rc = read_partition(ck, set, r, p->offset, k, dst, err);
             if (rc) return rc;
             dst += k;
             left -= k;
@@ -429,17 +479,27 @@ int zn_ds_read_param(const ZnDsCkpt *ck, int i, float *dst, ZnErr *err) {
         return 0;
     }
     /* stages 1-2: [offset, offset + numel) of the group's vector, rank by rank */
-    const uint64_t per = ck->flat[p->group].numel;
+    const uint64_t *at_r = &ck->rank_at[p->group * (ck->world + 1)];
     uint64_t at = p->offset, left = p->numel;
-    while (left) {
-        uint64_t r = at / per, in = at % per, k = per - in < left ? per - in : left;
-        int rc = zn_pt_read(&ck->optim[r], &ck->flat[r * ck->ngroups + p->group], in, k, dst, err);
+    for (int r = 0; r < ck->world && left; r++) {
+        if (at >= at_r[r + 1]) continue;
+        uint64_t in = at - at_r[r], k = at_r[r + 1] - at < left ? at_r[r + 1] - at : left;
+        int rc = zn_pt_read(&ck->optim[r], &set[r * ck->ngroups + p->group], in, k, dst, err);
         if (rc) return rc;
         dst += k;
         at += k;
         left -= k;
     }
-    return 0;
+    return left ? zn_err(err, ZN_E_INTERNAL, "a parameter read past its group's end") : 0;
+}
+
+int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k) {
+    const ZnDsParam *p = &ck->param[i];
+    if (ck->stage == 3) return (int)(k / ((p->numel + (uint64_t)ck->world - 1) / (uint64_t)ck->world));
+    const uint64_t *at_r = &ck->rank_at[p->group * (ck->world + 1)];
+    int r = 0;
+    while (r < ck->world - 1 && p->offset + k >= at_r[r + 1]) r++;
+    return r;
 }
 
 int zn_ds_find(const ZnDsCkpt *ck, const char *name) {

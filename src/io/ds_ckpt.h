@@ -39,8 +39,11 @@ typedef struct {
     int nmodel;                  /* model-states files: 1 (stages 1-2) or world (stage 3) */
     ZnPt *model;
     ZnPt *optim;                 /* world optimizer-states files, by rank */
-    ZnPtTensor *flat;            /* [rank * ngroups + group]: the fp32 partitions */
+    ZnPtTensor *state[3];        /* [rank * ngroups + group]: the fp32 partitions, then the Adam moments
+                                  * exp_avg and exp_avg_sq laid out alike (NULL when the optimizer kept none) */
     uint64_t *group_at;          /* stage 3: ngroups + 1 offsets of each group in a rank's partitions */
+    uint64_t *rank_at;           /* stages 1-2: [group * (world + 1) + r], where rank r's slice starts in the group's
+                                  * vector (the last rank's is saved without the group's padding) */
 } ZnDsCkpt;
 
 /* 1 when path is a DeepSpeed folder: it holds *_optim_states.pt files, or
@@ -51,9 +54,13 @@ int zn_ds_is_folder(const char *path);
  * sizes. An error names the file and what is wrong. */
 int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err);
 void zn_ds_close(ZnDsCkpt *ck);
-/* Parameter i's fp32 master, whole (numel floats), gathered from every
- * rank's partition as zero_to_fp32 gathers it. */
-int zn_ds_read_param(const ZnDsCkpt *ck, int i, float *dst, ZnErr *err);
+enum { ZN_DS_FP32 = 0, ZN_DS_EXP_AVG, ZN_DS_EXP_AVG_SQ };
+/* Parameter i's fp32 master (which ZN_DS_FP32) or Adam moment, whole
+ * (numel floats), gathered from every rank's partition as zero_to_fp32
+ * gathers the master. */
+int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err);
+/* The rank whose file holds element k of parameter i. */
+int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k);
 /* The index of a parameter called name (a shared name resolves
  * to the parameter it shares), or -1. */
 int zn_ds_find(const ZnDsCkpt *ck, const char *name);
