@@ -240,6 +240,23 @@ printf 'x' >>"$T/ck/global_step6/zero_pp_rank_1_optim_states.safetensors"
 "$ZINC" ckpt inspect "$T/ck/global_step6" >"$T/insp" 2>&1
 [ $? = 1 ] && grep -q 'zero_pp_rank_1_optim_states.safetensors' "$T/insp" && ok Z-CKPT-007-inspect || bad Z-CKPT-007-inspect "$(cat "$T/insp")"
 
+# spec: Z-DSCK-005 Z-DSCK-006 the same commands on a folder DeepSpeed wrote:
+# detected by its files, inspected, consolidated (exit 0, one summary line)
+"$ZINC" ckpt inspect tests/data/dsck/z3 >"$T/dsi" 2>&1 && grep -q '^checkpoint tests/data/dsck/z3: OK$' "$T/dsi" &&
+  grep -q '^DeepSpeed checkpoint tests/data/dsck/z3/global_step2 (tag global_step2), written by DeepSpeed 0.19.8$' "$T/dsi" &&
+  ok Z-DSCK-005-cli || bad Z-DSCK-005-cli "$(cat "$T/dsi")"
+"$ZINC" ckpt consolidate --input tests/data/dsck/z2/global_step2 --output "$T/ds.safetensors" >"$T/dsc" 2>&1 &&
+  [ "$(cat "$T/dsc")" = "wrote $T/ds.safetensors: 4 tensors, 65 parameters, fp32, from DeepSpeed stage 2, world size 2" ] &&
+  ok Z-DSCK-006-cli || bad Z-DSCK-006-cli "$(cat "$T/dsc")"
+"$ZINC" ckpt consolidate --input tests/data/dsck/z1-bf16 --hf "$T/dshf" >"$T/dsc" 2>&1 && [ -f "$T/dshf/model.safetensors" ] &&
+  grep -q '^no config.json: a DeepSpeed checkpoint does not record' "$T/dsc" &&
+  ok Z-DSCK-006-hf || bad Z-DSCK-006-hf "$(cat "$T/dsc")"
+mkdir -p "$T/dsbad" && cp tests/data/dsck/z3/global_step2/*.pt "$T/dsbad/" && rm "$T/dsbad/zero_pp_rank_0_mp_rank_00_optim_states.pt"
+"$ZINC" ckpt inspect "$T/dsbad" >"$T/dsi" 2>&1
+[ $? = 1 ] && [ "$(grep -c '^zinc: error: ' "$T/dsi")" = 1 ] &&
+  grep -q "^zinc: error: $T/dsbad/zero_pp_rank_0_mp_rank_00_optim_states.pt: missing: DeepSpeed's layout needs this file" "$T/dsi" &&
+  ok Z-DSCK-005-missing || bad Z-DSCK-005-missing "$(cat "$T/dsi")"
+
 # spec: Z-CKPT-008 with a tied weight: consolidation writes it under both names
 # (same bits), and the parameters are those of a stage-0 run
 TM=mlp:12,16,16,16,6,tie:2=1

@@ -57,11 +57,9 @@ static int check_module(const ZnDsCkpt *ck, ZnErr *err) {
 }
 
 static int check_file(const ZnPt *f, FILE *out, ZnErr *err) {
-    uint64_t bytes = 0;
     for (int e = 0; e < f->zip.n; e++) {
         int rc = zn_zip_check_crc(&f->zip, &f->zip.e[e], err);
         if (rc) return rc;
-        bytes += f->zip.e[e].size;
     }
     const char *base = strrchr(f->zip.path, '/');
     fprintf(out, "  %-52s %12llu bytes  %3d entries  crc32 ok\n", base ? base + 1 : f->zip.path,

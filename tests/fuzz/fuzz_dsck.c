@@ -3,10 +3,13 @@
  * (zn_pickle_load, then zn_py_repr over what it built) and, through a memfd
  * opened as /proc/self/fd (the reader's own pread path), as a torch.save
  * zip (zn_zip_open, every entry's CRC checked, each data.pkl entry read and
- * run as a pickle). Every error must be a clean one (fuzz_check_err); a
+ * run as a pickle), and as a torch.save file (zn_pt_open, every call in
+ * its pickle tried as a tensor, the first elements of each read: Z-DSCK-003).
+ * Every error must be a clean one (fuzz_check_err); a
  * crash, leak or sanitizer report is a defect. */
 #include "fuzz.h"
 #include "io/pickle.h"
+#include "io/torch_file.h"
 #include "io/zipread.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -49,5 +52,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(b);
     }
     zn_zip_close(&z);
+    ZnPt f;
+    rc = zn_pt_open(&f, path, &err);
+    fuzz_check_err(rc, &err, "torch open");
+    if (rc) return 0;
+    for (long i = 0; i < f.pk.n; i++) {
+        if (f.pk.all[i]->kind != ZN_PY_CALL) continue;
+        ZnPtTensor t;
+        rc = zn_pt_tensor(&f, f.pk.all[i], "t", &t, &err);
+        fuzz_check_err(rc, &err, "tensor");
+        if (rc || !t.contiguous) continue;
+        static uint64_t buf[64];
+        const uint64_t n = t.numel < 64 ? t.numel : 64;
+        fuzz_check_err(zn_pt_read(&f, &t, 0, n, buf, &err), &err, "tensor read");
+    }
+    zn_pt_close(&f);
     return 0;
 }
