@@ -154,9 +154,14 @@ def zinc_side(zinc, sdir, s):
     logs.append(log)
     losses = sum((peer_common.csv_column(p, "loss") for p in logs), [])
     lrs = sum((peer_common.csv_column(p, "lr") for p in logs), [])
-    uni = os.path.join(sdir, "zinc_universal")
+    return losses, lrs, zinc_state(zinc, ck, s["steps"], os.path.join(sdir, "zinc_universal"))
+
+
+def zinc_state(zinc, ck, steps, uni):
+    """{name/state: array} of zinc's checkpoint ck/global_step{steps}, through
+    zinc's own universal checkpoint (one tensor per parameter and state)."""
     shutil.rmtree(uni, ignore_errors=True)
-    peer_common.run([zinc, "ckpt", "to-universal", "--input-folder", os.path.join(ck, "global_step%d" % s["steps"]),
+    peer_common.run([zinc, "ckpt", "to-universal", "--input-folder", os.path.join(ck, "global_step%d" % steps),
                      "--output-folder", uni], "test-deepspeed")
     state = {}
     zero = os.path.join(uni, "zero")
@@ -165,7 +170,36 @@ def zinc_side(zinc, sdir, s):
             continue
         for kind in ("fp32", "exp_avg", "exp_avg_sq"):
             state[name + "/" + kind] = load_file(os.path.join(zero, name, kind + ".safetensors"))[kind]
-    return losses, lrs, state
+    return state
+
+
+def zinc_resumes_ds(zinc, sdir, s, world, stage):
+    """zinc resumes DeepSpeed's own checkpoint of step ckpt_at (Z-DSCK-007)
+    at world size world and stage stage (the global batch kept: the
+    accumulation absorbs the world size) and trains to the end; returns
+    (losses, lrs, state) of the resumed steps, or None where the batch does
+    not divide."""
+    cfg = json.loads(json.dumps(s["cfg"]))
+    ga, rem = divmod(cfg["train_batch_size"], MB * world)
+    if rem:
+        return None
+    cfg["gradient_accumulation_steps"] = ga
+    cfg["zero_optimization"]["stage"] = stage
+    tag = "w%d_s%d" % (world, stage)
+    path = os.path.join(sdir, "resume_%s.json" % tag)
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=1)
+    # a copy: zinc's own checkpoints then go beside DeepSpeed's, not into its folder
+    ck = os.path.join(sdir, "zinc_from_ds_" + tag)
+    shutil.rmtree(ck, ignore_errors=True)
+    shutil.copytree(os.path.join(sdir, "ds_ck"), ck)
+    log = os.path.join(sdir, "zinc_from_ds_%s.csv" % tag)
+    peer_common.run([zinc, "train", "--config", path, "--model", "gpt2-tiny", "--data", "text:" + DATA, "--seq-len",
+                     str(T), "--world-size", str(world), "--steps-per-print", "0", "--checkpoint-dir", ck, "--resume",
+                     "--steps", str(s["steps"]), "--checkpoint-interval", str(s["steps"]), "--log", log],
+                    "test-deepspeed")
+    return (peer_common.csv_column(log, "loss"), peer_common.csv_column(log, "lr"),
+            zinc_state(zinc, ck, s["steps"], os.path.join(sdir, "zinc_from_ds_universal")))
 
 
 def ds_jobs(s, sdir, hf0, threads, tag):
@@ -222,6 +256,32 @@ def distance(a, b, w0):
         d[kind + " rel"] = {k: float(np.linalg.norm(x) / max(np.linalg.norm(moved[k]), 1e-30))
                             for k, x in diffs.items()}
     return d
+
+
+def judge(d, self_d, s):
+    """The table's cells and the failures: zinc's distance from DeepSpeed
+    (d) against DeepSpeed's from itself (self_d), within the scenario's
+    factor, above the floors."""
+    floor = FLOOR_16 if s["half"] else FLOOR
+    bad, cells = [], []
+    for k in ("loss", "fp32"):
+        bound = max(floor[k], s["factor"] * self_d[k])
+        cells.append("%8.2g/%-8.2g" % (d[k], self_d[k]))
+        if not d[k] <= bound:
+            bad.append("%s differs by %.3g (bound %.3g; DeepSpeed against itself %.3g)"
+                       % (k, d[k], bound, self_d[k]))
+    for kind in ("fp32 rel", "exp_avg rel", "exp_avg_sq rel"):
+        # per tensor: zinc's distance over DeepSpeed's own (or the floor)
+        ratio = {t: v / max(floor[kind], self_d[kind].get(t, 0.0)) for t, v in d[kind].items()} \
+            if isinstance(d[kind], dict) else {"(missing tensors)": float("inf")}
+        t = max(ratio, key=ratio.get)
+        cells.append("%17.2f" % ratio[t])
+        if not ratio[t] <= s["factor"]:
+            bad.append("%s of %s: %.3g, %.1f times DeepSpeed's distance from itself (%.3g; floor %.3g)"
+                       % (kind, t, d[kind][t], ratio[t], self_d[kind].get(t, 0.0), floor[kind]))
+    if not d["lr"] <= LR_RTOL:
+        bad.append("lr differs by %.3g relative (bound %.3g)" % (d["lr"], LR_RTOL))
+    return cells, bad
 
 
 def zinc_memory(zinc, sdir, s):
@@ -370,7 +430,7 @@ def main():
                             " ".join("%17s" % "worst ratio" for _ in cols[2:])))
     print("%-38s  (a ratio: zinc's distance from DeepSpeed over DeepSpeed's from itself, per tensor; bound: the"
           " scenario's factor)" % "")
-    fails, skipped, memrows = [], 0, []
+    fails, skipped, memrows, resrows = [], 0, [], []
     for s in S:
         sdir = os.path.join(a.work, s["name"])
         head = "%-24s %2d %2d %2d %5d " % (s["name"], s["world"], s["stage"], s["ga"], s["steps"])
@@ -391,25 +451,7 @@ def main():
             print(head + " DeepSpeed's second run FAILED: %s" % why)
             continue
         d, self_d = distance(z, ds, w0), distance(alt, ds, w0)
-        floor = FLOOR_16 if s["half"] else FLOOR
-        bad, cells = [], []
-        for k in ("loss", "fp32"):
-            bound = max(floor[k], s["factor"] * self_d[k])
-            cells.append("%8.2g/%-8.2g" % (d[k], self_d[k]))
-            if not d[k] <= bound:
-                bad.append("%s differs by %.3g (bound %.3g; DeepSpeed against itself %.3g)"
-                           % (k, d[k], bound, self_d[k]))
-        for kind in ("fp32 rel", "exp_avg rel", "exp_avg_sq rel"):
-            # per tensor: zinc's distance over DeepSpeed's own (or the floor)
-            ratio = {t: v / max(floor[kind], self_d[kind].get(t, 0.0)) for t, v in d[kind].items()} \
-                if isinstance(d[kind], dict) else {"(missing tensors)": float("inf")}
-            t = max(ratio, key=ratio.get)
-            cells.append("%17.2f" % ratio[t])
-            if not ratio[t] <= s["factor"]:
-                bad.append("%s of %s: %.3g, %.1f times DeepSpeed's distance from itself (%.3g; floor %.3g)"
-                           % (kind, t, d[kind][t], ratio[t], self_d[kind].get(t, 0.0), floor[kind]))
-        if not d["lr"] <= LR_RTOL:
-            bad.append("lr differs by %.3g relative (bound %.3g)" % (d["lr"], LR_RTOL))
+        cells, bad = judge(d, self_d, s)
         print(head + " %s  %s (x%g)" % (" ".join(cells), "agree" if not bad else "DIFFER", s["factor"]))
         fails += ["%s: %s" % (s["name"], b) for b in bad]
         mem_path = os.path.join(sdir, "ds", "memory.json")
@@ -419,10 +461,23 @@ def main():
         else:
             mcells, mbad = ["DeepSpeed recorded no memory.json"], ["memory: DeepSpeed recorded nothing"]
         memrows.append("%-24s %s  %s" % (s["name"], ", ".join(mcells), "equal" if not mbad else "DIFFER"))
+        k = s["ckpt_at"]
+        for world, stage in ([(s["world"], s["stage"]), (1, 3) if s["stage"] < 3 else (2, 1)] if k else []):
+            # zinc resumes DeepSpeed's checkpoint; held to DeepSpeed's own continuation
+            r = zinc_resumes_ds(a.zinc, sdir, s, world, stage)
+            cut = lambda x: (x[0][k:], x[1][k:], x[2])
+            cells, bad = judge(distance(r, cut(ds), w0), distance(cut(alt), cut(ds), w0), s)
+            resrows.append("%-24s W %d stage %d %s  %s (x%g)" % (s["name"], world, stage, " ".join(cells),
+                                                                 "agree" if not bad else "DIFFER", s["factor"]))
+            fails += ["%s: zinc resuming DeepSpeed's checkpoint at W %d stage %d: %s" % (s["name"], world, stage, b)
+                      for b in bad]
         fails += ["%s: %s" % (s["name"], b) for b in mbad]
     print("test-deepspeed: memory, rank 0's bytes by category (after init; hpz_secondary: the first step's"
           " peak): zinc's dry run (zinc plan) against the buffers DeepSpeed allocated (/DS where they differ)")
     print("\n".join(memrows))
+    print("test-deepspeed: zinc resuming DeepSpeed's own checkpoint (Z-DSCK-007) of step ckpt_at, at the same and"
+          " another world size and stage, against DeepSpeed's load_checkpoint continuation (same columns)")
+    print("\n".join(resrows))
     # zinc stepper --peer deepspeed, as a user runs it (Z-DSP-010): a stage-3
     # config passes at the default bounds and fails at a bound below the
     # rounding between the two

@@ -1,5 +1,6 @@
 /* checkpoint.c: save, verify, load, reshard, convert (spec Z-CKPT-*). */
 #include "io/checkpoint.h"
+#include "io/ds_ckpt.h"
 #include <xxhash.h>
 #include "core/alloc.h"
 #include "core/json_track.h"
@@ -849,8 +850,7 @@ static int read_tag(const char *dir, const char *name, const char *what, char *t
     return rc;
 }
 
-/* this rank's new partition out of full model-order vectors */
-static void take_partition(const ZnEngine *E, const float *full, float *part) {
+void zn_ckpt_take_partition(const ZnEngine *E, const float *full, float *part) {
     const ZnLayout *L = &E->L;
     memset(part, 0, (size_t)E->part_n * 4);   /* padding is zero */
     for (int p = 0; p < L->nparams; p++) {
@@ -881,6 +881,11 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     int rc = 0;
     if ((rc = too_long(dir, err))) return rc;
     if (tag_in && (rc = check_tag(dir, tag_in, "--checkpoint-tag", ZN_E_USAGE, err))) return rc;
+    if (!universal && zn_ds_is_folder(dir)) {   /* DeepSpeed's own folder (Z-DSCK-007) */
+        if (!tag_in) return zn_ds_load(E, dir, err);
+        join(tagdir, dir, tag_in);
+        return zn_ds_load(E, tagdir, err);
+    }
     if (tag_in) pathf(tag, "%s", tag_in);
     else if ((rc = read_tag(dir, universal ? "latest_universal" : "latest", "resume", tag, sizeof tag, err))) return rc;
     join(tagdir, dir, tag);
@@ -955,9 +960,9 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
             rc = full_from_shards(m, tagdir, fm, fa, fs, err);
         }
         if (!rc) {
-            take_partition(E, fm, ms);
-            take_partition(E, fa, ea);
-            take_partition(E, fs, es);
+            zn_ckpt_take_partition(E, fm, ms);
+            zn_ckpt_take_partition(E, fa, ea);
+            zn_ckpt_take_partition(E, fs, es);
         }
     }
 done:

@@ -41,6 +41,9 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag, int universal, Z
 
 /* Verifies every shard of DIR/TAG and rebuilds the full fp32 master, exp_avg
  * and exp_avg_sq in model order (numel elements each, padding stripped). */
+/* This rank's partition (E->part_n floats, padding zero) out of a full
+ * model-order vector: what a resume through the full vectors installs. */
+void zn_ckpt_take_partition(const ZnEngine *E, const float *full, float *part);
 int zn_ckpt_read_full(const char *tagdir, float *master, float *exp_avg, float *exp_avg_sq, long numel, ZnErr *err);
 
 /* Checks manifest text (len bytes, need not be NUL-terminated) as a load

@@ -182,6 +182,12 @@ static int read_meta(ZnDsCkpt *ck, ZnErr *err) {
     const ZnPy *ls = get(o, "loss_scaler"), *cur = NULL;
     if (ls && ls->kind == ZN_PY_CALL && ls->n == 3 && ls->item[2]) cur = get(ls->item[2], "cur_scale");
     ck->cur_scale = !cur ? 1.0 : cur->kind == ZN_PY_FLOAT ? cur->f : (double)cur->i;
+    const ZnPy *lst = ls && ls->kind == ZN_PY_CALL && ls->n == 3 ? ls->item[2] : NULL;
+    ck->scaler_cur_iter = as_int(get(lst, "cur_iter"), &v) ? -1 : v;
+    ck->scaler_last_overflow = as_int(get(lst, "last_overflow_iter"), &v) ? -1 : v;
+    ck->scaler_hysteresis = as_int(get(lst, "cur_hysteresis"), &v) ? -1 : v;
+    const ZnPy *lr = get(get(r, "lr_scheduler"), "last_batch_iteration");
+    ck->sched_t = as_int(lr, &v) ? ck->global_steps - 1 : v;
     /* buffers and shared names */
     const ZnPy *b = get(r, "buffer_names"), *sh = get(r, "shared_params");
     if (b->kind != ZN_PY_LIST) return fail(file_of(m), "buffer_names is not a list");
@@ -285,6 +291,7 @@ static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
 static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
     static const char *const KEY[3] = {NULL, "exp_avg", "exp_avg_sq"};
     const size_t n = (size_t)ck->world * (size_t)ck->ngroups + 1;
+    ck->adam_step = -1;
     for (int r = 0; r < ck->world; r++) {
         const ZnPt *f = &ck->optim[r];
         const ZnPy *st = get(get(osd(f), ck->stage <= 2 ? "base_optimizer_state" : "optimizer_state_dict"), "state");
@@ -292,6 +299,8 @@ static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
             const ZnPy *gs = NULL;
             for (int k = 0; st && st->kind == ZN_PY_DICT && k < st->n; k += 2)
                 if (st->item[k]->kind == ZN_PY_INT && st->item[k]->i == g) gs = st->item[k + 1];
+            long long step;
+            if (r == 0 && g == 0) ck->adam_step = as_int(get(gs, "step"), &step) ? -1 : step;
             for (int w = 1; w <= 2; w++) {
                 const ZnPy *v = get(gs, KEY[w]);
                 if (!v) {

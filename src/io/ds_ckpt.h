@@ -35,6 +35,9 @@ typedef struct {
     long long global_steps, global_samples, skipped_steps;
     int dynamic_scale;           /* dynamic_loss_scale */
     double cur_scale;            /* the loss scaler's cur_scale (1 where none is recorded) */
+    long long scaler_cur_iter, scaler_last_overflow, scaler_hysteresis;   /* a dynamic scaler's; -1 where absent */
+    long long adam_step;         /* the optimizer's step count (group 0's 'step'), -1 where absent */
+    long long sched_t;           /* lr_scheduler's last_batch_iteration, or global_steps - 1 where none */
     char lr_scheduler[256];      /* its state's repr, "None" where there is none */
     int nmodel;                  /* model-states files: 1 (stages 1-2) or world (stage 3) */
     ZnPt *model;
@@ -73,5 +76,11 @@ int zn_ds_describe(const ZnDsCkpt *ck, FILE *out, ZnErr *err);
  * leaves tied weights out). *ntensors, *nelements: what was written. */
 int zn_ds_consolidate(const ZnDsCkpt *ck, const char *out, ZnDtype dtype, int hf, int *ntensors, long long *nelements,
                       ZnErr *err);
+
+/* `zinc train --resume` from a DeepSpeed folder (DIR/TAG or DIR with its
+ * `latest`), into an initialised engine of any world size and stage:
+ * collective, as zn_ckpt_load (ds_resume.c). */
+struct ZnEngine;
+int zn_ds_load(struct ZnEngine *E, const char *path, ZnErr *err);
 
 #endif
