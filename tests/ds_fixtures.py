@@ -6,12 +6,14 @@ Run by hand in the peers' venv when DeepSpeed's format changes:
   DS_ACCELERATOR=cpu build/peer-venv/bin/torchrun --standalone \
       --nproc-per-node 2 tests/ds_fixtures.py tests/data/dsck
 
-A model of 65 parameters in two optimizer groups with a tied weight (an
-embedding of 7 x 5 shared with the output layer, a 5 x 5 linear layer and
-its bias): odd sizes, so every stage pads. Four folders, two steps of AdamW
-each: z1-bf16 (stage 1, bf16), z2 (stage 2), z3 (stage 3), z3-bf16 (stage 3,
-bf16), each beside expected.safetensors, DeepSpeed's own zero_to_fp32
-state dict of it."""
+A model whose names and shapes are zinc's `mlp:5,5,5,tie:1=0` (layers.0.weight
+[5 x 5] and layers.0.bias, layers.1.weight tied to layers.0.weight,
+layers.1.bias): 35 parameters in two optimizer groups, sizes odd enough that
+every stage pads. Four folders, two steps of AdamW each: z1-bf16 (stage 1,
+bf16), z2 (stage 2), z3 (stage 3), z3-bf16 (stage 3, bf16), each beside
+expected.safetensors: DeepSpeed's own zero_to_fp32 state dict of it and
+the Adam moments of every parameter as safe_get_full_optimizer_state gives
+them ("NAME/exp_avg", "NAME/exp_avg_sq")."""
 import os
 import sys
 
@@ -22,20 +24,19 @@ import torch.distributed as dist
 class Tiny(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.emb = torch.nn.Embedding(7, 5)
-        self.fc = torch.nn.Linear(5, 5)
-        self.out = torch.nn.Linear(5, 7, bias=False)
-        self.out.weight = self.emb.weight   # tied: DeepSpeed records it in shared_params
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(5, 5), torch.nn.Linear(5, 5)])
+        self.layers[1].weight = self.layers[0].weight   # tied: DeepSpeed records it in shared_params
 
     def forward(self, x):
-        return self.out(torch.tanh(self.fc(self.emb(x))))
+        return self.layers[1](torch.tanh(self.layers[0](x)))
 
 
 def one(root, name, stage, bf16):
     import deepspeed
     torch.manual_seed(1)
     m = Tiny()
-    groups = [{"params": [m.emb.weight, m.fc.weight]}, {"params": [m.fc.bias], "weight_decay": 0.0}]
+    L = m.layers
+    groups = [{"params": [L[0].weight]}, {"params": [L[0].bias, L[1].bias], "weight_decay": 0.0}]
     cfg = {"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2,
            "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.1}},
            "zero_optimization": {"stage": stage}, "steps_per_print": 1000}
@@ -43,12 +44,24 @@ def one(root, name, stage, bf16):
         cfg["bf16"] = {"enabled": True}
     eng, _, _, _ = deepspeed.initialize(model=m, model_parameters=groups, config=cfg)
     g = torch.Generator().manual_seed(dist.get_rank())
+    dt = torch.bfloat16 if bf16 else torch.float32
     for _ in range(2):
-        x = torch.randint(0, 7, (2, 3), generator=g)
-        logits = eng(x)
-        loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, 7), x.reshape(-1))
+        x = torch.randn(2, 5, generator=g)
+        loss = torch.nn.functional.mse_loss(eng(x.to(dt)).float(), torch.sin(x))
         eng.backward(loss)
         eng.step()
+    # the Adam moments as DeepSpeed's own API gathers them (collective at stage 3);
+    # stages 1-2 link the optimizer state to the parameters lazily, and only the
+    # groups stepped by then (the worker in tests/peer_ds_worker.py does the same)
+    opt = eng.optimizer
+    if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
+        opt._hp_optimizer_states_linked = False
+        opt._lazy_init_hp_params_optimizer_state()
+    from deepspeed.utils import safe_get_full_optimizer_state
+    moments = {}
+    for pname, p in eng.module.named_parameters():
+        for k in ("exp_avg", "exp_avg_sq"):
+            moments[pname + "/" + k] = safe_get_full_optimizer_state(p, k).detach().float().clone().contiguous()
     d = os.path.join(root, name)
     eng.save_checkpoint(d, tag="global_step2")
     dist.barrier()
@@ -59,7 +72,8 @@ def one(root, name, stage, bf16):
         from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
         from safetensors.torch import save_file
         sd = get_fp32_state_dict_from_zero_checkpoint(d, "global_step2")
-        save_file({k: v.detach().clone().contiguous() for k, v in sd.items()}, os.path.join(d, "expected.safetensors"))
+        sd = {k: v.detach().clone().contiguous() for k, v in sd.items()}
+        save_file(dict(sd, **moments), os.path.join(d, "expected.safetensors"))
     dist.barrier()
 
 
