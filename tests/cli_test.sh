@@ -246,11 +246,20 @@ printf 'x' >>"$T/ck/global_step6/zero_pp_rank_1_optim_states.safetensors"
   grep -q '^DeepSpeed checkpoint tests/data/dsck/z3/global_step2 (tag global_step2), written by DeepSpeed 0.19.8$' "$T/dsi" &&
   ok Z-DSCK-005-cli || bad Z-DSCK-005-cli "$(cat "$T/dsi")"
 "$ZINC" ckpt consolidate --input tests/data/dsck/z2/global_step2 --output "$T/ds.safetensors" >"$T/dsc" 2>&1 &&
-  [ "$(cat "$T/dsc")" = "wrote $T/ds.safetensors: 4 tensors, 65 parameters, fp32, from DeepSpeed stage 2, world size 2" ] &&
+  [ "$(cat "$T/dsc")" = "wrote $T/ds.safetensors: 4 tensors, 35 parameters, fp32, from DeepSpeed stage 2, world size 2" ] &&
   ok Z-DSCK-006-cli || bad Z-DSCK-006-cli "$(cat "$T/dsc")"
 "$ZINC" ckpt consolidate --input tests/data/dsck/z1-bf16 --hf "$T/dshf" >"$T/dsc" 2>&1 && [ -f "$T/dshf/model.safetensors" ] &&
   grep -q '^no config.json: a DeepSpeed checkpoint does not record' "$T/dsc" &&
   ok Z-DSCK-006-hf || bad Z-DSCK-006-hf "$(cat "$T/dsc")"
+# spec: Z-DSCK-007 zinc resumes DeepSpeed's folder (3 ranks, stage 1), trains a
+# step and saves its own checkpoint beside DeepSpeed's
+cp -r tests/data/dsck/z3 "$T/dsres"
+"$ZINC" train --model mlp:5,5,5,tie:1=0 --world-size 3 --stage 1 --train-batch-size 3 --steps 3 --resume \
+  --checkpoint-dir "$T/dsres" --checkpoint-interval 3 >"$T/dsr" 2>&1 && [ "$(cat "$T/dsres/latest")" = global_step3 ] &&
+  "$ZINC" ckpt inspect "$T/dsres/global_step3" >/dev/null 2>&1 && ok Z-DSCK-007-cli || bad Z-DSCK-007-cli "$(tail -n 3 "$T/dsr")"
+"$ZINC" train --model mlp:5,6,5 --world-size 1 --steps 3 --resume --checkpoint-dir tests/data/dsck/z2 >"$T/dsr" 2>&1
+[ $? = 2 ] && grep -q "^zinc: error: .*tests/data/dsck/z2/global_step2: the checkpoint holds 3 parameters, this model has 4" "$T/dsr" &&
+  ok Z-DSCK-007-model || bad Z-DSCK-007-model "$(cat "$T/dsr")"
 mkdir -p "$T/dsbad" && cp tests/data/dsck/z3/global_step2/*.pt "$T/dsbad/" && rm "$T/dsbad/zero_pp_rank_0_mp_rank_00_optim_states.pt"
 "$ZINC" ckpt inspect "$T/dsbad" >"$T/dsi" 2>&1
 [ $? = 1 ] && [ "$(grep -c '^zinc: error: ' "$T/dsi")" = 1 ] &&
