@@ -23,6 +23,10 @@
 
 #define fail(x, ...) zn_err_src(err, ZN_E_CORRUPT, (x), __VA_ARGS__)
 
+/* DeepSpeed's layout of each ZeroStageEnum value (1-3): stage 3 partitions
+ * every parameter; stages 1 and 2 slice flat groups. */
+static const int PER_PARAM[4] = {0, 0, 0, 1};
+
 static int ends_with(const char *s, const char *tail) {
     size_t n = strlen(s), k = strlen(tail);
     return n > k && !strcmp(s + n - k, tail);
@@ -239,7 +243,7 @@ static int read_params(ZnDsCkpt *ck, ZnErr *err) {
 
 /* Every rank's fp32 partitions, and each group's count equal across ranks. */
 static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
-    const char *key = ck->stage <= 2 ? "single_partition_of_fp32_groups" : "fp32_flat_groups";
+    const char *key = !ck->per_param ? "single_partition_of_fp32_groups" : "fp32_flat_groups";
     int ng = -1;
     for (int r = 0; r < ck->world; r++) {
         const ZnPt *f = &ck->optim[r];
@@ -247,7 +251,7 @@ static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
         if (!l || l->kind != ZN_PY_LIST) return fail(file_of(f), "no list optimizer_state_dict.%s", key);
         if (r == 0) {
             ng = l->n;
-            if (ck->stage <= 2 && ng != ck->ngroups)
+            if (!ck->per_param && ng != ck->ngroups)
                 return fail(file_of(f), "%s has %d groups, param_shapes %d", key, ng, ck->ngroups);
             ck->state[0] = zn_calloc(ZN_HOST_IO, (size_t)ck->world * (size_t)(ng ? ng : 1), sizeof *ck->state[0]);
             if (!ck->state[0]) return zn_nomem(err);
@@ -264,12 +268,12 @@ static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
                 return fail(file_of(f), "%s is %s with %d dimensions; DeepSpeed writes a flat float32 vector", what,
                             zn_pt_type_name(t->type), t->ndim);
             /* stage 3 saves every partition whole; stages 1-2 strip the last rank's padding */
-            if (t->numel != ck->state[0][g].numel && (ck->stage == 3 || r < ck->world - 1 || t->numel > ck->state[0][g].numel))
+            if (t->numel != ck->state[0][g].numel && (ck->per_param || r < ck->world - 1 || t->numel > ck->state[0][g].numel))
                 return fail(file_of(f), "%s holds %llu elements, rank 0's %llu: the partitions disagree", what,
                             (unsigned long long)t->numel, (unsigned long long)ck->state[0][g].numel);
         }
     }
-    if (ck->stage <= 2) {
+    if (!ck->per_param) {
         const int W1 = ck->world + 1;
         ck->rank_at = zn_calloc(ZN_HOST_IO, (size_t)ng * (size_t)W1 + 1, sizeof *ck->rank_at);
         if (!ck->rank_at) return zn_nomem(err);
@@ -277,7 +281,7 @@ static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
             for (int r = 0; r < ck->world; r++)
                 ck->rank_at[g * W1 + r + 1] = ck->rank_at[g * W1 + r] + ck->state[0][r * ng + g].numel;
     }
-    if (ck->stage == 3) {   /* zero_to_fp32's flat_groups_offset */
+    if (ck->per_param) {   /* zero_to_fp32's flat_groups_offset */
         ck->group_at = zn_calloc(ZN_HOST_IO, (size_t)ng + 1, sizeof *ck->group_at);
         if (!ck->group_at) return zn_nomem(err);
         for (int g = 0; g < ng; g++) ck->group_at[g + 1] = ck->group_at[g] + ck->state[0][g].numel;
@@ -294,7 +298,7 @@ static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
     ck->adam_step = -1;
     for (int r = 0; r < ck->world; r++) {
         const ZnPt *f = &ck->optim[r];
-        const ZnPy *st = get(get(osd(f), ck->stage <= 2 ? "base_optimizer_state" : "optimizer_state_dict"), "state");
+        const ZnPy *st = get(get(osd(f), !ck->per_param ? "base_optimizer_state" : "optimizer_state_dict"), "state");
         for (int g = 0; g < ck->ngroups; g++) {
             const ZnPy *gs = NULL;
             for (int k = 0; st && st->kind == ZN_PY_DICT && k < st->n; k += 2)
@@ -316,7 +320,7 @@ static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
                 if (rc) return rc;
                 const uint64_t want = ck->state[0][r * ck->ngroups + g].numel;
                 /* stages 1-2 keep the last rank's moments padded where its fp32 slice is not */
-                if (t->type != ZN_PT_F32 || !t->contiguous || t->numel < want || (ck->stage == 3 && t->numel != want))
+                if (t->type != ZN_PT_F32 || !t->contiguous || t->numel < want || (ck->per_param && t->numel != want))
                     return fail(file_of(f), "%s is %s of %llu elements; the fp32 partition has %llu float32", what,
                                 zn_pt_type_name(t->type), (unsigned long long)t->numel, (unsigned long long)want);
             }
@@ -329,7 +333,7 @@ static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
 static int layout(ZnDsCkpt *ck, ZnErr *err) {
     const char *opt0 = file_of(&ck->optim[0]);
     const uint64_t W = (uint64_t)ck->world;
-    if (ck->stage == 3) {
+    if (ck->per_param) {
         uint64_t off = 0;
         for (int i = 0; i < ck->nparams; i++) {
             ck->param[i].offset = off;
@@ -394,6 +398,7 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     optim_name(ck, 0, name, sizeof name);
     if ((rc = open_file(&ck->optim[0], ck->path, name, err))) goto out;
     if ((rc = read_stage_world(ck, &ck->optim[0], &ck->stage, &ck->world, err))) goto out;
+    ck->per_param = PER_PARAM[ck->stage];
     if (ck->world != count) {
         struct stat st;
         char p[4400];
@@ -423,14 +428,14 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
             goto out;
         }
     }
-    ck->nmodel = ck->stage == 3 ? ck->world : 1;
+    ck->nmodel = ck->per_param ? ck->world : 1;
     ck->model = zn_calloc(ZN_HOST_IO, (size_t)ck->nmodel, sizeof *ck->model);
     if (!ck->model) {
         rc = zn_nomem(err);
         goto out;
     }
     for (int r = 0; r < ck->nmodel; r++) {
-        if (ck->stage == 3) snprintf(name, sizeof name, "zero_pp_rank_%d_mp_rank_00_model_states.pt", r);
+        if (ck->per_param) snprintf(name, sizeof name, "zero_pp_rank_%d_mp_rank_00_model_states.pt", r);
         else snprintf(name, sizeof name, "mp_rank_00_model_states.pt");
         if ((rc = open_file(&ck->model[r], ck->path, name, err))) goto out;
     }
@@ -476,7 +481,7 @@ int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *er
     const ZnPtTensor *set = ck->state[which];
     if (!set) return zn_err(err, ZN_E_INTERNAL, "%s: no optimizer state %d", ck->path, which);
     const uint64_t W = (uint64_t)ck->world;
-    if (ck->stage == 3) {
+    if (ck->per_param) {
         uint64_t part = (p->numel + W - 1) / W, left = p->numel;
         for (int r = 0; r < ck->world && left; r++) {
             uint64_t k = left < part ? left : part;
@@ -504,7 +509,7 @@ int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *er
 
 int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k) {
     const ZnDsParam *p = &ck->param[i];
-    if (ck->stage == 3) return (int)(k / ((p->numel + (uint64_t)ck->world - 1) / (uint64_t)ck->world));
+    if (ck->per_param) return (int)(k / ((p->numel + (uint64_t)ck->world - 1) / (uint64_t)ck->world));
     const uint64_t *at_r = &ck->rank_at[p->group * (ck->world + 1)];
     int r = 0;
     while (r < ck->world - 1 && p->offset + k >= at_r[r + 1]) r++;

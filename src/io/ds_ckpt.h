@@ -24,6 +24,8 @@ typedef struct {
     char *tag;                   /* its last component */
     char ds_version[32];
     int stage, world, ngroups;
+    int per_param;               /* the layout: 0, stages 1-2's flat groups sliced by rank; 1, stage 3's
+                                  * partitions of every parameter (ZN_DS_PER_PARAM[stage]) */
     int bf16_names;              /* the optimizer files are bf16_zero_pp_rank_... */
     ZnPtType module_type;        /* the module's dtype as the model states hold it */
     int nparams;
