@@ -20,6 +20,9 @@ import sys
 import torch
 import torch.distributed as dist
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_common  # noqa: E402
+
 
 class Tiny(torch.nn.Module):
     def __init__(self):
@@ -50,13 +53,8 @@ def one(root, name, stage, bf16):
         loss = torch.nn.functional.mse_loss(eng(x.to(dt)).float(), torch.sin(x))
         eng.backward(loss)
         eng.step()
-    # the Adam moments as DeepSpeed's own API gathers them (collective at stage 3);
-    # stages 1-2 link the optimizer state to the parameters lazily, and only the
-    # groups stepped by then (the worker in tests/peer_ds_worker.py does the same)
-    opt = eng.optimizer
-    if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
-        opt._hp_optimizer_states_linked = False
-        opt._lazy_init_hp_params_optimizer_state()
+    # the Adam moments as DeepSpeed's own API gathers them (collective at stage 3)
+    peer_common.link_optimizer_state(eng)
     from deepspeed.utils import safe_get_full_optimizer_state
     moments = {}
     for pname, p in eng.module.named_parameters():

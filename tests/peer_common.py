@@ -51,3 +51,15 @@ def csv_column(path, name):
     head = rows[0].split(",")
     i = head.index(name)
     return [float(r.split(",")[i]) for r in rows[1:]]
+
+
+def link_optimizer_state(engine):
+    """DeepSpeed 0.19.8 (stages 1-2) links the optimizer state to the
+    parameters once, after the first group's first step (stage_1_and_2.py
+    _optimizer_step), when the second group has no state yet: the no-decay
+    group's fragments stay empty. Links again, now that both have, so
+    safe_get_full_optimizer_state sees every parameter's moments."""
+    opt = engine.optimizer
+    if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
+        opt._hp_optimizer_states_linked = False
+        opt._lazy_init_hp_params_optimizer_state()

@@ -200,14 +200,7 @@ def train(job, rank, world, tokens):
                     record["%d/%s" % (k, name)] = w
     if job.get("final_dir"):   # the checkpoint zinc's DeepSpeed reader is tested on (Z-DSCK)
         engine.save_checkpoint(job["final_dir"], tag="global_step%d" % steps)
-    opt = engine.optimizer
-    if hasattr(opt, "_lazy_init_hp_params_optimizer_state"):
-        # DeepSpeed 0.19.8 links the optimizer state to the parameters once,
-        # after the first group's first step (stage_1_and_2.py
-        # _optimizer_step), when the second group has no state yet: the
-        # no-decay group's fragments stay empty. Link again, now that both have.
-        opt._hp_optimizer_states_linked = False
-        opt._lazy_init_hp_params_optimizer_state()
+    peer_common.link_optimizer_state(engine)
     state = {}
     for name, p in engine.module.named_parameters():
         w, m, v = full_state(engine, p)   # collective at stage 3: every rank calls it

@@ -16,16 +16,8 @@
 
 /* ---- torch.save tensors ------------------------------------------------- */
 
-typedef struct {
-    unsigned char b[512];
-    size_t n;
-} Pk;
-
-static void raw(Pk *p, const void *s, size_t n) {
-    assert_true(p->n + n <= sizeof p->b);
-    memcpy(p->b + p->n, s, n);
-    p->n += n;
-}
+typedef ZtBuf Pk;
+#define raw zt_put
 static void str(Pk *p, const char *s) {   /* BINUNICODE */
     uint32_t n = (uint32_t)strlen(s);
     raw(p, "X", 1);

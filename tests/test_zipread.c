@@ -7,16 +7,8 @@
 
 /* ---- a small zip writer ------------------------------------------------- */
 
-typedef struct {
-    unsigned char b[8192];
-    size_t n;
-} Buf;
-
-static void put(Buf *w, const void *p, size_t n) {
-    assert_true(w->n + n <= sizeof w->b);
-    memcpy(w->b + w->n, p, n);
-    w->n += n;
-}
+typedef ZtBuf Buf;
+#define put zt_put
 static void p16(Buf *w, unsigned v) { put(w, (unsigned char[]){v & 255, v >> 8 & 255}, 2); }
 static void p32(Buf *w, uint32_t v) { p16(w, v & 0xffff); p16(w, v >> 16); }
 

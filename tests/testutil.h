@@ -91,6 +91,17 @@ static inline char *zt_read_text(const char *path) {
     return f ? zt_slurp(f, NULL) : NULL;
 }
 static inline int zt_file_exists(const char *path) { return access(path, F_OK) == 0; }
+/* Bytes a test builds up (a zip, a pickle): zt_put appends, failing the
+ * test past the buffer's end. */
+typedef struct {
+    unsigned char b[8192];
+    size_t n;
+} ZtBuf;
+static inline void zt_put(ZtBuf *w, const void *p, size_t n) {
+    assert_true(w->n + n <= sizeof w->b);
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
 /* How many times needle stands in hay, not overlapping. */
 static inline int zt_count_of(const char *hay, const char *needle) {
     int k = 0;
