@@ -460,6 +460,15 @@ void zn_ds_close(ZnDsCkpt *ck) {
 /* ------------------------------------------------------------------------ */
 /* one parameter, gathered                                                  */
 
+/* One piece of a parameter: n elements of rank r's tensor t from first,
+ * read into dst, or (dst NULL) announced to the kernel for reading soon. */
+static int piece(const ZnDsCkpt *ck, int r, const ZnPtTensor *t, uint64_t first, uint64_t n, float *dst,
+                 ZnErr *err) {
+    if (dst) return zn_pt_read(&ck->optim[r], t, first, n, dst, err);
+    zn_pt_advise(&ck->optim[r], t, first, n);
+    return 0;
+}
+
 /* n elements of rank r's stage-3 partition from position at, across its groups. */
 static int read_partition(const ZnDsCkpt *ck, const ZnPtTensor *set, int r, uint64_t at, uint64_t n, float *dst,
                           ZnErr *err) {
@@ -467,19 +476,18 @@ static int read_partition(const ZnDsCkpt *ck, const ZnPtTensor *set, int r, uint
         uint64_t lo = ck->group_at[g], hi = ck->group_at[g + 1];
         if (at >= hi) continue;
         uint64_t k = hi - at < n ? hi - at : n;
-        int rc = zn_pt_read(&ck->optim[r], &set[r * ck->ngroups + g], at - lo, k, dst, err);
+        int rc = piece(ck, r, &set[r * ck->ngroups + g], at - lo, k, dst, err);
         if (rc) return rc;
-        dst += k;
+        if (dst) dst += k;
         at += k;
         n -= k;
     }
     return n ? zn_err(err, ZN_E_INTERNAL, "stage-3 partition read past its end") : 0;
 }
 
-int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err) {
+/* Parameter i's pieces, rank by rank, into dst (or announced: dst NULL). */
+static int gather(const ZnDsCkpt *ck, const ZnPtTensor *set, int i, float *dst, ZnErr *err) {
     const ZnDsParam *p = &ck->param[i];
-    const ZnPtTensor *set = ck->state[which];
-    if (!set) return zn_err(err, ZN_E_INTERNAL, "%s: no optimizer state %d", ck->path, which);
     const uint64_t W = (uint64_t)ck->world;
     if (ck->per_param) {
         uint64_t part = (p->numel + W - 1) / W, left = p->numel;
@@ -487,7 +495,7 @@ int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *er
             uint64_t k = left < part ? left : part;
             int rc = read_partition(ck, set, r, p->offset, k, dst, err);
             if (rc) return rc;
-            dst += k;
+            if (dst) dst += k;
             left -= k;
         }
         return 0;
@@ -498,13 +506,22 @@ int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *er
     for (int r = 0; r < ck->world && left; r++) {
         if (at >= at_r[r + 1]) continue;
         uint64_t in = at - at_r[r], k = at_r[r + 1] - at < left ? at_r[r + 1] - at : left;
-        int rc = zn_pt_read(&ck->optim[r], &set[r * ck->ngroups + p->group], in, k, dst, err);
+        int rc = piece(ck, r, &set[r * ck->ngroups + p->group], in, k, dst, err);
         if (rc) return rc;
-        dst += k;
+        if (dst) dst += k;
         at += k;
         left -= k;
     }
     return left ? zn_err(err, ZN_E_INTERNAL, "a parameter read past its group's end") : 0;
+}
+
+int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err) {
+    if (!ck->state[which]) return zn_err(err, ZN_E_INTERNAL, "%s: no optimizer state %d", ck->path, which);
+    return gather(ck, ck->state[which], i, dst, err);
+}
+
+void zn_ds_prefetch(const ZnDsCkpt *ck, int which, int i) {
+    if (ck->state[which]) gather(ck, ck->state[which], i, NULL, NULL);
 }
 
 int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k) {

@@ -64,6 +64,10 @@ enum { ZN_DS_FP32 = 0, ZN_DS_EXP_AVG, ZN_DS_EXP_AVG_SQ };
  * (numel floats), gathered from every rank's partition as zero_to_fp32
  * gathers the master. */
 int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err);
+/* Asks the kernel to start reading what zn_ds_read_state(which, i) will
+ * read (posix_fadvise WILLNEED): the next parameter's reads overlap this
+ * one's writing. */
+void zn_ds_prefetch(const ZnDsCkpt *ck, int which, int i);
 /* The rank whose file holds element k of parameter i. */
 int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k);
 /* The index of a parameter called name (a shared name resolves

@@ -97,13 +97,16 @@ typedef struct {
     const ZnDsCkpt *ck;
     const ZnStEntry *entries;
     const int *param;   /* entries[k] is parameter param[k] */
+    long n;             /* entries, in the order the writer fills them (by name: one dtype) */
     ZnDtype dtype;
     float *tmp;         /* the largest parameter, for a cast */
 } Fill;
 
 static int fill(void *ctx, const ZnStEntry *e, void *buf, size_t bytes, ZnErr *err) {
     const Fill *f = ctx;
-    const int i = f->param[e - f->entries];
+    const long at = e - f->entries;
+    const int i = f->param[at];
+    if (at + 1 < f->n) zn_ds_prefetch(f->ck, ZN_DS_FP32, f->param[at + 1]);   /* read ahead while this one writes */
     const uint64_t n = f->ck->param[i].numel;
     (void)bytes;
     if (f->dtype == ZN_F32) return zn_ds_read_state(f->ck, ZN_DS_FP32, i, buf, err);
@@ -113,6 +116,13 @@ static int fill(void *ctx, const ZnStEntry *e, void *buf, size_t bytes, ZnErr *e
         h[k] = f->dtype == ZN_BF16 ? zn_f32_to_bf16(f->tmp[k]) : zn_f32_to_f16(f->tmp[k]);
     return rc;
 }
+
+typedef struct {
+    ZnStEntry e;
+    int p;
+} Named;
+
+static int by_name(const void *a, const void *b) { return strcmp(((const Named *)a)->e.name, ((const Named *)b)->e.name); }
 
 int zn_ds_consolidate(const ZnDsCkpt *ck, const char *out, ZnDtype dtype, int hf, int *ntensors, long long *nelements,
                       ZnErr *err) {
@@ -137,12 +147,17 @@ int zn_ds_consolidate(const ZnDsCkpt *ck, const char *out, ZnDtype dtype, int hf
         biggest = ck->param[p].numel > biggest ? ck->param[p].numel : biggest;
         if (i < ck->nparams) elements += (long long)ck->param[p].numel;
     }
-    Fill f = {ck, e, param, dtype, NULL};
-    int rc = !e || !param || (dtype != ZN_F32 && !(f.tmp = zn_malloc(ZN_HOST_IO, biggest * sizeof(float) + 1)))
+    /* the writer fills tensors of one dtype by name: so is the read-ahead order */
+    Named *by = e && param ? zn_calloc(ZN_HOST_IO, (size_t)n + 1, sizeof *by) : NULL;
+    for (int a = 0; by && a < n; a++) by[a] = (Named){e[a], param[a]};
+    if (by) qsort(by, (size_t)n, sizeof *by, by_name);
+    for (int a = 0; by && a < n; a++) e[a] = by[a].e, param[a] = by[a].p;
+    Fill f = {ck, e, param, n, dtype, NULL};
+    int rc = !by || (dtype != ZN_F32 && !(f.tmp = zn_malloc(ZN_HOST_IO, biggest * sizeof(float) + 1)))
                  ? zn_nomem(err) : 0;
     static const char *const meta[] = {"format", "pt", NULL};
     if (!rc) rc = zn_st_write_fill(out, e, n, meta, fill, &f, err);
-    ZN_FREE_ALL(e, param, f.tmp);
+    ZN_FREE_ALL(e, param, by, f.tmp);
     *ntensors = n;
     *nelements = elements;
     return rc;

@@ -6,6 +6,7 @@
  * tensor is _rebuild_tensor_v2(storage, offset, size, stride,
  * requires_grad, hooks[, metadata]) over it. */
 #include "io/torch_file.h"
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,4 +216,11 @@ int zn_pt_read(const ZnPt *f, const ZnPtTensor *t, uint64_t first, uint64_t n, v
                       (unsigned long long)t->numel);
     const uint64_t es = zn_pt_type_size(t->type);
     return zn_zip_read(&f->zip, t->storage, (t->offset + first) * es, dst, n * es, err);
+}
+
+void zn_pt_advise(const ZnPt *f, const ZnPtTensor *t, uint64_t first, uint64_t n) {
+    const uint64_t es = zn_pt_type_size(t->type);
+    if (t->contiguous && first <= t->numel && n <= t->numel - first)
+        (void)posix_fadvise(f->zip.fd, (off_t)(t->storage->offset + (t->offset + first) * es), (off_t)(n * es),
+                            POSIX_FADV_WILLNEED);
 }

@@ -52,6 +52,9 @@ int zn_pt_tensor(const ZnPt *f, const ZnPy *v, const char *what, ZnPtTensor *t, 
 /* Elements [first, first+n) of a contiguous tensor into dst, raw. */
 int zn_pt_read(const ZnPt *f, const ZnPtTensor *t, uint64_t first, uint64_t n, void *dst, ZnErr *err);
 
+/* The same run announced to the kernel, to be read soon (WILLNEED). */
+void zn_pt_advise(const ZnPt *f, const ZnPtTensor *t, uint64_t first, uint64_t n);
+
 size_t zn_pt_type_size(ZnPtType t);
 const char *zn_pt_type_name(ZnPtType t);   /* torch's: "float32", "bfloat16", "int64", ... */
 /* The ZnDtype of a floating type (F32, F16, BF16, F64), or ZN_DTYPE_N. */
