@@ -339,7 +339,7 @@ def main():
     print(f"bench-peers: {cpu_model()}, {cores} cores, {versions}", flush=True)
 
     ok = True
-    only = os.environ.get("PEERS_ONLY", "adam mlp gpt2 ds3").split()   # a subset of the rows
+    only = os.environ.get("PEERS_ONLY", "adam mlp gpt2 ds3 dsck").split()   # a subset of the rows
     # 1. Adam: 4 fp32 arrays of n in each process, one process at a time
     n = 100_000_000
     avail = mem_available()
@@ -417,6 +417,14 @@ def main():
     # backends, one DeepSpeed measurement for every zinc row
     if "ds3" in only:
         ok = bench_ds3(build, py, me, peer_reason or ds_reason) and ok
+    # 5. consolidating a DeepSpeed stage-3 checkpoint of 2.2 GB: zinc against
+    # zero_to_fp32 (tests/bench_dsck.py: time, peak RSS, a cold cat)
+    if "dsck" in only:
+        if peer_reason or ds_reason:
+            skip("dsck_consolidate", peer_reason or ds_reason)
+        else:
+            r = subprocess.run([sys.executable, os.path.join(os.path.dirname(me), "bench_dsck.py"), build, py])
+            ok = r.returncode == 0 and ok
     return 0 if ok else 1
 
 

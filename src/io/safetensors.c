@@ -256,12 +256,13 @@ static int collect_meta(const char *const *kv, KV **out, int *nout, ZnErr *err) 
     return ZN_OK;
 }
 
-/* One piece of the file: to the writer and into the running hash. */
-/* Hashes and writes n bytes a piece of 1 MiB at a time, so the write's
+/* One piece of the file: to the writer and, where a sum is wanted (st not
+ * NULL), into the running hash, a piece of 1 MiB at a time, so the write's
  * copy into the page cache reads what the hash just brought into cache. */
 static int put(ZnWriter *w, XXH3_state_t *st, ZnStSum *sum, const void *p, size_t n, ZnErr *err) {
     const char *c = p;
     int rc = 0;
+    if (!st) return zn_writer_write(w, p, n, err);   /* no sum asked for: one write */
     for (size_t at = 0; at < n && !rc; at += (size_t)1 << 20) {
         size_t k = n - at < (size_t)1 << 20 ? n - at : (size_t)1 << 20;
         XXH3_64bits_update(st, c + at, k);
@@ -282,11 +283,13 @@ static int write_body(const char *path, const Sb *h, const WItem *items, int n, 
     ZnWriter *w;
     int rc = zn_writer_open(&w, path, err);
     if (rc) return rc;
-    XXH3_state_t st;   /* the static-linking layout: no allocation */
-    XXH3_64bits_reset(&st);
-    memset(sum, 0, sizeof *sum);
-    rc = put(w, &st, sum, len8, 8, err);
-    if (!rc) rc = put(w, &st, sum, h->p, h->n, err);
+    XXH3_state_t hs, *st = sum ? &hs : NULL;   /* the static-linking layout: no allocation */
+    if (sum) {
+        XXH3_64bits_reset(st);
+        memset(sum, 0, sizeof *sum);
+    }
+    rc = put(w, st, sum, len8, 8, err);
+    if (!rc) rc = put(w, st, sum, h->p, h->n, err);
     for (int i = 0; i < n && !rc; i++) {
         if (!items[i].bytes) continue;
         const void *data = items[i].e->data;
@@ -294,13 +297,13 @@ static int write_body(const char *path, const Sb *h, const WItem *items, int n, 
             rc = fill->fn(fill->ctx, items[i].e, fill->buf, (size_t)items[i].bytes, err);
             data = fill->buf;
         }
-        if (!rc) rc = put(w, &st, sum, data, (size_t)items[i].bytes, err);
+        if (!rc) rc = put(w, st, sum, data, (size_t)items[i].bytes, err);
     }
     if (rc) {
         zn_writer_abort(w);
         return rc;
     }
-    sum->xxh3 = XXH3_64bits_digest(&st);
+    if (sum) sum->xxh3 = XXH3_64bits_digest(st);
     return zn_writer_commit(w, err);
 }
 
@@ -352,8 +355,7 @@ int zn_st_write_sum(const char *path, const ZnStEntry *entries, int n, const cha
 int zn_st_write_fill(const char *path, const ZnStEntry *entries, int n, const char *const *meta_kv, ZnStFill fn,
                      void *ctx, ZnErr *err) {
     Fill fill = {fn, ctx, NULL};
-    ZnStSum sum;
-    return write_all(path, entries, n, meta_kv, &fill, &sum, err);
+    return write_all(path, entries, n, meta_kv, &fill, NULL, err);   /* no sum: no hashing */
 }
 
 /* ------------------------------------------------------------------------ */
