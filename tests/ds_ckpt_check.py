@@ -147,7 +147,7 @@ def run(zn, work, scenarios):
         tag = "global_step%d" % s["steps"]
         if s["stage"] < 1 or not os.path.isdir(os.path.join(folder, tag)):
             continue
-        dtype = "bf16" if "bf16" in s["cfg"] else "fp32"
+        dtype = "bf16" if "bf16" in s["cfg"] else "fp16" if "fp16" in s["cfg"] else "fp32"
         bad, n = check_folder(zn, folder, tag, os.path.join(work, s["name"]))
         print("  %-26s stage %d  W %d  %-4s  %2d tensors  %s" % (s["name"], s["stage"], s["world"], dtype, n,
                                                                 "equal" if not bad else "DIFFER"))

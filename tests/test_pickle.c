@@ -84,6 +84,10 @@ static void test_tensor_record(void **state) {
     assert_string_equal(got,
                         "torch._utils _rebuild_tensor_v2(persid(('storage', torch FloatStorage, '0', 'cpu', 6)), 0, "
                         "(2, 3), (3, 1), False, {}).__setstate__({'step': 1.5})");
+    /* a dtype is a value DeepSpeed's DynamicLossScaler keeps: allowed, never called */
+    static const unsigned char DT[] = "\x80\x02}X\x05\x00\x00\x00" "dtypectorch\nfloat16\ns.";
+    loaded(DT, sizeof DT - 1, got, sizeof got);
+    assert_string_equal(got, "{'dtype': torch float16}");
     /* zn_py_get finds a dict's string keys */
     static const unsigned char D[] = "\x80\x02}q\x00(X\x01\x00\x00\x00" "aK\x01X\x01\x00\x00\x00" "bJ\xff\xff\xff\xffu.";
     ZnPickle pk;

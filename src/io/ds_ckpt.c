@@ -142,7 +142,7 @@ static void optim_name(const ZnDsCkpt *ck, int r, char *buf, size_t cap) {
 /* The optimizer state's dict of one rank's file. */
 static const ZnPy *osd(const ZnPt *f) { return get(f->root, "optimizer_state_dict"); }
 
-static int read_stage_world(ZnDsCkpt *ck, const ZnPt *f, int *stage, int *world, ZnErr *err) {
+static int read_stage_world(const ZnPt *f, int *stage, int *world, ZnErr *err) {
     const ZnPy *o = osd(f), *z = get(o, "zero_stage");
     long long v;
     if (!o) return fail(file_of(f), "no 'optimizer_state_dict': not a DeepSpeed optimizer file");
@@ -163,7 +163,6 @@ static int read_stage_world(ZnDsCkpt *ck, const ZnPt *f, int *stage, int *world,
     }
     if (w > 1 << 20) return fail(file_of(f), "partition_count %lld is past zinc's limit", w);
     *world = (int)w;
-    (void)ck;
     return 0;
 }
 
@@ -397,7 +396,7 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     char name[128];
     optim_name(ck, 0, name, sizeof name);
     if ((rc = open_file(&ck->optim[0], ck->path, name, err))) goto out;
-    if ((rc = read_stage_world(ck, &ck->optim[0], &ck->stage, &ck->world, err))) goto out;
+    if ((rc = read_stage_world(&ck->optim[0], &ck->stage, &ck->world, err))) goto out;
     ck->per_param = PER_PARAM[ck->stage];
     if (ck->world != count) {
         struct stat st;
@@ -421,7 +420,7 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
         optim_name(ck, r, name, sizeof name);
         int s, w;
         if ((rc = open_file(&ck->optim[r], ck->path, name, err))) goto out;
-        if ((rc = read_stage_world(ck, &ck->optim[r], &s, &w, err))) goto out;
+        if ((rc = read_stage_world(&ck->optim[r], &s, &w, err))) goto out;
         if (s != ck->stage || w != ck->world) {
             rc = fail(file_of(&ck->optim[r]), "stage %d of %d ranks, rank 0's file stage %d of %d", s, w, ck->stage,
                       ck->world);

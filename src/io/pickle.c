@@ -33,6 +33,10 @@ static const char *const ALLOWED[] = {
     "torch CharStorage",
     "torch ByteStorage",
     "torch BoolStorage",
+    "torch float16",    /* dtypes, as values: DeepSpeed's DynamicLossScaler keeps its dtype */
+    "torch float32",
+    "torch bfloat16",
+    "torch float64",
     "deepspeed.runtime.zero.config ZeroStageEnum",
     "deepspeed.runtime.fp16.loss_scaler LossScaler",
     "deepspeed.runtime.fp16.loss_scaler DynamicLossScaler",
