@@ -310,7 +310,13 @@ expect_error() {
   ok "$id"
 }
 # bad numbers
-expect_fail Z-FUZZ-010-num-word 2 "--world-size: expected an integer in 1..4096, got 'abc'" -- train --world-size abc
+expect_fail Z-FUZZ-010-num-word 2 "--world-size: expected an integer in 1..131072, got 'abc'" -- train --world-size abc
+# spec: Z-DRY-011 a plan reaches 131,072 ranks; a run stops at 4096
+expect_fail Z-DRY-011-train 2 "--world-size: zinc train runs at most 4096 ranks, got 4097 (a dry run, zinc plan, takes up to 131072)" -- train --world-size 4097
+"$ZINC" plan --model gpt3-175b --world-size 131072 --ranks-per-node 8 --stage 3 >"$T/p131k" 2>&1 &&
+  grep -q '^\[zinc\] plan: step .* predicted: ' "$T/p131k" && grep -q 'world size 131072' "$T/p131k" &&
+  ok Z-DRY-011-131072 || bad Z-DRY-011-131072 "$(tail -n 3 "$T/p131k")"
+expect_fail Z-DRY-011-plan 2 "--world-size: expected an integer in 1..131072, got '131073'" -- plan --world-size 131073
 expect_fail Z-FUZZ-010-num-suffix 2 "got '2x'" -- train --world-size 2x
 expect_fail Z-FUZZ-010-num-negative 2 "--steps: expected an integer in 0..100000000, got '-5'" -- train --steps -5
 expect_fail Z-FUZZ-010-num-nan 2 "--lr: expected a number >= 0, got 'nan'" -- train --lr nan

@@ -116,10 +116,14 @@ typedef struct {
     const char *usage;
 } Flag;
 
+/* zinc plan prices today's largest clusters; the simulator runs a thread a
+   rank, and a run of processes is bounded by its launcher long before this */
+#define ZN_PLAN_MAX_WORLD 131072
+#define ZN_TRAIN_MAX_WORLD 4096
 #define F(x) offsetof(ZnTrainFlags, x)
 static const Flag TRAIN_FLAGS[] = {
     {"--config", FL_STR, F(config_path), .usage = "[--config FILE]"},
-    {"--world-size", FL_INT, F(args.world_size), 1, 4096, .usage = "[--world-size N]"},
+    {"--world-size", FL_INT, F(args.world_size), 1, ZN_PLAN_MAX_WORLD, .usage = "[--world-size N]"},
     {"--ranks-per-node", FL_INT, F(ranks_per_node), 1, 4096, .usage = "[--ranks-per-node P]\n"},
     {"--stage", FL_INT, F(args.stage), 0, 3, .usage = "[--stage 0-3]"},
     {"--model", FL_STR, F(model_spec), .usage = "[--model mlp:D0,D1,...,Dk|gpt2-tiny|gpt2|gpt2:key=value,...|gpt3-175b | --params P]\n"},
@@ -368,6 +372,11 @@ static int train(int argc, char **argv, int dry) {
             zn_err(&err, ZN_E_USAGE, "unknown flag '%s' for 'zinc %s'", argv[i], dry ? "plan" : "train");
             goto usage_error;
         }
+    }
+    if (!f.dry_run && f.args.world_size > ZN_TRAIN_MAX_WORLD) {   /* a plan reaches further than a run (Z-DRY-011) */
+        zn_err(&err, ZN_E_USAGE, "--world-size: zinc train runs at most %d ranks, got %d (a dry run, zinc plan, "
+               "takes up to %d)", ZN_TRAIN_MAX_WORLD, f.args.world_size, ZN_PLAN_MAX_WORLD);
+        goto usage_error;
     }
     if (!f.dry_run && (f.machine || f.json || f.svg_path)) {
         zn_err(&err, ZN_E_USAGE, "%s describes a dry run: add --dry-run (or use zinc plan)",
