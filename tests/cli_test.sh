@@ -245,6 +245,10 @@ printf 'x' >>"$T/ck/global_step6/zero_pp_rank_1_optim_states.safetensors"
 "$ZINC" ckpt inspect tests/data/dsck/z3 >"$T/dsi" 2>&1 && grep -q '^checkpoint tests/data/dsck/z3: OK$' "$T/dsi" &&
   grep -q '^DeepSpeed checkpoint tests/data/dsck/z3/global_step2 (tag global_step2), written by DeepSpeed 0.19.8$' "$T/dsi" &&
   ok Z-DSCK-005-cli || bad Z-DSCK-005-cli "$(cat "$T/dsi")"
+# spec: Z-DSCK-008 a universal folder, through latest_universal
+"$ZINC" ckpt inspect tests/data/dsck/z2-universal >"$T/dsi" 2>&1 && grep -q '^checkpoint tests/data/dsck/z2-universal: OK$' "$T/dsi" &&
+  grep -q '^DeepSpeed universal checkpoint tests/data/dsck/z2-universal/global_step2_universal ' "$T/dsi" &&
+  ok Z-DSCK-008-cli || bad Z-DSCK-008-cli "$(cat "$T/dsi")"
 "$ZINC" ckpt consolidate --input tests/data/dsck/z2/global_step2 --output "$T/ds.safetensors" >"$T/dsc" 2>&1 &&
   [ "$(cat "$T/dsc")" = "wrote $T/ds.safetensors: 4 tensors, 35 parameters, fp32, from DeepSpeed stage 2, world size 2" ] &&
   ok Z-DSCK-006-cli || bad Z-DSCK-006-cli "$(cat "$T/dsc")"

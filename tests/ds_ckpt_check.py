@@ -1,19 +1,23 @@
 """ds_ckpt_check.py: zinc reading DeepSpeed's own checkpoints (spec
-Z-DSCK-005, Z-DSCK-006), part of `make test-deepspeed`. Every folder the
-DeepSpeed runs saved at their end (stages 1-3, fp32 and bf16, worlds 1-4):
+Z-DSCK-005, Z-DSCK-006, Z-DSCK-008), part of `make test-deepspeed`. Every
+folder the DeepSpeed runs saved at their end (stages 1-3, fp32, bf16 and
+fp16, worlds 1-4):
 
 - `zinc ckpt inspect` says OK;
 - `zinc ckpt consolidate --output` is, tensor for tensor and bit for bit,
   what DeepSpeed's get_fp32_state_dict_from_zero_checkpoint returns, and
   `--dtype bf16` is that rounded by torch's .to(torch.bfloat16);
-- `--hf DIR` leaves out the shared (tied) names, as save_pretrained does;
+- `--hf DIR` leaves out the shared (tied) names, as save_pretrained does.
 
-and, on copies of one stage-3 folder, a missing rank file, a truncated one
-and a flipped byte in a storage each end in exit 1 naming the file."""
+DeepSpeed's universal checkpoint of a stage-2 folder (ds_to_universal)
+consolidates to the same bits. On copies of one stage-3 folder, a missing
+rank file, a truncated one and a flipped byte in a storage each end in exit
+1 naming the file."""
 import contextlib
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 from safetensors.numpy import load_file
@@ -136,12 +140,38 @@ def hostile(zn, folder, tag, work):
     return bad, cases
 
 
+def universal(zn, folder, tag, work):
+    """DeepSpeed's ds_to_universal of a stage-2 folder (Z-DSCK-008): zinc
+    inspects it and consolidates it to zero_to_fp32's bits of the folder it
+    came from."""
+    out = os.path.join(work, "ds_universal")
+    shutil.rmtree(out, ignore_errors=True)
+    uni = os.path.join(out, tag + "_universal")
+    r = subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
+                        os.path.join(folder, tag), "--output_folder", uni, "--inject_missing_state"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return ["ds_to_universal failed: %s" % (r.stdout + r.stderr)[-300:]], "DeepSpeed could not write it"
+    bad = []
+    rc, text = zinc([zn, "ckpt", "inspect", out])
+    if rc != 0 or ": OK" not in text:
+        bad.append("inspect: exit %d: %s" % (rc, text.strip().splitlines()[-1:]))
+    fp32, _ = reference(folder, tag)
+    f = os.path.join(out, "zinc.safetensors")
+    rc, text = zinc([zn, "ckpt", "consolidate", "--input", out, "--output", f])
+    why = same(fp32, load_file(f)) if rc == 0 else "exit %d: %s" % (rc, text.strip())
+    if why:
+        bad.append("consolidate: " + why)
+    return bad, "%d tensors  %s" % (len(fp32), "equal to zero_to_fp32 of the folder it came from" if not bad
+                                   else "DIFFER")
+
+
 def run(zn, work, scenarios):
     """Prints one row per DeepSpeed-written checkpoint; returns the failures."""
     fails = []
     print("test-deepspeed: DeepSpeed's own checkpoints read by zinc (Z-DSCK): inspect, consolidate (fp32 and bf16)"
           " bit-equal to zero_to_fp32, --hf without tied names")
-    s3 = None
+    s2 = s3 = None
     for s in scenarios:
         folder = os.path.join(work, s["name"], "ds_final_ck")
         tag = "global_step%d" % s["steps"]
@@ -154,6 +184,14 @@ def run(zn, work, scenarios):
         fails += ["%s: %s" % (s["name"], b) for b in bad]
         if s["stage"] == 3 and s["world"] >= 2 and s3 is None:
             s3 = (folder, tag)
+        if s["stage"] == 2 and s["world"] >= 2 and s2 is None:
+            s2 = (folder, tag, s["name"])
+    if s2:
+        bad, line = universal(zn, s2[0], s2[1], work)
+        print("  %-26s %s" % ("universal (" + s2[2] + ")", line))
+        fails += ["ds universal checkpoint: %s" % b for b in bad]
+    else:
+        fails.append("ds checkpoints: no stage-2 DeepSpeed checkpoint to make universal")
     if s3:
         bad, cases = hostile(zn, s3[0], s3[1], work)
         for c in cases:

@@ -13,7 +13,8 @@ every stage pads. Four folders, two steps of AdamW each: z1-bf16 (stage 1,
 bf16), z2 (stage 2), z3 (stage 3), z3-bf16 (stage 3, bf16), each beside
 expected.safetensors: DeepSpeed's own zero_to_fp32 state dict of it and
 the Adam moments of every parameter as safe_get_full_optimizer_state gives
-them ("NAME/exp_avg", "NAME/exp_avg_sq")."""
+them ("NAME/exp_avg", "NAME/exp_avg_sq"); and z2-universal, z2 through
+ds_to_universal --inject_missing_state (z2's expected.safetensors holds for it)."""
 import os
 import sys
 
@@ -81,6 +82,13 @@ def main():
     root = sys.argv[1]
     for name, stage, bf16 in (("z1-bf16", 1, True), ("z2", 2, False), ("z3", 3, False), ("z3-bf16", 3, True)):
         one(root, name, stage, bf16)
+    if dist.get_rank() == 0:   # z2 as DeepSpeed's universal checkpoint
+        import subprocess
+        subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
+                        os.path.join(root, "z2", "global_step2"), "--output_folder",
+                        os.path.join(root, "z2-universal", "global_step2_universal"), "--inject_missing_state"],
+                       check=True)
+    dist.barrier()
 
 
 if __name__ == "__main__":

@@ -380,6 +380,11 @@ static void test_finite_over_own_elements(void **state) {
                                  "zero_pp_rank_1_mp_rank_00_optim_states.pt)");
 }
 
+static const char CFG32[] = "{\"train_micro_batch_size_per_gpu\": 1, \"optimizer\": {\"type\": \"AdamW\", "
+                            "\"params\": {\"lr\": 0.01, \"weight_decay\": 0.1}}}";
+static const char CFG16[] = "{\"train_micro_batch_size_per_gpu\": 1, \"optimizer\": {\"type\": \"AdamW\", "
+                            "\"params\": {\"lr\": 0.01, \"weight_decay\": 0.1}}, \"bf16\": {\"enabled\": true}}";
+
 typedef struct {
     const char *dir;
     ZnConfig cfg;
@@ -436,10 +441,6 @@ static int resume_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
 /* spec: Z-DSCK-007 */
 static void test_resume_any_world_and_stage(void **state) {
     (void)state;
-    static const char CFG32[] = "{\"train_micro_batch_size_per_gpu\": 1, \"optimizer\": {\"type\": \"AdamW\", "
-                                "\"params\": {\"lr\": 0.01, \"weight_decay\": 0.1}}}";
-    static const char CFG16[] = "{\"train_micro_batch_size_per_gpu\": 1, \"optimizer\": {\"type\": \"AdamW\", "
-                                "\"params\": {\"lr\": 0.01, \"weight_decay\": 0.1}}, \"bf16\": {\"enabled\": true}}";
     static const int WS[][2] = {{1, 0}, {2, 3}, {3, 1}, {4, 2}};
     for (size_t k = 0; k < sizeof FIX / sizeof *FIX; k++) {
         char dir[256], want[256];
@@ -480,6 +481,69 @@ static void test_resume_any_world_and_stage(void **state) {
     assert_int_equal(zt_sim_run(1, resume_rank, &c, 60, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "saved with model dtype fp32, resuming with bf16");
     zn_data_free(&c.data);
+}
+
+/* spec: Z-DSCK-008 */
+static void test_universal(void **state) {
+    (void)state;
+    ZnDsCkpt ck;
+    ZnErr err = {0};
+    assert_true(zn_ds_is_folder(DSCK "z2-universal"));   /* through latest_universal */
+    assert_int_equal(zn_ds_open(&ck, DSCK "z2-universal", &err), 0);
+    assert_true(ck.universal);
+    assert_int_equal(ck.stage, 2);
+    assert_int_equal(ck.saved_world, 2);
+    assert_int_equal(ck.nparams, 3);
+    assert_int_equal(ck.adam_step, 2);
+    assert_string_equal(ck.tag, "global_step2_universal");
+    int n;
+    long long elements;
+    const char *out = zt_path("u.safetensors");
+    assert_int_equal(zn_ds_consolidate(&ck, out, ZN_F32, 0, &n, &elements, &err), 0);
+    assert_int_equal(n, 4);
+    same_tensors(DSCK "z2/expected.safetensors", out, ZN_F32, 4);   /* the same bits as the folder it came from */
+    zn_ds_close(&ck);
+    char text[4096];
+    assert_int_equal(describe(DSCK "z2-universal", text, sizeof text, &err), 0);
+    assert_str_contains(text, "DeepSpeed universal checkpoint tests/data/dsck/z2-universal/global_step2_universal");
+    assert_str_contains(text, "ZeRO stage 2, saved by world size 2");
+    assert_str_contains(text, "zero/: 3 parameters' fp32, exp_avg and exp_avg_sq files");
+    /* resumed at another world and stage: masters and moments DeepSpeed's */
+    Resume c;
+    memset(&c, 0, sizeof c);
+    c.dir = DSCK "z2-universal";
+    c.want = DSCK "z2/expected.safetensors";
+    assert_int_equal(zn_model_parse("mlp:5,5,5,tie:1=0", &c.model, &err), 0);
+    assert_int_equal(zn_data_init(&c.data, 5, 5, 1234), 0);
+    ZnConfigArgs args = zt_args(3, 3, -1, -1, -1);
+    zt_config(&c.cfg, CFG32, &args);
+    if (zt_sim_run(3, resume_rank, &c, 60, &err)) fail_msg("%s", err.msg);
+    zn_data_free(&c.data);
+    /* a state file missing, or a bit of a tensor flipped: refused naming the file */
+    const char *d = zt_path("udmg");
+    char cmd[512], p[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r " DSCK "z2-universal/global_step2_universal %s", d, d);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/zero/layers.0.bias/exp_avg.pt", d);
+    assert_int_equal(unlink(p), 0);
+    assert_int_not_equal(describe(d, text, sizeof text, &err), 0);
+    assert_str_contains(err.msg, "zero/layers.0.bias/exp_avg.pt: missing");
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/zero/layers.0.weight/fp32.pt", d);
+    ZnPt f;
+    assert_int_equal(zn_pt_open(&f, p, &err), 0);
+    ZnPtTensor t;
+    assert_int_equal(zn_pt_tensor(&f, zn_py_get(f.root, "param"), "param", &t, &err), 0);
+    const uint64_t at = t.storage->offset + 4 * 7;
+    zn_pt_close(&f);
+    size_t len;
+    char *b = zt_slurp(fopen(p, "rb"), &len);
+    b[at] ^= 0x01;
+    zt_write_bytes(p, b, len);
+    free(b);
+    assert_int_equal(describe(d, text, sizeof text, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "zero/layers.0.weight/fp32.pt: entry ");
+    assert_str_contains(err.msg, "has CRC-32");
 }
 
 /* spec: Z-DSCK-005 */
@@ -527,7 +591,8 @@ int main(void) {
         cmocka_unit_test(test_torch_tensors),   cmocka_unit_test(test_layouts),
         cmocka_unit_test(test_consolidate_as_zero_to_fp32), cmocka_unit_test(test_inspect),
         cmocka_unit_test(test_damaged_folders), cmocka_unit_test(test_finite_over_own_elements),
-        cmocka_unit_test(test_resume_any_world_and_stage), cmocka_unit_test(test_every_byte),
+        cmocka_unit_test(test_resume_any_world_and_stage), cmocka_unit_test(test_universal),
+        cmocka_unit_test(test_every_byte),
     };
     zt_filter_from_env();
     return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);

@@ -44,7 +44,7 @@ static int ds_consolidate(const char *in, const char *out, const char *hf, ZnDty
     int n = 0;
     long long elements = 0;
     if (!rc) rc = zn_ds_consolidate(&ck, hf ? path : out, dt, hf != NULL, &n, &elements, &err);
-    const int stage = ck.stage, world = ck.world;
+    const int stage = ck.stage, world = ck.universal ? ck.saved_world : ck.world;
     zn_ds_close(&ck);
     if (rc) return failed(rc, &err);
     printf("wrote %s: %d tensors, %lld parameters, %s, from DeepSpeed stage %d, world size %d\n", hf ? path : out, n,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "core/alloc.h"
 
 #define fail(x, ...) zn_err_src(err, ZN_E_CORRUPT, (x), __VA_ARGS__)
@@ -42,10 +43,10 @@ static int has_optim_files(const char *dir) {
     return found;
 }
 
-/* path/latest's tag into tag[cap], or -1. */
-static int read_latest(const char *path, char *tag, size_t cap) {
+/* path/name's tag (name: latest or latest_universal) into tag[cap], or -1. */
+static int read_tag_file(const char *path, const char *name, char *tag, size_t cap) {
     char p[4200];
-    if ((size_t)snprintf(p, sizeof p, "%s/latest", path) >= sizeof p) return -1;
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", path, name) >= sizeof p) return -1;
     FILE *f = fopen(p, "r");
     if (!f) return -1;
     size_t n = fread(tag, 1, cap - 1, f);
@@ -55,12 +56,30 @@ static int read_latest(const char *path, char *tag, size_t cap) {
     return n && !strchr(tag, '/') ? 0 : -1;
 }
 
+/* A universal checkpoint folder, as ds_to_universal writes it. */
+static int is_universal(const char *dir) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/zero/optimizer_state.pt", dir);
+    return access(p, R_OK) == 0;
+}
+
+/* The folder path names, through `latest` or `latest_universal` where it
+ * holds neither kind itself, into out[cap]; 0 when it is DeepSpeed's. */
+static int resolve(const char *path, char *out, size_t cap) {
+    char tag[256];
+    if (has_optim_files(path) || is_universal(path)) return snprintf(out, cap, "%s", path) >= (int)cap;
+    if (!read_tag_file(path, "latest", tag, sizeof tag) && snprintf(out, cap, "%s/%s", path, tag) < (int)cap &&
+        has_optim_files(out))
+        return 0;
+    if (!read_tag_file(path, "latest_universal", tag, sizeof tag) && snprintf(out, cap, "%s/%s", path, tag) < (int)cap &&
+        is_universal(out))
+        return 0;
+    return -1;
+}
+
 int zn_ds_is_folder(const char *path) {
-    if (has_optim_files(path)) return 1;
-    char tag[256], p[4500];
-    if (read_latest(path, tag, sizeof tag)) return 0;
-    snprintf(p, sizeof p, "%s/%s", path, tag);
-    return has_optim_files(p);
+    char p[4500];
+    return !resolve(path, p, sizeof p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -140,7 +159,10 @@ static void optim_name(const ZnDsCkpt *ck, int r, char *buf, size_t cap) {
 }
 
 /* The optimizer state's dict of one rank's file. */
-static const ZnPy *osd(const ZnPt *f) { return get(f->root, "optimizer_state_dict"); }
+static const ZnPy *osd(const ZnPt *f) {
+    const ZnPy *o = get(f->root, "optimizer_state_dict");
+    return o || !get(f->root, "zero_stage") ? o : f->root;   /* a universal folder's optimizer_state.pt: the dict itself */
+}
 
 static int read_stage_world(const ZnPt *f, int *stage, int *world, ZnErr *err) {
     const ZnPy *o = osd(f), *z = get(o, "zero_stage");
@@ -373,19 +395,79 @@ static int layout(ZnDsCkpt *ck, ZnErr *err) {
     return 0;
 }
 
+/* A universal folder (ds_to_universal): zero/optimizer_state.pt holds
+ * what the optimizer files shared, mp_rank_00_model_states.pt the model
+ * states, and zero/NAME/{fp32,exp_avg,exp_avg_sq}.pt each parameter's
+ * whole state ({'param': tensor, ...}), zero/NAME/step.pt its step. */
+static int open_universal(ZnDsCkpt *ck, ZnErr *err) {
+    ck->universal = 1;
+    ck->world = ck->nmodel = 1;   /* files held open: one of each */
+    ck->optim = zn_calloc(ZN_HOST_IO, 1, sizeof *ck->optim);
+    ck->model = zn_calloc(ZN_HOST_IO, 1, sizeof *ck->model);
+    if (!ck->optim || !ck->model) return zn_nomem(err);
+    int rc = open_file(&ck->optim[0], ck->path, "zero/optimizer_state.pt", err);
+    if (!rc) rc = read_stage_world(&ck->optim[0], &ck->stage, &ck->saved_world, err);
+    if (!rc) rc = open_file(&ck->model[0], ck->path, "mp_rank_00_model_states.pt", err);
+    if (!rc) rc = read_meta(ck, err);
+    if (!rc) rc = read_params(ck, err);
+    if (rc) return rc;
+    ck->per_param = PER_PARAM[ck->stage];
+    /* the optimizer's step: the first parameter's step.pt, a plain integer */
+    char name[4400];
+    ZnPt f;
+    long long v;
+    ck->adam_step = -1;
+    snprintf(name, sizeof name, "zero/%s/step.pt", ck->param[0].name);
+    if (!open_file(&f, ck->path, name, err)) {
+        ck->adam_step = as_int(f.root, &v) ? -1 : v;
+        zn_pt_close(&f);
+    }
+    return 0;
+}
+
+/* Parameter i's state `which` from its universal file, whole; the CRC-32 of
+ * the storage it reads is checked on the bytes read. */
+static int read_universal(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err) {
+    static const char *const KIND[3] = {"fp32", "exp_avg", "exp_avg_sq"};
+    const ZnDsParam *p = &ck->param[i];
+    char name[4400];
+    snprintf(name, sizeof name, "zero/%s/%s.pt", p->name, KIND[which]);
+    ZnPt f;
+    int rc = open_file(&f, ck->path, name, err);
+    if (rc) return rc;
+    ZnPtTensor t;
+    const ZnPy *v = get(f.root, "param");
+    rc = zn_pt_tensor(&f, v ? v : f.root, "'param'", &t, err);
+    if (!rc && (t.type != ZN_PT_F32 || !t.contiguous || t.numel != p->numel))
+        rc = fail(f.zip.path, "'param' is %s of %llu elements; '%s' has %llu float32", zn_pt_type_name(t.type),
+                  (unsigned long long)t.numel, p->name, (unsigned long long)p->numel);
+    if (!rc) rc = zn_pt_read(&f, &t, 0, t.numel, dst, err);
+    if (!rc && t.offset == 0 && t.numel * 4 == t.storage->size) {
+        uint32_t crc = zn_crc32(0, dst, t.numel * 4);
+        if (crc != t.storage->crc32)
+            rc = fail(f.zip.path, "entry '%s' has CRC-32 %08x, its directory says %08x", t.storage->name, crc,
+                      t.storage->crc32);
+    } else if (!rc) {
+        rc = zn_zip_check_crc(&f.zip, t.storage, err);
+    }
+    zn_pt_close(&f);
+    return rc;
+}
+
+int zn_ds_has_state(const ZnDsCkpt *ck, int which) { return ck->universal || ck->state[which] != NULL; }
+
 int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     memset(ck, 0, sizeof *ck);
-    char tag[256];
+    char where[4500];
     int rc = 0;
-    if (!has_optim_files(path) && !read_latest(path, tag, sizeof tag)) {
-        size_t n = strlen(path) + strlen(tag) + 2;
-        if ((ck->path = zn_malloc(ZN_HOST_IO, n))) snprintf(ck->path, n, "%s/%s", path, tag);
-    } else {
-        ck->path = zn_strdup(ZN_HOST_IO, path);
-    }
+    ck->path = zn_strdup(ZN_HOST_IO, resolve(path, where, sizeof where) ? path : where);
     if (!ck->path) return zn_nomem(err);
     const char *slash = strrchr(ck->path, '/');
     if (!(ck->tag = zn_strdup(ZN_HOST_IO, slash ? slash + 1 : ck->path))) return zn_nomem(err);
+    if (is_universal(ck->path)) {
+        if ((rc = open_universal(ck, err))) zn_ds_close(ck);
+        return rc;
+    }
     int count = 0;
     if ((rc = find_optim_files(ck, &count, err))) goto out;
     ck->optim = zn_calloc(ZN_HOST_IO, (size_t)count, sizeof *ck->optim);
@@ -515,6 +597,7 @@ static int gather(const ZnDsCkpt *ck, const ZnPtTensor *set, int i, float *dst, 
 }
 
 int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *err) {
+    if (ck->universal) return read_universal(ck, which, i, dst, err);
     if (!ck->state[which]) return zn_err(err, ZN_E_INTERNAL, "%s: no optimizer state %d", ck->path, which);
     return gather(ck, ck->state[which], i, dst, err);
 }
@@ -525,6 +608,7 @@ void zn_ds_prefetch(const ZnDsCkpt *ck, int which, int i) {
 
 int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k) {
     const ZnDsParam *p = &ck->param[i];
+    if (ck->universal) return 0;
     if (ck->per_param) return (int)(k / ((p->numel + (uint64_t)ck->world - 1) / (uint64_t)ck->world));
     const uint64_t *at_r = &ck->rank_at[p->group * (ck->world + 1)];
     int r = 0;

@@ -23,7 +23,9 @@ typedef struct {
     char *path;                  /* the tag folder */
     char *tag;                   /* its last component */
     char ds_version[32];
-    int stage, world, ngroups;
+    int stage, world, ngroups;   /* world: the optimizer files held (1 for a universal folder) */
+    int universal;               /* ds_to_universal's folder: one file per parameter and state */
+    int saved_world;             /* a universal folder's partition_count: the world that saved it */
     int per_param;               /* the layout: 0, stages 1-2's flat groups sliced by rank; 1, stage 3's
                                   * partitions of every parameter (ZN_DS_PER_PARAM[stage]) */
     int bf16_names;              /* the optimizer files are bf16_zero_pp_rank_... */
@@ -51,8 +53,9 @@ typedef struct {
                                   * vector (the last rank's is saved without the group's padding) */
 } ZnDsCkpt;
 
-/* 1 when path is a DeepSpeed folder: it holds *_optim_states.pt files, or
- * its `latest` names a folder that does. */
+/* 1 when path is a DeepSpeed folder: it holds *_optim_states.pt files or
+ * is a universal folder (zero/optimizer_state.pt), or its `latest` (or
+ * `latest_universal`) names a folder that is. */
 int zn_ds_is_folder(const char *path);
 /* Opens the folder: every file a layout needs present, each a torch.save
  * file, the layout of every parameter consistent with the partitions'
@@ -68,6 +71,9 @@ int zn_ds_read_state(const ZnDsCkpt *ck, int which, int i, float *dst, ZnErr *er
  * read (posix_fadvise WILLNEED): the next parameter's reads overlap this
  * one's writing. */
 void zn_ds_prefetch(const ZnDsCkpt *ck, int which, int i);
+/* 1 when the folder holds state `which` (a universal folder's files are
+ * checked as each is read). */
+int zn_ds_has_state(const ZnDsCkpt *ck, int which);
 /* The rank whose file holds element k of parameter i. */
 int zn_ds_rank_of(const ZnDsCkpt *ck, int i, uint64_t k);
 /* The index of a parameter called name (a shared name resolves

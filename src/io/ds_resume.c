@@ -51,7 +51,7 @@ int zn_ds_load(ZnEngine *E, const char *path, ZnErr *err) {
     if (!rc && module_dtype(&ck) != E->dt)
         rc = zn_err(err, ZN_E_USAGE, "%s: saved with model dtype %s, resuming with %s", ck.path,
                     zn_dtype_name(module_dtype(&ck)), zn_dtype_name(E->dt));
-    if (!rc && (!ck.state[1] || ck.adam_step < 0))
+    if (!rc && (!zn_ds_has_state(&ck, ZN_DS_EXP_AVG) || ck.adam_step < 0))
         rc = zn_err(err, ZN_E_USAGE, "%s: no Adam state (exp_avg, exp_avg_sq, step): zinc resumes Adam and AdamW",
                     ck.path);
     for (int w = 0; w < 3 && !rc; w++) {

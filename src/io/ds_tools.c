@@ -19,7 +19,7 @@ static int check_finite(const ZnDsCkpt *ck, ZnErr *err) {
     if (!buf) return zn_nomem(err);
     int rc = 0;
     for (int w = 0; w < 3 && !rc; w++)
-        for (int i = 0; ck->state[w] && i < ck->nparams && !rc; i++) {
+        for (int i = 0; zn_ds_has_state(ck, w) && i < ck->nparams && !rc; i++) {
             rc = zn_ds_read_state(ck, w, i, buf, err);
             for (uint64_t k = 0; !rc && k < ck->param[i].numel; k++)
                 if (!isfinite(buf[k]))
@@ -70,8 +70,10 @@ static int check_file(const ZnPt *f, FILE *out, ZnErr *err) {
 int zn_ds_describe(const ZnDsCkpt *ck, FILE *out, ZnErr *err) {
     uint64_t elements = 0;
     for (int i = 0; i < ck->nparams; i++) elements += ck->param[i].numel;
-    fprintf(out, "DeepSpeed checkpoint %s (tag %s), written by DeepSpeed %s\n", ck->path, ck->tag, ck->ds_version);
-    fprintf(out, "  ZeRO stage %d, world size %d, module %s, fp32 master in %d group%s%s\n", ck->stage, ck->world,
+    fprintf(out, "DeepSpeed %scheckpoint %s (tag %s), written by DeepSpeed %s\n", ck->universal ? "universal " : "",
+            ck->path, ck->tag, ck->ds_version);
+    fprintf(out, "  ZeRO stage %d, %s %d, module %s, fp32 master in %d group%s%s\n", ck->stage,
+            ck->universal ? "saved by world size" : "world size", ck->universal ? ck->saved_world : ck->world,
             zn_pt_type_name(ck->module_type), ck->ngroups, ck->ngroups == 1 ? "" : "s",
             ck->bf16_names ? " (bf16 optimizer files)" : "");
     fprintf(out, "  %d parameters, %llu elements; %d shared", ck->nparams, (unsigned long long)elements, ck->nshared);
@@ -85,8 +87,12 @@ int zn_ds_describe(const ZnDsCkpt *ck, FILE *out, ZnErr *err) {
     for (int r = 0; r < ck->nmodel && !rc; r++) rc = check_file(&ck->model[r], out, err);
     for (int r = 0; r < ck->world && !rc; r++) rc = check_file(&ck->optim[r], out, err);
     if (!rc) rc = check_finite(ck, err);
-    if (!rc) fprintf(out, "  %d files: every entry's CRC-32, the shapes, the partitions of %d ranks, the fp32 masters "
-                     "%sfinite: ok\n", ck->nmodel + ck->world, ck->world, ck->state[1] ? "and Adam moments " : "");
+    if (!rc && ck->universal)
+        fprintf(out, "  zero/: %d parameters' fp32, exp_avg and exp_avg_sq files: every tensor's CRC-32, its shape, "
+                "finite: ok\n", ck->nparams);
+    else if (!rc)
+        fprintf(out, "  %d files: every entry's CRC-32, the shapes, the partitions of %d ranks, the fp32 masters "
+                "%sfinite: ok\n", ck->nmodel + ck->world, ck->world, ck->state[1] ? "and Adam moments " : "");
     return rc;
 }
 
