@@ -1054,7 +1054,8 @@ static void test_tcp_exchange_timeout(void **st) {
     (void)st;
     Seen v;
     run_timed(comm_barrier_rank, late_rank1_mesh, &v);
-    expect_rank(&v, 0, ZN_E_COMM, "timed out after 1 s waiting for rank 1 (ZINC_COMM_TIMEOUT)");
+    /* spec: Z-RDV-009 the collective that waited is named: op, tag, call number */
+    expect_rank(&v, 0, ZN_E_COMM, "barrier 'b' (call 1): timed out after 1 s waiting for rank 1 (ZINC_COMM_TIMEOUT)");
 }
 
 ZT_MAIN(

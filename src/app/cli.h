@@ -54,6 +54,7 @@ typedef struct {
     const char *trace_path;
     const char *backend;      /* --backend: sim (default), tcp, mpi */
     const char *rendezvous;   /* --rendezvous: env, tcp://HOST:PORT, file:PATH */
+    double comm_timeout;      /* --comm-timeout S: a collective's longest wait without progress (0: ZINC_COMM_TIMEOUT) */
     int repeat_rank, repeat_layer;   /* --test-repeat-layer R:L (test hook; rank -1: off) */
     int verbose;              /* --verbose: errors name the source line that wrote them */
     ZnConfigArgs args;

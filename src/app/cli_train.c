@@ -163,6 +163,7 @@ static const Flag TRAIN_FLAGS[] = {
     {"--threads", FL_INT, F(threads), 1, ZN_MAX_HOST_THREADS, .usage = "[--threads N]"},
     {"--exact", FL_SWITCH, F(args.exact), .usage = "[--exact]\n"},
     {"--rendezvous", FL_STR, F(rendezvous), .usage = "[--rendezvous env|tcp://HOST:PORT|file:PATH]"},
+    {"--comm-timeout", FL_DOUBLE, F(comm_timeout), 1, .usage = "[--comm-timeout S]"},
     {"--verbose", FL_SWITCH, F(verbose), .usage = "[--verbose]\n"},
     {"--test-repeat-layer", FL_FN, .fn = parse_repeat},
 };
@@ -382,6 +383,11 @@ static int train(int argc, char **argv, int dry) {
         zn_err(&err, ZN_E_USAGE, "%s describes a dry run: add --dry-run (or use zinc plan)",
                f.machine ? "--machine" : f.json ? "--json" : "--svg");
         goto usage_error;
+    }
+    if (f.comm_timeout > 0) {   /* the transports read it where they are made (Z-RDV-006) */
+        char v[40];
+        snprintf(v, sizeof v, "%.17g", f.comm_timeout);
+        setenv("ZINC_COMM_TIMEOUT", v, 1);
     }
     ZnBackend backend = ZN_BACKEND_SIM;
     if (f.backend && zn_backend_parse(f.backend, &backend, &err)) goto usage_error;

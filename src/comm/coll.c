@@ -4,6 +4,7 @@
 #include "comm/coll.h"
 #include "core/alloc.h"
 #include "comm/comm_seq.h"
+#include "comm/store.h"
 #include "comm/sumtree.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -119,6 +120,11 @@ static int call(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     if (c->watch) c->watch->begin(c->watch, c);
     int rc = check(c, k, err);
     if (!rc) rc = c->run(c, k, err);
+    if (rc == ZN_E_COMM && zn_comm_timed_out(err)) {   /* which collective waited: op, tag, call number (Z-RDV-009) */
+        long calls = 0;
+        zn_comm_tag_totals(&c->stats, k->tag, &calls, NULL, NULL);
+        zn_err_prefix(err, "%s '%s' (call %ld): ", zn_coll_op_name(k->op), tag_str(k->tag), calls + 1);
+    }
     if (!rc) {
         long sent, recv, inter;
         zn_comm_call_bytes(&c->world, k->grp, k->op, k->counts, k->count, k->root, k->dt, &sent, &recv, &inter);

@@ -240,7 +240,7 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
         double left = deadline - zn_comm_now_s();
         if (left <= 0) {
             int q = t->who[0], in_wait = t->pfd[0].events & POLLIN;
-            return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d (ZINC_COMM_TIMEOUT)", t->timeout_s,
+            return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d " ZN_COMM_TIMEOUT_MARK, t->timeout_s,
                           in_wait ? "waiting for" : "sending to", q);
         }
         int k = poll(t->pfd, (nfds_t)n, poll_ms(left));
@@ -463,7 +463,7 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
     if (t) {
         t->rank = zn_store_rank(s);
         t->world = W;
-        t->timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", 600);
+        t->timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", ZN_COMM_TIMEOUT_DEFAULT);
         t->fd = zn_malloc(ZN_HOST_COMM, w * sizeof *t->fd);
         t->pr = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pr);
         t->pfd = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pfd);

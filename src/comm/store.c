@@ -45,6 +45,11 @@ double zn_comm_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int zn_comm_timed_out(const ZnErr *e) {
+    const size_t n = strlen(e->msg), k = sizeof ZN_COMM_TIMEOUT_MARK - 1;
+    return n >= k && !strcmp(e->msg + n - k, ZN_COMM_TIMEOUT_MARK);
+}
+
 double zn_comm_env_seconds(const char *name, double dflt) {
     const char *s = getenv(name);
     if (!s || !*s) return dflt;
@@ -102,7 +107,7 @@ static int wait_fd(ZnStore *s, int fd, short ev, int peer, const char *what, ZnE
     for (;;) {
         double left = deadline - zn_comm_now_s();
         if (left <= 0)
-            return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d (ZINC_COMM_TIMEOUT)", s->msg_timeout_s,
+            return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d " ZN_COMM_TIMEOUT_MARK, s->msg_timeout_s,
                           what, peer);
         struct pollfd p = {fd, ev, 0};
         int n = poll(&p, 1, left > 1.0 ? 1000 : (int)(left * 1000) + 1);
@@ -394,7 +399,7 @@ ZnStore *zn_store_open(const ZnRdvSpec *spec, int rank, int world, ZnErr *err) {
     s->fd = fd;
     s->listen_fd = -1;
     for (int r = 0; r < world; r++) s->fd[r] = -1;
-    s->msg_timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", 600);
+    s->msg_timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", ZN_COMM_TIMEOUT_DEFAULT);
     if (spec->file) snprintf(s->where, sizeof s->where, "file:%.280s", spec->path);
     else snprintf(s->where, sizeof s->where, "tcp://%.250s:%d", spec->host, spec->port);
     double deadline = zn_comm_now_s() + zn_comm_env_seconds("ZINC_RDV_TIMEOUT", 120);

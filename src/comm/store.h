@@ -10,7 +10,8 @@
  *                     names a listening rank 0 (a shared file system serves
  *                     several nodes).
  * Every wait is bounded: joining by ZINC_RDV_TIMEOUT seconds (default 120),
- * a message by ZINC_COMM_TIMEOUT seconds (default 600); a closed connection
+ * a message by ZINC_COMM_TIMEOUT seconds (default 1800, torch.distributed's
+ * 30 minutes); a closed connection
  * is reported at once, naming the peer. */
 #ifndef ZN_STORE_H
 #define ZN_STORE_H
@@ -55,6 +56,12 @@ int zn_store_allgather(ZnStore *s, const void *in, void *out, size_t n, ZnErr *e
  * transport share. */
 double zn_comm_now_s(void);
 double zn_comm_env_seconds(const char *name, double dflt);
+#define ZN_COMM_TIMEOUT_DEFAULT 1800.0   /* torch.distributed's default_pg_timeout */
+/* What closes every message a wait past ZINC_COMM_TIMEOUT writes ("timed
+ * out after S s waiting for rank Q (ZINC_COMM_TIMEOUT)"), and the test for
+ * it: a collective that timed out then says which it was (coll.c). */
+#define ZN_COMM_TIMEOUT_MARK "(ZINC_COMM_TIMEOUT)"
+int zn_comm_timed_out(const ZnErr *e);
 
 /* 1 when the connected socket fd is connected to itself (Z-RDV-007). A
  * connect() to a port of this host where nothing listens yet can succeed
