@@ -9,8 +9,9 @@
 #include "io/safetensors.h"
 
 /* Every parameter's fp32 master and Adam moments finite, over the real
- * elements only: the padding of a partition is never initialised (DeepSpeed's
- * bf16 stage 3 leaves NaN there) and zero_to_fp32 never reads it. */
+ * elements only: DeepSpeed's stage 3 never initialises a partition's
+ * padding (NaN was seen there in a bf16 run), and zero_to_fp32 never
+ * reads it. */
 static int check_finite(const ZnDsCkpt *ck, ZnErr *err) {
     static const char *const WHAT[3] = {"the fp32 master", "exp_avg", "exp_avg_sq"};
     uint64_t most = 1;
