@@ -47,7 +47,7 @@ static int check_module(const ZnDsCkpt *ck, ZnErr *err) {
         if (!v) return zn_err(err, ZN_E_CORRUPT, "%s: %s is missing; param_shapes lists it", m->zip.path, what);
         int rc = zn_pt_tensor(m, v, what, &t, err);
         if (rc) return rc;
-        if (ck->per_param) continue;   /* stage 3's module holds empty placeholders */
+        if (ck->per_param) continue;   /* stage 3's module holds tensors of shape (0,) */
         int same = t.ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = t.shape[d] == p->shape[d];
         if (!same) return zn_err(err, ZN_E_CORRUPT, "%s: %s has %d dimensions (first %lld), param_shapes says %d (first "
