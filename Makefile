@@ -111,7 +111,7 @@ $(BUILD)/zinc: $(BUILD)/src/app/main.o $(ZN_DEPS)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) $(LDLIBS) $(CUDA_LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/xml_check.h $(ZN_DEPS) $(HDRS)
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(ZN_DEPS) $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  LD  $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)

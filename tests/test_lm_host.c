@@ -4,51 +4,11 @@
  * and every instruction-set path this CPU runs: the bits must be equal
  * (memcmp), not just close. */
 #include "testutil.h"
-#include "core/cpu.h"
+#include "lm_check.h"
 #include "core/zn_math.h"
-#include "device/lm_host.h"
 
-/* ------------------------------------------------------------------------ */
-/* inputs */
-
-static uint32_t lcg_state;
-static float urand(void) {   /* in [-1, 1) */
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    return (float)(lcg_state >> 8) / 8388608.0f - 1.0f;
-}
-static float *rand_buf(long n, float scale) {
-    float *p = malloc((size_t)n * sizeof(float));
-    assert_non_null(p);
-    for (long i = 0; i < n; i++) p[i] = scale * urand();
-    return p;
-}
-static float *zbuf(long n) {
-    float *p = calloc((size_t)n, sizeof(float));
-    assert_non_null(p);
-    return p;
-}
-static void same(const float *a, const float *b, long n, const char *what, int isa, int threads) {
-    if (memcmp(a, b, (size_t)n * sizeof(float)) == 0) return;
-    for (long i = 0; i < n; i++)
-        if (!zt_same_bits(a[i], b[i])) {
-            fail_msg("%s: element %ld differs (%.9g vs reference %.9g), isa %s, %d threads", what, i, (double)a[i],
-                     (double)b[i], zn_isa_name((ZnIsa)isa), threads);
-        }
-}
-
-/* The paths to try: every instruction set this CPU runs, each with 1, 2
- * and 3 threads. */
-#define FOR_PATHS(body)                                                   \
-    for (int isa = ZN_ISA_SCALAR; isa < ZN_ISA_N; isa++) {                \
-        if (!zn_isa_supported((ZnIsa)isa)) continue;                      \
-        zn_lm_host_set_isa((ZnIsa)isa);                                   \
-        for (int threads = 1; threads <= 3; threads++) {                  \
-            zn_set_host_threads(threads);                                 \
-            body                                                          \
-        }                                                                 \
-    }                                                                     \
-    zn_lm_host_set_isa(ZN_ISA_N);                                         \
-    zn_set_host_threads(0);
+/* an output buffer of n zeros */
+static float *zbuf(long n) { return fbuf(n, 0.0f); }
 
 /* ------------------------------------------------------------------------ */
 /* references, one output element at a time, from the spec's formulas */
@@ -176,15 +136,16 @@ static void ref_attn_fwd(int B, int T, int C, int NH, const float *qkv, float *a
     free(s);
 }
 
+/* dS of head (b, h), row t, column t2 <= t, is left at scratch[((b NH + h)
+   T + t) T + t2] */
 static void ref_attn_bwd(int B, int T, int C, int NH, const float *dout, const float *qkv, const float *att,
-                         float *dqkv) {
+                         float *dqkv, float *scratch) {
     const int hs = C / NH;
     const float scale = 1.0f / sqrtf((float)hs);
-    float *dS = malloc((size_t)T * T * sizeof(float));
-    assert_non_null(dS);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float *P = att + ((long)b * NH + h) * T * T;
+            float *dS = scratch + ((long)b * NH + h) * T * T;
             for (int t = 0; t < T; t++) {
                 const float *g = dout + ((long)b * T + t) * C + (long)h * hs;
                 /* dP[t][t2] and the row sum of P dP, t2 ascending */
@@ -214,7 +175,6 @@ static void ref_attn_bwd(int B, int T, int C, int NH, const float *dout, const f
                     row[2 * C] = dv;
                 }
         }
-    free(dS);
 }
 
 static float ref_gelu(float x) {
@@ -228,6 +188,9 @@ static float ref_gelu_grad(float x, float dy) {
            dy;
 }
 
+/* the references as the host kernels' twin: 1, 2 and 3 host threads */
+static const LmTwin refs = LM_TWIN(ref, 3);
+
 /* ------------------------------------------------------------------------ */
 /* the tests */
 
@@ -237,39 +200,8 @@ static float ref_gelu_grad(float x, float dy) {
 static void test_bias_embed(void **st) {
     (void)st;
     lcg_state = 7u;
-    const int M = 205, N = 69;
-    float *b = rand_buf(N, 1.0f), *y0 = rand_buf((long)M * N, 3.0f), *yr = malloc((size_t)M * N * sizeof(float)),
-          *y = malloc((size_t)M * N * sizeof(float));
-    assert_true(yr && y);
-    memcpy(yr, y0, (size_t)M * N * sizeof(float));
-    ref_bias(M, N, b, yr);
-    FOR_PATHS({
-        memcpy(y, y0, (size_t)M * N * sizeof(float));
-        zn_host_add_bias(NULL, M, N, b, y);
-        same(y, yr, (long)M * N, "add_bias", isa, threads);
-    })
-    free(b); free(y0); free(yr); free(y);
-
-    const int B = 5, T = 41, C = 69, V = 37, P = 50;
-    int *tok = malloc((size_t)B * T * sizeof(int));
-    assert_non_null(tok);
-    for (long r = 0; r < (long)B * T; r++) tok[r] = (int)((urand() + 1.0f) * 0.5f * (V - 1));   /* repeats */
-    float *wte = rand_buf((long)V * C, 1.0f), *wpe = rand_buf((long)P * C, 1.0f), *dout = rand_buf((long)B * T * C, 1.0f);
-    float *outr = zbuf((long)B * T * C), *out = zbuf((long)B * T * C);
-    float *dwter = zbuf((long)V * C), *dwper = zbuf((long)P * C), *dwte = zbuf((long)V * C), *dwpe = zbuf((long)P * C);
-    ref_embed_fwd(B, T, C, tok, wte, wpe, outr);
-    ref_embed_bwd(B, T, C, V, P, tok, dout, dwter, dwper);
-    FOR_PATHS({
-        for (long i = 0; i < (long)V * C; i++) dwte[i] = 5.0f;   /* stale values: the kernel zeroes */
-        for (long i = 0; i < (long)P * C; i++) dwpe[i] = 5.0f;
-        zn_host_embed_fwd(NULL, B, T, C, tok, wte, wpe, out);
-        zn_host_embed_bwd(NULL, B, T, C, V, P, tok, dout, dwte, dwpe);
-        same(out, outr, (long)B * T * C, "embed_fwd", isa, threads);
-        same(dwte, dwter, (long)V * C, "embed_bwd dwte", isa, threads);
-        same(dwpe, dwper, (long)P * C, "embed_bwd dwpe", isa, threads);
-    })
-    free(tok); free(wte); free(wpe); free(dout); free(outr); free(out);
-    free(dwter); free(dwper); free(dwte); free(dwpe);
+    lm_check_bias(&refs, 205, 69);
+    lm_check_embed(&refs, 5, 41, 69, 37, 50);   /* B, T, C, V, P */
 }
 
 /* spec: Z-MOD-009 the softmax cross-entropy on the host (rows over the
@@ -287,9 +219,7 @@ static void test_softmax_xent(void **st) {
         const int B = Bs[k];
         const long n = (long)B * C;
         float *z = rand_buf(n, 8.0f), *dlr = zbuf(n), *dl = zbuf(n), *zi = zbuf(n);
-        int *y = malloc((size_t)B * sizeof(int));
-        assert_non_null(y);
-        for (long r = 0; r < B; r++) y[r] = (int)((urand() + 1.0f) * 0.5f * (C - 1));
+        int *y = rand_tokens(B, C);
         if (B > 8) {
             z[0 * C + 0] = NAN;                          /* a NaN max */
             z[1 * C + 517] = NAN;                        /* a NaN the max skips */
@@ -305,7 +235,7 @@ static void test_softmax_xent(void **st) {
         }
         const float gs = 1.0f / 3.0f;
         const float lr = ref_xent(B, C, z, y, gs, dlr), lr0 = ref_xent(B, C, z, y, gs, NULL);
-        FOR_PATHS({
+        FOR_PATHS(3, {
             memset(dl, 0, (size_t)n * sizeof(float));
             float l = zn_host_softmax_xent(NULL, B, C, z, y, gs, dl);
             same(&l, &lr, 1, "softmax_xent loss", isa, threads);
@@ -330,90 +260,19 @@ static void test_layernorm_gelu(void **st) {
     (void)st;
     lcg_state = 11u;
     const int sizes[2][2] = {{205, 69}, {67, 771}};
-    for (int s = 0; s < 2; s++) {
-        const int N = sizes[s][0], C = sizes[s][1];
-        const long NC = (long)N * C;
-        float *x = rand_buf(NC, 2.0f), *w = rand_buf(C, 1.5f), *b = rand_buf(C, 0.5f), *g = rand_buf(NC, 1.0f);
-        float *outr = zbuf(NC), *mr = zbuf(N), *rr = zbuf(N), *dxr = zbuf(NC), *dwr = zbuf(C), *dbr = zbuf(C);
-        float *out = zbuf(NC), *m = zbuf(N), *r = zbuf(N), *dx = zbuf(NC), *dw = zbuf(C), *db = zbuf(C);
-        ref_ln_fwd(N, C, x, w, b, outr, mr, rr);
-        ref_ln_bwd(N, C, g, x, w, mr, rr, dxr, dwr, dbr);
-        FOR_PATHS({
-            zn_host_layernorm_fwd(NULL, N, C, x, w, b, out, m, r);
-            same(out, outr, NC, "layernorm_fwd out", isa, threads);
-            same(m, mr, N, "layernorm_fwd mean", isa, threads);
-            same(r, rr, N, "layernorm_fwd rstd", isa, threads);
-            for (long i = 0; i < C; i++) dw[i] = db[i] = 9.0f;
-            zn_host_layernorm_bwd(NULL, N, C, g, x, w, mr, rr, dx, dw, db);
-            same(dx, dxr, NC, "layernorm_bwd dx", isa, threads);
-            same(dw, dwr, C, "layernorm_bwd dw", isa, threads);
-            same(db, dbr, C, "layernorm_bwd db", isa, threads);
-        })
-        free(x); free(w); free(b); free(g); free(outr); free(mr); free(rr); free(dxr); free(dwr); free(dbr);
-        free(out); free(m); free(r); free(dx); free(dw); free(db);
-    }
-
-    const long n = 100003;
-    static const float odd[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 20.0f, -20.0f, 1e-30f, -3e-39f, 11.3f, -11.3f};
-    float *x = rand_buf(n, 6.0f), *dy = rand_buf(n, 1.0f);
-    for (long i = 0; i < n; i += 97) x[i] = odd[(i / 97) % 11];
-    float *yr = zbuf(n), *dxr = zbuf(n), *y = zbuf(n), *dx = zbuf(n);
-    for (long i = 0; i < n; i++) {
-        yr[i] = ref_gelu(x[i]);
-        dxr[i] = ref_gelu_grad(x[i], dy[i]);
-    }
-    FOR_PATHS({
-        zn_host_gelu_fwd(NULL, n, x, y);
-        zn_host_gelu_bwd(NULL, n, x, dy, dx);
-        same(y, yr, n, "gelu_fwd", isa, threads);
-        same(dx, dxr, n, "gelu_bwd", isa, threads);
-        memcpy(dx, dy, (size_t)n * sizeof(float));
-        zn_host_gelu_bwd(NULL, n, x, dx, dx);   /* dx aliasing dy */
-        same(dx, dxr, n, "gelu_bwd in place", isa, threads);
-    })
-    free(x); free(dy); free(yr); free(dxr); free(y); free(dx);
+    for (int s = 0; s < 2; s++) lm_check_layernorm(&refs, sizes[s][0], sizes[s][1]);
+    lm_check_gelu(&refs);
 }
 
 /* spec: Z-HOST-007 causal attention forward (probabilities and output) and
- * backward (dq, dk, dv) with odd head sizes (17, 23, 40, 64), T of 1, 7, 67,
- * 70 and 131 (past one block of queries), scores far apart (exponents out of
- * the vector range), on every path and 1, 2, 3 threads
- * give the element-at-a-time definition's bits */
+ * backward (dq, dk, dv, and the softmax gradient dS left in the scratch),
+ * with the block buffer and without it, with odd head sizes (17, 23, 40,
+ * 64), T of 1, 7, 67, 70 and 131 (past one block of queries), scores far
+ * apart (exponents out of the vector range), on every path and 1, 2, 3
+ * threads give the element-at-a-time definition's bits */
 static void test_attention(void **st) {
     (void)st;
-    lcg_state = 13u;
-    /* B, T, C, NH, the scale of q, k, v (12: scores far apart, so softmax
-       arguments below zn_expf's vector range) */
-    const int cases[6][5] = {{2, 7, 69, 3, 1}, {1, 131, 51, 3, 1}, {2, 67, 80, 2, 1},
-                             {3, 1, 17, 1, 1}, {1, 70, 128, 2, 1}, {2, 45, 46, 2, 12}};
-    for (int cs = 0; cs < 6; cs++) {
-        const int B = cases[cs][0], T = cases[cs][1], C = cases[cs][2], NH = cases[cs][3];
-        const long nq = (long)B * T * 3 * C, na = (long)B * NH * T * T, no = (long)B * T * C;
-        float *qkv = rand_buf(nq, 1.5f * (float)cases[cs][4]), *dout = rand_buf(no, 1.0f);
-        float *attr = zbuf(na), *outr = zbuf(no), *dqkvr = zbuf(nq);
-        float *att = zbuf(na), *out = zbuf(no), *dqkv = zbuf(nq), *scratch = zbuf(na);
-        ref_attn_fwd(B, T, C, NH, qkv, attr, outr);
-        ref_attn_bwd(B, T, C, NH, dout, qkv, attr, dqkvr);
-        FOR_PATHS({
-            for (long i = 0; i < na; i++) att[i] = 3.0f;   /* stale values above the diagonal */
-            zn_host_attn_fwd(NULL, B, T, C, NH, qkv, att, out);
-            same(att, attr, na, "attn_fwd att", isa, threads);
-            same(out, outr, no, "attn_fwd out", isa, threads);
-            for (long i = 0; i < nq; i++) dqkv[i] = 4.0f;
-            zn_host_attn_bwd(NULL, B, T, C, NH, dout, qkv, attr, dqkv, scratch);
-            same(dqkv, dqkvr, nq, "attn_bwd dqkv", isa, threads);
-            /* without the block buffer (its allocation failed): row at a time */
-            zn_lm_host_test_no_buffer(1);
-            for (long i = 0; i < no; i++) out[i] = 5.0f;
-            zn_host_attn_fwd(NULL, B, T, C, NH, qkv, att, out);
-            same(out, outr, no, "attn_fwd out (no buffer)", isa, threads);
-            for (long i = 0; i < nq; i++) dqkv[i] = 4.0f;
-            zn_host_attn_bwd(NULL, B, T, C, NH, dout, qkv, attr, dqkv, scratch);
-            same(dqkv, dqkvr, nq, "attn_bwd dqkv (no buffer)", isa, threads);
-            zn_lm_host_test_no_buffer(0);
-        })
-        free(qkv); free(dout); free(attr); free(outr); free(dqkvr); free(att); free(out); free(dqkv); free(scratch);
-    }
+    lm_check_attention_cases(&refs);
 }
 
 /* spec: Z-HOST-008 the path override: an instruction set this CPU cannot
