@@ -15,7 +15,8 @@ void zn_ckpt_usage(FILE *f) {
     fprintf(f, "usage: zinc ckpt to-universal --input-folder DIR/TAG --output-folder OUT [--num-workers N]\n"
                "       zinc ckpt consolidate --input DIR/TAG --output model.safetensors [--dtype fp32|bf16|fp16]\n"
                "       zinc ckpt consolidate --input DIR/TAG --hf OUTDIR [--dtype fp32|bf16|fp16]\n"
-               "       zinc ckpt inspect DIR/TAG\n");
+               "       zinc ckpt inspect DIR/TAG\n"
+               "       zinc ckpt to-deepspeed --input DIR/TAG --output-folder OUT\n");
 }
 
 static int ckpt_usage(const char *msg) {
@@ -145,10 +146,33 @@ static int cmd_inspect(int argc, char **argv) {
     return 0;
 }
 
+/* A zinc checkpoint written as DeepSpeed's folder (Z-DSCK-009). */
+static int cmd_to_deepspeed(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (i + 1 >= argc) return ckpt_usage("every flag of 'zinc ckpt to-deepspeed' takes a value");
+        if (!strcmp(argv[i], "--input")) in = argv[++i];
+        else if (!strcmp(argv[i], "--output-folder")) out = argv[++i];
+        else return ckpt_usage("unknown flag for 'zinc ckpt to-deepspeed'");
+    }
+    if (!in || !out) return ckpt_usage("to-deepspeed needs --input and --output-folder");
+    if (strlen(in) > ZN_CKPT_PATH_MAX || strlen(out) > ZN_CKPT_PATH_MAX) return ckpt_usage("path too long");
+    if (zn_ds_is_folder(in)) return ckpt_usage("--input: a DeepSpeed folder already; to-deepspeed reads zinc's");
+    ZnErr err = {0};
+    int rc = zn_mkdir_p(out, &err);
+    ZnDsWriteSummary sum;
+    if (!rc) rc = zn_ds_write(in, out, &sum, &err);
+    if (rc) return failed(rc, &err);
+    printf("wrote DeepSpeed checkpoint %s/%s: stage %d, world size %d, %d optimizer groups, %d files; %s/latest names "
+           "it\n", out, sum.tag, sum.stage, sum.world, sum.ngroups, sum.nfiles, out);
+    return 0;
+}
+
 int zn_cmd_ckpt(int argc, char **argv) {
     if (argc < 1) return ckpt_usage("zinc ckpt needs a command");
     if (!strcmp(argv[0], "to-universal")) return cmd_to_universal(argc - 1, argv + 1);
     if (!strcmp(argv[0], "consolidate")) return cmd_consolidate(argc - 1, argv + 1);
     if (!strcmp(argv[0], "inspect")) return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "to-deepspeed")) return cmd_to_deepspeed(argc - 1, argv + 1);
     return ckpt_usage("unknown 'zinc ckpt' command");
 }

@@ -1196,6 +1196,37 @@ int zn_ckpt_read_model(const char *tagdir, ZnModel *model, float **weights, ZnEr
     return rc;
 }
 
+int zn_ckpt_read_whole(const char *tagdir, ZnCkptWhole *c, ZnErr *err_out) {
+    Manifest *m = NULL;
+    float *f[3] = {0};
+    long total = 0;
+    ZnErr err = {0};
+    memset(c, 0, sizeof *c);
+    int rc = open_full(tagdir, &m, f, &err);
+    if (!rc) rc = manifest_model(m, &c->model, &total, &err);
+    if (!rc && cJSON_IsObject(m->config) && !(c->config_text = zn_json_print(m->config, 0))) rc = zn_nomem(&err);
+    if (!rc) {
+        snprintf(c->model_spec, sizeof c->model_spec, "%s", m->model);
+        c->world = m->world;
+        c->stage = m->stage;
+        c->plan = m->plan;
+        c->dt = m->dt;
+        c->st = m->st;
+        for (int s = 0; s < 3; s++) {   /* the arrays are the result */
+            c->full[s] = f[s];
+            f[s] = NULL;
+        }
+    } else *err_out = err;
+    full_free(m, f);
+    return rc;
+}
+
+void zn_ckpt_whole_free(ZnCkptWhole *c) {
+    for (int s = 0; s < 3; s++) free(c->full[s]);
+    cJSON_free(c->config_text);
+    memset(c, 0, sizeof *c);
+}
+
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err_out) {
     Manifest *m = NULL;
     float *f[3] = {0};

@@ -65,6 +65,21 @@ typedef struct {
 /* DIR/TAG to a universal checkpoint in out (Z-CKPT-005), workers (1..64)
  * threads converting parameters; <parent of out>/latest_universal names it. */
 int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSummary *sum, ZnErr *err);
+/* A checkpoint DIR/TAG read whole (zinc ckpt to-deepspeed): what its
+ * manifest records and the full fp32 master, exp_avg and exp_avg_sq in
+ * model order (zn_model_numel(&model) floats each), every shard verified. */
+typedef struct {
+    ZnModel model;
+    char model_spec[512];
+    int world, stage;
+    ZnPlan plan;         /* the saving stage's */
+    ZnDtype dt;
+    ZnEngineState st;
+    char *config_text;   /* the config file the run read, as JSON text; NULL where it read none */
+    float *full[3];      /* master, exp_avg, exp_avg_sq */
+} ZnCkptWhole;
+int zn_ckpt_read_whole(const char *tagdir, ZnCkptWhole *c, ZnErr *err);
+void zn_ckpt_whole_free(ZnCkptWhole *c);
 /* DIR/TAG to one safetensors file of the full weights in dt (Z-CKPT-008). */
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err);
 /* The folder of checkpoint DIR/TAG (tag NULL: the one DIR/latest names)

@@ -95,4 +95,14 @@ int zn_ds_consolidate(const ZnDsCkpt *ck, const char *out, ZnDtype dtype, int hf
 struct ZnEngine;
 int zn_ds_load(struct ZnEngine *E, const char *path, ZnErr *err);
 
+/* `zinc ckpt to-deepspeed` (ds_write.c): zinc's checkpoint DIR/TAG written
+ * as the folder DeepSpeed's save_checkpoint writes for the same run, under
+ * out/global_stepN, and out/latest naming it. */
+typedef struct {
+    int stage, world, ngroups, nfiles;
+    long long global_steps;
+    char tag[64];
+} ZnDsWriteSummary;
+int zn_ds_write(const char *in, const char *out, ZnDsWriteSummary *sum, ZnErr *err);
+
 #endif
