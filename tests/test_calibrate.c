@@ -22,14 +22,6 @@ static int exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-static int light(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(ZN_LIGHT_TESTS)
-    return 1;
-#else
-    return getenv("ZINC_UNDER_VALGRIND") != NULL;
-#endif
-}
-
 /* the figures of a calibrated machine: finite, > 0, above loose floors */
 static void check_machine(const ZnMachine *m, int world) {
     assert_int_equal(m->gpus_per_node, world);
@@ -56,7 +48,7 @@ static void calibrate_ok(int world) {
     /* under valgrind and the sanitizers one timing each (--quick): the same code */
     const char *argv[] = {"--world-size", ws, "-o", path, "--quick"};
     char *out, *errs;
-    int rc = zt_capture(zn_cmd_calibrate, light() ? 5 : 4, argv, &out, &errs);
+    int rc = zt_capture(zn_cmd_calibrate, zt_light() ? 5 : 4, argv, &out, &errs);
     if (rc) fail_msg("calibrate --world-size %d: exit %d: %s", world, rc, errs);
     /* one line, naming the ranks and the backend */
     snprintf(head, sizeof head, "zinc calibrate: %d sim rank%s:", world, world > 1 ? "s" : "");

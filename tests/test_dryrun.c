@@ -3,7 +3,6 @@
  * byte, a 1.5B-parameter GPT-2 at 64 ranks in little real memory, and the
  * dry run's per-rank model states against DeepSpeed's estimators. */
 #include "testutil.h"
-#include <sys/resource.h>
 #include "app/dryrun.h"
 #include "app/run.h"
 #include "comm/comm_meta.h"
@@ -17,10 +16,7 @@ static ZnRunOpts opts(const char *model, const char *data, const char *cfg, int 
     f.data_spec = data;
     f.dry_run = dry;   /* a dry run of a language model needs no --data */
     f.print_every = 0;
-    ZnRunOpts o;
-    ZnErr err = {0};
-    if (zn_train_resolve(&f, cfg, &o, &err)) fail_msg("resolve %s: %s", model, err.msg);
-    return o;
+    return zt_resolve(&f, cfg);
 }
 
 static void assert_mem_cur_equal(const ZnMemStats *a, const ZnMemStats *b) {
@@ -302,18 +298,12 @@ static void test_dry_equals_sim_step(void **state) {
 /* ------------------------------------------------------------------------ */
 /* it scales */
 
-static long maxrss_kb(void) {
-    struct rusage ru;
-    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
-    return ru.ru_maxrss;
-}
-
 /* spec: Z-DRY-004 */
 static void test_scale(void **state) {
     (void)state;
     static const char *const models[2] = {"gpt2:n_layer=48,n_embd=1600,n_head=25",
                                           "mlp:16384,16384,16384,16384,16384,10"};
-    const long rss0 = maxrss_kb();
+    const long rss0 = zt_maxrss_kb();
     for (int m = 0; m < 2; m++)
         for (int stage = 1; stage <= 3; stage++) {
             char cfg[512];
@@ -347,7 +337,7 @@ static void test_scale(void **state) {
     /* a real run of any one of these would hold gigabytes; the dry runs
        together grew the process by a few megabytes at most (their host
        arrays scale with parameters counted, not elements) */
-    assert_true(maxrss_kb() - rss0 < 64 * 1024);
+    assert_true(zt_maxrss_kb() - rss0 < 64 * 1024);
 }
 
 /* ------------------------------------------------------------------------ */

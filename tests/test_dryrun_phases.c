@@ -10,16 +10,6 @@
 #include "app/dryrun.h"
 #include "app/run.h"
 
-/* Under valgrind, the sanitizers and coverage the sweep takes every third
-   case: the same code paths, a fraction of the runs. */
-static int light(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(ZN_LIGHT_TESTS)
-    return 1;
-#else
-    return getenv("ZINC_UNDER_VALGRIND") != NULL;
-#endif
-}
-
 static char text_path[64];   /* a language model's text */
 
 static ZnRunOpts opts(const char *model, const char *cfg, int world, int per_node) {
@@ -29,10 +19,7 @@ static ZnRunOpts opts(const char *model, const char *cfg, int world, int per_nod
     if (!strncmp(model, "gpt2", 4)) f.data_spec = data;
     f.print_every = 0;
     f.ranks_per_node = per_node;
-    ZnRunOpts o;
-    ZnErr err = {0};
-    if (zn_train_resolve(&f, cfg, &o, &err)) fail_msg("resolve %s: %s", model, err.msg);
-    return o;
+    return zt_resolve(&f, cfg);
 }
 
 static void assert_stats_equal(const char *what, int ph, const ZnCommStats *a, const ZnCommStats *b) {
@@ -137,7 +124,7 @@ static void test_stages_worlds_offload(void **state) {
         for (int stage = 0; stage <= 3; stage++)
             for (int off = 0; off < 3; off++) {
                 if ((stage == 0 && off > 0) || (stage < 3 && off == 2)) continue;   /* offload: stages 1-3; params: 3 */
-                if (light() && k++ % 3) continue;
+                if (zt_light() && k++ % 3) continue;   /* light: every third case, the same code paths */
                 /* GA 2 on odd worlds: a phase met twice keeps its highest peak and adds its calls */
                 snprintf(cfg, sizeof cfg, CFG, 1 + world % 2, stage, OFFLOAD[off]);
                 compare("mlp:7,13,5,3", cfg, world, 0);
@@ -182,7 +169,7 @@ static void test_zeropp_mics(void **state) {
         snprintf(cfg, sizeof cfg, CFG, 1, 3, extra[i]);
         compare("mlp:7,13,5,3", cfg, 8, 2);
         /* on nodes of 4 (a hierarchical gather needs a shard group over more than one node) */
-        if (!light() && i != 5) compare("mlp:7,13,5,3", cfg, 8, 4);
+        if (!zt_light() && i != 5) compare("mlp:7,13,5,3", cfg, 8, 4);
     }
 }
 

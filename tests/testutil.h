@@ -14,6 +14,7 @@
 #include <math.h>
 #include <cmocka.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "core/config.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -165,6 +166,15 @@ static inline ZnTrainFlags zt_train_flags(const char *model, long steps, int wor
     return f;
 }
 
+/* zinc train's options from flags f and config text cfg; fails the test
+   with the message if they do not resolve. */
+static inline ZnRunOpts zt_resolve(const ZnTrainFlags *f, const char *cfg) {
+    ZnRunOpts o;
+    ZnErr err = {0};
+    if (zn_train_resolve(f, cfg, &o, &err)) fail_msg("resolve %s: %s", f->model_spec ? f->model_spec : "", err.msg);
+    return o;
+}
+
 /* zinc train with flags f (config text cfg): resolve, run, free; returns
    zn_run's result (its message in *err). */
 static inline int zt_train(const ZnTrainFlags *f, const char *cfg, ZnErr *err) {
@@ -201,6 +211,23 @@ static inline int zt_capture(int (*cmd)(int, char **), int argc, const char *con
     *out = zt_slurp(fo, NULL);
     *errs = zt_slurp(fe, NULL);
     return rc;
+}
+
+/* 1 under valgrind, the sanitizers and coverage (ZN_LIGHT_TESTS): a test
+   with a sweep then takes a fraction of its cases, the same code paths. */
+static inline int zt_light(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(ZN_LIGHT_TESTS)
+    return 1;
+#else
+    return getenv("ZINC_UNDER_VALGRIND") != NULL;
+#endif
+}
+
+/* The process's peak resident memory so far, in KiB. */
+static inline long zt_maxrss_kb(void) {
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_maxrss;
 }
 
 /* ZT_FILTER=test_name (a cmocka glob) runs a subset of a test binary, e.g.
