@@ -7,20 +7,7 @@
 #include "testutil.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <sys/stat.h>
 #include "app/machine.h"
-
-static char *tmp_dir(void) {
-    char *d = strdup("/tmp/zinc-test-calibrate-XXXXXX");
-    assert_non_null(d);
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
-static int exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 /* the figures of a calibrated machine: finite, > 0, above loose floors */
 static void check_machine(const ZnMachine *m, int world) {
@@ -41,7 +28,7 @@ static void check_machine(const ZnMachine *m, int world) {
 }
 
 static void calibrate_ok(int world) {
-    char *dir = tmp_dir();
+    const char *dir = zt_tmpdir();
     char path[512], ws[16], head[64];
     snprintf(path, sizeof path, "%s/m.json", dir);
     snprintf(ws, sizeof ws, "%d", world);
@@ -83,8 +70,6 @@ static void calibrate_ok(int world) {
     free(out);
     free(errs);
     unlink(path);
-    rmdir(dir);
-    free(dir);
 }
 
 /* spec: Z-CAL-001 */
@@ -117,9 +102,7 @@ static void refused(int argc, const char *const *argv, const char *needle) {
 /* spec: Z-CAL-003 */
 static void test_refusals(void **state) {
     (void)state;
-    char *dir = tmp_dir();
-    char path[512];
-    snprintf(path, sizeof path, "%s/m.json", dir);
+    const char *path = zt_path("m.json");
     const char *no_o[] = {"--world-size", "2"};
     refused(2, no_o, "-o FILE.json is required");
     const char *unknown[] = {"--bogus", "-o", path};
@@ -133,28 +116,22 @@ static void test_refusals(void **state) {
     const char *missing[] = {"-o"};
     refused(1, missing, "a value is missing after -o");
     /* no refusal wrote the file */
-    assert_false(exists(path));
-    rmdir(dir);
-    free(dir);
+    assert_false(zt_file_exists(path));
 }
 
 /* spec: Z-CAL-004 */
 static void test_missing_folder(void **state) {
     (void)state;
-    char *dir = tmp_dir();
-    char path[512];
-    snprintf(path, sizeof path, "%s/no-such-folder/m.json", dir);
+    const char *path = zt_path("no-such-folder/m.json");
     const char *argv[] = {"--world-size", "1", "-o", path};
     char *out, *errs;
     int rc = zt_capture(zn_cmd_calibrate, 4, argv, &out, &errs);
     if (rc != 1) fail_msg("exit %d, expected 1 (ZN_E_IO) (stderr: %s)", rc, errs);
     assert_str_contains(errs, "no-such-folder");
-    assert_false(exists(path));
+    assert_false(zt_file_exists(path));
     free(out);
     free(errs);
-    rmdir(dir);
-    free(dir);
 }
 
-ZT_MAIN(cmocka_unit_test(test_two_sim_ranks), cmocka_unit_test(test_one_sim_rank), cmocka_unit_test(test_refusals),
+ZT_MAIN_TMPDIR(cmocka_unit_test(test_two_sim_ranks), cmocka_unit_test(test_one_sim_rank), cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_missing_folder))

@@ -6,7 +6,6 @@
 #include "testutil.h"
 #include <xxhash.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,12 +21,6 @@
 static const char *MODEL = "mlp:10,14,6";
 static const char *CFG = "{\"train_micro_batch_size_per_gpu\": 2, \"optimizer\": {\"type\": \"AdamW\","
                          " \"params\": {\"lr\": 0.01, \"weight_decay\": 0.1}}, \"zero_optimization\": {\"reduce_bucket_size\": 40}}";
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 static int train(const char *dir, int world, int stage, long steps, long interval, int resume, ZnErr *err) {
     ZnTrainFlags f = zt_train_flags(MODEL, steps, world, stage);
@@ -116,7 +109,7 @@ static void test_reshard_3_to_5(void **st) {
     assert_true(nonzero > n / 2);
     zn_data_free(&c.data);
     free(m); free(a); free(s); free(c.m); free(c.a); free(c.s);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* ---- crash safety ------------------------------------------------------ */
@@ -175,7 +168,7 @@ static void test_crash_at_every_op(void **st) {
             ZnErr err;   /* and it resumes */
             if (train(dir, 2, 3, 3, 0, 1, &err)) fail_msg("crash at op %ld: resume failed: %s", op, err.msg);
         }
-        rm_rf(dir);
+        zt_rm_rf(dir);
     }
     assert_true(completed);       /* the loop reached a run with no crash */
     assert_true(with_latest > 5); /* crashes in the second save kept the first */
@@ -195,7 +188,7 @@ static void test_io_error_fails_cleanly(void **st) {
         assert_int_not_equal(rc, 0);
         assert_str_contains(err.msg, "injected I/O fault");
         assert_true(inspect_ok(dir) <= 0);
-        rm_rf(dir);
+        zt_rm_rf(dir);
     }
 }
 
@@ -274,7 +267,7 @@ static void test_corruption(void **st) {
                   refused, harmless);
     assert_true(tried > 200);
     assert_int_equal(resume_error(dir, &err), 0);   /* restored: it works again */
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* Records file `name` of dir/global_step2 in its manifest with its current
@@ -389,7 +382,7 @@ static void test_lying_header(void **st) {
     copy_file(keep_m, model);
     copy_file(keep_man, man);
     assert_int_equal(resume_error(dir, &err), 0);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-010 a tag in `latest` or --checkpoint-tag is a folder name
@@ -429,7 +422,7 @@ static void test_bad_tags(void **st) {
     assert_int_equal(zn_run(&o, &res, &err), ZN_E_USAGE);
     zn_run_opts_free(&o);
     assert_str_contains(err.msg, "--checkpoint-tag: the tag '../x' holds a path separator");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a missing shard, a manifest of another model, a dtype
@@ -472,7 +465,7 @@ static void test_missing_and_foreign(void **st) {
     assert_int_equal(zn_write_file_atomic(path, "global_step9", 12, &err), 0);
     assert_int_not_equal(resume_error(dir, &err), 0);
     assert_str_contains(err.msg, "global_step9");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 ZT_MAIN(

@@ -7,7 +7,6 @@
  * checkpoint here is a 2-step run of mlp:6,8,4 in a temporary folder. */
 #include "testutil.h"
 #include <xxhash.h>
-#include <ftw.h>
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
 #include "app/run.h"
@@ -20,12 +19,6 @@
 static const char *MODEL = "mlp:6,8,4";   /* params of 48, 8, 32 and 4 elements: 92 */
 static const char *CFG = "{\"train_micro_batch_size_per_gpu\": 2}";
 static const char *CFG_FP16 = "{\"train_micro_batch_size_per_gpu\": 2, \"fp16\": {\"enabled\": true}}";
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* One training run of `model` with train batch 2 x world: `steps` steps,
  * a checkpoint into dir every `interval` (0: none); resume: from dir (tag
@@ -303,7 +296,7 @@ static void test_manifest_fields(void **st) {
     assert_str_contains(err.msg, "M.json: shared_params: malformed");
     cJSON_Delete(doc);
     cJSON_free(orig);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 
@@ -337,7 +330,7 @@ static void test_manifest_self(void **st) {
     assert_int_equal(zn_ckpt_manifest_check(huge, big, "M.json", 0, &err), ZN_E_CORRUPT);
     assert_str_contains(err.msg, "M.json: more than the 67108864-byte limit");
     free(huge);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-FUZZ-005 with universal set the text is a universal checkpoint's
@@ -370,7 +363,7 @@ static void test_manifest_universal(void **st) {
     assert_str_contains(err.msg, "M.json: world_size: missing or out of range");
     cJSON_Delete(doc);
     cJSON_free(orig);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-FUZZ-005 a stage-3 manifest's per-parameter partition sizes are
@@ -389,7 +382,7 @@ static void test_manifest_stage3_layout(void **st) {
     };
     each_mut(orig, t, sizeof t / sizeof t[0], 0);
     cJSON_free(orig);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 
@@ -421,7 +414,7 @@ static void test_resume_files_list(void **st) {
         resume_fails(&r, ZN_E_CORRUPT, "global_step2/manifest.json: ", t[k].want);
     }
     cJSON_Delete(orig);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a checkpoint of another model (a different number of
@@ -433,7 +426,7 @@ static void test_resume_other_model(void **st) {
     Run r = {.dir = dir, .model = "mlp:6,8,8,4"};
     resume_fails(&r, ZN_E_USAGE, "global_step2/manifest.json: the checkpoint holds 4 parameters (model mlp:6,8,4), "
                  "this model has 6", NULL);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-010 `latest` may end in spaces, CR and LF (they are not
@@ -460,7 +453,7 @@ static void test_resume_latest_bytes(void **st) {
     /* a tag that names a file: the flag's message says it is not a folder */
     r.tag = "latest";
     resume_fails(&r, ZN_E_USAGE, "--checkpoint-tag: the tag 'latest' names no checkpoint folder (", "latest: not a folder)");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-006 a save that cannot write fails the run with a message
@@ -488,7 +481,7 @@ static void test_save_unwritable(void **st) {
     r.interval = 0;
     assert_int_equal(run(&r, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "path too long (3001 bytes)");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-008 the full vectors of a checkpoint are checked against
@@ -508,7 +501,7 @@ static void test_read_full_count(void **st) {
     snprintf(tagdir, sizeof tagdir, "%s/global_step9", dir);   /* no such checkpoint */
     assert_int_equal(zn_ckpt_read_full(tagdir, m, a, s, 92, &err), ZN_E_IO);
     assert_str_contains(err.msg, "global_step9/manifest.json: open failed");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* ---- zinc ckpt commands ------------------------------------------------- */
@@ -612,7 +605,7 @@ static void test_consolidate_errors(void **st) {
         CKPT(1, t[k].want, NULL, "consolidate", "--input", tagdir, "--output", outp);
     }
     cJSON_Delete(orig);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-008 inspect verifies the module weights too: a module file
@@ -636,7 +629,7 @@ static void test_inspect(void **st) {
     char want[700];
     snprintf(want, sizeof want, "checkpoint %s: INVALID", tagdir);
     CKPT(1, "mp_rank_00_model_states.safetensors: 713 bytes, the manifest says 712", want, "inspect", tagdir);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-005 to-universal: an input that does not verify, an output
@@ -704,7 +697,7 @@ static void test_to_universal_errors(void **st) {
          tagdir, "--output-folder", out);
     struct stat sb;
     assert_int_not_equal(stat(out, &sb), 0);   /* nothing written */
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a universal folder given without
@@ -779,7 +772,7 @@ static void test_universal_resume_errors(void **st) {
     snprintf(lu, sizeof lu, "%s/latest_universal", dir);
     assert_int_equal(remove(lu), 0);
     resume_fails(&u, ZN_E_IO, "no checkpoint to resume (latest_universal): ", "latest_universal");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 
@@ -862,7 +855,7 @@ static void test_vouched_lies(void **st) {
     free(s0);
     free(m0);
     cJSON_Delete(orig);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a manifest whose recorded layout breaks the partitioning
@@ -888,7 +881,7 @@ static void test_layout_lie_refused(void **st) {
     CKPT(1, want, "INVALID", "inspect", tagdir);
     CKPT(1, want, NULL, "consolidate", "--input", tagdir, "--output", outp);
     CKPT(1, want, NULL, "to-universal", "--input-folder", tagdir, "--output-folder", outp);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a universal checkpoint of another model: a parameter
@@ -931,7 +924,7 @@ static void test_universal_other_params(void **st) {
     snprintf(path, sizeof path, "%s/univ/zero/layers.0.weight/fp32.safetensors", dir);
     assert_int_equal(remove(path), 0);
     resume_fails(&u, ZN_E_IO, "univ/zero/layers.0.weight/fp32.safetensors", NULL);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* An engine of 2 ranks that loads c->dir; rank 0 gathers master and moments. */
@@ -992,7 +985,7 @@ static void test_remap_on_options(void **st) {
         if (zt_sim_run(2, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", t[k].stage, err.msg);
         assert_memory_equal(c.got, want, sizeof want);
         zn_data_free(&c.data);
-        rm_rf(dir);
+        zt_rm_rf(dir);
     }
 }
 
@@ -1010,7 +1003,7 @@ static void test_empty_names(void **st) {
     CKPT(2, "'' is not a file path", NULL, "consolidate", "--input", tagdir, "--output", "");
     CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder", tagdir,
          "--output-folder", "");
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-013 a version-1 checkpoint (file checksums FNV-1a 64 under
@@ -1064,7 +1057,7 @@ static void test_version1_loads(void **st) {
     put_path(shard, b, n);
     free(b);
     CKPT(1, "zero_pp_rank_0_optim_states.safetensors: checksum ", "INVALID", "inspect", tagdir);
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 
 ZT_MAIN(

@@ -146,13 +146,8 @@ static void test_windows(void **st) {
     zn_tokens_free(&t);
 }
 
-int main(void) {
-    zt_filter_from_env();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text_file),
-        cmocka_unit_test(test_token_file),
-        cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_windows),
-    };
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_text_file),
+    cmocka_unit_test(test_token_file),
+    cmocka_unit_test(test_bad_files),
+    cmocka_unit_test(test_windows))

@@ -586,14 +586,13 @@ static void test_every_byte(void **state) {
     free(orig);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_torch_tensors),   cmocka_unit_test(test_layouts),
-        cmocka_unit_test(test_consolidate_as_zero_to_fp32), cmocka_unit_test(test_inspect),
-        cmocka_unit_test(test_damaged_folders), cmocka_unit_test(test_finite_over_own_elements),
-        cmocka_unit_test(test_resume_any_world_and_stage), cmocka_unit_test(test_universal),
-        cmocka_unit_test(test_every_byte),
-    };
-    zt_filter_from_env();
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_torch_tensors),
+    cmocka_unit_test(test_layouts),
+    cmocka_unit_test(test_consolidate_as_zero_to_fp32),
+    cmocka_unit_test(test_inspect),
+    cmocka_unit_test(test_damaged_folders),
+    cmocka_unit_test(test_finite_over_own_elements),
+    cmocka_unit_test(test_resume_any_world_and_stage),
+    cmocka_unit_test(test_universal),
+    cmocka_unit_test(test_every_byte))

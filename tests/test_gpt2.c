@@ -402,14 +402,10 @@ static void test_decay_ranges(void **state) {
     free(m);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_presets_and_counts),
-        cmocka_unit_test(test_bad_specs),
-        cmocka_unit_test(test_init),
-        cmocka_unit_test(test_tanh),
-        cmocka_unit_test(test_gradient_check),
-        cmocka_unit_test(test_decay_ranges),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_presets_and_counts),
+    cmocka_unit_test(test_bad_specs),
+    cmocka_unit_test(test_init),
+    cmocka_unit_test(test_tanh),
+    cmocka_unit_test(test_gradient_check),
+    cmocka_unit_test(test_decay_ranges))

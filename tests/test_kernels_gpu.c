@@ -570,20 +570,16 @@ static void test_collectives_on_gpu_match_sim(void **state) {
     zn_cuda_sim_free(dev.cs);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_elementwise_exact),
-        cmocka_unit_test(test_reductions_exact),
-        cmocka_unit_test(test_adam_exact),
-        cmocka_unit_test(test_gemm_exact_and_fast),
-        cmocka_unit_test(test_softmax_exact),
-        cmocka_unit_test(test_lm_bias_embed_exact),
-        cmocka_unit_test(test_lm_layernorm_exact),
-        cmocka_unit_test(test_lm_attention_exact),
-        cmocka_unit_test(test_lm_gelu_exact),
-        cmocka_unit_test(test_accounting_equal),
-        cmocka_unit_test(test_quant_exact),
-        cmocka_unit_test(test_collectives_on_gpu_match_sim),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+ZT_MAIN_GROUP(setup, teardown,
+    cmocka_unit_test(test_elementwise_exact),
+    cmocka_unit_test(test_reductions_exact),
+    cmocka_unit_test(test_adam_exact),
+    cmocka_unit_test(test_gemm_exact_and_fast),
+    cmocka_unit_test(test_softmax_exact),
+    cmocka_unit_test(test_lm_bias_embed_exact),
+    cmocka_unit_test(test_lm_layernorm_exact),
+    cmocka_unit_test(test_lm_attention_exact),
+    cmocka_unit_test(test_lm_gelu_exact),
+    cmocka_unit_test(test_accounting_equal),
+    cmocka_unit_test(test_quant_exact),
+    cmocka_unit_test(test_collectives_on_gpu_match_sim))

@@ -511,24 +511,19 @@ static void test_hostile_bytes(void **state) {
     assert_str_contains(err.msg, "JSON syntax error at byte");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_preset_dgx_h100),
-        cmocka_unit_test(test_preset_dgx_a100),
-        cmocka_unit_test(test_preset_names),
-        cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_override_one_key),
-        cmocka_unit_test(test_units_scale_the_decimal),
-        cmocka_unit_test(test_name_or_path),
-        cmocka_unit_test(test_size_cap),
-        cmocka_unit_test(test_presets_round_trip),
-        cmocka_unit_test(test_odd_values_round_trip),
-        cmocka_unit_test(test_written_form),
-        cmocka_unit_test(test_write_refuses_invalid),
-        cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_full_file_missing_keys),
-        cmocka_unit_test(test_hostile_bytes),
-    };
-    zt_filter_from_env();
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_preset_dgx_h100),
+    cmocka_unit_test(test_preset_dgx_a100),
+    cmocka_unit_test(test_preset_names),
+    cmocka_unit_test(test_full_file),
+    cmocka_unit_test(test_override_one_key),
+    cmocka_unit_test(test_units_scale_the_decimal),
+    cmocka_unit_test(test_name_or_path),
+    cmocka_unit_test(test_size_cap),
+    cmocka_unit_test(test_presets_round_trip),
+    cmocka_unit_test(test_odd_values_round_trip),
+    cmocka_unit_test(test_written_form),
+    cmocka_unit_test(test_write_refuses_invalid),
+    cmocka_unit_test(test_bad_files),
+    cmocka_unit_test(test_full_file_missing_keys),
+    cmocka_unit_test(test_hostile_bytes))

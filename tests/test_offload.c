@@ -132,13 +132,6 @@ static void test_offload_memory_tiers(void **st) {
     zn_run_result_free(&res);
 }
 
-static char *tmpdir(void) {
-    char *d = strdup("/tmp/zinc_offload_XXXXXX");
-    assert_non_null(d);
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
 static int dir_empty(const char *path) {
     DIR *d = opendir(path);
     if (!d) return 1;
@@ -157,7 +150,7 @@ static int dir_empty(const char *path) {
 static void test_offload_nvme(void **st) {
     (void)st;
     const char *model = "mlp:256,1024,512";   /* 787,968 parameters: 2 sub-groups of >= 1 MiB at world 2 */
-    char *dir = tmpdir();
+    char *dir = zt_mkdtemp("zinc_offload_");
     char base[1024], off[1024];
     const char *fmt = "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 2, %s"
                       " \"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 300000%s}}";
@@ -201,7 +194,7 @@ static void test_offload_nvme(void **st) {
 static void test_offload_nvme_params(void **st) {
     (void)st;
     const char *model = "mlp:512,2048,1024";   /* weight partitions of 2^19 and 2^20 elements at world 2 */
-    char *dir = tmpdir();
+    char *dir = zt_mkdtemp("zinc_offload_");
     char base[1024], off[1024], o[512];
     const char *fmt = "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 2, %s"
                       " \"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 300000%s}}";
@@ -243,7 +236,7 @@ static void test_offload_nvme_params(void **st) {
    NVMe; a sub-group below 1 MiB stays in host memory at stage 3 */
 static void test_offload_nvme_small_in_memory(void **st) {
     (void)st;
-    char *dir = tmpdir();
+    char *dir = zt_mkdtemp("zinc_offload_");
     char cfg[1024];
     for (int stage = 1; stage <= 3; stage++) {
         cfg_text(cfg, sizeof cfg, 0, stage, 1, "nvme", NULL, dir, NULL);
@@ -322,7 +315,7 @@ static int same_file(const char *a, const char *b) {
    the bits of the uninterrupted run */
 static void test_offload_checkpoint(void **st) {
     (void)st;
-    char *nv = tmpdir(), *a = tmpdir(), *b = tmpdir();
+    char *nv = zt_mkdtemp("zinc_offload_"), *a = zt_mkdtemp("zinc_offload_"), *b = zt_mkdtemp("zinc_offload_");
     const char *fmt = "{\"train_micro_batch_size_per_gpu\": 2, \"bf16\": {\"enabled\": true},"
                       " \"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 300000%s}}";
     char base[512], off[1024], o[512];
@@ -342,24 +335,17 @@ static void test_offload_checkpoint(void **st) {
     }
     /* resume step 2 of the offloaded run without offload, and the plain one with */
     char latest[512];
-    snprintf(latest, sizeof latest, "%s/latest", a);
-    FILE *f = fopen(latest, "w");
-    assert_non_null(f);
-    fputs("global_step2", f);
-    fclose(f);
-    snprintf(latest, sizeof latest, "%s/latest", b);
-    f = fopen(latest, "w");
-    assert_non_null(f);
-    fputs("global_step2", f);
-    fclose(f);
+    for (int k = 0; k < 2; k++) {
+        snprintf(latest, sizeof latest, "%s/latest", k ? b : a);
+        zt_write_text(latest, "global_step2");
+    }
     assert_true(ckpt_run(base, b, 4, 1) == want);
     assert_true(ckpt_run(off, a, 4, 1) == want);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'", nv, a, b);
-    assert_int_equal(system(cmd), 0);
-    free(nv);
-    free(a);
-    free(b);
+    char *dirs[3] = {nv, a, b};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(zt_rm_rf(dirs[k]), 0);
+        free(dirs[k]);
+    }
 }
 
 /* spec: Z-OFF-008 --device-memory: a capacity the run without offload
@@ -395,7 +381,7 @@ static void test_offload_errors(void **st) {
     const char *fmt = "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"stage\": 3, "
                       "\"sub_group_size\": 300000, %s}}";
     char cfg[1024], o[768];
-    char *dir = tmpdir();
+    char *dir = zt_mkdtemp("zinc_offload_");
     snprintf(o, sizeof o, "\"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\", \"pipeline_read\": true}", dir);
     snprintf(cfg, sizeof cfg, fmt, o);
     ZnTrainFlags f = zt_train_flags("mlp:256,1024,512", 1, 2, -1);
@@ -404,9 +390,7 @@ static void test_offload_errors(void **st) {
     /* a path under a regular file */
     char file[128];
     snprintf(file, sizeof file, "%s/plain", dir);
-    FILE *fp = fopen(file, "w");
-    assert_non_null(fp);
-    fclose(fp);
+    zt_write_text(file, "");
     snprintf(o, sizeof o, "\"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s/sub\"}", file);
     snprintf(cfg, sizeof cfg, fmt, o);
     assert_int_not_equal(zt_train(&f, cfg, &err), 0);
@@ -425,13 +409,10 @@ static void test_offload_errors(void **st) {
 /* spec: Z-OFF-009 the comm report's offload line: the bytes each way per step */
 static void test_offload_comm_report(void **st) {
     (void)st;
-    char *dir = tmpdir(), path[256], cfg[1024];
+    char *dir = zt_mkdtemp("zinc_offload_"), path[256], cfg[1024];
     snprintf(path, sizeof path, "%s/ds.json", dir);
     cfg_text(cfg, sizeof cfg, 1, 2, 1, "cpu", NULL, NULL, NULL);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(cfg, f);
-    fclose(f);
+    zt_write_text(path, cfg);
     const char *argv[] = {"--config", path, "--model", "mlp:24,40,40,8", "--world-size", "2", "--steps", "2",
                           "--comm-report", "--steps-per-print", "1"};
     char *out, *errs;

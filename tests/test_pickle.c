@@ -139,12 +139,7 @@ static void test_refused(void **state) {
     assert_string_equal(loaded(F, sizeof F - 1, got, sizeof got), "(-256, -256)");
 }
 
-int main(void) {
-    zt_filter_from_env();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_python_data),
-        cmocka_unit_test(test_tensor_record),
-        cmocka_unit_test(test_refused),
-    };
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_python_data),
+    cmocka_unit_test(test_tensor_record),
+    cmocka_unit_test(test_refused))

@@ -240,9 +240,8 @@ static void test_refusals(void **state) {
     free(errs);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_gpt3_on_4096), cmocka_unit_test(test_json),
-                                       cmocka_unit_test(test_svg), cmocka_unit_test(test_refusals)};
-    zt_filter_from_env();
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_gpt3_on_4096),
+    cmocka_unit_test(test_json),
+    cmocka_unit_test(test_svg),
+    cmocka_unit_test(test_refusals))

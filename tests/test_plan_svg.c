@@ -561,20 +561,15 @@ static void test_save_atomic(void **state) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_well_formed),
-        cmocka_unit_test(test_segments_proportional),
-        cmocka_unit_test(test_twelve_colours),
-        cmocka_unit_test(test_capacity_line),
-        cmocka_unit_test(test_legend_nonzero_only),
-        cmocka_unit_test(test_all_zero_memory),
-        cmocka_unit_test(test_timeline_adds_up),
-        cmocka_unit_test(test_untimed),
-        cmocka_unit_test(test_escaping),
-        cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_save_atomic),
-    };
-    zt_filter_from_env();
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_well_formed),
+    cmocka_unit_test(test_segments_proportional),
+    cmocka_unit_test(test_twelve_colours),
+    cmocka_unit_test(test_capacity_line),
+    cmocka_unit_test(test_legend_nonzero_only),
+    cmocka_unit_test(test_all_zero_memory),
+    cmocka_unit_test(test_timeline_adds_up),
+    cmocka_unit_test(test_untimed),
+    cmocka_unit_test(test_escaping),
+    cmocka_unit_test(test_bad_inputs),
+    cmocka_unit_test(test_save_atomic))

@@ -897,28 +897,24 @@ static void test_cmd_success(void **state) {
     free(svg);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ticks_hand_cases),
-        cmocka_unit_test(test_ticks_property),
-        cmocka_unit_test(test_ticks_degenerate),
-        cmocka_unit_test(test_ticks_log),
-        cmocka_unit_test(test_tick_labels),
-        cmocka_unit_test(test_csv_by_header_name),
-        cmocka_unit_test(test_csv_metric_columns),
-        cmocka_unit_test(test_csv_gaps),
-        cmocka_unit_test(test_csv_errors),
-        cmocka_unit_test(test_default_names),
-        cmocka_unit_test(test_svg_well_formed),
-        cmocka_unit_test(test_svg_one_path_per_run),
-        cmocka_unit_test(test_svg_gaps),
-        cmocka_unit_test(test_svg_points_inside_plot_area),
-        cmocka_unit_test(test_svg_layout),
-        cmocka_unit_test(test_svg_escaping),
-        cmocka_unit_test(test_atomic_write),
-        cmocka_unit_test(test_nothing_to_plot),
-        cmocka_unit_test(test_cmd_errors),
-        cmocka_unit_test(test_cmd_success),
-    };
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_ticks_hand_cases),
+    cmocka_unit_test(test_ticks_property),
+    cmocka_unit_test(test_ticks_degenerate),
+    cmocka_unit_test(test_ticks_log),
+    cmocka_unit_test(test_tick_labels),
+    cmocka_unit_test(test_csv_by_header_name),
+    cmocka_unit_test(test_csv_metric_columns),
+    cmocka_unit_test(test_csv_gaps),
+    cmocka_unit_test(test_csv_errors),
+    cmocka_unit_test(test_default_names),
+    cmocka_unit_test(test_svg_well_formed),
+    cmocka_unit_test(test_svg_one_path_per_run),
+    cmocka_unit_test(test_svg_gaps),
+    cmocka_unit_test(test_svg_points_inside_plot_area),
+    cmocka_unit_test(test_svg_layout),
+    cmocka_unit_test(test_svg_escaping),
+    cmocka_unit_test(test_atomic_write),
+    cmocka_unit_test(test_nothing_to_plot),
+    cmocka_unit_test(test_cmd_errors),
+    cmocka_unit_test(test_cmd_success))

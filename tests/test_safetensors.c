@@ -13,7 +13,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,12 +22,6 @@
 
 static char g_dir[256];     /* a fresh temporary directory per test */
 static char g_path[512];    /* g_dir/t.safetensors, the file rule tests write */
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static int setup(void **state) {
     (void)state;
@@ -42,7 +35,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     zn_fault_set(0, 0, 0);
-    rm_rf(g_dir);
+    zt_rm_rf(g_dir);
     return 0;
 }
 
@@ -1236,7 +1229,7 @@ static void seq_bytes(const char *sub, int version, SeqBytes *out) {
         out->b[i] = get_file(join(dir, SEQ_FILES[i]), &out->n[i]);
         assert_non_null(out->b[i]);
     }
-    rm_rf(dir);
+    zt_rm_rf(dir);
 }
 static void seq_free(SeqBytes *s) {
     for (int i = 0; i < 4; i++) free(s->b[i]);
@@ -1250,14 +1243,14 @@ static void seq_begin(SeqBytes *v1, SeqBytes *v2, char *dir, size_t cap) {
     snprintf(dir, cap, "%s/ckpt", g_dir);
 }
 static void seq_end(SeqBytes *v1, SeqBytes *v2, const char *dir) {
-    rm_rf(dir);
+    zt_rm_rf(dir);
     seq_free(v1);
     seq_free(v2);
 }
 
 /* Puts dir back to the old state (old == NULL: empty). */
 static void seq_reset(const char *dir, const SeqBytes *old) {
-    rm_rf(dir);
+    zt_rm_rf(dir);
     assert_int_equal(mkdir(dir, 0755), 0);
     if (old)
         for (int i = 0; i < 4; i++) put_file(join(dir, SEQ_FILES[i]), old->b[i], old->n[i]);

@@ -159,12 +159,8 @@ static void test_hf_config(void **state) {
     assert_non_null(strstr(buf, "\"torch_dtype\": \"float16\""));
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_greedy),
-        cmocka_unit_test(test_temperature),
-        cmocka_unit_test(test_forward_window),
-        cmocka_unit_test(test_hf_config),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_greedy),
+    cmocka_unit_test(test_temperature),
+    cmocka_unit_test(test_forward_window),
+    cmocka_unit_test(test_hf_config))

@@ -529,18 +529,14 @@ static void test_io_error_names_file_and_offset(void **state) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_every_setting),
-        cmocka_unit_test(test_default_blocks_and_many_files),
-        cmocka_unit_test(test_directory_fresh_and_removed),
-        cmocka_unit_test(test_ranks_side_by_side),
-        cmocka_unit_test(test_fallback_log_line),
-        cmocka_unit_test(test_zinc_aio_env),
-        cmocka_unit_test(test_alignment_and_padding),
-        cmocka_unit_test(test_fs_without_o_direct),
-        cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_io_error_names_file_and_offset),
-    };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+ZT_MAIN_GROUP(group_setup, group_teardown,
+    cmocka_unit_test(test_round_trip_every_setting),
+    cmocka_unit_test(test_default_blocks_and_many_files),
+    cmocka_unit_test(test_directory_fresh_and_removed),
+    cmocka_unit_test(test_ranks_side_by_side),
+    cmocka_unit_test(test_fallback_log_line),
+    cmocka_unit_test(test_zinc_aio_env),
+    cmocka_unit_test(test_alignment_and_padding),
+    cmocka_unit_test(test_fs_without_o_direct),
+    cmocka_unit_test(test_open_errors),
+    cmocka_unit_test(test_io_error_names_file_and_offset))

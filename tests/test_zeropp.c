@@ -353,9 +353,7 @@ static void test_zpp_checkpoint_resumes_plain(void **st) {
         zn_run_opts_free(&o);
         zn_run_result_free(&r);
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(zt_rm_rf(dir), 0);
 }
 
 /* spec: Z-CFG-049 Z-GRP-002 Z-MICS-001 Z-ZPP-001 the keys' rules and the topology's errors */
@@ -554,25 +552,19 @@ static void test_mics_checkpoint(void **st) {
         zn_run_result_free(&r);
     }
     zn_run_result_free(&whole);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(zt_rm_rf(dir), 0);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hpz_bit_identical),
-        cmocka_unit_test(test_hpz_memory),
-        cmocka_unit_test(test_inter_node_volumes),
-        cmocka_unit_test(test_qwz_gather_bound),
-        cmocka_unit_test(test_qgz_average),
-        cmocka_unit_test(test_qgz_one_node),
-        cmocka_unit_test(test_zpp_checkpoint_resumes_plain),
-        cmocka_unit_test(test_zpp_config_errors),
-        cmocka_unit_test(test_quantized_gpt2_loss),
-        cmocka_unit_test(test_mics_bit_identical),
-        cmocka_unit_test(test_mics_memory_and_traffic),
-        cmocka_unit_test(test_mics_checkpoint),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ZT_MAIN(
+    cmocka_unit_test(test_hpz_bit_identical),
+    cmocka_unit_test(test_hpz_memory),
+    cmocka_unit_test(test_inter_node_volumes),
+    cmocka_unit_test(test_qwz_gather_bound),
+    cmocka_unit_test(test_qgz_average),
+    cmocka_unit_test(test_qgz_one_node),
+    cmocka_unit_test(test_zpp_checkpoint_resumes_plain),
+    cmocka_unit_test(test_zpp_config_errors),
+    cmocka_unit_test(test_quantized_gpt2_loss),
+    cmocka_unit_test(test_mics_bit_identical),
+    cmocka_unit_test(test_mics_memory_and_traffic),
+    cmocka_unit_test(test_mics_checkpoint))

@@ -277,14 +277,9 @@ static void test_zip64_python(void **state) {
     zn_zip_close(&z);
 }
 
-int main(void) {
-    zt_filter_from_env();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_in_place),
-        cmocka_unit_test(test_comment),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_zip64),
-        cmocka_unit_test(test_zip64_python),
-    };
-    return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);
-}
+ZT_MAIN_TMPDIR(
+    cmocka_unit_test(test_read_in_place),
+    cmocka_unit_test(test_comment),
+    cmocka_unit_test(test_refused),
+    cmocka_unit_test(test_zip64),
+    cmocka_unit_test(test_zip64_python))

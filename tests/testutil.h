@@ -14,7 +14,9 @@
 #include <math.h>
 #include <cmocka.h>
 #include <unistd.h>
+#include <ftw.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include "core/config.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -63,12 +65,25 @@ static inline int zt_tmpdir_setup(void **state) {
     snprintf(zt_tmpdir(), 64, "/tmp/zn_test_XXXXXX");
     return mkdtemp(zt_tmpdir()) ? 0 : -1;
 }
+/* dir and everything in it gone (links not followed); 0 on success */
+static inline int zt_rm_one_(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+static inline int zt_rm_rf(const char *dir) { return nftw(dir, zt_rm_one_, 16, FTW_DEPTH | FTW_PHYS); }
 static inline int zt_tmpdir_teardown(void **state) {
     (void)state;
-    char cmd[128];
-    /* our own mkdtemp name: no quoting issues */
-    snprintf(cmd, sizeof cmd, "rm -rf %s", zt_tmpdir());
-    return system(cmd) == 0 ? 0 : -1;
+    return zt_rm_rf(zt_tmpdir()) == 0 ? 0 : -1;
+}
+/* A fresh directory of its own, /tmp/<prefix>XXXXXX (malloc'd path), for a
+   test that wants one apart from the binary's (zt_rm_rf and free it). */
+static inline char *zt_mkdtemp(const char *prefix) {
+    size_t n = strlen(prefix) + 12;
+    char *d = malloc(n);
+    assert_non_null(d);
+    snprintf(d, n, "/tmp/%sXXXXXX", prefix);
+    assert_non_null(mkdtemp(d));
+    return d;
 }
 /* A path inside it: one of 8 rotating buffers, so hold a result briefly. */
 static inline const char *zt_path(const char *name) {
@@ -238,13 +253,18 @@ static inline void zt_filter_from_env(void) {
 }
 
 /* A test binary's main: runs the listed cmocka tests (ZT_FILTER honoured):
- *   ZT_MAIN(cmocka_unit_test(test_a), cmocka_unit_test(test_b)) */
-#define ZT_MAIN(...)                                             \
-    int main(void) {                                             \
-        const struct CMUnitTest zt_tests[] = {__VA_ARGS__};      \
-        zt_filter_from_env();                                    \
-        return cmocka_run_group_tests(zt_tests, NULL, NULL);     \
+ *   ZT_MAIN(cmocka_unit_test(test_a), cmocka_unit_test(test_b))
+ * ZT_MAIN_TMPDIR: the same with the binary's temporary directory made
+ * before the first test and removed after the last (zt_tmpdir, zt_path);
+ * ZT_MAIN_GROUP: with the group setup and teardown given. */
+#define ZT_MAIN_GROUP(setup, teardown, ...)                          \
+    int main(void) {                                                 \
+        const struct CMUnitTest zt_tests[] = {__VA_ARGS__};          \
+        zt_filter_from_env();                                        \
+        return cmocka_run_group_tests(zt_tests, setup, teardown);    \
     }
+#define ZT_MAIN(...) ZT_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
+#define ZT_MAIN_TMPDIR(...) ZT_MAIN_GROUP(zt_tmpdir_setup, zt_tmpdir_teardown, __VA_ARGS__)
 
 #define assert_str_contains(hay, needle)                                        \
     do {                                                                        \
