@@ -211,16 +211,16 @@ def ds_jobs(s, sdir, hf0, threads, tag):
             "final_dir": os.path.join(sdir, "ds_final_ck") if tag == "ds" and s["stage"] >= 1 else None}
 
 
-def run_deepspeed(py, world, jobs, work):
+def run_deepspeed(py, world, jobs, work, what=""):
     """One torchrun per world size, every job of that size in it."""
-    path = os.path.join(work, "jobs_w%d.json" % world)
+    path = os.path.join(work, "jobs%s_w%d.json" % (what, world))
     with open(path, "w") as f:
         json.dump(jobs, f, indent=1)
     env = dict(os.environ, DS_ACCELERATOR="cpu", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
                PYTHONWARNINGS="ignore")
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     cmd = [torchrun, "--standalone", "--nproc-per-node", str(world), "tests/peer_ds_worker.py", path]
-    with open(os.path.join(work, "deepspeed_w%d.log" % world), "w") as log:
+    with open(os.path.join(work, "deepspeed%s_w%d.log" % (what, world)), "w") as log:
         r = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=1800)
     return r.returncode
 
@@ -378,6 +378,41 @@ def compare_verdict(want, rc, lines):
     return rc == 1 and last.startswith("TEST FAILED: step 1, loss: DeepSpeed ") and ", zinc " in last
 
 
+def ds_resumes_zinc(a, S, results, hf0, w0):
+    """zinc ckpt to-deepspeed, then DeepSpeed's load_checkpoint of it
+    (tests/ds_write_check.py): the round trip and the continuations."""
+    import ds_write_check
+    jobs = ds_write_check.prepare(a.zinc, a.work, S, lambda s, sdir: ds_jobs(s, sdir, hf0, 1, "ds_from_zinc"))
+    for world, js in sorted(jobs.items()):
+        rc = run_deepspeed(sys.executable, world, js, a.work, "_from_zinc")
+        if rc:
+            print("test-deepspeed: torchrun for world size %d exited %d (log: %s)"
+                  % (world, rc, os.path.join(a.work, "deepspeed_from_zinc_w%d.log" % world)))
+    print("test-deepspeed: zinc's checkpoints written as DeepSpeed's (zinc ckpt to-deepspeed, Z-DSCK-009), resumed"
+          " by DeepSpeed's load_checkpoint and saved again at once: every file equal; midway ones trained on, against"
+          " zinc's own continuation (same columns)")
+    fails = []
+    for s in S:
+        if not any(j["name"].startswith(s["name"] + "/") for js in jobs.values() for j in js):
+            continue
+        sdir = os.path.join(a.work, s["name"])
+        ds, why = ds_result(os.path.join(sdir, "ds_from_zinc"))
+        diff = why or ds_write_check.round_trip(os.path.join(sdir, "zinc_to_ds"), os.path.join(sdir, "ds_resaved"))
+        row = "%-24s round trip %s" % (s["name"], "equal" if not diff else "DIFFERS: " + diff)
+        if diff:
+            fails.append("%s: DeepSpeed resuming zinc's checkpoint: %s" % (s["name"], diff))
+        k = s["ckpt_at"]
+        if k and not why:
+            z, ref, alt = results[s["name"]]
+            cut = lambda x: (x[0][k:], x[1][k:], x[2])
+            cells, bad = judge(distance(ds, cut(z), w0), distance(cut(alt), cut(ref), w0), s)
+            row += "; trained on from step %d: %s  %s (x%g)" % (k, " ".join(cells), "agree" if not bad else "DIFFER",
+                                                                s["factor"])
+            fails += ["%s: DeepSpeed continuing zinc's checkpoint: %s" % (s["name"], b) for b in bad]
+        print(row)
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--zinc", default="build/zinc")
@@ -431,6 +466,7 @@ def main():
     print("%-38s  (a ratio: zinc's distance from DeepSpeed over DeepSpeed's from itself, per tensor; bound: the"
           " scenario's factor)" % "")
     fails, skipped, memrows, resrows = [], 0, [], []
+    results = {}   # name: (zinc's, DeepSpeed's, DeepSpeed's second run) where all three ran
     for s in S:
         sdir = os.path.join(a.work, s["name"])
         head = "%-24s %2d %2d %2d %5d " % (s["name"], s["world"], s["stage"], s["ga"], s["steps"])
@@ -450,6 +486,7 @@ def main():
             fails.append("%s: DeepSpeed's second run failed: %s" % (s["name"], why))
             print(head + " DeepSpeed's second run FAILED: %s" % why)
             continue
+        results[s["name"]] = (z, ds, alt)
         d, self_d = distance(z, ds, w0), distance(alt, ds, w0)
         cells, bad = judge(d, self_d, s)
         print(head + " %s  %s (x%g)" % (" ".join(cells), "agree" if not bad else "DIFFER", s["factor"]))
@@ -487,6 +524,8 @@ def main():
     if not a.only or "compare" in a.only.split(","):
         # stage 2 with accumulation: the gradients are the ones reduced over micro-steps
         fails += cli_check(a.zinc, a.work, "compare", 2, 2, ["--steps", "4"], ["--atol", "1e-12"], compare_verdict)
+    # zinc's checkpoints written as DeepSpeed's and resumed by it (Z-DSCK-009)
+    fails += ds_resumes_zinc(a, [s for s in S if s["name"] in results], results, hf0, w0)
     # DeepSpeed's own checkpoints, read by zinc (Z-DSCK)
     import ds_ckpt_check
     fails += ds_ckpt_check.run(a.zinc, a.work, S)

@@ -5,7 +5,9 @@ CPU accelerator). Usage: torchrun --nproc-per-node W peer_ds_worker.py JOBS.json
 JOBS.json is a list of jobs, each one scenario trained by DeepSpeed:
   name, config (the ds_config file zinc reads too), hf0 (zinc's exported
   step-0 weights), data, seed, T, steps, threads, out (a folder), and
-  optionally ckpt_at (save there, rebuild the engine, load, go on) and
+  optionally ckpt_at (save there, rebuild the engine, load, go on), load_dir
+  (start from that checkpoint, zinc's to-deepspeed output, at its step;
+  resave_dir: save it again there before training on) and
   record (OUT/record.safetensors: every step K's fp32 masters as K/NAME, for
   zinc stepper --peer deepspeed) and record_grads (also its gradient, reduced,
   before clipping, as K/grad/NAME, for zinc compare --peer deepspeed).
@@ -160,7 +162,15 @@ def train(job, rank, world, tokens):
     B = engine.train_batch_size()
     n = len(tokens)
     losses, lrs, record = [], [], {}
-    for k in range(steps):
+    start, secondary = 0, 0
+    if job.get("load_dir"):   # a checkpoint zinc wrote (zinc ckpt to-deepspeed), resumed by DeepSpeed's own load
+        path, _ = engine.load_checkpoint(job["load_dir"])
+        if path is None:
+            raise RuntimeError("load_checkpoint found nothing in %s" % job["load_dir"])
+        start = engine.global_steps
+        if job.get("resave_dir"):   # saved again at once: the round trip the harness compares bit for bit
+            engine.save_checkpoint(job["resave_dir"], tag="global_step%d" % start)
+    for k in range(start, steps):
         if job.get("ckpt_at") == k:
             # DeepSpeed's own save, a fresh engine from the step-0 weights, and its load
             engine.save_checkpoint(job["ckpt_dir"], tag="global_step%d" % k)

@@ -268,9 +268,14 @@ static int write_model_states(const Out *o, int rank, const void *module16, ZnEr
     zn_pw_none(&w);
     zn_pw_str(&w, "param_shapes");
     put_param_shapes(&w, o);
+    /* the frozen parameters' records, empty, where gradients are
+       partitioned (DeepSpeed saves None for them otherwise) */
+    const int frozen = o->c->plan.grads == ZN_HOLD_PART;
     zn_pw_str(&w, "frozen_param_shapes");
-    zn_pw_ordered_dict(&w);
-    zn_pw_dict_end(&w);
+    if (frozen) {
+        zn_pw_ordered_dict(&w);
+        zn_pw_dict_end(&w);
+    } else zn_pw_none(&w);
     zn_pw_str(&w, "shared_params");   /* stage 3 records them in rank 0's file only, as DeepSpeed does */
     zn_pw_dict(&w);
     for (int a = 0; a < m->naliases && (rank == 0 || !o->per_param); a++) {
@@ -279,8 +284,10 @@ static int write_model_states(const Out *o, int rank, const void *module16, ZnEr
     }
     zn_pw_dict_end(&w);
     zn_pw_str(&w, "frozen_param_fragments");
-    zn_pw_ordered_dict(&w);
-    zn_pw_dict_end(&w);
+    if (frozen) {
+        zn_pw_ordered_dict(&w);
+        zn_pw_dict_end(&w);
+    } else zn_pw_none(&w);
     zn_pw_str(&w, "lr_scheduler");
     if (o->cfg.sched.type == ZN_SCHED_NONE) zn_pw_none(&w);
     else {
