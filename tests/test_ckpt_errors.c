@@ -49,6 +49,33 @@ static void trained(char *dir, int stage, const char *cfg) {
     if (run(&r, &err)) fail_msg("training the checkpoint: %s", err.msg);
 }
 
+/* The checkpoint a test starts from: its setup (ck1: stage 1, CFG; ck3:
+ * stage 3, CFG_FP16) trains it with trained(), its teardown removes the
+ * folder. dir holds global_step2, tag is dir/global_step2. */
+static struct {
+    char dir[64], tag[96];
+} ck;
+static int ck_setup(int stage, const char *cfg) {
+    snprintf(ck.dir, sizeof ck.dir, "/tmp/zinc-cke-XXXXXX");
+    trained(ck.dir, stage, cfg);
+    snprintf(ck.tag, sizeof ck.tag, "%s/global_step2", ck.dir);
+    return 0;
+}
+static int ck1(void **st) {
+    (void)st;
+    return ck_setup(1, CFG);
+}
+static int ck3(void **st) {
+    (void)st;
+    return ck_setup(3, CFG_FP16);
+}
+static int ck_done(void **st) {
+    (void)st;
+    return zt_rm_rf(ck.dir) ? -1 : 0;
+}
+#define CK1(test) cmocka_unit_test_setup_teardown(test, ck1, ck_done)
+#define CK3(test) cmocka_unit_test_setup_teardown(test, ck3, ck_done)
+
 /* Resume of dir at world size 2, stage 1, to step 3: must fail with code
  * `code` and a message holding each of the given parts. */
 static void resume_fails(const Run *base, int code, const char *want1, const char *want2) {
@@ -144,6 +171,14 @@ static int check_doc(cJSON *doc, int stamp, int universal, ZnErr *err) {
     return rc;
 }
 
+/* check_doc must refuse doc with ZN_E_CORRUPT and a message holding want. */
+static void doc_refused(cJSON *doc, int stamp, int universal, const char *want) {
+    ZnErr err = {0};
+    int rc = check_doc(doc, stamp, universal, &err);
+    if (rc != ZN_E_CORRUPT) fail_msg("code %d, expected ZN_E_CORRUPT (%s)", rc, err.msg);
+    assert_str_contains(err.msg, want);
+}
+
 /* Writes doc, restamped, as dir/global_step2/manifest.json. */
 static void save_manifest(const char *dir, cJSON *doc) {
     char path[512];
@@ -152,6 +187,30 @@ static void save_manifest(const char *dir, cJSON *doc) {
     char *text = cJSON_Print(doc);
     put_path(path, text, strlen(text));
     cJSON_free(text);
+}
+
+/* Writes a copy of orig with the member at path set to the JSON value json
+   (NULL: deleted), restamped, as dir's manifest. */
+static void save_mutated(const char *dir, const cJSON *orig, const char *path, const char *json) {
+    cJSON *doc = cJSON_Duplicate(orig, 1);
+    mutate(doc, path, json);
+    save_manifest(dir, doc);
+    cJSON_Delete(doc);
+}
+
+/* dir's manifest with the member at path set to json (NULL: deleted) */
+static void edit_manifest(const char *dir, const char *path, const char *json) {
+    cJSON *doc = load_manifest(dir);
+    save_mutated(dir, doc, path, json);
+    cJSON_Delete(doc);
+}
+
+/* dir's manifest as text (cJSON_free it) */
+static char *manifest_text(const char *dir) {
+    cJSON *doc = load_manifest(dir);
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    return text;
 }
 
 typedef struct { const char *path, *json, *want; } Mut;
@@ -187,11 +246,7 @@ static void each_mut(const char *orig, const Mut *t, size_t n, int universal) {
  * shape past 2^53 elements is refused before it is multiplied */
 static void test_manifest_fields(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-fields-XXXXXX";
-    trained(dir, 1, CFG);
-    cJSON *doc = load_manifest(dir);
-    char *orig = cJSON_Print(doc);
-    cJSON_Delete(doc);
+    char *orig = manifest_text(ck.dir);
     static const Mut t[] = {
         {"tag", NULL, NULL},   /* the tag is informational: absent is fine */
         {"shared_params.tied", "\"layers.0.weight\"", NULL},   /* a valid alias */
@@ -272,18 +327,15 @@ static void test_manifest_fields(void **st) {
     each_mut(orig, t, sizeof t / sizeof t[0], 0);
 
     /* lists past their limits: ZN_MAX_PARAMS + 1 (1541) parameters, 4097 files, 129 aliases */
-    ZnErr err;
-    doc = cJSON_Parse(orig);
+    cJSON *doc = cJSON_Parse(orig);
     cJSON *ps = item_at(doc, "layout.params");
     while (cJSON_GetArraySize(ps) <= ZN_MAX_PARAMS) cJSON_AddItemToArray(ps, cJSON_Duplicate(cJSON_GetArrayItem(ps, 3), 1));
-    assert_int_equal(check_doc(doc, 1, 0, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "M.json: layout.params: missing or of a bad length");
+    doc_refused(doc, 1, 0, "M.json: layout.params: missing or of a bad length");
     cJSON_Delete(doc);
     doc = cJSON_Parse(orig);
     cJSON *fs = item_at(doc, "files");
     while (cJSON_GetArraySize(fs) <= 4096) cJSON_AddItemToArray(fs, cJSON_Duplicate(cJSON_GetArrayItem(fs, 0), 1));
-    assert_int_equal(check_doc(doc, 1, 0, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "M.json: files: missing");
+    doc_refused(doc, 1, 0, "M.json: files: missing");
     cJSON_Delete(doc);
     doc = cJSON_Parse(orig);
     cJSON *sh = item_at(doc, "shared_params");
@@ -292,11 +344,9 @@ static void test_manifest_fields(void **st) {
         snprintf(name, sizeof name, "alias%d", a);
         cJSON_AddStringToObject(sh, name, "layers.1.bias");
     }
-    assert_int_equal(check_doc(doc, 1, 0, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "M.json: shared_params: malformed");
+    doc_refused(doc, 1, 0, "M.json: shared_params: malformed");
     cJSON_Delete(doc);
     cJSON_free(orig);
-    zt_rm_rf(dir);
 }
 
 
@@ -306,9 +356,7 @@ static void test_manifest_fields(void **st) {
  * before it is parsed (Z-FUZZ-005) */
 static void test_manifest_self(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-self-XXXXXX";
-    trained(dir, 1, CFG);
-    cJSON *doc = load_manifest(dir);
+    cJSON *doc = load_manifest(ck.dir);
     ZnErr err;
     assert_int_equal(check_doc(doc, 0, 0, &err), 0);   /* as saved: accepted */
     cJSON_ReplaceItemInObjectCaseSensitive(doc, "model", cJSON_CreateString("mlp:6,8,5"));
@@ -316,8 +364,7 @@ static void test_manifest_self(void **st) {
     assert_str_contains(err.msg, "M.json: checksum ");
     assert_str_contains(err.msg, "(the manifest is corrupt)");
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
-    assert_int_equal(check_doc(doc, 0, 0, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "M.json: manifest_fnv1a64: missing (not a complete zinc manifest)");
+    doc_refused(doc, 0, 0, "M.json: manifest_fnv1a64: missing (not a complete zinc manifest)");
     cJSON_Delete(doc);
     const char *notobj[] = {"[1, 2]", "{\"format\": ", "\"zinc-checkpoint\"", ""};
     for (size_t k = 0; k < sizeof notobj / sizeof notobj[0]; k++) {
@@ -330,7 +377,6 @@ static void test_manifest_self(void **st) {
     assert_int_equal(zn_ckpt_manifest_check(huge, big, "M.json", 0, &err), ZN_E_CORRUPT);
     assert_str_contains(err.msg, "M.json: more than the 67108864-byte limit");
     free(huge);
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-FUZZ-005 with universal set the text is a universal checkpoint's
@@ -339,12 +385,8 @@ static void test_manifest_self(void **st) {
  * manifest's are, with or without a self checksum */
 static void test_manifest_universal(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-univm-XXXXXX";
-    trained(dir, 1, CFG);
-    cJSON *doc = load_manifest(dir);
-    ZnErr err;
-    assert_int_equal(check_doc(doc, 0, 1, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "M.json: format is 'zinc-checkpoint', expected 'zinc-universal'");
+    cJSON *doc = load_manifest(ck.dir);
+    doc_refused(doc, 0, 1, "M.json: format is 'zinc-checkpoint', expected 'zinc-universal'");
     /* what to-universal writes: the format changed and no files */
     cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString("zinc-universal"));
     cJSON_ReplaceItemInObjectCaseSensitive(doc, "files", cJSON_CreateArray());
@@ -359,22 +401,16 @@ static void test_manifest_universal(void **st) {
     /* without a self checksum the fields are still checked */
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "manifest_fnv1a64");
     cJSON_ReplaceItemInObjectCaseSensitive(doc, "world_size", cJSON_CreateNumber(0));
-    assert_int_equal(check_doc(doc, 0, 1, &err), ZN_E_CORRUPT);
-    assert_str_contains(err.msg, "M.json: world_size: missing or out of range");
+    doc_refused(doc, 0, 1, "M.json: world_size: missing or out of range");
     cJSON_Delete(doc);
     cJSON_free(orig);
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-FUZZ-005 a stage-3 manifest's per-parameter partition sizes are
  * checked against the partitioning rules (Z-LAY-009) */
 static void test_manifest_stage3_layout(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-s3-XXXXXX";
-    trained(dir, 3, CFG_FP16);
-    cJSON *doc = load_manifest(dir);
-    char *orig = cJSON_Print(doc);
-    cJSON_Delete(doc);
+    char *orig = manifest_text(ck.dir);
     static const Mut t[] = {
         {"model_dtype", "\"bf16\"", NULL},   /* the dtype is no part of the layout */
         {"layout.params.1.partition_numel", "5", "the recorded layout does not match the partitioning rules for world size 2, stage 3"},
@@ -382,7 +418,6 @@ static void test_manifest_stage3_layout(void **st) {
     };
     each_mut(orig, t, sizeof t / sizeof t[0], 0);
     cJSON_free(orig);
-    zt_rm_rf(dir);
 }
 
 
@@ -394,10 +429,8 @@ static void test_manifest_stage3_layout(void **st) {
  * left out are refused on resume (ZN_E_CORRUPT) naming the manifest */
 static void test_resume_files_list(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-list-XXXXXX";
-    trained(dir, 1, CFG);
-    cJSON *orig = load_manifest(dir);
-    Run r = {.dir = dir};
+    cJSON *orig = load_manifest(ck.dir);
+    Run r = {.dir = ck.dir};
     static const Mut t[] = {
         {"files.1.name", "\"extra.bin\"", "files[1] 'extra.bin' is not a file of a world-size-2 checkpoint (or listed twice)"},
         {"files.0.name", "\"zero_pp_rank_2_optim_states.safetensors\"",
@@ -407,26 +440,19 @@ static void test_resume_files_list(void **st) {
         {"files.2", NULL, "lists 2 files, a world-size-2 checkpoint has 3"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
-        cJSON *doc = cJSON_Duplicate(orig, 1);
-        mutate(doc, t[k].path, t[k].json);
-        save_manifest(dir, doc);
-        cJSON_Delete(doc);
+        save_mutated(ck.dir, orig, t[k].path, t[k].json);
         resume_fails(&r, ZN_E_CORRUPT, "global_step2/manifest.json: ", t[k].want);
     }
     cJSON_Delete(orig);
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a checkpoint of another model (a different number of
  * parameters) is refused on resume with what differs, a usage error */
 static void test_resume_other_model(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-model-XXXXXX";
-    trained(dir, 1, CFG);
-    Run r = {.dir = dir, .model = "mlp:6,8,8,4"};
+    Run r = {.dir = ck.dir, .model = "mlp:6,8,8,4"};
     resume_fails(&r, ZN_E_USAGE, "global_step2/manifest.json: the checkpoint holds 4 parameters (model mlp:6,8,4), "
                  "this model has 6", NULL);
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-010 `latest` may end in spaces, CR and LF (they are not
@@ -434,12 +460,10 @@ static void test_resume_other_model(void **st) {
  * naming a file rather than a folder, are refused naming `latest` */
 static void test_resume_latest_bytes(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-latest-XXXXXX";
-    trained(dir, 1, CFG);
     char latest[512];
-    snprintf(latest, sizeof latest, "%s/latest", dir);
+    snprintf(latest, sizeof latest, "%s/latest", ck.dir);
     put_path(latest, "global_step2 \r\n", 15);
-    Run r = {.dir = dir, .world = 2, .stage = 1, .resume = 1, .steps = 3};
+    Run r = {.dir = ck.dir, .world = 2, .stage = 1, .resume = 1, .steps = 3};
     ZnErr err;
     if (run(&r, &err)) fail_msg("latest with trailing white space: %s", err.msg);
     put_path(latest, "global\\step2", 12);
@@ -453,7 +477,6 @@ static void test_resume_latest_bytes(void **st) {
     /* a tag that names a file: the flag's message says it is not a folder */
     r.tag = "latest";
     resume_fails(&r, ZN_E_USAGE, "--checkpoint-tag: the tag 'latest' names no checkpoint folder (", "latest: not a folder)");
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-006 a save that cannot write fails the run with a message
@@ -489,19 +512,15 @@ static void test_save_unwritable(void **st) {
  * an I/O error naming it */
 static void test_read_full_count(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-full-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
     float m[92], a[92], s[92];
     ZnErr err;
-    assert_int_equal(zn_ckpt_read_full(tagdir, m, a, s, 91, &err), ZN_E_USAGE);
+    assert_int_equal(zn_ckpt_read_full(ck.tag, m, a, s, 91, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "global_step2 holds 92 elements, expected 91");
-    assert_int_equal(zn_ckpt_read_full(tagdir, m, a, s, 92, &err), 0);
-    snprintf(tagdir, sizeof tagdir, "%s/global_step9", dir);   /* no such checkpoint */
-    assert_int_equal(zn_ckpt_read_full(tagdir, m, a, s, 92, &err), ZN_E_IO);
+    assert_int_equal(zn_ckpt_read_full(ck.tag, m, a, s, 92, &err), 0);
+    char nine[512];
+    snprintf(nine, sizeof nine, "%s/global_step9", ck.dir);   /* no such checkpoint */
+    assert_int_equal(zn_ckpt_read_full(nine, m, a, s, 92, &err), ZN_E_IO);
     assert_str_contains(err.msg, "global_step9/manifest.json: open failed");
-    zt_rm_rf(dir);
 }
 
 /* ---- zinc ckpt commands ------------------------------------------------- */
@@ -577,35 +596,28 @@ static void test_cmd_usage(void **st) {
  * write, exit 1 naming it; --dtype fp16 writes every tensor in fp16 */
 static void test_consolidate_errors(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-cons-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512], outp[600], bad_out[600];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(outp, sizeof outp, "%s/model.safetensors", dir);
-    snprintf(bad_out, sizeof bad_out, "%s/no/such/model.safetensors", dir);
-    CKPT(0, NULL, "4 tensors (0 tied), 92 parameters, fp16", "consolidate", "--input", tagdir, "--output", outp, "--dtype", "fp16");
+    char outp[600], bad_out[600];
+    snprintf(outp, sizeof outp, "%s/model.safetensors", ck.dir);
+    snprintf(bad_out, sizeof bad_out, "%s/no/such/model.safetensors", ck.dir);
+    CKPT(0, NULL, "4 tensors (0 tied), 92 parameters, fp16", "consolidate", "--input", ck.tag, "--output", outp, "--dtype", "fp16");
     ZnStFile *f;
     ZnErr err;
     assert_int_equal(zn_st_open(&f, outp, &err), 0);
     assert_int_equal(zn_st_count(f), 4);
     for (int i = 0; i < 4; i++) assert_int_equal(zn_st_tensor(f, i)->dtype, ZN_F16);
     zn_st_close(f);
-    CKPT(1, "no/such/model.safetensors", NULL, "consolidate", "--input", tagdir, "--output", bad_out);
-    cJSON *orig = load_manifest(dir);
+    CKPT(1, "no/such/model.safetensors", NULL, "consolidate", "--input", ck.tag, "--output", bad_out);
+    cJSON *orig = load_manifest(ck.dir);
     static const Mut t[] = {
         {"model", "\"mlp:6,x\"", "global_step2/manifest.json: model spec 'mlp:6,x': 'x' is not a positive integer"},
         {"model", "\"mlp:6,8,8,4\"", "global_step2/manifest.json: 4 parameters recorded, model mlp:6,8,8,4 has 6"},
         {"model", "\"mlp:6,8,5\"", "global_step2/manifest.json: 92 elements recorded, model mlp:6,8,5 has 101"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
-        cJSON *doc = cJSON_Duplicate(orig, 1);
-        mutate(doc, t[k].path, t[k].json);
-        save_manifest(dir, doc);
-        cJSON_Delete(doc);
-        CKPT(1, t[k].want, NULL, "consolidate", "--input", tagdir, "--output", outp);
+        save_mutated(ck.dir, orig, t[k].path, t[k].json);
+        CKPT(1, t[k].want, NULL, "consolidate", "--input", ck.tag, "--output", outp);
     }
     cJSON_Delete(orig);
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-008 inspect verifies the module weights too: a module file
@@ -613,23 +625,16 @@ static void test_consolidate_errors(void **st) {
  * manifest without a tag still verifies */
 static void test_inspect(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-insp-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512], model[600];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(model, sizeof model, "%s/mp_rank_00_model_states.safetensors", tagdir);
-    cJSON *doc = load_manifest(dir);
-    mutate(doc, "tag", NULL);
-    save_manifest(dir, doc);
-    cJSON_Delete(doc);
-    CKPT(0, NULL, "(tag )", "inspect", tagdir);
+    char model[600];
+    snprintf(model, sizeof model, "%s/mp_rank_00_model_states.safetensors", ck.tag);
+    edit_manifest(ck.dir, "tag", NULL);
+    CKPT(0, NULL, "(tag )", "inspect", ck.tag);
     FILE *f = fopen(model, "ab");
     fputc(0, f);
     fclose(f);
     char want[700];
-    snprintf(want, sizeof want, "checkpoint %s: INVALID", tagdir);
-    CKPT(1, "mp_rank_00_model_states.safetensors: 713 bytes, the manifest says 712", want, "inspect", tagdir);
-    zt_rm_rf(dir);
+    snprintf(want, sizeof want, "checkpoint %s: INVALID", ck.tag);
+    CKPT(1, "mp_rank_00_model_states.safetensors: 713 bytes, the manifest says 712", want, "inspect", ck.tag);
 }
 
 /* spec: Z-CKPT-005 to-universal: an input that does not verify, an output
@@ -640,22 +645,19 @@ static void test_inspect(void **st) {
  * ignored); an output that ends in no folder name is a usage error */
 static void test_to_universal_errors(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-univ-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512], plain[600], under[600], out[600], zero[700], cwd[1024];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(plain, sizeof plain, "%s/plain", dir);
-    snprintf(under, sizeof under, "%s/plain/univ", dir);
-    snprintf(out, sizeof out, "%s/univ2", dir);
-    snprintf(zero, sizeof zero, "%s/univ2/zero", dir);
+    char plain[600], under[600], out[600], zero[700], cwd[1024];
+    snprintf(plain, sizeof plain, "%s/plain", ck.dir);
+    snprintf(under, sizeof under, "%s/plain/univ", ck.dir);
+    snprintf(out, sizeof out, "%s/univ2", ck.dir);
+    snprintf(zero, sizeof zero, "%s/univ2/zero", ck.dir);
     put_path(plain, "x", 1);
-    CKPT(1, "/plain: exists and is not a directory", NULL, "to-universal", "--input-folder", tagdir, "--output-folder", under);
+    CKPT(1, "/plain: exists and is not a directory", NULL, "to-universal", "--input-folder", ck.tag, "--output-folder", under);
     assert_int_equal(mkdir(out, 0755), 0);
     put_path(zero, "x", 1);   /* the parameter folders cannot be made */
-    CKPT(1, "univ2/zero: exists and is not a directory", NULL, "to-universal", "--input-folder", tagdir, "--output-folder", out);
+    CKPT(1, "univ2/zero: exists and is not a directory", NULL, "to-universal", "--input-folder", ck.tag, "--output-folder", out);
     /* relative output, 3 workers */
     assert_non_null(getcwd(cwd, sizeof cwd));
-    assert_int_equal(chdir(dir), 0);
+    assert_int_equal(chdir(ck.dir), 0);
     CKPT(0, NULL, "wrote universal checkpoint univ: 4 parameters, optimizer step 2", "to-universal", "--input-folder",
          "global_step2", "--output-folder", "univ", "--num-workers", "3");
     char *lu = slurp_path("latest_universal");
@@ -688,16 +690,12 @@ static void test_to_universal_errors(void **st) {
         }
     assert_int_equal(chdir(cwd), 0);
     /* a broken input: the shard list does not verify */
-    cJSON *doc = load_manifest(dir);
-    mutate(doc, "files.2", NULL);
-    save_manifest(dir, doc);
-    cJSON_Delete(doc);
-    snprintf(out, sizeof out, "%s/univ3", dir);
+    edit_manifest(ck.dir, "files.2", NULL);
+    snprintf(out, sizeof out, "%s/univ3", ck.dir);
     CKPT(1, "manifest.json: lists 2 files, a world-size-2 checkpoint has 3", NULL, "to-universal", "--input-folder",
-         tagdir, "--output-folder", out);
+         ck.tag, "--output-folder", out);
     struct stat sb;
     assert_int_not_equal(stat(out, &sb), 0);   /* nothing written */
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a universal folder given without
@@ -707,16 +705,13 @@ static void test_to_universal_errors(void **st) {
  * optimizer_state.json, or another model, is refused naming the file */
 static void test_universal_resume_errors(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-uload-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512], out[600];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(out, sizeof out, "%s/univ", dir);
-    CKPT(0, NULL, "wrote universal checkpoint", "to-universal", "--input-folder", tagdir, "--output-folder", out);
-    Run u = {.dir = dir, .world = 3, .stage = 3, .universal = 1, .resume = 1, .steps = 3};
+    char out[600];
+    snprintf(out, sizeof out, "%s/univ", ck.dir);
+    CKPT(0, NULL, "wrote universal checkpoint", "to-universal", "--input-folder", ck.tag, "--output-folder", out);
+    Run u = {.dir = ck.dir, .world = 3, .stage = 3, .universal = 1, .resume = 1, .steps = 3};
     ZnErr err;
     if (run(&u, &err)) fail_msg("universal resume: %s", err.msg);   /* as written: it loads */
-    Run plain = {.dir = dir, .tag = "univ"};
+    Run plain = {.dir = ck.dir, .tag = "univ"};
     resume_fails(&plain, ZN_E_USAGE, "/univ is a universal checkpoint: resume it with --universal-checkpoint", NULL);
     Run other = u;
     other.model = "mlp:6,8,8,4";
@@ -725,7 +720,7 @@ static void test_universal_resume_errors(void **st) {
     resume_fails(&other, ZN_E_USAGE, "univ/zero/optimizer_state.json: the checkpoint holds 4 parameters", NULL);
     /* the parameter state files */
     char path[700], keep[720];
-    snprintf(path, sizeof path, "%s/univ/zero/layers.1.weight/exp_avg.safetensors", dir);
+    snprintf(path, sizeof path, "%s/univ/zero/layers.1.weight/exp_avg.safetensors", ck.dir);
     snprintf(keep, sizeof keep, "%s.keep", path);
     assert_int_equal(rename(path, keep), 0);
     resume_fails(&u, ZN_E_IO, "univ/zero/layers.1.weight/exp_avg.safetensors", NULL);
@@ -745,7 +740,7 @@ static void test_universal_resume_errors(void **st) {
     assert_int_equal(rename(keep, path), 0);
     /* the shared state */
     char state[700];
-    snprintf(state, sizeof state, "%s/univ/zero/optimizer_state.json", dir);
+    snprintf(state, sizeof state, "%s/univ/zero/optimizer_state.json", ck.dir);
     char *text = slurp_path(state);
     cJSON *doc = cJSON_Parse(text);
     char *flip = strstr(text, "\"global_step\"");
@@ -769,10 +764,9 @@ static void test_universal_resume_errors(void **st) {
     free(text);
     /* no latest_universal to name the folder */
     char lu[600];
-    snprintf(lu, sizeof lu, "%s/latest_universal", dir);
+    snprintf(lu, sizeof lu, "%s/latest_universal", ck.dir);
     assert_int_equal(remove(lu), 0);
     resume_fails(&u, ZN_E_IO, "no checkpoint to resume (latest_universal): ", "latest_universal");
-    zt_rm_rf(dir);
 }
 
 
@@ -807,30 +801,27 @@ static void vouch(const char *dir, int idx, const char *path) {
  * its "param_partition"; inspect runs the same checks */
 static void test_vouched_lies(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-vouch-XXXXXX";
-    trained(dir, 3, CFG_FP16);
-    char shard[600], model[600], tagdir[512];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(shard, sizeof shard, "%s/zero_pp_rank_1_optim_states.safetensors", tagdir);
-    snprintf(model, sizeof model, "%s/mp_rank_00_model_states.safetensors", tagdir);
-    cJSON *orig = load_manifest(dir);
+    char shard[600], model[600];
+    snprintf(shard, sizeof shard, "%s/zero_pp_rank_1_optim_states.safetensors", ck.tag);
+    snprintf(model, sizeof model, "%s/mp_rank_00_model_states.safetensors", ck.tag);
+    cJSON *orig = load_manifest(ck.dir);
     char *s0 = slurp_path(shard), *m0 = slurp_path(model);
     struct stat sb;
     assert_int_equal(stat(shard, &sb), 0);
     size_t shard_n = (size_t)sb.st_size;
     assert_int_equal(stat(model, &sb), 0);
     size_t model_n = (size_t)sb.st_size;
-    Run r = {.dir = dir, .cfg = CFG_FP16, .stage = 3};
+    Run r = {.dir = ck.dir, .cfg = CFG_FP16, .stage = 3};
     /* not safetensors: an 8-byte header length past the end of the file */
     put_path(shard, "\xff\xff\xff\x00\x00\x00\x00\x00{}", 10);
-    vouch(dir, 1, shard);
+    vouch(ck.dir, 1, shard);
     resume_fails(&r, ZN_E_CORRUPT, "zero_pp_rank_1_optim_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", NULL);
-    CKPT(1, "zero_pp_rank_1_optim_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", "INVALID", "inspect", tagdir);
+    CKPT(1, "zero_pp_rank_1_optim_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", "INVALID", "inspect", ck.tag);
     put_path(shard, s0, shard_n);
-    save_manifest(dir, orig);
+    save_manifest(ck.dir, orig);
     put_path(model, "\xff\xff\xff\x00\x00\x00\x00\x00{}", 10);
-    vouch(dir, 2, model);
-    CKPT(1, "mp_rank_00_model_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", "INVALID", "inspect", tagdir);
+    vouch(ck.dir, 2, model);
+    CKPT(1, "mp_rank_00_model_states.safetensors: byte 0: header length 16777215 runs past the end of the file (10 bytes)", "INVALID", "inspect", ck.tag);
     put_path(model, m0, model_n);
     /* a stage-3 shard: rank_numel is 24 + 4 + 16 + 2 = 46 (Z-LAY-009) */
     static float data[64];
@@ -838,24 +829,23 @@ static void test_vouched_lies(void **st) {
                         {"exp_avg_sq", ZN_F32, 1, {46}, data}, {"param_partition", ZN_F16, 1, {46}, data}};
     ZnErr err;
     assert_int_equal(zn_st_write(shard, five, 4, NULL, &err), 0);
-    save_manifest(dir, orig);
-    vouch(dir, 1, shard);
+    save_manifest(ck.dir, orig);
+    vouch(ck.dir, 1, shard);
     resume_fails(&r, ZN_E_CORRUPT, "zero_pp_rank_1_optim_states.safetensors: tensor 'fp32' is F32 [1, 1, 1, 2, ...], "
                  "the layout says F32 [46]", NULL);
     ZnStEntry three[] = {{"fp32", ZN_F32, 1, {46}, data}, {"exp_avg", ZN_F32, 1, {46}, data},
                          {"exp_avg_sq", ZN_F32, 1, {46}, data}};
     assert_int_equal(zn_st_write(shard, three, 3, NULL, &err), 0);
-    vouch(dir, 1, shard);
+    vouch(ck.dir, 1, shard);
     resume_fails(&r, ZN_E_CORRUPT, "zero_pp_rank_1_optim_states.safetensors: tensor 'param_partition' is missing", NULL);
-    CKPT(1, "zero_pp_rank_1_optim_states.safetensors: tensor 'param_partition' is missing", "INVALID", "inspect", tagdir);
+    CKPT(1, "zero_pp_rank_1_optim_states.safetensors: tensor 'param_partition' is missing", "INVALID", "inspect", ck.tag);
     put_path(shard, s0, shard_n);
-    save_manifest(dir, orig);
-    Run ok = {.dir = dir, .cfg = CFG_FP16, .world = 2, .stage = 3, .resume = 1, .steps = 3};
+    save_manifest(ck.dir, orig);
+    Run ok = {.dir = ck.dir, .cfg = CFG_FP16, .world = 2, .stage = 3, .resume = 1, .steps = 3};
     if (run(&ok, &err)) fail_msg("restored: %s", err.msg);
     free(s0);
     free(m0);
     cJSON_Delete(orig);
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a manifest whose recorded layout breaks the partitioning
@@ -863,25 +853,18 @@ static void test_vouched_lies(void **st) {
  * by inspect, consolidate and to-universal, naming the manifest */
 static void test_layout_lie_refused(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-lay-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512], outp[600];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(outp, sizeof outp, "%s/out", dir);
-    cJSON *doc = load_manifest(dir);
-    mutate(doc, "layout.params.2.flat_offset", "57");
-    save_manifest(dir, doc);
-    cJSON_Delete(doc);
+    char outp[600];
+    snprintf(outp, sizeof outp, "%s/out", ck.dir);
+    edit_manifest(ck.dir, "layout.params.2.flat_offset", "57");
     const char *want = "global_step2/manifest.json: the recorded layout does not match the partitioning rules for "
                        "world size 2, stage 1";
-    Run same = {.dir = dir, .world = 2, .stage = 1};
+    Run same = {.dir = ck.dir, .world = 2, .stage = 1};
     resume_fails(&same, ZN_E_CORRUPT, want, NULL);
-    Run remap = {.dir = dir, .world = 1, .stage = 2};
+    Run remap = {.dir = ck.dir, .world = 1, .stage = 2};
     resume_fails(&remap, ZN_E_CORRUPT, want, NULL);
-    CKPT(1, want, "INVALID", "inspect", tagdir);
-    CKPT(1, want, NULL, "consolidate", "--input", tagdir, "--output", outp);
-    CKPT(1, want, NULL, "to-universal", "--input-folder", tagdir, "--output-folder", outp);
-    zt_rm_rf(dir);
+    CKPT(1, want, "INVALID", "inspect", ck.tag);
+    CKPT(1, want, NULL, "consolidate", "--input", ck.tag, "--output", outp);
+    CKPT(1, want, NULL, "to-universal", "--input-folder", ck.tag, "--output-folder", outp);
 }
 
 /* spec: Z-CKPT-007 a universal checkpoint of another model: a parameter
@@ -889,13 +872,10 @@ static void test_layout_lie_refused(void **st) {
  * both (there is no module weights file to catch it first) */
 static void test_universal_other_params(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-uparam-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512], out[600], state[700];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    snprintf(out, sizeof out, "%s/univ", dir);
-    snprintf(state, sizeof state, "%s/univ/zero/optimizer_state.json", dir);
-    CKPT(0, NULL, "wrote universal checkpoint", "to-universal", "--input-folder", tagdir, "--output-folder", out);
+    char out[600], state[700];
+    snprintf(out, sizeof out, "%s/univ", ck.dir);
+    snprintf(state, sizeof state, "%s/univ/zero/optimizer_state.json", ck.dir);
+    CKPT(0, NULL, "wrote universal checkpoint", "to-universal", "--input-folder", ck.tag, "--output-folder", out);
     char *text = slurp_path(state);
     static const struct { const char *path, *json, *want; } t[] = {
         {"layout.params.1.name", "\"layers.0.b\"",
@@ -906,7 +886,7 @@ static void test_universal_other_params(void **st) {
          "optimizer_state.json: parameter 1 is 'layers.0.bias' [8 x 1] in the checkpoint (model mlp:6,8,4) but "
          "'layers.0.bias' [8] in this model"},
     };
-    Run u = {.dir = dir, .world = 2, .stage = 2, .universal = 1};
+    Run u = {.dir = ck.dir, .world = 2, .stage = 2, .universal = 1};
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         cJSON *doc = cJSON_Parse(text);
         mutate(doc, t[k].path, t[k].json);
@@ -921,10 +901,9 @@ static void test_universal_other_params(void **st) {
     put_path(state, text, strlen(text));
     free(text);
     char path[700];
-    snprintf(path, sizeof path, "%s/univ/zero/layers.0.weight/fp32.safetensors", dir);
+    snprintf(path, sizeof path, "%s/univ/zero/layers.0.weight/fp32.safetensors", ck.dir);
     assert_int_equal(remove(path), 0);
     resume_fails(&u, ZN_E_IO, "univ/zero/layers.0.weight/fp32.safetensors", NULL);
-    zt_rm_rf(dir);
 }
 
 /* An engine of 2 ranks that loads c->dir; rank 0 gathers master and moments. */
@@ -994,16 +973,11 @@ static void test_remap_on_options(void **st) {
  * 2), not a write */
 static void test_empty_names(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-empty-XXXXXX";
-    trained(dir, 1, CFG);
-    Run r = {.dir = dir, .tag = ""};
+    Run r = {.dir = ck.dir, .tag = ""};
     resume_fails(&r, ZN_E_USAGE, "--checkpoint-tag: the tag '' is empty (a tag is a folder name inside ", NULL);
-    char tagdir[512];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    CKPT(2, "'' is not a file path", NULL, "consolidate", "--input", tagdir, "--output", "");
-    CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder", tagdir,
+    CKPT(2, "'' is not a file path", NULL, "consolidate", "--input", ck.tag, "--output", "");
+    CKPT(2, "--output-folder: the path must end in a folder name", NULL, "to-universal", "--input-folder", ck.tag,
          "--output-folder", "");
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-013 a version-1 checkpoint (file checksums FNV-1a 64 under
@@ -1011,17 +985,13 @@ static void test_empty_names(void **st) {
  * "xxh3_64"; a flipped byte is caught under either kind */
 static void test_version1_loads(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-cke-v1-XXXXXX";
-    trained(dir, 1, CFG);
-    char tagdir[512];
-    snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-    cJSON *doc = load_manifest(dir);
+    cJSON *doc = load_manifest(ck.dir);
     assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "version")), 2);
     cJSON *f, *files = cJSON_GetObjectItemCaseSensitive(doc, "files");
     int nf = 0;
     cJSON_ArrayForEach(f, files) {   /* rewrite every file's checksum the version-1 way */
         char path[700], hex[32];
-        snprintf(path, sizeof path, "%s/%s", tagdir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name")));
+        snprintf(path, sizeof path, "%s/%s", ck.tag, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name")));
         char *buf;
         size_t n;
         ZnErr err;
@@ -1036,48 +1006,47 @@ static void test_version1_loads(void **st) {
     }
     assert_int_equal(nf, 3);
     mutate(doc, "version", "1");
-    save_manifest(dir, doc);
+    save_manifest(ck.dir, doc);
     cJSON_Delete(doc);
-    CKPT(0, NULL, "mp_rank_00_model_states.safetensors", "inspect", tagdir);
+    CKPT(0, NULL, "mp_rank_00_model_states.safetensors", "inspect", ck.tag);
     char *out, *errs;
-    assert_int_equal(ckpt_cmd(&out, &errs, (const char *const[]){"inspect", tagdir, NULL}), 0);
+    assert_int_equal(ckpt_cmd(&out, &errs, (const char *const[]){"inspect", ck.tag, NULL}), 0);
     assert_str_contains(out, " fnv1a64 ");
     free(out);
     free(errs);
     ZnErr err;
-    Run r = {.dir = dir, .world = 2, .stage = 1, .steps = 3, .resume = 1};
+    Run r = {.dir = ck.dir, .world = 2, .stage = 1, .steps = 3, .resume = 1};
     assert_int_equal(run(&r, &err), 0);
     /* a flipped byte in a version-1 shard is still refused */
     char shard[600];
-    snprintf(shard, sizeof shard, "%s/zero_pp_rank_0_optim_states.safetensors", tagdir);
+    snprintf(shard, sizeof shard, "%s/zero_pp_rank_0_optim_states.safetensors", ck.tag);
     size_t n;
     char *b;
     assert_int_equal(zn_read_file(shard, 1 << 24, &b, &n, &err), 0);
     b[n / 2] ^= 1;
     put_path(shard, b, n);
     free(b);
-    CKPT(1, "zero_pp_rank_0_optim_states.safetensors: checksum ", "INVALID", "inspect", tagdir);
-    zt_rm_rf(dir);
+    CKPT(1, "zero_pp_rank_0_optim_states.safetensors: checksum ", "INVALID", "inspect", ck.tag);
 }
 
 ZT_MAIN(
-    cmocka_unit_test(test_manifest_fields),
-    cmocka_unit_test(test_manifest_self),
-    cmocka_unit_test(test_manifest_universal),
-    cmocka_unit_test(test_manifest_stage3_layout),
-    cmocka_unit_test(test_resume_files_list),
-    cmocka_unit_test(test_resume_other_model),
-    cmocka_unit_test(test_resume_latest_bytes),
+    CK1(test_manifest_fields),
+    CK1(test_manifest_self),
+    CK1(test_manifest_universal),
+    CK3(test_manifest_stage3_layout),
+    CK1(test_resume_files_list),
+    CK1(test_resume_other_model),
+    CK1(test_resume_latest_bytes),
     cmocka_unit_test(test_save_unwritable),
-    cmocka_unit_test(test_read_full_count),
+    CK1(test_read_full_count),
     cmocka_unit_test(test_cmd_usage),
-    cmocka_unit_test(test_consolidate_errors),
-    cmocka_unit_test(test_inspect),
-    cmocka_unit_test(test_to_universal_errors),
-    cmocka_unit_test(test_universal_resume_errors),
-    cmocka_unit_test(test_vouched_lies),
-    cmocka_unit_test(test_layout_lie_refused),
-    cmocka_unit_test(test_universal_other_params),
+    CK1(test_consolidate_errors),
+    CK1(test_inspect),
+    CK1(test_to_universal_errors),
+    CK1(test_universal_resume_errors),
+    CK3(test_vouched_lies),
+    CK1(test_layout_lie_refused),
+    CK1(test_universal_other_params),
     cmocka_unit_test(test_remap_on_options),
-    cmocka_unit_test(test_empty_names),
-    cmocka_unit_test(test_version1_loads))
+    CK1(test_empty_names),
+    CK1(test_version1_loads))
