@@ -76,53 +76,74 @@ static void test_zero2_values(void **state) {
 /* ------------------------------------------------------------------------ */
 /* DeepSpeed's stage 3 estimator */
 
+/* DeepSpeed's stage 3 estimates for T0_3B (its largest layer T0_3B_LAYER)
+   with the factor 1.5, by the machine (GPUs per node, nodes), what is
+   offloaded and zero_init: the CPU and GPU bytes worked out by hand */
+static const struct {
+    int gpn, nodes, cpu_offload, cpu_offload_params, zero_init;
+    long long cpu, gpu;
+} Z3[] = {
+    /* 1 GPU: gpus_factor = 1/1 = 1.0; largest_layer_memory = 4L = 128e6.
+     * params + optimizer offloaded: GPU 4L; CPU 18P*1.5 (zero_init) or
+     * P*max(4, 18.0)*1.5 = the same 27P */
+    {1, 1, 1, 1, 1, 76977000000LL, 128000000LL},
+    {1, 1, 1, 1, 0, 76977000000LL, 128000000LL},
+    /* optimizer only: GPU 4L + int(2P/1); CPU 16P*1.5 = 24P either way */
+    {1, 1, 1, 0, 1, 68424000000LL, 5830000000LL},
+    {1, 1, 1, 0, 0, 68424000000LL, 5830000000LL},
+    /* no offload: GPU 4L + 18P; CPU 4L*1*1.5 (zero_init) or 4P*1.5 */
+    {1, 1, 0, 0, 1, 192000000LL, 51446000000LL},
+    {1, 1, 0, 0, 0, 17106000000LL, 51446000000LL},
+    /* 4 nodes x 8 GPUs: gpus_factor 0.25, 32 GPUs. Full offload: CPU
+     * 18P*0.25*1.5 = 6.75P; without zero_init max(4*8, 18*0.25) = 32 -> 48P */
+    {8, 4, 1, 1, 1, 19244250000LL, 128000000LL},
+    {8, 4, 1, 1, 0, 136848000000LL, 128000000LL},
+    /* optimizer only: GPU 4L + int(2P/32) = 128e6 + 178187500 */
+    {8, 4, 1, 0, 1, 17106000000LL, 306187500LL},
+    {8, 4, 1, 0, 0, 136848000000LL, 306187500LL},
+    /* no offload: GPU 4L + int(18P/32); CPU zero_init 4L*8*1.5 = 1536e6 */
+    {8, 4, 0, 0, 1, 1536000000LL, 1731687500LL},
+    {8, 4, 0, 0, 0, 136848000000LL, 1731687500LL},
+    /* the stage 3 'offload params without the optimizer' combination is
+     * still computed by the function (the table skips it): as full offload */
+    {8, 4, 0, 1, 1, 1536000000LL, 1731687500LL},
+    /* DeepSpeed's docs example (1 node, 8 GPUs): 71.69 / 127.45 / 63.72 /
+     * 127.45 / 1.43 / 127.45 GB CPU and 0.12 / 0.78 / 6.09 GB GPU */
+    {8, 1, 1, 1, 1, 76977000000LL, 128000000LL},
+    {8, 1, 1, 1, 0, 136848000000LL, 128000000LL},
+    {8, 1, 1, 0, 1, 68424000000LL, 840750000LL},
+    {8, 1, 0, 0, 1, 1536000000LL, 6542750000LL},
+};
+
+/* the Z3 cases of the machine gpn x nodes (there are n) */
+static void check_zero3(int gpn, int nodes, int n) {
+    int seen = 0;
+    for (size_t i = 0; i < sizeof Z3 / sizeof Z3[0]; i++) {
+        if (Z3[i].gpn != gpn || Z3[i].nodes != nodes) continue;
+        assert_est(zn_est_zero3(T0_3B, T0_3B_LAYER, gpn, nodes, Z3[i].cpu_offload, Z3[i].cpu_offload_params,
+                                Z3[i].zero_init, 1.5),
+                   Z3[i].cpu, Z3[i].gpu);
+        seen++;
+    }
+    assert_int_equal(seen, n);
+}
+
 /* spec: Z-EST-002 */
 static void test_zero3_values_1gpu(void **state) {
     (void)state;
-    const long long P = T0_3B, L = T0_3B_LAYER;
-    /* gpus_factor = 1/1 = 1.0; largest_layer_memory = 4L = 128e6 */
-    /* params + optimizer offloaded: GPU 4L; CPU 18P*1.5 (zero_init) or
-       P*max(4, 18.0)*1.5 = the same 27P */
-    assert_est(zn_est_zero3(P, L, 1, 1, 1, 1, 1, 1.5), 76977000000LL, 128000000LL);
-    assert_est(zn_est_zero3(P, L, 1, 1, 1, 1, 0, 1.5), 76977000000LL, 128000000LL);
-    /* optimizer only: GPU 4L + int(2P/1); CPU 16P*1.5 = 24P either way */
-    assert_est(zn_est_zero3(P, L, 1, 1, 1, 0, 1, 1.5), 68424000000LL, 5830000000LL);
-    assert_est(zn_est_zero3(P, L, 1, 1, 1, 0, 0, 1.5), 68424000000LL, 5830000000LL);
-    /* no offload: GPU 4L + 18P; CPU 4L*1*1.5 (zero_init) or 4P*1.5 */
-    assert_est(zn_est_zero3(P, L, 1, 1, 0, 0, 1, 1.5), 192000000LL, 51446000000LL);
-    assert_est(zn_est_zero3(P, L, 1, 1, 0, 0, 0, 1.5), 17106000000LL, 51446000000LL);
+    check_zero3(1, 1, 6);
 }
 
 /* spec: Z-EST-002 */
 static void test_zero3_values_4x8(void **state) {
     (void)state;
-    const long long P = T0_3B, L = T0_3B_LAYER;
-    /* 4 nodes x 8 GPUs: gpus_factor 0.25, 32 GPUs */
-    /* full offload: CPU 18P*0.25*1.5 = 6.75P; without zero_init
-       max(4*8, 18*0.25) = 32 -> 48P */
-    assert_est(zn_est_zero3(P, L, 8, 4, 1, 1, 1, 1.5), 19244250000LL, 128000000LL);
-    assert_est(zn_est_zero3(P, L, 8, 4, 1, 1, 0, 1.5), 136848000000LL, 128000000LL);
-    /* optimizer only: GPU 4L + int(2P/32) = 128e6 + 178187500 */
-    assert_est(zn_est_zero3(P, L, 8, 4, 1, 0, 1, 1.5), 17106000000LL, 306187500LL);
-    assert_est(zn_est_zero3(P, L, 8, 4, 1, 0, 0, 1.5), 136848000000LL, 306187500LL);
-    /* no offload: GPU 4L + int(18P/32); CPU zero_init 4L*8*1.5 = 1536e6 */
-    assert_est(zn_est_zero3(P, L, 8, 4, 0, 0, 1, 1.5), 1536000000LL, 1731687500LL);
-    assert_est(zn_est_zero3(P, L, 8, 4, 0, 0, 0, 1.5), 136848000000LL, 1731687500LL);
-    /* the stage 3 'offload params without the optimizer' combination is
-       still computed by the function (the table skips it): as full offload */
-    assert_est(zn_est_zero3(P, L, 8, 4, 0, 1, 1, 1.5), 1536000000LL, 1731687500LL);
+    check_zero3(8, 4, 7);
 }
 
 /* spec: Z-EST-002 */
 static void test_zero3_values_8x1(void **state) {
     (void)state;
-    const long long P = T0_3B, L = T0_3B_LAYER;
-    /* DeepSpeed's docs example (1 node, 8 GPUs): 71.69 / 127.45 / 63.72 /
-       127.45 / 1.43 / 127.45 GB CPU and 0.12 / 0.78 / 6.09 GB GPU */
-    assert_est(zn_est_zero3(P, L, 8, 1, 1, 1, 1, 1.5), 76977000000LL, 128000000LL);
-    assert_est(zn_est_zero3(P, L, 8, 1, 1, 1, 0, 1.5), 136848000000LL, 128000000LL);
-    assert_est(zn_est_zero3(P, L, 8, 1, 1, 0, 1, 1.5), 68424000000LL, 840750000LL);
-    assert_est(zn_est_zero3(P, L, 8, 1, 0, 0, 1, 1.5), 1536000000LL, 6542750000LL);
+    check_zero3(8, 1, 4);
 }
 
 /* spec: Z-EST-003 */
