@@ -8,80 +8,142 @@
 # Prints each part's own lines, then one total:
 #   zinc: N passed, N failed
 # Exits non-zero if anything failed or a test binary crashed.
+#
+# The parts are independent: ZINC_TEST_JOBS of them (default: the core count,
+# nproc) run at a time, each into a log file of its own, the longest started
+# first; the logs are then printed in the fixed order below, so the output,
+# the counts and the exit status are those of a run one part after another.
+# ZINC_TEST_JOBS=1 runs them one after another, printing each as it ends.
+# ZINC_TEST_TIMES=1 adds each part's seconds ("time NAME: S s") after its lines.
 B=${1:-build}
 ZINC=$B/zinc
 export ZINC
+JOBS=${ZINC_TEST_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
+case $JOBS in '' | *[!0-9]* | 0) echo "run_tests.sh: ZINC_TEST_JOBS='$JOBS': expected a count of 1 or more" >&2; exit 2 ;; esac
 pass=0
 fail=0
 crashed=""
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+# the parts' own background processes ignore SIGINT (a shell's background
+# jobs do): an interrupted or terminated run ends the whole process group
+trap 'trap "" INT TERM; kill -TERM 0 2>/dev/null; exit 130' INT TERM
 
 count() {   # $1 = passed, $2 = failed
   pass=$((pass + $1)); fail=$((fail + $2))
 }
 
+# the parts, in the order their lines are printed: every unit-test binary,
+# then the named parts, then the spec-coverage check (speccov)
+order=""
 for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   case $name in *_gpu) continue ;; esac   # need a GPU: make test-gpu runs them
-  "$t" >"$log" 2>&1
-  rc=$?
-  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -n 1)
-  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -n 1)
-  p=${p:-0}; f=${f:-0}
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    crashed="$crashed $name(rc=$rc)"
-    f=1
-  fi
-  [ "$f" -ne 0 ] && cat "$log"
-  echo "$name: $p passed, $f failed"
-  count "$p" "$f"
+  order="$order $name"
 done
-
-# part NAME COMMAND...: runs a part that ends with "NAME: N passed, N failed",
-# shows its non-ok lines and adds its counts (a crash without the line counts
-# as one failure)
-part() {
-  name=$1; shift
-  "$@" >"$log" 2>&1
-  rc=$?
-  grep -v '^ok ' "$log"
-  p=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\1/p" "$log")
-  f=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\2/p" "$log")
-  p=${p:-0}; f=${f:-0}
-  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed $name(rc=$rc)"; f=1; }
-  count "$p" "$f"
-}
-
-part spec "$ZINC" spec run
-part cli sh tests/cli_test.sh
-part clicover sh tests/cli_cover_test.sh
-part mutants sh tests/mutants_test.sh
-part fuzz sh tests/fuzz/replay.sh "$B"
-part proc sh tests/proc_test.sh
-part fault sh tests/fault_test.sh
-part alloc sh tests/alloc_test.sh "$B"
-part adamref python3 tests/adam_ref.py --check
-part build sh tests/build_test.sh "$B"
-part progress sh tests/progress_test.sh
-part clihelp sh tests/cli_help_test.sh
-part readme sh tests/readme_test.sh
-part readmefigures sh tests/readme_figures_test.sh
-part launchgroup sh tests/launch_group_test.sh
+order="$order spec cli clicover mutants fuzz proc fault alloc adamref build progress clihelp readme readmefigures launchgroup"
 # the rehearsal checks shell scripts driving ordinary simulator runs, which
 # the other parts already hold to the sanitizers and gcov: make sanitize and
 # make coverage leave it out (ZINC_REHEARSE=0), to keep CI under its hour
-if [ "${ZINC_REHEARSE:-1}" = 1 ]; then
-  part gpusession sh tests/gpu_session_test.sh "$B"
-else
-  echo "gpusession: left out of this build's run (make test runs it)"
-fi
+if [ "${ZINC_REHEARSE:-1}" = 1 ]; then order="$order gpusession"; else order="$order norehearse"; fi
+order="$order speccov"
 
-if "$ZINC" spec coverage >"$log" 2>&1; then
-  tail -n 1 "$log"; count 1 0
+# cmd NAME: runs part NAME (its output goes to the caller's redirection)
+cmd() {
+  case $1 in
+    test_*) "$B/tests/$1" ;;
+    spec) "$ZINC" spec run ;;
+    cli) sh tests/cli_test.sh ;;
+    clicover) sh tests/cli_cover_test.sh ;;
+    mutants) sh tests/mutants_test.sh ;;
+    fuzz) sh tests/fuzz/replay.sh "$B" ;;
+    proc) sh tests/proc_test.sh ;;
+    fault) sh tests/fault_test.sh ;;
+    alloc) sh tests/alloc_test.sh "$B" ;;
+    adamref) python3 tests/adam_ref.py --check ;;
+    build) sh tests/build_test.sh "$B" ;;
+    progress) sh tests/progress_test.sh ;;
+    clihelp) sh tests/cli_help_test.sh ;;
+    readme) sh tests/readme_test.sh ;;
+    readmefigures) sh tests/readme_figures_test.sh ;;
+    launchgroup) sh tests/launch_group_test.sh ;;
+    gpusession) sh tests/gpu_session_test.sh "$B" ;;
+    norehearse) echo "gpusession: left out of this build's run (make test runs it)" ;;
+    speccov) "$ZINC" spec coverage ;;
+  esac
+}
+
+# run NAME: runs part NAME into $D/NAME.log, its exit status into $D/NAME.rc
+# (written last: its presence says the part has ended), its seconds into $D/NAME.s
+run() {
+  t0=$(date +%s)
+  cmd "$1" >"$D/$1.log" 2>&1 </dev/null
+  rc=$?
+  echo $(($(date +%s) - t0)) >"$D/$1.s"
+  echo $rc >"$D/$1.rc"
+}
+
+# report NAME: prints part NAME's lines from its log and adds its counts
+report() {
+  name=$1; log=$D/$1.log; rc=$(cat "$D/$1.rc" 2>/dev/null || echo 255)
+  case $name in
+    test_*)   # a cmocka binary: its summary lines, its whole log when it failed
+      p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -n 1)
+      f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -n 1)
+      p=${p:-0}; f=${f:-0}
+      if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        crashed="$crashed $name(rc=$rc)"
+        f=1
+      fi
+      [ "$f" -ne 0 ] && cat "$log"
+      echo "$name: $p passed, $f failed"
+      count "$p" "$f" ;;
+    norehearse) cat "$log" ;;
+    speccov)
+      if [ "$rc" -eq 0 ]; then tail -n 1 "$log"; count 1 0
+      else cat "$log"; count 0 1; fi ;;
+    *)   # a part that ends with "NAME: N passed, N failed": its non-ok lines
+         # and its counts (a crash without the line counts as one failure)
+      grep -v '^ok ' "$log"
+      p=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\1/p" "$log")
+      f=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\2/p" "$log")
+      p=${p:-0}; f=${f:-0}
+      [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed $name(rc=$rc)"; f=1; }
+      count "$p" "$f" ;;
+  esac
+  [ -n "$ZINC_TEST_TIMES" ] && echo "time $name: $(cat "$D/$name.s" 2>/dev/null) s"
+}
+
+if [ "$JOBS" -eq 1 ]; then
+  for n in $order; do run "$n"; report "$n"; done
 else
-  cat "$log"; count 0 1
+  # the longest parts first (seconds on 2 cores, optimized build), so that no
+  # long one starts last and runs alone; then the rest in the printed order
+  first=""
+  for n in alloc proc cli fault clicover mutants spec gpusession test_store test_proc test_checkpoint fuzz; do
+    case " $order " in *" $n "*) first="$first $n" ;; esac
+  done
+  rest=""
+  for n in $order; do
+    case " $first " in *" $n "*) ;; *) rest="$rest $n" ;; esac
+  done
+  # JOBS slots: a token in a pipe for each; a part takes one to start and
+  # gives it back when it ends
+  mkfifo "$D/slots"
+  exec 3<>"$D/slots"
+  i=0
+  while [ $i -lt "$JOBS" ]; do echo >&3; i=$((i + 1)); done
+  for n in $first $rest; do
+    read -r _ <&3
+    ( run "$n" 3>&-; echo >&3 ) &
+    eval "pid_$n=$!"
+  done
+  for n in $order; do
+    eval "wait \$pid_$n"
+    report "$n"
+  done
+  exec 3>&-
 fi
 
 [ -n "$crashed" ] && echo "crashed or failed without a report:$crashed"
