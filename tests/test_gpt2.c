@@ -20,6 +20,7 @@ static void test_presets_and_counts(void **state) {
         {"gpt2-large", 774030080L, 36 * 12 + 4, 1024},
         {"gpt2-xl", 1557611200L, 48 * 12 + 4, 1024},
         {"gpt2:n_layer=12", 124439808L, 12 * 12 + 4, 1024},
+        {"gpt2-tiny", 256L * 32 + 32 * 32 + 2L * (12 * 32 * 32 + 13 * 32) + 2 * 32, 2 * 12 + 4, 32},
         /* GPT-3's shapes: V*C + P*C + L*(12C^2 + 13C) + 2C, V 50257, P 2048 */
         {"gpt3-small", 125226240L, 12 * 12 + 4, 2048},
         {"gpt3-medium", 355871744L, 24 * 12 + 4, 2048},
@@ -33,18 +34,15 @@ static void test_presets_and_counts(void **state) {
          128 * 12 + 4, 1024},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ZnModel *m = malloc(sizeof *m);
-        ZnErr err = {0};
-        assert_int_equal(zn_model_parse(cases[i].spec, m, &err), 0);
+        ZnModel *m = zt_model(cases[i].spec);
         assert_int_equal(m->kind, ZN_MODEL_GPT2);
         assert_int_equal(m->nparams, cases[i].nparams);
         assert_int_equal(zn_model_numel(m), cases[i].numel);
         assert_int_equal(m->seq_len, cases[i].T);
         free(m);
     }
-    ZnModel *m = malloc(sizeof *m);
+    ZnModel *m = zt_model("gpt2-tiny");
     ZnErr err = {0};
-    assert_int_equal(zn_model_parse("gpt2-tiny", m, &err), 0);
     assert_int_equal(m->gpt2.n_layer, 2);
     assert_int_equal(m->gpt2.n_embd, 32);
     assert_int_equal(m->gpt2.vocab_size, 256);
@@ -259,11 +257,10 @@ static double ref_loss(const Ref *r) {
 /* spec: Z-GPT-003, Z-GPT-004, Z-GPT-005, Z-GPT-006, Z-GPT-007, Z-GPT-008, Z-GPT-009 */
 static void test_gradient_check(void **state) {
     (void)state;
-    ZnModel *m = malloc(sizeof *m);
-    ZnErr err = {0};
     char spec[128];
     snprintf(spec, sizeof spec, "gpt2:n_layer=%d,n_head=%d,n_embd=%d,vocab_size=%d,n_positions=%d", NL, NH, C, V, P);
-    assert_int_equal(zn_model_parse(spec, m, &err), 0);
+    ZnModel *m = zt_model(spec);
+    ZnErr err = {0};
     assert_int_equal(zn_model_set_seq_len(m, T, &err), 0);
     /* the text: 40 tokens below V */
     ZnTokens tk = {0};
@@ -350,9 +347,8 @@ static void test_gradient_check(void **state) {
 /* spec: Z-OPT-020 */
 static void test_decay_ranges(void **state) {
     (void)state;
-    ZnModel *m = malloc(sizeof *m);
+    ZnModel *m = zt_model("gpt2-tiny");
     ZnErr err = {0};
-    assert_int_equal(zn_model_parse("gpt2-tiny", m, &err), 0);
     ZnConfig cfg;
     zn_config_defaults(&cfg);
     for (int stage = 0; stage <= 3; stage++)

@@ -64,9 +64,7 @@ static void test_temperature(void **state) {
 }
 
 static ZnModel *small_model(float **w) {
-    ZnModel *m = malloc(sizeof *m);
-    ZnErr err = {0};
-    assert_int_equal(zn_model_parse("gpt2:n_layer=2,n_head=2,n_embd=8,vocab_size=11,n_positions=6", m, &err), 0);
+    ZnModel *m = zt_model("gpt2:n_layer=2,n_head=2,n_embd=8,vocab_size=11,n_positions=6");
     long total = zn_model_numel(m), off = 0;
     *w = malloc((size_t)total * sizeof(float));
     for (int p = 0; p < m->nparams; p++) {

@@ -148,6 +148,15 @@ static inline void zt_config(ZnConfig *cfg, const char *json, const ZnConfigArgs
     if (zn_config_parse(json, strlen(json), "cfg", args, cfg, &err)) fail_msg("config: %s", err.msg);
 }
 
+/* The model of a spec that must parse (malloc'd: a ZnModel is large). */
+static inline ZnModel *zt_model(const char *spec) {
+    ZnModel *m = malloc(sizeof *m);
+    assert_non_null(m);
+    ZnErr err = {0};
+    if (zn_model_parse(spec, m, &err)) fail_msg("model %s: %s", spec, err.msg);
+    return m;
+}
+
 /* What an engine rank function starts with: a host device in *dev and an
    engine on it for this rank. */
 static inline int zt_host_engine(ZnEngine *E, ZnDevice *dev, const ZnConfig *cfg, const ZnModel *model,
