@@ -193,27 +193,24 @@ static void test_refusals(void **state) {
         free(out);
         free(errs);
     }
-    /* a world inside one node of the machine: no per-node flag needed */
+    /* a world inside one node of the machine: no per-node flag needed; no
+       --machine: dgx-h100 where the run's nodes can be its nodes, else no time */
+    static const struct { int argc; const char *argv[8], *has[3]; } runs[] = {
+        {8, {"--model", "mlp:8,4", "--world-size", "4", "--steps", "1", "--machine", "dgx-h100"},
+         {"rank 0 of 4 (4 per node)"}},
+        {6, {"--model", "mlp:8,4", "--world-size", "12", "--steps", "1"},
+         {"rank 0 of 12 (12 per node)", "[zinc] plan: no step time: the run's nodes are not dgx-h100's; give --machine"}},
+        {6, {"--model", "mlp:8,4", "--world-size", "16", "--steps", "1"},
+         {"rank 0 of 16 (8 per node)", "[zinc] plan: machine dgx-h100 (8 GPUs per node, ",
+          "[zinc] plan: device memory 80.00 GB holds the run"}},
+    };
     char *out, *errs;
-    const char *argv[] = {"--model", "mlp:8,4", "--world-size", "4", "--steps", "1", "--machine", "dgx-h100"};
-    assert_int_equal(run(zn_cmd_plan, 8, argv, &out, &errs), 0);
-    assert_str_contains(out, "rank 0 of 4 (4 per node)");
-    free(out);
-    free(errs);
-    /* no --machine: dgx-h100 where the run's nodes can be its nodes, else no time */
-    const char *argv12[] = {"--model", "mlp:8,4", "--world-size", "12", "--steps", "1"};
-    assert_int_equal(run(zn_cmd_plan, 6, argv12, &out, &errs), 0);
-    assert_str_contains(out, "rank 0 of 12 (12 per node)");
-    assert_str_contains(out, "[zinc] plan: no step time: the run's nodes are not dgx-h100's; give --machine");
-    free(out);
-    free(errs);
-    const char *argv16[] = {"--model", "mlp:8,4", "--world-size", "16", "--steps", "1"};
-    assert_int_equal(run(zn_cmd_plan, 6, argv16, &out, &errs), 0);
-    assert_str_contains(out, "rank 0 of 16 (8 per node)");
-    assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node, ");
-    assert_str_contains(out, "[zinc] plan: device memory 80.00 GB holds the run");
-    free(out);
-    free(errs);
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        assert_int_equal(run(zn_cmd_plan, runs[i].argc, runs[i].argv, &out, &errs), 0);
+        for (int k = 0; k < 3 && runs[i].has[k]; k++) assert_str_contains(out, runs[i].has[k]);
+        free(out);
+        free(errs);
+    }
     /* --params: GPT-3's own shape when within 1% (175B); else the shape within
        1% whose depth is nearest its width's (13B: GPT-3 13B is 1.1% short;
        7.5e9: the nearest GPT-3 shape is 3% short); the header prints the count */
