@@ -59,8 +59,9 @@ static int bench_adam(long n, int T) {
     return 0;
 }
 
-/* Wall time of a whole run of `steps` steps, set-up included. */
-static double mlp_run(const char *spec, long micro, int T, long steps) {
+/* The flags of `zinc train --model spec --micro-batch micro --threads T
+ * --steps steps` on one rank at stage 0. */
+static ZnTrainFlags one_rank(const char *spec, long micro, int T, long steps) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
     f.model_spec = spec;
@@ -69,9 +70,23 @@ static double mlp_run(const char *spec, long micro, int T, long steps) {
     f.args.world_size = 1;
     f.args.stage = 0;
     f.args.micro_batch = micro;
+    return f;
+}
+
+/* f's run options (built-in config) in *o; 0, or -1 with the message printed */
+static int resolve(const ZnTrainFlags *f, ZnRunOpts *o) {
+    ZnErr err;
+    if (!zn_train_resolve(f, NULL, o, &err)) return 0;
+    fprintf(stderr, "bench_peer_zinc: %s\n", err.msg);
+    return -1;
+}
+
+/* Wall time of a whole run of `steps` steps, set-up included. */
+static double mlp_run(const char *spec, long micro, int T, long steps) {
+    ZnTrainFlags f = one_rank(spec, micro, T, steps);
     ZnRunOpts o;
     ZnErr err;
-    if (zn_train_resolve(&f, NULL, &o, &err)) { fprintf(stderr, "bench_peer_zinc: %s\n", err.msg); return -1; }
+    if (resolve(&f, &o)) return -1;
     zn_run_opts_free(&o);
     o.out = NULL;   /* no step lines */
     ZnRunResult res;
@@ -105,20 +120,13 @@ static int bench_mlp(int width, long micro, int T) {
  * the activations and the optimizer state). Set-up is excluded by the
  * engine's own per-step clock. */
 static int bench_gpt2(long seq, long micro, int T) {
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = "gpt2";
+    ZnTrainFlags f = one_rank("gpt2", micro, T, 3);
     f.data_spec = "text:tests/data/gpl-3.txt";
     f.seq_len = seq;
-    f.steps = 3;
     f.print_every = 1;
-    f.threads = T;
-    f.args.world_size = 1;
-    f.args.stage = 0;
-    f.args.micro_batch = micro;
     ZnRunOpts o;
     ZnErr err;
-    if (zn_train_resolve(&f, NULL, &o, &err)) { fprintf(stderr, "bench_peer_zinc: %s\n", err.msg); return 1; }
+    if (resolve(&f, &o)) return 1;
     zn_run_opts_free(&o);
     FILE *out = tmpfile();
     if (!out) { fprintf(stderr, "bench_peer_zinc: no temporary file\n"); return 1; }

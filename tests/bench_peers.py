@@ -70,6 +70,20 @@ def best_of(fn, warm=2, reps=5):
     return best
 
 
+def train_step(torch, model, opt, x, y):
+    """One training step as zinc's: the mean cross-entropy of the logits
+    against y over every row, backward, the global norm clipped at 1.0,
+    the optimizer's step."""
+    def step():
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
 def adam_tensors(torch, n):
     # bench_peer_zinc's values: p in [0, 1), g = 1e-3 (no denormals)
     p = torch.nn.Parameter(torch.arange(n, dtype=torch.float32).remainder_(1000).mul_(0.001))
@@ -115,7 +129,7 @@ def worker(kind, args):
         return
     if kind == "mlp-torch":
         width, micro = int(args[0]), int(args[1])
-        nn, F = torch.nn, torch.nn.functional
+        nn = torch.nn
         torch.manual_seed(0)
         # zinc's mlp:W,W,W,16 (src/engine/model_mlp.c): Linear layers with
         # ReLU between them, logits out of the last
@@ -127,14 +141,7 @@ def worker(kind, args):
         opt, how = torch_adam(torch, list(model.parameters()), 0.0)
         x = torch.randn(micro, width)
         y = torch.randint(0, CLASSES, (micro,))
-
-        def step():
-            loss = F.cross_entropy(model(x), y)   # mean over the micro-batch, as zinc's softmax_xent
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad()
-
+        step = train_step(torch, model, opt, x, y)   # the mean over the micro-batch, as zinc's softmax_xent
         # as bench_peer_zinc: the mean of steps 3..6 (2 warm-ups), best of 2
         best = float("inf")
         for _ in range(2):
@@ -249,16 +256,7 @@ def gpt2_torch_step(torch, seq, micro, V=50257, P=1024, L=12, NH=12, C=768):
     except (RuntimeError, TypeError, ValueError):
         opt = torch.optim.AdamW(model.parameters(), foreach=True, **hp)
     idx = torch.randint(0, 256, (micro, seq + 1))   # bytes as tokens, as text:FILE
-    x, y = idx[:, :-1], idx[:, 1:]
-
-    def step():
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad()
-
+    step = train_step(torch, model, opt, idx[:, :-1], idx[:, 1:])
     best = float("inf")
     for s in range(3):
         t0 = time.perf_counter()
@@ -338,6 +336,28 @@ def main():
                 ds_reason = f"cannot import deepspeed: {v.get('why_no_deepspeed', 'unknown')}"
     print(f"bench-peers: {cpu_model()}, {cores} cores, {versions}", flush=True)
 
+    def step_row(name, what, zargs, T, label, prec):
+        """A training step: bench_peer_zinc ZARGS T against the worker
+        ZARGS[0]-torch with the same arguments, in steps per second, the
+        row's peer named label.format(the worker's kind). False when zinc
+        failed."""
+        z, why = run([zinc, *map(str, zargs), str(T)], T)
+        if z is None:
+            skip(name, f"zinc failed: {why}")
+            return False
+        zs = float(z["seconds_per_step"])
+        print(f"zinc {what} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
+        if peer_reason:
+            skip(name, peer_reason)
+            return True
+        p, why = run([py, me, "--worker", f"{zargs[0]}-torch", *map(str, zargs[1:]), str(T)], T)
+        if p is None:
+            skip(name, why)
+            return True
+        print(f"torch {what} threads={T}: {float(p['seconds']) * 1e3:.1f} ms/step", flush=True)
+        row(name, "step/s", 1.0 / zs, label.format(p["kind"]), 1.0 / float(p["seconds"]), prec=prec)
+        return True
+
     ok = True
     only = os.environ.get("PEERS_ONLY", "adam mlp gpt2 ds3 dsck").split()   # a subset of the rows
     # 1. Adam: 4 fp32 arrays of n in each process, one process at a time
@@ -375,43 +395,13 @@ def main():
     cases = [(W, b, T) for W in widths for b in micros for T in threads] if "mlp" in only else []
     for W, micro, T in cases:
         name = f"mlp{W}_micro{micro}_{T}thread{'s' if T > 1 else ''}"
-        z, why = run([zinc, "mlp", str(W), str(micro), str(T)], T)
-        if z is None:
-            skip(name, f"zinc failed: {why}")
-            ok = False
-            continue
-        zs = float(z["seconds_per_step"])
-        print(f"zinc mlp width={W} micro={micro} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
-        if peer_reason:
-            skip(name, peer_reason)
-            continue
-        p, why = run([py, me, "--worker", "mlp-torch", str(W), str(micro), str(T)], T)
-        if p is None:
-            skip(name, why)
-            continue
-        row(name, "step/s", 1.0 / zs, f"torch_eager_{p['kind']}", 1.0 / float(p["seconds"]))
+        ok = step_row(name, f"mlp width={W} micro={micro}", ["mlp", W, micro], T, "torch_eager_{}", 2) and ok
 
     # 3. GPT-2 124M training step (seq-len 256, micro-batch 4)
     seq, micro = 256, 4
     for T in threads if "gpt2" in only else []:
         name = f"gpt2_124m_step_{T}thread{'s' if T > 1 else ''}"
-        z, why = run([zinc, "gpt2", str(seq), str(micro), str(T)], T)
-        if z is None:
-            skip(name, f"zinc failed: {why}")
-            ok = False
-            continue
-        zs = float(z["seconds_per_step"])
-        print(f"zinc gpt2 124M seq={seq} micro={micro} threads={T}: {zs * 1e3:.1f} ms/step", flush=True)
-        if peer_reason:
-            skip(name, peer_reason)
-            continue
-        p, why = run([py, me, "--worker", "gpt2-torch", str(seq), str(micro), str(T)], T)
-        if p is None:
-            skip(name, why)
-            continue
-        print(f"torch gpt2 124M seq={seq} micro={micro} threads={T}: {float(p['seconds']) * 1e3:.1f} ms/step",
-              flush=True)
-        row(name, "step/s", 1.0 / zs, f"torch_{p['kind']}", 1.0 / float(p["seconds"]), prec=4)
+        ok = step_row(name, f"gpt2 124M seq={seq} micro={micro}", ["gpt2", seq, micro], T, "torch_{}", 4) and ok
 
     # 4. GPT-2 stage 3 on 2 processes of one thread: DeepSpeed against zinc's
     # backends, one DeepSpeed measurement for every zinc row
