@@ -550,8 +550,7 @@ static void test_collectives_on_gpu_match_sim(void **state) {
     (void)state;
     ZnErr err = {0};
     CollCtx ref = {0}, dev = {0};
-    ZnSimWorld *w = zn_sim_world_new(CW, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(CW);
     assert_int_equal(zn_sim_run(w, coll_rank, &ref, &err), 0);
     dev.cs = zn_cuda_sim_new(CW, &err);
     dev.use_gpu = dev.gpu_bufs = 1;

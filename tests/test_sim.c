@@ -591,8 +591,7 @@ static void test_same_bits_every_run(void **state) {
     (void)state;
     Ctx first = {.world = 5, .arg_i = 0};
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(5, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(5);
     assert_int_equal(zn_sim_run(w, rank_mixed, &first, &err), 0);
     for (int rep = 1; rep <= 3; rep++) {
         Ctx again = {.world = 5, .arg_i = rep}; /* different arrival orders */
@@ -658,8 +657,7 @@ static void test_memops_hooks_same_bits(void **state) {
     for (int r = 0; r < W; r++) assert_non_null(co.tiles[r] = malloc(zn_tree_tiles_bytes(W)));
     ZnSimMemOps ops = {co_ready, co_copy, co_reduce, co_scratch, &co};
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(W, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(W);
     zn_sim_world_set_memops(w, &ops);
     assert_int_equal(zn_sim_run(w, rank_mixed, &hooked, &err), 0);
     assert_memory_equal(hooked.digest, ref.digest, sizeof ref.digest);
@@ -760,8 +758,7 @@ static int rank_tagged(int rank, ZnComm *c, void *arg, ZnErr *err) {
 static void test_stats_per_op_and_tag(void **state) {
     (void)state;
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(4, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(4);
     assert_int_equal(zn_sim_run(w, rank_tagged, NULL, &err), 0);
     for (int r = 0; r < 4; r++) {
         ZnComm *c = zn_sim_comm(w, r);
@@ -843,8 +840,7 @@ static void mismatch_case(int kind, int world, const char *want) {
     alarm(HANG_LIMIT_S);
     Ctx cx = {.world = world, .arg_i = kind};
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(world, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(world);
     int rc = zn_sim_run(w, rank_mismatch, &cx, &err);
     assert_int_equal(rc, ZN_E_COMM);
     char prefixed[1100];
@@ -911,10 +907,9 @@ static int rank_fail(int rank, ZnComm *c, void *arg, ZnErr *err) {
 static void test_failing_rank_propagates(void **state) {
     (void)state;
     for (int kind = 0; kind <= 1; kind++) {
-        alarm(HANG_LIMIT_S);
         Ctx cx = {.world = 4, .arg_i = kind};
         ZnErr err = {0};
-        int rc = zt_sim_run(4, rank_fail, &cx, 0, &err);
+        int rc = zt_sim_run(4, rank_fail, &cx, HANG_LIMIT_S, &err);
         assert_int_equal(rc, ZN_E_NUMERIC); /* the first-hand error, not the echoes */
         assert_string_equal(err.msg, "rank 2: loss scale at its minimum");
         for (int r = 0; r < 4; r++) {
@@ -922,7 +917,6 @@ static void test_failing_rank_propagates(void **state) {
             assert_int_equal(cx.rc[r], ZN_E_COMM);
             assert_string_equal(cx.msg[r], "rank 2 failed: loss scale at its minimum");
         }
-        alarm(0);
     }
 }
 
@@ -950,8 +944,7 @@ static void test_lowest_first_hand_failure_reported(void **state) {
     (void)state;
     alarm(HANG_LIMIT_S);
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(4, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(4);
     assert_int_equal(zn_sim_run(w, rank_two_fail, NULL, &err), ZN_E_CORRUPT);
     assert_string_equal(err.msg, "rank 1: bad checkpoint");
     assert_int_equal(zn_sim_run(w, rank_fail_silent, NULL, &err), 42);
@@ -983,10 +976,9 @@ static int rank_early_exit(int rank, ZnComm *c, void *arg, ZnErr *err) {
 static void test_rank_exiting_early_is_reported(void **state) {
     (void)state;
     for (int swallow = 0; swallow <= 1; swallow++) {
-        alarm(HANG_LIMIT_S);
         Ctx cx = {.world = 3, .arg_i = swallow};
         ZnErr err = {0};
-        int rc = zt_sim_run(3, rank_early_exit, &cx, 0, &err);
+        int rc = zt_sim_run(3, rank_early_exit, &cx, HANG_LIMIT_S, &err);
         assert_int_equal(rc, ZN_E_COMM);
         const char *want = "rank 1 exited before joining all_reduce 'loss' (call #3)";
         for (int r = 0; r < 3; r += 2) {
@@ -995,7 +987,6 @@ static void test_rank_exiting_early_is_reported(void **state) {
         }
         assert_str_contains(err.msg, want);
         assert_true(strncmp(err.msg, "rank 0: ", 8) == 0 || strncmp(err.msg, "rank 2: ", 8) == 0);
-        alarm(0);
     }
 }
 
@@ -1067,8 +1058,7 @@ static int rank_world1(int rank, ZnComm *c, void *arg, ZnErr *err) {
 static void test_world1_shortcuts(void **state) {
     (void)state;
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(1, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(1);
     pthread_t self = pthread_self();
     assert_int_equal(zn_sim_run(w, rank_world1, &self, &err), 0);
     /* a world of one can also be driven straight from the caller */
@@ -1103,8 +1093,7 @@ static void test_world_new_validates(void **state) {
     assert_null(zn_sim_world_new(-3, &err));
     assert_null(zn_sim_world_new(4097, &err));
     assert_null(zn_sim_world_new(0, NULL)); /* a NULL err is allowed */
-    ZnSimWorld *w = zn_sim_world_new(4096, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(4096);
     assert_null(zn_sim_comm(w, 4096));
     assert_null(zn_sim_comm(w, -1));
     assert_int_equal(zn_sim_comm(w, 4095)->world.rank, 4095);
@@ -1145,8 +1134,7 @@ static void test_bad_arguments_rejected(void **state) {
     run_ok(2, rank_bad_args, NULL);
     /* a collective outside zn_sim_run cannot rendezvous: error, no hang */
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(2, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(2);
     ZnComm *c = zn_sim_comm(w, 0);
     assert_int_equal(c->barrier(c, "lonely", &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "outside zn_sim_run");
@@ -1164,8 +1152,7 @@ static int rank_nested(int rank, ZnComm *c, void *arg, ZnErr *err) {
 static void test_nested_run_refused(void **state) {
     (void)state;
     ZnErr err = {0};
-    ZnSimWorld *w = zn_sim_world_new(2, &err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(2);
     assert_int_equal(zn_sim_run(w, rank_nested, w, &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "already running");
     zn_sim_world_free(w);

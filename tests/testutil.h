@@ -165,12 +165,19 @@ static inline int zt_host_engine(ZnEngine *E, ZnDevice *dev, const ZnConfig *cfg
     return zn_engine_init(E, cfg, model, data, comm, dev, hooks, err);
 }
 
+/* A fresh simulated world of n ranks (zn_sim_world_free it). */
+static inline ZnSimWorld *zt_sim_world(int n) {
+    ZnErr err = {0};
+    ZnSimWorld *w = zn_sim_world_new(n, &err);
+    if (!w) fail_msg("a world of %d ranks: %s", n, err.msg);
+    return w;
+}
+
 /* Runs fn on a fresh simulated world of `world` ranks and frees it; returns
    zn_sim_run's result (its message in *err). alarm_s > 0: a run that hangs
    that long kills the test instead of the suite. */
 static inline int zt_sim_run(int world, ZnRankFn fn, void *arg, unsigned alarm_s, ZnErr *err) {
-    ZnSimWorld *w = zn_sim_world_new(world, err);
-    assert_non_null(w);
+    ZnSimWorld *w = zt_sim_world(world);
     if (alarm_s) alarm(alarm_s);
     int rc = zn_sim_run(w, fn, arg, err);
     if (alarm_s) alarm(0);
