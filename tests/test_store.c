@@ -882,13 +882,17 @@ static void test_store_close_lingers(void **st) {
 
 /* ---- the tcp mesh against peers that break its protocol ---- */
 
+/* rank's tcp mesh over s, or NULL with its error recorded in v */
+static ZnComm *mesh_of(int rank, ZnStore *s, Seen *v) {
+    ZnComm *c = zn_comm_tcp_new(s, &v->err[rank]);
+    if (!c) v->rc[rank] = v->err[rank].code;
+    return c;
+}
+
 static void comm_barrier_rank(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
-    ZnComm *c = zn_comm_tcp_new(s, &v->err[rank]);
-    if (!c) {
-        v->rc[rank] = v->err[rank].code;
-        return;
-    }
+    ZnComm *c = mesh_of(rank, s, v);
+    if (!c) return;
     v->rc[rank] = c->barrier(c, "b", &v->err[rank]);
     v->rc2[rank] = c->barrier(c, "b2", &v->err2[rank]);
     zn_comm_tcp_free(c);
@@ -1020,11 +1024,8 @@ static void test_tcp_peer_gone(void **st) {
 /* Waits until the others have left, then a barrier. */
 static void late_barrier_rank(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
-    ZnComm *c = zn_comm_tcp_new(s, &v->err[rank]);
-    if (!c) {
-        v->rc[rank] = v->err[rank].code;
-        return;
-    }
+    ZnComm *c = mesh_of(rank, s, v);
+    if (!c) return;
     sleep_s(0.3);
     v->rc[rank] = c->barrier(c, "b", &v->err[rank]);
     zn_comm_tcp_free(c);
