@@ -640,6 +640,13 @@ static long far_ctx_init_off(FarCtx *c, int far, int world, int stage, ZnDtype d
     return n;
 }
 
+/* the fault both far tests plant: step 2 adds 0.25 to master element 3 */
+static void plant_fault(FarCtx *c) {
+    c->hooks.fault_step = 2;
+    c->hooks.fault_index = 3;
+    c->hooks.fault_delta = 0.25f;
+}
+
 static void far_ctx_free(FarCtx *c) {
     free(c->params);
     zn_data_free(&c->data);
@@ -661,6 +668,37 @@ static void far_pair(FarCtx *c, int world, long n, int stage, int k, int canonic
     assert_memory_equal(c[0].loss, c[1].loss, sizeof c[0].loss);
 }
 
+/* far_pair over the stages from first_stage to 3, every dtype and
+ * canonical flag, 4 steps with the planted fault. offload 0: fp16's step 3
+ * also gets an inf gradient (a skipped step), and the far side's workspace
+ * scratch is checked; 1: the far side's optimizer (and at stage 3 its
+ * parameters) on the host tier. */
+static void far_sweep(int first_stage, int offload) {
+    const int world = 2;
+    const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
+    for (int stage = first_stage; stage <= 3; stage++)
+        for (int k = 0; k < 3; k++)
+            for (int canonical = 0; canonical <= 1; canonical++) {
+                static FarCtx c[2];
+                long n = 0;
+                for (int f = 0; f < 2; f++) {
+                    n = far_ctx_init_off(&c[f], f, world, stage, dts[k], canonical, 4, offload ? f : 0);
+                    plant_fault(&c[f]);
+                    static const long inject[1] = {3};
+                    c[f].hooks.inject_steps = inject;
+                    c[f].hooks.ninject = !offload && dts[k] == ZN_F16;
+                    c[f].hooks.inject_value = INFINITY;
+                }
+                far_pair(c, world, n, stage, k, canonical);
+                if (!offload) {
+                    /* the scratch: max(2 uint64, GA = 2 floats) = 16 bytes per rank */
+                    assert_int_equal(c[1].scratch_bytes, 16 * world);
+                    assert_int_equal(c[1].workspace, c[0].workspace);
+                }
+                for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
+            }
+}
+
 /* spec: Z-DEV-001 the engine (training, gathers, checkpoint save and load,
  * the inject and fault hooks) never dereferences a device buffer: on a
  * device whose addresses fault on any host access it runs and gives the
@@ -670,31 +708,7 @@ static void far_pair(FarCtx *c, int world, long n, int stage, int k, int canonic
  * workspace scratch of max(16, 4 GA) bytes per rank */
 static void test_far_device(void **st) {
     (void)st;
-    const int world = 2;
-    const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
-    for (int stage = 0; stage <= 3; stage++)
-        for (int k = 0; k < 3; k++)
-            for (int canonical = 0; canonical <= 1; canonical++) {
-                static FarCtx c[2];
-                long n = 0;
-                for (int f = 0; f < 2; f++) {
-                    n = far_ctx_init(&c[f], f, world, stage, dts[k], canonical, 4);
-                    /* step 2: a planted fault in the master; in fp16 step 3
-                       also gets an inf gradient (a skipped step) */
-                    c[f].hooks.fault_step = 2;
-                    c[f].hooks.fault_index = 3;
-                    c[f].hooks.fault_delta = 0.25f;
-                    static const long inject[1] = {3};
-                    c[f].hooks.inject_steps = inject;
-                    c[f].hooks.ninject = dts[k] == ZN_F16;
-                    c[f].hooks.inject_value = INFINITY;
-                }
-                far_pair(c, world, n, stage, k, canonical);
-                /* the scratch: max(2 uint64, GA = 2 floats) = 16 bytes per rank */
-                assert_int_equal(c[1].scratch_bytes, 16 * world);
-                assert_int_equal(c[1].workspace, c[0].workspace);
-                for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
-            }
+    far_sweep(0, 0);
 }
 
 /* spec: Z-OFF-001 Z-DEV-001 offload on a device whose addresses fault on
@@ -703,22 +717,7 @@ static void test_far_device(void **st) {
  * are the host device's without offload (the fault hook included) */
 static void test_far_offload(void **st) {
     (void)st;
-    const int world = 2;
-    const ZnDtype dts[3] = {ZN_F32, ZN_F16, ZN_BF16};
-    for (int stage = 1; stage <= 3; stage++)
-        for (int k = 0; k < 3; k++)
-            for (int canonical = 0; canonical <= 1; canonical++) {
-                static FarCtx c[2];
-                long n = 0;
-                for (int f = 0; f < 2; f++) {
-                    n = far_ctx_init_off(&c[f], f, world, stage, dts[k], canonical, 4, f);
-                    c[f].hooks.fault_step = 2;
-                    c[f].hooks.fault_index = 3;
-                    c[f].hooks.fault_delta = 0.25f;
-                }
-                far_pair(c, world, n, stage, k, canonical);
-                for (int f = 0; f < 2; f++) far_ctx_free(&c[f]);
-            }
+    far_sweep(1, 1);   /* offload needs a stage */
 }
 
 /* spec: Z-DEV-001 a checkpoint saved and loaded through the far device
