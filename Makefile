@@ -1,5 +1,5 @@
 # zinc: one entry point. `make` builds build/zinc; `make test` runs the suite.
-# Targets: all demo test test-peer test-deepspeed test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
+# Targets: all demo test test-peer test-deepspeed test-nodes test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O2
@@ -76,7 +76,7 @@ endif
 ZN_LIBS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 ZN_DEPS = $(BUILD)/libzinc_app.a $(BUILD)/libzinc_sim.a $(CUDA_A) $(BUILD)/libzinc.a
 
-.PHONY: FORCE all demo test test-peer test-deepspeed test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
+.PHONY: FORCE all demo test test-peer test-deepspeed test-nodes test-gpu bench-gpu gpu-pack gpu-rehearse install coverage memcheck sanitize fuzz fuzz-replay bench bench-peers clean deps
 all: $(BUILD)/zinc
 
 deps: $(CONFIG_MK)
@@ -148,6 +148,13 @@ test-peer: $(BUILD)/zinc
 # by DeepSpeed on this CPU and by zinc from one ds_config (ci/test_deepspeed.sh)
 test-deepspeed: $(BUILD)/zinc $(BUILD)/tests/ds_probe
 	@sh ci/test_deepspeed.sh $(BUILD)
+
+# A small cluster on this machine (spec Z-NODE-*): network namespaces joined
+# by a bridge, links shaped with tbf, zinc launch across them
+# (tests/nodes_test.sh; needs root, else it says so and passes)
+test-nodes: $(BUILD)/zinc
+	@sh ci/setup_nodes.sh
+	@ZINC=$(BUILD)/zinc sh tests/nodes_test.sh
 
 # Coverage: the suite built with gcov, a gcovr report (HTML under
 # coverage/html, text summary in coverage/summary.txt) and the per-stage table

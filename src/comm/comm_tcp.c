@@ -13,8 +13,9 @@
  * with process_vm_readv (one copy where a socket makes two, user to kernel
  * to user) and acknowledges; the sender's exchange ends only when every
  * such read is acknowledged, so its buffers stay valid while they are read.
- * A probe at set-up decides which pairs can (same host and pid namespace,
- * and a kernel that lets them); ZINC_TCP_CMA=0 turns it off.
+ * A probe at set-up decides which pairs can (same node: network namespace
+ * and launcher node rank; same host and pid namespace, and a kernel that
+ * lets them); ZINC_TCP_CMA=0 turns it off.
  *
  * The collectives on top are comm/coll.c's (the sums are the receiver's, so
  * no transport choice can change a bit). */
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,8 +57,10 @@ typedef struct {
     int32_t port;
     uint64_t token;          /* rank 0's: a connection from another run is refused */
     char host[64];
-    int32_t pid, pad;        /* the probe: 8 bytes at probe_at in process pid read probe */
+    int32_t pid;             /* the probe: 8 bytes at probe_at in process pid read probe */
+    int32_t node_rank;       /* its launcher's node (GROUP_RANK), -1 where none was given */
     uint64_t probe_at, probe;
+    uint64_t node;           /* the node it runs on (node_id): reads by reference stay inside one */
 } Addr;
 
 typedef struct {
@@ -88,6 +92,9 @@ typedef struct {
     unsigned char *can_read; /* [world] 1: this rank can read the peer's memory */
     uint64_t probe;          /* what the peers read to find whether they can (set-up) */
     double timeout_s;        /* ZINC_COMM_TIMEOUT: the longest wait without progress */
+    unsigned char *remote;   /* [world] 1: the peer runs on another node (node_id) */
+    int *node_rank;          /* [world] each peer's launcher node (GROUP_RANK), -1 unknown */
+    uint64_t sent[2];        /* bytes handed to the sockets, to this node's peers [0] and other nodes' [1] */
 } Tcp;
 
 static int poll_ms(double left) { return left > 1.0 ? 1000 : (int)(left * 1000) + 1; }
@@ -240,8 +247,10 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
         double left = deadline - zn_comm_now_s();
         if (left <= 0) {
             int q = t->who[0], in_wait = t->pfd[0].events & POLLIN;
-            return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d " ZN_COMM_TIMEOUT_MARK, t->timeout_s,
-                          in_wait ? "waiting for" : "sending to", q);
+            char node[48] = "";
+            if (t->remote[q] && t->node_rank[q] >= 0) snprintf(node, sizeof node, " on node %d", t->node_rank[q]);
+            return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d%s " ZN_COMM_TIMEOUT_MARK, t->timeout_s,
+                          in_wait ? "waiting for" : "sending to", q, node);
         }
         int k = poll(t->pfd, (nfds_t)n, poll_ms(left));
         if (k < 0 && errno != EINTR) return zn_err(err, ZN_E_COMM, "poll: %s", strerror(errno));
@@ -279,6 +288,7 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
                 if (r < 0 && errno != EINTR && errno != EAGAIN) return lost(t, q, strerror(errno), err);
                 if (r > 0) {
                     p->done_out += (size_t)r;
+                    t->sent[t->remote[q]] += (uint64_t)r;
                     moved = 1;
                 }
             }
@@ -289,9 +299,16 @@ static int tcp_exchange(void *x, const void *const *out, const size_t *nout, voi
 
 static void tcp_free(void *x) {
     Tcp *t = x;
+    /* ZINC_TCP_STATS: what went through the sockets (the wire's share of
+       the traffic: `make test-nodes` holds the links' counters to it) */
+    const char *st = getenv("ZINC_TCP_STATS");
+    if (st && strcmp(st, "0") && t->world > 1)
+        fprintf(stderr, "tcp rank %d: to other nodes %llu B, to its own node %llu B (headers and acknowledgements "
+                "included; bytes read by reference not)\n", t->rank, (unsigned long long)t->sent[1],
+                (unsigned long long)t->sent[0]);
     for (int q = 0; t->fd && q < t->world; q++)
         if (t->fd[q] >= 0) close(t->fd[q]);
-    ZN_FREE_ALL(t->fd, t->pr, t->pfd, t->who, t->pid, t->by_ref, t->can_read, t);
+    ZN_FREE_ALL(t->fd, t->pr, t->pfd, t->who, t->pid, t->by_ref, t->can_read, t->remote, t->node_rank, t);
 }
 
 static const ZnXportOps tcp_ops = {tcp_exchange, tcp_free};
@@ -420,6 +437,21 @@ static int listen_any(int world, int *port) {
     return fd;
 }
 
+/* The node a rank runs on, as far as reads by reference go: its network
+ * namespace (namespaces of one machine are the nodes of a test cluster,
+ * and a pid namespace does not separate them) and its launcher's node rank
+ * (GROUP_RANK, as zinc launch and torchrun set it). Ranks of different
+ * nodes talk through their sockets only, whatever one kernel would let
+ * them read. */
+static uint64_t node_id(void) {
+    struct stat st;
+    uint64_t h = 1469598103934665603ull;
+    if (stat("/proc/self/ns/net", &st) == 0) h = (h ^ (uint64_t)st.st_ino) * 1099511628211ull;
+    const char *g = getenv("GROUP_RANK");
+    for (const char *c = g ? g : ""; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h;
+}
+
 /* Which peers can read this rank's memory (Z-PROC-008): each rank reads
  * every peer's probe (its process id may name another process in another
  * pid namespace or on another host: the value tells), and the ranks
@@ -431,10 +463,12 @@ static int probe_peers(Tcp *t, ZnStore *s, const Addr *all, unsigned char *rows,
     unsigned char *mine = rows + (size_t)me * (size_t)W;
     for (int q = 0; q < W; q++) {
         t->pid[q] = all[q].pid;
+        t->remote[q] = all[q].node != all[me].node;
+        t->node_rank[q] = all[q].node_rank;
         uint64_t v = 0;
         struct iovec l = {&v, sizeof v}, r = {(void *)(uintptr_t)all[q].probe_at, sizeof v};
-        mine[q] = q != me && try && process_vm_readv(all[q].pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof v &&
-                  v == all[q].probe;
+        mine[q] = q != me && try && all[q].node == all[me].node &&
+                  process_vm_readv(all[q].pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof v && v == all[q].probe;
     }
     /* (allgather reads mine before it writes the rows: copy it out first) */
     unsigned char row[64], *own = W <= 64 ? row : zn_malloc(ZN_HOST_COMM, (size_t)W);
@@ -471,10 +505,13 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
         t->pid = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pid);
         t->by_ref = zn_calloc(ZN_HOST_COMM, w, sizeof *t->by_ref);
         t->can_read = zn_calloc(ZN_HOST_COMM, w, sizeof *t->can_read);
+        t->remote = zn_calloc(ZN_HOST_COMM, w, sizeof *t->remote);
+        t->node_rank = zn_calloc(ZN_HOST_COMM, w, sizeof *t->node_rank);
     }
     Addr *all = zn_calloc(ZN_HOST_COMM, w, sizeof *all);
     unsigned char *rows = zn_calloc(ZN_HOST_COMM, w * w, 1);
-    if (!t || !t->fd || !t->pr || !t->pfd || !t->who || !t->pid || !t->by_ref || !t->can_read || !all || !rows) {
+    if (!t || !t->fd || !t->pr || !t->pfd || !t->who || !t->pid || !t->by_ref || !t->can_read || !t->remote ||
+        !t->node_rank || !all || !rows) {
         if (t && t->fd) memset(t->fd, 0xff, w * sizeof *t->fd);   /* -1 each: nothing to close */
         if (t) tcp_free(t);
         ZN_FREE_ALL(all, rows);
@@ -485,8 +522,9 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
     int rc = 0, lfd = -1;
     if (W > 1) {
         t->probe = run_token() ^ ((uint64_t)t->rank << 48);
-        Addr mine = {MESH_MAGIC, 0, t->rank == 0 ? run_token() : 0, "", (int32_t)getpid(), 0,
-                     (uint64_t)(uintptr_t)&t->probe, t->probe};
+        const char *g = getenv("GROUP_RANK");
+        Addr mine = {MESH_MAGIC, 0, t->rank == 0 ? run_token() : 0, "", (int32_t)getpid(), g ? atoi(g) : -1,
+                     (uint64_t)(uintptr_t)&t->probe, t->probe, node_id()};
         zn_store_local_ip(s, mine.host, sizeof mine.host);
         if ((lfd = listen_any(W, &mine.port)) < 0)
             rc = zn_err(err, ZN_E_COMM, "tcp mesh: rank %d cannot listen: %s", t->rank, strerror(errno));
