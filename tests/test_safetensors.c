@@ -64,6 +64,18 @@ static unsigned char *get_file(const char *path, size_t *n) {   /* NULL if absen
 }
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
+/* the header length g_path's first 8 bytes give (little-endian); *size
+   gets the file's size */
+static uint64_t header_len(size_t *size) {
+    unsigned char *b = get_file(g_path, size);
+    assert_non_null(b);
+    assert_true(*size >= 8);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
+    free(b);
+    return hl;
+}
+
 /* names in dir that contain ".tmp." (temporaries) */
 static int count_temps(const char *dir) {
     DIR *d = opendir(dir);
@@ -364,10 +376,7 @@ static void test_roundtrip_many(void **state) {
     ZnStFile *f = expect_open();
     assert_int_equal(zn_st_count(f), N);
     size_t fsz;
-    unsigned char *raw = get_file(g_path, &fsz);
-    uint64_t hl = 0;
-    for (int i = 7; i >= 0; i--) hl = hl << 8 | raw[i];
-    free(raw);
+    uint64_t hl = header_len(&fsz);
     check_consistent(f, fsz, hl);
     for (int i = 0; i < N; i++) {
         const ZnStTensor *t = zn_st_find(f, names[i]);
@@ -869,10 +878,7 @@ static int open_any(size_t size) {
     int rc = zn_st_open(&f, g_path, &err);
     if (rc == ZN_OK) {
         size_t n;
-        unsigned char *b = get_file(g_path, &n);
-        uint64_t hl = 0;
-        for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
-        free(b);
+        uint64_t hl = header_len(&n);
         check_consistent(f, size, hl);
         zn_st_close(f);
         return 1;
