@@ -85,8 +85,8 @@ cfg() {   # a config file: stage $1, then extra zero_optimization keys $2, then 
     "$1" "$2" "$3" >"$f"
   echo "$f"
 }
-# NODES_PARTS picks parts (digests, wire, faults; default all)
-part() { case " ${NODES_PARTS:-digests wire faults} " in *" $1 "*) return 0 ;; esac; return 1; }
+# NODES_PARTS picks parts (digests, mpi, wire, faults; default all)
+part() { case " ${NODES_PARTS:-digests mpi wire faults} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- digests across nodes (Z-NODE-001) -------------------------------------
 if part digests; then
@@ -110,6 +110,38 @@ check_digest mics 2 2 "$(cfg 3 ', "mics_shard_size": 2')"
 check_digest mics-hier 2 2 "$(cfg 3 ', "mics_shard_size": 4, "mics_hierarchical_params_gather": true')"
 check_digest offload 2 2 "$(cfg 3 ', "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}')"
 check_digest stage2-3nodes 3 1 "$(cfg 2)"
+fi
+
+# ---- mpirun across the nodes (Z-NODE-005) ------------------------------------
+# OpenMPI starts its daemon on a remote node through an "rsh agent" (ssh by
+# default); here the agent runs it inside the node's namespace, with its own
+# hostname (a UTS namespace) so that OpenMPI sees two hosts and joins them
+# over TCP on eth0, not through shared memory.
+if part mpi; then
+  if command -v mpirun >/dev/null && command -v unshare >/dev/null; then
+    cat >"$T/agent" <<AGENT
+#!/bin/sh
+host=\$1; shift
+i=\$(( \${host##*.} - 1 ))
+exec ip netns exec ${P}n\$i unshare --uts sh -c "hostname ${P}node\$i; exec \$*"
+AGENT
+    chmod +x "$T/agent"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    for st in 2 3; do
+      c=$(cfg $st ', "stage3_param_persistence_threshold": 0')
+      want=$("$ZINC" train $M --config "$c" --world-size 4 --ranks-per-node 2 2>&1 | grep '^digest=')
+      a0=$(tx 0)
+      node 0 unshare --uts sh -c "hostname ${P}node0; $TO mpirun --mca plm_rsh_agent $T/agent \
+        --host 10.231.0.1:2,10.231.0.2:2 -np 4 --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 \
+        --mca oob_tcp_if_include eth0 $ZINC train --backend mpi $M --config $c" >"$T/mpi" 2>&1
+      a1=$(tx 0)
+      got=$(grep '^digest=' "$T/mpi")
+      # spec: Z-NODE-005 mpirun's daemons start inside the nodes' namespaces
+      if [ -n "$want" ] && [ "$got" = "$want" ] && [ $((a1 - a0)) -gt 100000 ]; then
+        ok "Z-NODE-005 mpirun across 2 nodes x 2, stage $st: $got, $((a1 - a0)) B on node 0's link"
+      else bad "Z-NODE-005-stage$st" "mpirun: $got, simulator $want, $((a1 - a0)) B on the link: $(tail -n 3 "$T/mpi" | tr '\n' ' ')"; fi
+    done
+  else echo "test-nodes: mpi part skipped: no mpirun or unshare"; fi
 fi
 
 # ---- the link carries the inter-node bytes (Z-NODE-002) ---------------------
