@@ -29,7 +29,9 @@ typedef struct { uint32_t magic, ok; char msg[240]; } Ack;
 #define MESH_MAGIC 0x5a4e4d53u
 typedef struct {
     uint32_t magic; int32_t port; uint64_t token; char host[64];
-    int32_t pid, pad; uint64_t probe_at, probe;   /* 0: nothing to read by reference */
+    int32_t pid, node_rank;                       /* node_rank: GROUP_RANK, -1 where none was given */
+    uint64_t probe_at, probe;                     /* 0: nothing to read by reference */
+    uint64_t node;                                /* the node it runs on: reads by reference stay inside one */
 } MeshAddr;
 typedef struct { uint32_t magic; int32_t rank; uint64_t token; } MeshHello;
 typedef struct { uint32_t magic, by_ref; int64_t bytes; uint64_t addr; } Frame;
@@ -911,7 +913,7 @@ static void comm_leave_rank(int rank, ZnStore *s, void *arg) {
 static void hand_peer_rank1(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
     int port = 0, lfd = v->variant == 0 ? listen_port(&port) : -1;
-    MeshAddr mine = {MESH_MAGIC, v->variant == 1 ? free_port() : port, 0, "127.0.0.1"}, all[2];
+    MeshAddr mine = {MESH_MAGIC, v->variant == 1 ? free_port() : port, 0, "127.0.0.1", 0, -1}, all[2];
     if ((v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]))) return;
     if (v->variant == 0) {
         int fd = raw_connect(all[0].port);
@@ -981,7 +983,7 @@ static void test_tcp_mesh_setup_failures(void **st) {
 /* Rank 0 of two by hand: publishes a port nothing listens on. */
 static void dead_port_rank0(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
-    MeshAddr mine = {MESH_MAGIC, free_port(), 0, "127.0.0.1"}, all[2];
+    MeshAddr mine = {MESH_MAGIC, free_port(), 0, "127.0.0.1", 0, -1}, all[2];
     v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]);
     snprintf(v->got[0], sizeof v->got[0], "%d", mine.port);
 }
