@@ -85,6 +85,14 @@ cfg() {   # a config file: stage $1, then extra zero_optimization keys $2, then 
     "$1" "$2" "$3" >"$f"
   echo "$f"
 }
+wait_exit() {   # wait_exit PID BOUND: seconds until PID exited (BOUND + 1: it did not)
+  k=0
+  # (a child not yet reaped is a zombie: exited)
+  while [ -n "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ] && [ $k -le $(($2 * 10)) ]; do
+    sleep 0.1; k=$((k + 1))
+  done
+  echo $((k / 10))
+}
 # NODES_PARTS picks parts (digests, mpi, wire, faults; default all)
 part() { case " ${NODES_PARTS:-digests mpi wire faults} " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -141,6 +149,31 @@ AGENT
         ok "Z-NODE-005 mpirun across 2 nodes x 2, stage $st: $got, $((a1 - a0)) B on node 0's link"
       else bad "Z-NODE-005-stage$st" "mpirun: $got, simulator $want, $((a1 - a0)) B on the link: $(tail -n 3 "$T/mpi" | tr '\n' ' ')"; fi
     done
+    # a frozen node under mpirun: the ranks left time out (ZINC_COMM_TIMEOUT,
+    # passed on with -x) and name the rank they waited for; mpirun ends the job
+    ck="$T/ck_mpi"
+    node 0 unshare --uts sh -c "hostname ${P}node0; exec timeout -k 5 120 mpirun --mca plm_rsh_agent $T/agent \
+      --host 10.231.0.1:2,10.231.0.2:2 -np 4 --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 \
+      --mca oob_tcp_if_include eth0 -x ZINC_COMM_TIMEOUT=3 $ZINC train --backend mpi \
+      --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 32 --steps 100000 --steps-per-print 0 \
+      --config $(cfg 2) --checkpoint-dir $ck --checkpoint-interval 20" >"$T/mpif" 2>&1 &
+    mpid=$!
+    k=0
+    while [ ! -f "$ck/latest" ] && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+    ip netns pids "${P}n1" | xargs -r kill -STOP
+    # node 0's ranks must be gone (mpirun itself then waits on the frozen
+    # node's OpenMPI daemon: that wait is OpenMPI's, and ends with the kill)
+    k=0
+    while [ -n "$(ip netns pids "${P}n0" | xargs -r ps -o args= -p 2>/dev/null | grep '^[^ ]*zinc train')" ] &&
+      [ $k -le 300 ]; do sleep 0.1; k=$((k + 1)); done
+    secs=$((k / 10))
+    ip netns pids "${P}n1" | xargs -r kill -9
+    kill -9 $mpid 2>/dev/null
+    wait $mpid 2>/dev/null
+    # spec: Z-NODE-003 mpi's waits are bounded too
+    if [ "$secs" -le 15 ] && grep -q "timed out after 3 s waiting for rank [23] (ZINC_COMM_TIMEOUT)" "$T/mpif"; then
+      ok "Z-NODE-003 mpi, frozen node: node 0's ranks exited ${secs} s after the freeze, naming the rank they waited for"
+    else bad Z-NODE-003-mpi "after ${secs} s: $(grep -h -m 2 error "$T/mpif")"; fi
   else echo "test-nodes: mpi part skipped: no mpirun or unshare"; fi
 fi
 
@@ -195,14 +228,6 @@ start_bg() {   # start_bg CKDIR: the run, each node's launcher pid in $T/pidI
       --checkpoint-dir "$1" --checkpoint-interval 20 >"$T/out$i" 2>&1 &
     echo $! >"$T/pid$i"
   done
-}
-wait_exit() {   # wait_exit PID BOUND: seconds until PID exited (BOUND + 1: it did not)
-  k=0
-  # (a child not yet reaped is a zombie: exited)
-  while [ -n "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ] && [ $k -le $(($2 * 10)) ]; do
-    sleep 0.1; k=$((k + 1))
-  done
-  echo $((k / 10))
 }
 fault() {   # fault NAME ACTION UNDO SURVIVORS
   name=$1 act=$2 undo=$3 survivors=$4 ck="$T/ck_$1"

@@ -9,6 +9,7 @@
 #include "comm/comm_proc.h"
 #include "core/alloc.h"
 #include "comm/coll.h"
+#include "comm/store.h"
 #include <stdlib.h>
 
 #ifdef ZN_HAVE_MPI
@@ -44,7 +45,10 @@ void zn_mpi_finalize(void) {
 typedef struct {
     int rank, world;
     MPI_Request *rq;         /* every message of one exchange, posted at once */
+    int *peer;               /* [rq_cap] each message's peer, negative (-1 - rank) for a send */
+    int *done;               /* [rq_cap] MPI_Testsome's indices */
     size_t rq_cap;
+    double timeout_s;        /* ZINC_COMM_TIMEOUT: the longest wait without progress */
 } Mpi;
 
 /* MPI counts are ints: a message goes in chunks of at most this many bytes.
@@ -53,6 +57,34 @@ typedef struct {
 #define CHUNK ((size_t)1 << 30)
 
 static size_t chunks(size_t n) { return (n + CHUNK - 1) / CHUNK; }
+
+/* Waits for the exchange's n messages, bounded as tcp's waits are
+ * (Z-RDV-009): no message done for timeout_s seconds is an error naming the
+ * peer of the first one still open (MPI_Waitall would wait for a frozen
+ * peer for ever). The rank then leaves without MPI_Finalize, and mpirun
+ * stops the job. */
+static int wait_all(Mpi *m, int n, ZnErr *err) {
+    int open = n;
+    double deadline = zn_comm_now_s() + m->timeout_s;
+    while (open > 0) {
+        int k = 0;
+        int rc = MPI_Testsome(n, m->rq, &k, m->done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "exchange", err);
+        if (k == MPI_UNDEFINED) break;
+        if (k > 0) {
+            open -= k;
+            deadline = zn_comm_now_s() + m->timeout_s;
+            continue;
+        }
+        if (zn_comm_now_s() < deadline) continue;
+        int q = 0;
+        while (q < n - 1 && m->rq[q] == MPI_REQUEST_NULL) q++;
+        const int peer = m->peer[q] < 0 ? -1 - m->peer[q] : m->peer[q];
+        return zn_err(err, ZN_E_COMM, "timed out after %.0f s %s rank %d " ZN_COMM_TIMEOUT_MARK, m->timeout_s,
+                      m->peer[q] < 0 ? "sending to" : "waiting for", peer);
+    }
+    return 0;
+}
 
 /* Every receive and every send of the exchange posted at once, then one
  * wait: each pair's bytes move as soon as both sides are there, and no rank
@@ -66,8 +98,12 @@ static int mpi_exchange(void *x, const void *const *out, const size_t *nout, voi
         if (q != m->rank) need += chunks(nout[q]) + chunks(nin[q]);
     if (need > m->rq_cap) {
         MPI_Request *r = zn_realloc(ZN_HOST_COMM, m->rq, need * sizeof *r);
-        if (!r) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu MPI requests)", need);
-        m->rq = r;
+        if (r) m->rq = r;
+        int *p = r ? zn_realloc(ZN_HOST_COMM, m->peer, need * sizeof *p) : NULL;
+        if (p) m->peer = p;
+        int *d = p ? zn_realloc(ZN_HOST_COMM, m->done, need * sizeof *d) : NULL;
+        if (d) m->done = d;
+        if (!d) return zn_err(err, ZN_E_NOMEM, ZN_NOMEM_MSG " (%zu MPI requests)", need);
         m->rq_cap = need;
     }
     int n = 0, rc = MPI_SUCCESS;
@@ -76,6 +112,7 @@ static int mpi_exchange(void *x, const void *const *out, const size_t *nout, voi
         int from = (m->rank - k + m->world) % m->world;
         for (size_t o = 0; o < nin[from] && rc == MPI_SUCCESS; o += CHUNK) {
             size_t c = nin[from] - o < CHUNK ? nin[from] - o : CHUNK;
+            m->peer[n] = from;
             rc = MPI_Irecv((char *)in[from] + o, (int)c, MPI_BYTE, from, 0, MPI_COMM_WORLD, &m->rq[n++]);
         }
     }
@@ -83,16 +120,17 @@ static int mpi_exchange(void *x, const void *const *out, const size_t *nout, voi
         int to = (m->rank + k) % m->world;
         for (size_t o = 0; o < nout[to] && rc == MPI_SUCCESS; o += CHUNK) {
             size_t c = nout[to] - o < CHUNK ? nout[to] - o : CHUNK;
+            m->peer[n] = -1 - to;
             rc = MPI_Isend((const char *)out[to] + o, (int)c, MPI_BYTE, to, 0, MPI_COMM_WORLD, &m->rq[n++]);
         }
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, m->rq, MPI_STATUSES_IGNORE);
-    return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "exchange", err);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "exchange", err);
+    return wait_all(m, n, err);
 }
 
 static void mpi_free(void *x) {
     Mpi *m = x;
-    ZN_FREE_ALL(m->rq, m);
+    ZN_FREE_ALL(m->rq, m->peer, m->done, m);
 }
 
 static const ZnXportOps mpi_ops = {mpi_exchange, mpi_free};
@@ -107,6 +145,7 @@ ZnComm *zn_comm_mpi_new(ZnErr *err) {
     }
     m->rank = rank;
     m->world = world;
+    m->timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", ZN_COMM_TIMEOUT_DEFAULT);
     return zn_coll_proc_new(rank, world, m, &mpi_ops, err);
 }
 
