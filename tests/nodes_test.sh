@@ -93,8 +93,8 @@ wait_exit() {   # wait_exit PID BOUND: seconds until PID exited (BOUND + 1: it d
   done
   echo $((k / 10))
 }
-# NODES_PARTS picks parts (digests, mpi, wire, faults; default all)
-part() { case " ${NODES_PARTS:-digests mpi wire faults} " in *" $1 "*) return 0 ;; esac; return 1; }
+# NODES_PARTS picks parts (digests, mpi, wire, zeropp, faults; default all)
+part() { case " ${NODES_PARTS:-digests mpi wire zeropp faults} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- digests across nodes (Z-NODE-001) -------------------------------------
 if part digests; then
@@ -209,6 +209,38 @@ echo "test-nodes: with ZINC_TCP_CMA=0 node 0's link carried $nocma B"
 if [ $((wire * 100)) -ge $((nocma * 97)) ] && [ $((wire * 100)) -le $((nocma * 103)) ]; then
   ok "Z-NODE-002 reads by reference stay inside a node ($wire B on the link, $nocma B without them)"
 else bad Z-NODE-002-cma "the link carried $wire B, and $nocma B with ZINC_TCP_CMA=0"; fi
+fi
+
+# ---- ZeRO's 3M and ZeRO++'s 0.75M on the wire (Z-NODE-006) -------------------
+# bf16, GA 1, every parameter gathered (persistence 0), 2 nodes x 2: per
+# step node 0's link carries, in M = the 16-bit model's bytes, about 3M for
+# stage 3 (forward gather, backward gather, gradient reduce-scatter, each
+# M from a node to the other in the transport's all-to-all exchange) and
+# about 0.75M with hpZ + qwZ + qgZ (the backward gather inside the node,
+# the forward gather in int8, the gradients in int4). Per step: the
+# difference between a 6-step and a 2-step run, over 4.
+if part zeropp; then
+  G="--model gpt2:n_layer=2,n_embd=128,n_head=2,vocab_size=256,n_positions=32 --data text:tests/data/gpl-3.txt --seq-len 32 --steps-per-print 0"
+  M16=$((2 * $("$ZINC" plan $G --world-size 4 --steps 0 2>/dev/null | sed -n 's/.* \([0-9,]*\) parameters.*/\1/p' | head -n 1 | tr -d ,)))
+  per_step() {   # per_step CONFIG: node 0's link bytes a step, and the run's seconds a step
+    b0=$(tx 0); t0=$(date +%s.%N); run 2 2 $G --config "$1" --steps 2; t1=$(date +%s.%N); b1=$(tx 0)
+    run 2 2 $G --config "$1" --steps 6; t2=$(date +%s.%N); b2=$(tx 0)
+    echo "$(( (b2 - b1 - (b1 - b0)) / 4 )) $(echo "$t0 $t1 $t2" | awk '{printf "%.4f", (($3 - $2) - ($2 - $1)) / 4}')"
+  }
+  base='"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": true}'
+  plain="$T/plain.json"; zpp="$T/zpp.json"
+  echo "{$base, \"zero_optimization\": {\"stage\": 3, \"stage3_param_persistence_threshold\": 0, \"stage3_max_reuse_distance\": 0}}" >"$plain"
+  echo "{$base, \"zero_optimization\": {\"stage\": 3, \"stage3_param_persistence_threshold\": 0, \"stage3_max_reuse_distance\": 0, \"zero_hpz_partition_size\": 2, \"zero_quantized_weights\": true, \"zero_quantized_gradients\": true}}" >"$zpp"
+  set -- $(per_step "$plain"); pb=$1 pt=$2
+  set -- $(per_step "$zpp"); zb=$1 zt=$2
+  echo "test-nodes: M = $M16 B; a step on node 0's link ($RATE): stage 3 $pb B = $(echo "$pb $M16" | awk '{printf "%.2f", $1 / $2}')M in $pt s, hpZ + qwZ + qgZ $zb B = $(echo "$zb $M16" | awk '{printf "%.2f", $1 / $2}')M in $zt s, speed-up $(echo "$pt $zt" | awk '{printf "%.2f", $1 / $2}')x"
+  # spec: Z-NODE-006 3M and 0.75M a step on the wire
+  if [ "$M16" -gt 0 ] && [ $((pb * 100)) -ge $((M16 * 290)) ] && [ $((pb * 100)) -le $((M16 * 340)) ]; then
+    ok "Z-NODE-006 stage 3 puts 3M a step on the link ($pb B, M = $M16 B)"
+  else bad Z-NODE-006-plain "stage 3: $pb B a step on the link, M = $M16 B"; fi
+  if [ "$M16" -gt 0 ] && [ $((zb * 100)) -ge $((M16 * 60)) ] && [ $((zb * 100)) -le $((M16 * 95)) ]; then
+    ok "Z-NODE-006 hpZ + qwZ + qgZ put 0.75M a step on the link ($zb B)"
+  else bad Z-NODE-006-zeropp "hpZ + qwZ + qgZ: $zb B a step on the link, M = $M16 B"; fi
 fi
 
 # ---- faults: a frozen node, a link taken down (Z-NODE-003, Z-NODE-004) ------
