@@ -15,7 +15,11 @@
  *                   the large ones' extra bytes sent over their extra time
  *                   (the simulator sums on the CPU, so its reduce-scatter is
  *                   slower than its gather; ZeRO's traffic is both); inter =
- *                   intra (one node);
+ *                   intra on one node; where the launcher's ranks span
+ *                   nodes, intra from the same timings in each node's group
+ *                   and inter in the groups of one local rank across the
+ *                   nodes, every group at once (the node's link shared as
+ *                   a training step shares it);
  *   nvme_bw         rank 0 writes 64 MiB to a file in the output's folder,
  *                   fsyncs, reads it back: bytes over time;
  *   device_memory   the host's physical memory over the ranks.
@@ -26,6 +30,7 @@
 #include "app/cli.h"
 #include "app/machine.h"
 #include "app/proc.h"
+#include "comm/coll.h"
 #include "comm/world.h"
 #include "core/alloc.h"
 #include "core/cpu.h"
@@ -47,10 +52,16 @@
 #define AG_N (1L << 20)
 #define NVME_BYTES (64L << 20)
 
-enum { M_GEMM, M_ADD, M_ADAM, M_COPY, M_AG1, M_AGN, M_RS1, M_RSN, M_NVME, M_N };
+/* the collectives come three times: on the run's communicator, then, when
+ * the ranks span nodes, in the node's group (intra) and in the group of the
+ * ranks of one local index across the nodes (inter), all groups at once */
+enum { M_GEMM, M_ADD, M_ADAM, M_COPY, M_AG1, M_AGN, M_RS1, M_RSN, M_NVME,
+       M_IAG1, M_IAGN, M_IRS1, M_IRSN, M_XAG1, M_XAGN, M_XRS1, M_XRSN, M_N };
+#define M_GROUPS M_IAG1   /* the first of the node-split timings */
 
 typedef struct {
     const char *dir;        /* where rank 0 writes its NVMe probe */
+    int per_node;           /* ranks per node (the launcher's); the world size for one node */
     int quick;              /* --quick: one timing of one repetition each */
     double t[M_N];          /* seconds: the slowest rank's median */
 } CalCtx;
@@ -117,17 +128,24 @@ static int cal_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
     ZnAdamParams hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .bias_correction = 1};
     /* each timing repeats its operation long enough (tens of ms) that all
        ranks run it at once, not one after another as the barrier wakes them */
-    static const int iters_full[M_N] = {64, 8, 8, 8, 64, 4, 64, 4, 1}, iters_quick[M_N] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    const int *iters = ctx->quick ? iters_quick : iters_full, reps = ctx->quick ? 1 : REPS;
+    static const int iters_full[M_N] = {64, 8, 8, 8, 64, 4, 64, 4, 1, 64, 4, 64, 4, 64, 4, 64, 4};
+    const int *iters = ctx->quick ? NULL : iters_full, reps = ctx->quick ? 1 : REPS;
+    const int P = ctx->per_node > 0 && ctx->per_node < W ? ctx->per_node : W;
+    const ZnGroup intra = zn_group(P, 1), inter = zn_group(W / P, P);
     for (int k = 0; k < reps && !rc; k++) {
         for (int m = 0; m < M_N && !rc; m++) {
             /* the disk alone: rank 0, no barrier (the others are not writing) */
             if (m == M_NVME && (rank != 0 || !ctx->dir)) continue;
-            if (m == M_AG1 || m == M_AGN || m == M_RS1 || m == M_RSN)
-                for (int r = 0; r < W; r++) counts[r] = m == M_AGN || m == M_RSN ? AG_N : 1;
+            if (m >= M_GROUPS && P == W) continue;   /* one node: nothing to split */
+            const int small = m == M_AG1 || m == M_RS1 || m == M_IAG1 || m == M_IRS1 || m == M_XAG1 || m == M_XRS1;
+            if (m >= M_AG1 && m != M_NVME)
+                for (int r = 0; r < W; r++) counts[r] = small ? 1 : AG_N;
+            const int n_it = iters ? iters[m] : 1;
+            const ZnGroup g = m >= M_XAG1 ? inter : intra;
+            const int member = m >= M_XAG1 ? rank / P : rank % P;
             if (m != M_NVME && (rc = c->barrier(c, "calibrate", err))) break;
             double t0 = now_s(), nv = 0;
-            for (int i = 0; i < iters[m] && !rc; i++) switch (m) {
+            for (int i = 0; i < n_it && !rc; i++) switch (m) {
                 case M_GEMM: d.k->gemm_nt(&d, GEMM_N, GEMM_N, GEMM_N, a, b, NULL, cc); break;
                 case M_ADD: d.k->add(&d, ZN_F32, x, y, ADD_N); break;
                 /* Adam on the first quarter of x, y, and two more quarters of x for its moments */
@@ -135,9 +153,16 @@ static int cal_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
                 case M_COPY: memcpy(y, x, COPY_BYTES); break;
                 case M_NVME: rc = nvme_probe(ctx->dir, &nv, err); break;
                 case M_RS1: case M_RSN: rc = c->reduce_scatter(c, ag, y, counts, ZN_F32, ZN_SUM, "calibrate", err); break;
-                default: rc = c->all_gather(c, ag + (long)rank * counts[rank], ag, counts, ZN_F32, "calibrate", err);
+                case M_AG1: case M_AGN:
+                    rc = c->all_gather(c, ag + (long)rank * counts[rank], ag, counts, ZN_F32, "calibrate", err);
+                    break;
+                case M_IRS1: case M_IRSN: case M_XRS1: case M_XRSN:
+                    rc = zn_group_reduce_scatter(c, g, ag, y, counts, ZN_F32, ZN_SUM, "calibrate", err);
+                    break;
+                default:
+                    rc = zn_group_all_gather(c, g, ag + (long)member * counts[0], ag, counts, ZN_F32, "calibrate", err);
                 }
-            v[m][k] = m == M_NVME ? nv : (now_s() - t0) / iters[m];
+            v[m][k] = m == M_NVME ? nv : (now_s() - t0) / n_it;
         }
     }
     double med[M_N];
@@ -154,11 +179,23 @@ static int cal_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
     return rc;
 }
 
-/* the machine of the timings: one node of W ranks */
+/* A link's alpha and beta from a gather and a reduce-scatter of 1 and of
+ * AG_N elements a rank in groups of n ranks (t: the four timings) */
+static ZnLink link_of(const double *t, int n) {
+    ZnLink l;
+    double extra = 2.0 * (n - 1) * 4.0 * (AG_N - 1);
+    double dt = t[1] + t[3] - t[0] - t[2];
+    l.alpha = (t[0] + t[2]) / (2.0 * n);
+    l.beta = extra / (dt > 1e-9 ? dt : 1e-9);
+    return l;
+}
+
+/* the machine of the timings: W ranks, per_node to a node */
 static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m) {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
-    m->gpus_per_node = W;
+    const int P = ctx->per_node > 0 && ctx->per_node < W ? ctx->per_node : W;
+    m->gpus_per_node = P;
     m->overlap = 0;   /* zinc's collectives block the rank that calls them */
     m->device_flops = 2.0 * GEMM_N * GEMM_N * GEMM_N / ctx->t[M_GEMM];
     m->device_mem_bw = 12.0 * ADD_N / ctx->t[M_ADD];
@@ -166,16 +203,16 @@ static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m)
     m->device_memory = (double)pages * (double)psz / W;
     m->host_adam_rate = ADAM_N / ctx->t[M_ADAM];
     m->h2d_bw = 2.0 * COPY_BYTES / ctx->t[M_COPY];   /* read and written */
-    if (W > 1) {   /* the two ops ZeRO's traffic is made of, priced as one: their bytes over their time */
-        double extra = 2.0 * (W - 1) * 4.0 * (AG_N - 1);
-        double dt = ctx->t[M_AGN] + ctx->t[M_RSN] - ctx->t[M_AG1] - ctx->t[M_RS1];
-        m->intra.alpha = (ctx->t[M_AG1] + ctx->t[M_RS1]) / (2.0 * W);
-        m->intra.beta = extra / (dt > 1e-9 ? dt : 1e-9);
+    if (P < W) {   /* nodes: each link from its own groups' timings */
+        m->intra = link_of((const double[]){ctx->t[M_IAG1], ctx->t[M_IAGN], ctx->t[M_IRS1], ctx->t[M_IRSN]}, P);
+        m->inter = link_of((const double[]){ctx->t[M_XAG1], ctx->t[M_XAGN], ctx->t[M_XRS1], ctx->t[M_XRSN]}, W / P);
+    } else if (W > 1) {   /* the two ops ZeRO's traffic is made of, priced as one: their bytes over their time */
+        m->intra = link_of((const double[]){ctx->t[M_AG1], ctx->t[M_AGN], ctx->t[M_RS1], ctx->t[M_RSN]}, W);
     } else {   /* one rank's collectives move nothing: a copy's rate, a call's time */
         m->intra.alpha = ctx->t[M_AG1] > 1e-9 ? ctx->t[M_AG1] : 1e-9;
         m->intra.beta = m->h2d_bw;
     }
-    m->inter = m->intra;
+    if (P == W) m->inter = m->intra;
     m->nvme_bw = ctx->t[M_NVME] > 0 ? 2.0 * NVME_BYTES / ctx->t[M_NVME] : m->h2d_bw;
 }
 
@@ -249,6 +286,7 @@ int zn_cmd_calibrate(int argc, char **argv) {
         if ((rc = zn_proc_start(backend, rendezvous, 0, &proc, &err))) goto fail;
         world = proc.world.size;
         rank = proc.world.rank;
+        ctx.per_node = proc.world.per_node;
         rc = cal_rank(rank, proc.comm, &ctx, &err);
         zn_proc_end(&proc, rc == 0);
     }
@@ -258,6 +296,10 @@ int zn_cmd_calibrate(int argc, char **argv) {
     snprintf(auto_name, sizeof auto_name, "calibrated-%s-%d", zn_backend_name(backend), world);
     ZnMachine m;
     machine_of(&ctx, world, name ? name : auto_name, &m);
+    char between[128] = "";   /* across nodes, where the ranks span them */
+    if (m.gpus_per_node < world)
+        snprintf(between, sizeof between, " in a node of %d, alpha %.2f us beta %.3f GB/s between %d nodes",
+                 m.gpus_per_node, m.inter.alpha * 1e6, m.inter.beta / 1e9, world / m.gpus_per_node);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -271,9 +313,9 @@ int zn_cmd_calibrate(int argc, char **argv) {
     free(text);
     if (rc) goto fail;
     printf("zinc calibrate: %d %s rank%s: GEMM %.2f GFLOP/s, memory %.2f GB/s, Adam %.3g elements/s, copy %.2f GB/s, "
-           "collectives alpha %.2f us beta %.2f GB/s, disk %.2f GB/s -> %s\n",
+           "collectives alpha %.2f us beta %.2f GB/s%s, disk %.2f GB/s -> %s\n",
            world, zn_backend_name(backend), world > 1 ? "s" : "", m.device_flops / 1e9, m.device_mem_bw / 1e9,
-           m.host_adam_rate, m.h2d_bw / 1e9, m.intra.alpha * 1e6, m.intra.beta / 1e9, m.nvme_bw / 1e9, out);
+           m.host_adam_rate, m.h2d_bw / 1e9, m.intra.alpha * 1e6, m.intra.beta / 1e9, between, m.nvme_bw / 1e9, out);
     return 0;
 fail:
     zn_err_print(stderr, "", &err);
