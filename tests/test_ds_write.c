@@ -65,18 +65,14 @@ static void test_layout_is_deepspeeds(void **state) {
         snprintf(fix, sizeof fix, DSCK "%s", CASES[k].fixture);
         assert_int_equal(zn_ds_open(&a, ddir, &err), 0);
         assert_int_equal(zn_ds_open(&b, fix, &err), 0);
-        assert_int_equal(a.stage, b.stage);
-        assert_int_equal(a.world, b.world);
-        assert_int_equal(a.ngroups, b.ngroups);
-        assert_int_equal(a.per_param, b.per_param);
-        assert_int_equal(a.bf16_names, b.bf16_names);
-        assert_int_equal(a.module_type, b.module_type);
-        assert_int_equal(a.nmodel, b.nmodel);
-        assert_int_equal(a.nshared, b.nshared);
-        assert_int_equal(a.nparams, b.nparams);
-        assert_int_equal(a.global_steps, b.global_steps);
-        assert_int_equal(a.global_samples, b.global_samples);
-        assert_int_equal(a.adam_step, b.adam_step);
+        /* the folder's numbers: stage, world, groups, layout, names, module dtype,
+         * files, shared and all parameters, steps, samples, Adam's step */
+        const long long fa[] = {a.stage, a.world, a.ngroups, a.per_param, a.bf16_names, a.module_type,
+                                a.nmodel, a.nshared, a.nparams, a.global_steps, a.global_samples, a.adam_step};
+        const long long fb[] = {b.stage, b.world, b.ngroups, b.per_param, b.bf16_names, b.module_type,
+                                b.nmodel, b.nshared, b.nparams, b.global_steps, b.global_samples, b.adam_step};
+        for (size_t i = 0; i < sizeof fa / sizeof *fa; i++)
+            if (fa[i] != fb[i]) fail_msg("%s: number %zu is %lld, DeepSpeed's %lld", CASES[k].fixture, i, fa[i], fb[i]);
         assert_string_equal(a.ds_version, b.ds_version);
         for (int i = 0; i < a.nparams; i++) {
             assert_string_equal(a.param[i].name, b.param[i].name);
