@@ -14,7 +14,8 @@
 # first; the logs are then printed in the fixed order below, so the output,
 # the counts and the exit status are those of a run one part after another.
 # ZINC_TEST_JOBS=1 runs them one after another, printing each as it ends.
-# ZINC_TEST_TIMES=1 adds each part's seconds ("time NAME: S s") after its lines.
+# ZINC_TEST_TIMES=1 adds each part's seconds and CPU time after its lines
+# ("time NAME: S s, cpu USER SYSTEM").
 B=${1:-build}
 ZINC=$B/zinc
 export ZINC
@@ -74,14 +75,15 @@ cmd() {
   esac
 }
 
-# run NAME: runs part NAME into $D/NAME.log, its exit status into $D/NAME.rc
-# (written last: its presence says the part has ended), its seconds into $D/NAME.s
+# run NAME: runs part NAME into $D/NAME.log, its exit status into $D/NAME.rc,
+# its seconds and CPU time (user and system, its processes') into $D/NAME.s
 run() {
   t0=$(date +%s)
-  cmd "$1" >"$D/$1.log" 2>&1 </dev/null
-  rc=$?
-  echo $(($(date +%s) - t0)) >"$D/$1.s"
-  echo $rc >"$D/$1.rc"
+  ( cmd "$1" >"$D/$1.log" 2>&1 </dev/null
+    rc=$?
+    echo "$(($(date +%s) - t0))" >"$D/$1.s"; times >"$D/$1.cpu"
+    exit $rc )
+  echo $? >"$D/$1.rc"
 }
 
 # report NAME: prints part NAME's lines from its log and adds its counts
@@ -112,7 +114,7 @@ report() {
       [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { crashed="$crashed $name(rc=$rc)"; f=1; }
       count "$p" "$f" ;;
   esac
-  [ -n "$ZINC_TEST_TIMES" ] && echo "time $name: $(cat "$D/$name.s" 2>/dev/null) s"
+  [ -n "$ZINC_TEST_TIMES" ] && echo "time $name: $(cat "$D/$name.s" 2>/dev/null) s, cpu $(sed -n 2p "$D/$name.cpu" 2>/dev/null)"
 }
 
 if [ "$JOBS" -eq 1 ]; then

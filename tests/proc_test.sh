@@ -15,8 +15,26 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 MPIRUN="mpirun --oversubscribe --bind-to none"
 # below the kernel's ephemeral range (32768-60999 by default): no outgoing
-# connection on this machine can hold it as its local port (Z-RDV-007)
-PORT=$((20000 + $$ % 4000))
+# connection on this machine can hold it as its local port (Z-RDV-007).
+# ci/run_tests.sh runs the parts side by side: proc takes 20001-23950 (about
+# 20 ports from its start), launch_group_test.sh 24001-24900, fault_test.sh
+# 25001-29050, test_store 10000-19999; the launcher's default 29500 is left to
+# the README's commands
+PORT=$((20000 + $$ % 3900))
+# the processes whose command line this script looks up (pgrep -f) carry
+# ZINC_PROC_RUN=zinc-proc-$$ in their environment (children inherit it), so
+# no other run's processes on this machine (another part, another suite) match
+run_tag="ZINC_PROC_RUN=zinc-proc-$$"
+ours() {   # pids of this script's processes whose command line matches $1 (and
+           # with a variable matching $2, a grep -x pattern, when given)
+  for p in $(pgrep -f "$1" 2>/dev/null); do
+    e=$( { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null) || continue
+    printf '%s\n' "$e" | grep -qx "$run_tag" || continue
+    [ -z "$2" ] || printf '%s\n' "$e" | grep -qx "$2" || continue
+    echo "$p"
+  done
+}
+show() { for p in "$@"; do echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done; }
 
 digest() { sed -n 's/^\(\[rank0\]: \)\{0,1\}digest=\([0-9a-f]*\)$/\2/p' "$1" | tail -n 1; }
 
@@ -193,12 +211,12 @@ else bad "Z-LAUNCH-002" "$(head -n 3 "$T/file")"; fi
 # spec: Z-LAUNCH-003 a rank killed mid-run: the launcher stops the rest and
 # exits non-zero within seconds, naming the rank
 next_port
-( $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --steps 100000000 \
+( env $run_tag $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --steps 100000000 \
     --steps-per-print 0 >"$T/kill" 2>&1; echo $? >"$T/kill.rc" ) &
 sub=$!
 victim=""
 for i in $(seq 1 100); do
-  for p in $(pgrep -f "master-port $PORT" 2>/dev/null); do
+  for p in $(ours "master-port $PORT"); do
     for c in $(pgrep -P "$p" 2>/dev/null); do
       if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx RANK=2; then victim=$c; fi
     done
@@ -215,12 +233,12 @@ rc=$(cat "$T/kill.rc" 2>/dev/null)
 if [ -n "$victim" ] && [ "$rc" = 1 ] && [ $((t1 - t0)) -le 10 ] && grep -q "zinc launch: rank 2 failed (killed by signal 9" "$T/kill"; then
   ok "Z-LAUNCH-003 killed rank stops the run in $((t1 - t0)) s"
 else bad "Z-LAUNCH-003" "victim '$victim' rc '$rc' after $((t1 - t0)) s: $(tail -n 2 "$T/kill")"; fi
-[ -z "$(pgrep -f "master-port $PORT")" ] && ok "Z-LAUNCH-003 no rank outlives the launcher" \
-  || bad "Z-LAUNCH-003-orphans" "$(pgrep -af "master-port $PORT")"
+[ -z "$(ours "master-port $PORT")" ] && ok "Z-LAUNCH-003 no rank outlives the launcher" \
+  || bad "Z-LAUNCH-003-orphans" "$(show $(ours "master-port $PORT"))"
 
 # spec: Z-LAUNCH-005 SIGTERM to the launcher reaches every rank
 next_port
-"$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp --steps 100000000 \
+env $run_tag "$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp --steps 100000000 \
   --steps-per-print 0 >"$T/term" 2>&1 &
 lp=$!
 sleep 1.5
@@ -228,7 +246,7 @@ kill -TERM $lp
 wait $lp
 rc=$?
 sleep 0.2
-if [ "$rc" -ne 0 ] && [ -z "$(pgrep -f "master-port $PORT")" ] && grep -q "failed (killed by signal 15" "$T/term"; then
+if [ "$rc" -ne 0 ] && [ -z "$(ours "master-port $PORT")" ] && grep -q "failed (killed by signal 15" "$T/term"; then
   ok "Z-LAUNCH-005 SIGTERM forwarded"
 else bad "Z-LAUNCH-005" "rc=$rc $(tail -n 2 "$T/term")"; fi
 
@@ -292,15 +310,19 @@ expect_fail Z-RDV-006 1 "1 of 2 ranks joined within 1 s (missing: 1" -- env ZINC
 # --comm-timeout naming the collective (op, tag, call number), the step and
 # the rank it waited for; the launcher ends the rest; nobody hangs
 next_port
-$TO "$ZINC" launch --nproc-per-node 3 --master-port $PORT -- zinc train --backend tcp --world-size 3 --stage 3 \
+env $run_tag $TO "$ZINC" launch --nproc-per-node 3 --master-port $PORT -- zinc train --backend tcp --world-size 3 --stage 3 \
   --steps 100000000 --steps-per-print 0 --comm-timeout 2 >"$T/frz" 2>&1 &
 lp=$!
+FRZ="zinc train --backend tcp --world-size 3 --stage 3 --steps 100000000"
+# the 3 ranks, then rank 0's first line (printed once all have joined and
+# agreed on the configuration, so the freeze comes in training, not in the
+# rendezvous, however loaded the machine)
 i=0
-while [ $i -lt 100 ] && [ "$(pgrep -f "zinc train --backend tcp --world-size 3 --stage 3 --steps 100000000" | wc -l)" -lt 3 ]; do
+while [ $i -lt 300 ] && { [ "$(ours "$FRZ" 'RANK=[0-9]*' | wc -l)" -lt 3 ] || ! grep -q '^\[rank0\]: zinc train: ' "$T/frz"; }; do
   sleep 0.1; i=$((i + 1))
 done
 sleep 1
-victim=$(pgrep -f "zinc train --backend tcp --world-size 3 --stage 3 --steps 100000000" | tail -n 1)
+victim=$(ours "$FRZ" RANK=2)
 kill -STOP "$victim" 2>/dev/null
 t0=$(date +%s)
 wait $lp
