@@ -93,6 +93,8 @@ wait_exit() {   # wait_exit PID BOUND: seconds until PID exited (BOUND + 1: it d
   done
   echo $((k / 10))
 }
+# a model whose messages pass 64 KiB (reads by reference, Z-PROC-008)
+W2="--model gpt2:n_layer=2,n_embd=128,n_head=2,vocab_size=256,n_positions=32 --data text:tests/data/gpl-3.txt --seq-len 32 --steps 2 --steps-per-print 0"
 # NODES_PARTS picks parts (digests, mpi, wire, zeropp, plan, faults; default all)
 part() { case " ${NODES_PARTS:-digests mpi wire zeropp plan faults} " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -186,7 +188,6 @@ if part wire; then
 # (a model whose messages pass 64 KiB, the size from which ranks of one
 # node read each other's memory)
 c=$(cfg 3 ', "stage3_param_persistence_threshold": 0')
-W2="--model gpt2:n_layer=2,n_embd=128,n_head=2,vocab_size=256,n_positions=32 --data text:tests/data/gpl-3.txt --seq-len 32 --steps 2 --steps-per-print 0"
 a0=$(tx 0)
 run 2 2 $W2 --config "$c"
 a1=$(tx 0)
@@ -334,6 +335,24 @@ fault() {   # fault NAME ACTION UNDO SURVIVORS
   else bad "Z-NODE-004-$name-resume" "$got, uninterrupted $fwant: $(tail -n 2 "$T/out0")"; fi
 }
 if part faults; then
+# a link too slow for the timeout (32 kbit, a 3 s bound, messages of hundreds
+# of KB): the same clean error, never a wait without end
+for i in 0 1 2; do node $i tc qdisc change dev eth0 root tbf rate 32kbit burst 16kb latency 100ms; done
+next_port
+for i in 1 0; do
+  node $i env ZINC_COMM_TIMEOUT=3 "$ZINC" launch --nproc-per-node 2 --nnodes 2 --node-rank $i \
+    --master-addr 10.231.0.1 --master-port $PORT -- "$ZINC" train --backend tcp $W2 --config "$(cfg 3)" >"$T/out$i" 2>&1 &
+  echo $! >"$T/pid$i"
+done
+s0=$(wait_exit "$(cat "$T/pid0")" 40); s1=$(wait_exit "$(cat "$T/pid1")" 40)
+for i in 0 1; do kill -9 "$(cat "$T/pid$i")" 2>/dev/null; done
+for ns in "${P}n0" "${P}n1"; do ip netns pids "$ns" | xargs -r kill -9 2>/dev/null; done
+wait 2>/dev/null
+shape "$RATE"
+# spec: Z-NODE-003 a link too slow for the timeout ends in the error
+if [ "$s0" -le 30 ] && [ "$s1" -le 30 ] && grep -q "timed out after 3 s \(waiting for\|sending to\) rank [0-9]* on node [01] (ZINC_COMM_TIMEOUT)" "$T/out0" "$T/out1"; then
+  ok "Z-NODE-003 slow link: both nodes ended in ${s0} and ${s1} s with the timeout's line"
+else bad Z-NODE-003-slow "after $s0 and $s1 s: $(grep -h -m 2 error "$T/out0" "$T/out1")"; fi
 fault frozen-node 'ip netns pids ${P}n1 | xargs -r kill -STOP' 'ip netns pids ${P}n1 | xargs -r kill -CONT' "0"
 fault link-down 'node 1 ip link set eth0 down' 'node 1 ip link set eth0 up' "0 1"
 fi
