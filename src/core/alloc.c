@@ -53,6 +53,18 @@ char *zn_strndup(ZnHostCat cat, const char *s, size_t n) {
     return d;
 }
 
+int zn_grow(ZnHostCat cat, void *pp, int *cap, int need, size_t size) {
+    if (need <= *cap) return 0;
+    int c = *cap ? *cap : 8;
+    while (c < need) c *= 2;
+    void **p = pp;
+    void *q = zn_realloc(cat, *p, (size_t)c * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 ZnHostAllocStats zn_host_alloc_stats(ZnHostCat cat) {
     ZnHostAllocStats s = {atomic_load(&n_calls[cat]), atomic_load(&n_failed[cat]), atomic_load(&n_bytes[cat])};
     return s;

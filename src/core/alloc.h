@@ -23,6 +23,10 @@ void *zn_calloc(ZnHostCat cat, size_t count, size_t size);
 void *zn_realloc(ZnHostCat cat, void *p, size_t n);
 char *zn_strdup(ZnHostCat cat, const char *s);
 char *zn_strndup(ZnHostCat cat, const char *s, size_t n);   /* at most n bytes of s, then a NUL */
+/* An array *pp of *cap elements of size bytes grown (doubling, from 8) to
+ * hold at least need; 0, or -1 with the array as it was. pp is the
+ * address of the array's pointer. */
+int zn_grow(ZnHostCat cat, void *pp, int *cap, int need, size_t size);
 
 /* What a category has asked for since the process started: calls,
  * bytes requested, calls that failed (all threads; atomic counters). */

@@ -69,13 +69,7 @@ typedef struct {
 
 static int runs_add(Runs *r, const void *p, size_t len, ZnErr *err) {
     if (!len) return 0;
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 8;
-        ZnZipPart *q = zn_realloc(ZN_HOST_IO, r->part, (size_t)cap * sizeof *q);
-        if (!q) return zn_nomem(err);
-        r->part = q;
-        r->cap = cap;
-    }
+    if (zn_grow(ZN_HOST_IO, &r->part, &r->cap, r->n + 1, sizeof *r->part)) return zn_nomem(err);
     r->part[r->n++] = (ZnZipPart){p, len};
     return 0;
 }
@@ -87,15 +81,9 @@ typedef struct {
 } Storages;
 
 static Runs *storage_new(Storages *st, long *key, ZnErr *err) {
-    if (st->n == st->cap) {
-        int cap = st->cap ? 2 * st->cap : 16;
-        Runs *q = zn_realloc(ZN_HOST_IO, st->s, (size_t)cap * sizeof *q);
-        if (!q) {
-            zn_nomem(err);
-            return NULL;
-        }
-        st->s = q;
-        st->cap = cap;
+    if (zn_grow(ZN_HOST_IO, &st->s, &st->cap, st->n + 1, sizeof *st->s)) {
+        zn_nomem(err);
+        return NULL;
     }
     memset(&st->s[st->n], 0, sizeof st->s[st->n]);
     *key = st->n;
@@ -175,14 +163,11 @@ static void put_config(ZnPw *w, const Out *o) {
     if (doc) put_json(w, doc);
     else {   /* a run without a config file: what it resolved to */
         zn_pw_dict(w);
-        zn_pw_str(w, "train_batch_size");
-        zn_pw_int(w, o->cfg.train_batch_size);
-        zn_pw_str(w, "train_micro_batch_size_per_gpu");
-        zn_pw_int(w, o->cfg.micro_batch);
+        zn_pw_kv_int(w, "train_batch_size", o->cfg.train_batch_size);
+        zn_pw_kv_int(w, "train_micro_batch_size_per_gpu", o->cfg.micro_batch);
         zn_pw_str(w, "zero_optimization");
         zn_pw_dict(w);
-        zn_pw_str(w, "stage");
-        zn_pw_int(w, o->stage);
+        zn_pw_kv_int(w, "stage", o->stage);
         zn_pw_dict_end(w);
         zn_pw_dict_end(w);
     }
@@ -292,8 +277,7 @@ static int write_model_states(const Out *o, int rank, const void *module16, ZnEr
     if (o->cfg.sched.type == ZN_SCHED_NONE) zn_pw_none(&w);
     else {
         zn_pw_dict(&w);
-        zn_pw_str(&w, "last_batch_iteration");
-        zn_pw_int(&w, o->c->st.sched_t);
+        zn_pw_kv_int(&w, "last_batch_iteration", o->c->st.sched_t);
         zn_pw_dict_end(&w);
     }
     const char *nones[] = {"data_sampler", "random_ltd"};
@@ -310,10 +294,8 @@ static int write_model_states(const Out *o, int rank, const void *module16, ZnEr
     }
     zn_pw_str(&w, "checkpoint_parallel_dimensions");
     zn_pw_dict(&w);
-    zn_pw_str(&w, "pp_degree");
-    zn_pw_int(&w, 1);
-    zn_pw_str(&w, "tp_degree");
-    zn_pw_int(&w, 1);
+    zn_pw_kv_int(&w, "pp_degree", 1);
+    zn_pw_kv_int(&w, "tp_degree", 1);
     zn_pw_dict_end(&w);
     zn_pw_str(&w, "ds_config");
     put_config(&w, o);
@@ -335,29 +317,18 @@ static void put_scaler(ZnPw *w, const Out *o) {
     const ZnLossScaler *s = &o->c->st.scaler;
     zn_pw_object(w, s->dynamic ? "deepspeed.runtime.fp16.loss_scaler DynamicLossScaler"
                                : "deepspeed.runtime.fp16.loss_scaler LossScaler");
-    zn_pw_str(w, "cur_scale");
-    zn_pw_float(w, s->cur_scale);
-    zn_pw_str(w, "dynamic");
-    zn_pw_bool(w, s->dynamic);
+    zn_pw_kv_float(w, "cur_scale", s->cur_scale);
+    zn_pw_kv_bool(w, "dynamic", s->dynamic);
     if (s->dynamic) {
-        zn_pw_str(w, "cur_iter");
-        zn_pw_int(w, s->cur_iter);
-        zn_pw_str(w, "last_overflow_iter");
-        zn_pw_int(w, s->last_overflow_iter);
-        zn_pw_str(w, "scale_factor");
-        zn_pw_float(w, s->scale_factor);
-        zn_pw_str(w, "scale_window");
-        zn_pw_int(w, s->scale_window);
-        zn_pw_str(w, "min_scale");
-        zn_pw_float(w, s->min_scale);
-        zn_pw_str(w, "delayed_shift");
-        zn_pw_int(w, s->delayed_shift);
-        zn_pw_str(w, "cur_hysteresis");
-        zn_pw_int(w, s->cur_hysteresis);
-        zn_pw_str(w, "consecutive_hysteresis");
-        zn_pw_bool(w, s->consecutive_hysteresis);
-        zn_pw_str(w, "raise_error_at_min_scale");
-        zn_pw_bool(w, s->raise_error_at_min_scale);
+        zn_pw_kv_int(w, "cur_iter", s->cur_iter);
+        zn_pw_kv_int(w, "last_overflow_iter", s->last_overflow_iter);
+        zn_pw_kv_float(w, "scale_factor", s->scale_factor);
+        zn_pw_kv_int(w, "scale_window", s->scale_window);
+        zn_pw_kv_float(w, "min_scale", s->min_scale);
+        zn_pw_kv_int(w, "delayed_shift", s->delayed_shift);
+        zn_pw_kv_int(w, "cur_hysteresis", s->cur_hysteresis);
+        zn_pw_kv_bool(w, "consecutive_hysteresis", s->consecutive_hysteresis);
+        zn_pw_kv_bool(w, "raise_error_at_min_scale", s->raise_error_at_min_scale);
         zn_pw_str(w, "dtype");
         zn_pw_global(w, o->c->dt == ZN_BF16 ? "torch bfloat16" : "torch float16");
     }
@@ -378,8 +349,7 @@ static int put_base_state(ZnPw *w, const Out *o, int rank, int nflat, const int 
     for (int i = 0; i < nflat && !rc; i++) {
         zn_pw_int(w, i);
         zn_pw_dict(w);
-        zn_pw_str(w, "step");
-        zn_pw_int(w, o->c->st.opt_step);
+        zn_pw_kv_int(w, "step", o->c->st.opt_step);
         for (int which = ZN_DS_EXP_AVG; which <= ZN_DS_EXP_AVG_SQ && !rc; which++) {
             long key;
             uint64_t n = 0;
@@ -396,19 +366,15 @@ static int put_base_state(ZnPw *w, const Out *o, int rank, int nflat, const int 
     zn_pw_list(w);
     for (int g = 0; g < o->ngroups; g++) {
         zn_pw_dict(w);
-        zn_pw_str(w, "weight_decay");
-        zn_pw_float(w, o->wd[g]);
-        zn_pw_str(w, "lr");
-        zn_pw_float(w, o->lr);
-        zn_pw_str(w, "bias_correction");
-        zn_pw_bool(w, o->cfg.bias_correction);
+        zn_pw_kv_float(w, "weight_decay", o->wd[g]);
+        zn_pw_kv_float(w, "lr", o->lr);
+        zn_pw_kv_bool(w, "bias_correction", o->cfg.bias_correction);
         zn_pw_str(w, "betas");
         zn_pw_list(w);
         zn_pw_float(w, o->beta1);
         zn_pw_float(w, o->beta2);
         zn_pw_list_end(w);
-        zn_pw_str(w, "eps");
-        zn_pw_float(w, o->cfg.eps);
+        zn_pw_kv_float(w, "eps", o->cfg.eps);
         zn_pw_str(w, "step");   /* FusedAdam keeps the count per parameter; the group's stays 0 */
         zn_pw_int(w, 0);
         zn_pw_str(w, "params");
@@ -473,10 +439,8 @@ static void put_mappings(ZnPw *w, const Out *o, int rank) {
             if (a < b) {
                 zn_pw_str(w, param(o, p)->name);
                 zn_pw_object(w, "deepspeed.utils.tensor_fragment fragment_address");
-                zn_pw_str(w, "numel");
-                zn_pw_int(w, b - a);
-                zn_pw_str(w, "start");
-                zn_pw_int(w, a - lo);
+                zn_pw_kv_int(w, "numel", b - a);
+                zn_pw_kv_int(w, "start", a - lo);
                 zn_pw_object_end(w);
             }
             at += n;
@@ -489,10 +453,8 @@ static void put_mappings(ZnPw *w, const Out *o, int rank) {
 static void put_common(ZnPw *w, const Out *o) {
     zn_pw_str(w, "loss_scaler");
     put_scaler(w, o);
-    zn_pw_str(w, "dynamic_loss_scale");
-    zn_pw_bool(w, o->c->st.scaler.dynamic);
-    zn_pw_str(w, "overflow");
-    zn_pw_bool(w, 0);
+    zn_pw_kv_bool(w, "dynamic_loss_scale", o->c->st.scaler.dynamic);
+    zn_pw_kv_bool(w, "overflow", 0);
 }
 
 static void optim_file_name(const Out *o, int rank, char *name, size_t n) {
@@ -521,8 +483,7 @@ static int write_flat_optim(const Out *o, int rank, ZnErr *err) {
     zn_pw_str(&w, "optimizer_state_dict");
     zn_pw_dict(&w);
     put_common(&w, o);
-    zn_pw_str(&w, "clip_grad");
-    zn_pw_float(&w, o->cfg.gradient_clipping);
+    zn_pw_kv_float(&w, "clip_grad", o->cfg.gradient_clipping);
     zn_pw_str(&w, "base_optimizer_state");
     int rc = put_base_state(&w, o, rank, o->ngroups, owner, flat_moment, &st, err);
     zn_pw_str(&w, "single_partition_of_fp32_groups");
@@ -599,8 +560,7 @@ static int write_part_optim(const Out *o, int rank, ZnErr *err) {
     zn_pw_str(&w, "zero_stage");
     zn_pw_enum(&w, "deepspeed.runtime.zero.config ZeroStageEnum", o->stage);
     put_common(&w, o);
-    zn_pw_str(&w, "partition_count");
-    zn_pw_int(&w, o->world);
+    zn_pw_kv_int(&w, "partition_count", o->world);
     zn_pw_str(&w, "optimizer_state_dict");
     int rc = put_base_state(&w, o, rank, o->nsub, o->sub_group, sub_moment, &st, err);
     zn_pw_str(&w, "fp32_flat_groups");

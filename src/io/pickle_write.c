@@ -72,6 +72,18 @@ void zn_pw_str(ZnPw *w, const char *s) {
     le32(w, (uint32_t)n);
     put(w, s, n);
 }
+void zn_pw_kv_int(ZnPw *w, const char *key, long long v) {
+    zn_pw_str(w, key);
+    zn_pw_int(w, v);
+}
+void zn_pw_kv_float(ZnPw *w, const char *key, double v) {
+    zn_pw_str(w, key);
+    zn_pw_float(w, v);
+}
+void zn_pw_kv_bool(ZnPw *w, const char *key, int v) {
+    zn_pw_str(w, key);
+    zn_pw_bool(w, v);
+}
 void zn_pw_global(ZnPw *w, const char *name) {   /* "module name" as GLOBAL's two lines */
     const char *sp = strchr(name, ' ');
     op(w, 'c');

@@ -27,6 +27,10 @@ void zn_pw_bool(ZnPw *w, int v);
 void zn_pw_int(ZnPw *w, long long v);
 void zn_pw_float(ZnPw *w, double v);
 void zn_pw_str(ZnPw *w, const char *s);
+/* A string key and its value, in a dict being written. */
+void zn_pw_kv_int(ZnPw *w, const char *key, long long v);
+void zn_pw_kv_float(ZnPw *w, const char *key, double v);
+void zn_pw_kv_bool(ZnPw *w, const char *key, int v);
 /* A dict: open, then key and value pairs, then close. An OrderedDict is
  * collections.OrderedDict() filled the same way. */
 void zn_pw_dict(ZnPw *w);

@@ -48,13 +48,7 @@ void zn_zipw_abort(ZnZipW *z) {
 }
 
 int zn_zipw_add(ZnZipW *z, const char *name, const ZnZipPart *parts, int nparts, ZnErr *err) {
-    if (z->n == z->cap) {
-        int cap = z->cap ? 2 * z->cap : 16;
-        ZnZipWEntry *e = zn_realloc(ZN_HOST_IO, z->e, (size_t)cap * sizeof *e);
-        if (!e) return zn_nomem(err);
-        z->e = e;
-        z->cap = cap;
-    }
+    if (zn_grow(ZN_HOST_IO, &z->e, &z->cap, z->n + 1, sizeof *z->e)) return zn_nomem(err);
     ZnZipWEntry *e = &z->e[z->n];
     memset(e, 0, sizeof *e);
     if (!(e->name = zn_malloc(ZN_HOST_IO, strlen(name) + 1))) return zn_nomem(err);
