@@ -284,7 +284,7 @@ fi
 
 shape "$RATE"
 
-# ---- faults: a frozen node, a link taken down (Z-NODE-003, Z-NODE-004) ------
+# ---- faults: a frozen node, a link taken down, a node killed (Z-NODE-003, Z-NODE-004)
 # A 2-node run checkpointing every 20 steps; once its first checkpoint is
 # in, the fault. Every rank that can still speak must exit non-zero within
 # the timeout (3 s here) with the line naming the collective and the rank
@@ -316,7 +316,7 @@ fault() {   # fault NAME ACTION UNDO SURVIVORS
   done
   # (the timeout lines of every survivor's ranks)
   # (one line a node: its launcher stops the node's other ranks when one fails)
-  lines=$(cat $(for i in $survivors; do echo "$T/out$i"; done) | grep -c "^zinc launch: rank [0-9]* failed (exit code 1): .*timed out after 3 s waiting for rank [0-9]* on node [0-9] (ZINC_COMM_TIMEOUT)")
+  lines=$(cat $(for i in $survivors; do echo "$T/out$i"; done) | grep -c "^zinc launch: rank [0-9]* failed (exit code 1): .*${WANT:-timed out after 3 s waiting for rank [0-9]* on node [0-9] (ZINC_COMM_TIMEOUT)}")
   eval "$undo"
   for i in 0 1; do kill -9 "$(cat "$T/pid$i")" 2>/dev/null; done
   for ns in "${P}n0" "${P}n1"; do ip netns pids "$ns" | xargs -r kill -9 2>/dev/null; done
@@ -355,6 +355,8 @@ if [ "$s0" -le 30 ] && [ "$s1" -le 30 ] && grep -q "timed out after 3 s \(waitin
 else bad Z-NODE-003-slow "after $s0 and $s1 s: $(grep -h -m 2 error "$T/out0" "$T/out1")"; fi
 fault frozen-node 'ip netns pids ${P}n1 | xargs -r kill -STOP' 'ip netns pids ${P}n1 | xargs -r kill -CONT' "0"
 fault link-down 'node 1 ip link set eth0 down' 'node 1 ip link set eth0 up' "0 1"
+# a node killed whole: its sockets close, so the others know at once
+WANT="connections\{0,1\} to rank [0-9]*.* lost" fault node-killed 'ip netns pids ${P}n1 | xargs -r kill -9' ':' "0"
 fi
 
 finish nodes
