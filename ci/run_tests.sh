@@ -120,10 +120,12 @@ report() {
 if [ "$JOBS" -eq 1 ]; then
   for n in $order; do run "$n"; report "$n"; done
 else
-  # the longest parts first (seconds on 2 cores, optimized build), so that no
-  # long one starts last and runs alone; then the rest in the printed order
+  # the longest parts first, so that no long one starts last and runs alone
+  # (on 2 cores: alloc 130-150 s, fault 55, proc 40-60, test_zeropp 25-35,
+  # cli 10-25 in make test; under gcov test_offload 370-700 s, test_zeropp
+  # 300-430, alloc 130, cli 80); then the rest in the printed order
   first=""
-  for n in alloc proc cli fault clicover mutants spec gpusession test_store test_proc test_checkpoint fuzz; do
+  for n in alloc test_offload test_zeropp fault proc cli spec test_ds_ckpt gpusession test_store mutants test_sim readme; do
     case " $order " in *" $n "*) first="$first $n" ;; esac
   done
   rest=""

@@ -5,6 +5,10 @@ B=${1:-build-cov}
 set -u
 find "$B" -name '*.gcda' -delete
 status=0
+# the suite's parts run side by side (ZINC_TEST_JOBS, ci/run_tests.sh): each
+# process merges its counts into the .gcda files at exit under libgcov's file
+# lock, and -fprofile-update=atomic keeps a process's threads' counts whole, so
+# the totals are those of a run one part after another
 sh ci/run_tests.sh "$B" || status=1
 mkdir -p coverage/html
 G="gcovr -r . --object-directory $B --filter src/ --filter sim/ --exclude-unreachable-branches"
