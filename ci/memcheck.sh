@@ -21,7 +21,7 @@ trap 'rm -rf "$VD"' EXIT
 trap 'trap "" INT TERM; kill -TERM 0 2>/dev/null; exit 130' INT TERM
 if [ "$JOBS" -gt 1 ]; then   # a token in a pipe for each of JOBS slots
   mkfifo "$VD/slots"; exec 3<>"$VD/slots"
-  i=0; while [ $i -lt "$JOBS" ]; do echo >&3; i=$((i + 1)); done
+  _i=0; while [ $_i -lt "$JOBS" ]; do echo >&3; _i=$((_i + 1)); done
 fi
 export ZINC_UNDER_VALGRIND=1   # tests that crash children on purpose skip themselves
 check() {   # name, command...: started now, its line printed at the next settle
@@ -37,11 +37,12 @@ check() {   # name, command...: started now, its line printed at the next settle
   fi
 }
 settle() {   # waits for the checks started so far; prints their lines in order
-  for e in $pending; do
-    c=${e%%:*}; [ -n "${e#*:}" ] && wait "${e#*:}"
-    if [ "$(cat "$VD/$c.rc" 2>/dev/null)" = 0 ]; then echo "ok   $(cat "$VD/$c.name")"
-    else echo "FAIL $(cat "$VD/$c.name")"; tail -n 40 "$VD/$c.out"; fail=$((fail + 1)); fi
-    rm -f "$VD/$c.out"
+  # (_e, _c: names no loop below uses, as check may call it inside one)
+  for _e in $pending; do
+    _c=${_e%%:*}; [ -n "${_e#*:}" ] && wait "${_e#*:}"
+    if [ "$(cat "$VD/$_c.rc" 2>/dev/null)" = 0 ]; then echo "ok   $(cat "$VD/$_c.name")"
+    else echo "FAIL $(cat "$VD/$_c.name")"; tail -n 40 "$VD/$_c.out"; fail=$((fail + 1)); fi
+    rm -f "$VD/$_c.out"
   done
   pending=""
 }
