@@ -57,6 +57,7 @@ typedef struct {
     int sub_group[2 * ZN_MAX_PARAMS];
     double lr, beta1, beta2;          /* the optimizer's values for the next step */
     const char *tagdir;               /* the temporary folder being filled */
+    cJSON *config;                    /* the run's config file, parsed once (NULL: it read none) */
 } Out;
 
 /* ---- torch.save files ---------------------------------------------------- */
@@ -159,8 +160,7 @@ static void put_json(ZnPw *w, const cJSON *v) {
 }
 
 static void put_config(ZnPw *w, const Out *o) {
-    cJSON *doc = o->c->config_text ? cJSON_Parse(o->c->config_text) : NULL;
-    if (doc) put_json(w, doc);
+    if (o->config) put_json(w, o->config);
     else {   /* a run without a config file: what it resolved to */
         zn_pw_dict(w);
         zn_pw_kv_int(w, "train_batch_size", o->cfg.train_batch_size);
@@ -171,7 +171,6 @@ static void put_config(ZnPw *w, const Out *o) {
         zn_pw_dict_end(w);
         zn_pw_dict_end(w);
     }
-    cJSON_Delete(doc);
 }
 
 static void put_shape(ZnPw *w, const ZnParamSpec *p) {
@@ -698,6 +697,7 @@ int zn_ds_write(const char *in, const char *out, ZnDsWriteSummary *sum, ZnErr *e
     }
     o->c = &c;
     rc = plan_out(o, err);
+    if (!rc && c.config_text && !(o->config = cJSON_Parse(c.config_text))) rc = zn_nomem(err);
     char tag[64], tmp[PATHN], dst[PATHN], latest[PATHN];
     snprintf(tag, sizeof tag, "global_step%lld", (long long)c.st.global_step);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp.%d", out, tag, (int)getpid());
@@ -722,6 +722,7 @@ int zn_ds_write(const char *in, const char *out, ZnDsWriteSummary *sum, ZnErr *e
         sum->global_steps = c.st.global_step;
         snprintf(sum->tag, sizeof sum->tag, "%s", tag);
     }
+    cJSON_Delete(o->config);
     free(o);
     zn_ckpt_whole_free(&c);
     return rc;
