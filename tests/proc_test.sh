@@ -161,6 +161,25 @@ if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "comm run rank 0 inter-node: grad_r
   ok "Z-GRP-004 ZeRO++ tcp over 2 launcher nodes"
 else bad "Z-GRP-004 ZeRO++ tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/zpp0")"; fi
 
+# spec: Z-NODE-008 --comm-report's bytes on the wire are the transport's:
+# over two launcher nodes with reads by reference off, what each rank's
+# sockets carried to the other node between a 1-step and a 3-step run
+# (ZINC_TCP_STATS) is, to the byte, what its report counted on the wire
+# plus the transport's 24-byte header a message
+export ZINC_TCP_CMA=0 ZINC_TCP_STATS=1
+for st in 1 3; do next_port; two_nodes "w$st" --config "$T/zpp.json" --model mlp:24,40,40,8 --steps $st --comm-report; done
+unset ZINC_TCP_CMA ZINC_TCP_STATS
+# wire_acct FILE...: "rank sockets-bytes report-bytes messages" for each rank
+wire_acct() {
+  sed -n 's/^\[rank\([0-9]*\)\]: tcp rank [0-9]*: to other nodes \([0-9]*\) B.*/\1 s \2/p
+          s/^\[rank\([0-9]*\)\]: .* on the wire: .*(\([0-9]*\) B in \([0-9]*\) messages and.*/\1 r \2 \3/p' "$@" |
+    awk '$2 == "s" { s[$1] = $3 } $2 == "r" { r[$1] = $3; m[$1] = $4 } END { for (k in s) print k, s[k], r[k], m[k] }' | sort -n
+}
+wire_acct "$T/w10" "$T/w11" >"$T/acct1"; wire_acct "$T/w30" "$T/w31" >"$T/acct3"
+if join "$T/acct1" "$T/acct3" | awk 'NF == 7 && $3 > 0 && $5 - $2 == ($6 - $3) + 24 * ($7 - $4) { n++ } END { exit n != 4 }'; then
+  ok "Z-NODE-008 each of 4 ranks' sockets carried its --comm-report wire bytes + 24 B a message, to the byte"
+else bad "Z-NODE-008 wire accounting" "1 step: $(tr '\n' ';' <"$T/acct1") 3 steps: $(tr '\n' ';' <"$T/acct3")"; fi
+
 # spec: Z-MICS-002 MiCS with the hierarchical gather over two launcher
 # nodes of 2 tcp ranks (a shard group of 4 spans both) gives the
 # simulator's digest

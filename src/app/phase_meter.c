@@ -24,6 +24,9 @@ void zn_comm_stats_add_delta(ZnCommStats *dst, const ZnCommStats *now, const ZnC
         dst->bytes_recv[op] += now->bytes_recv[op] - before->bytes_recv[op];
         dst->bytes_inter[op] += now->bytes_inter[op] - before->bytes_inter[op];
     }
+    dst->wire_inter += now->wire_inter - before->wire_inter;
+    dst->wire_intra += now->wire_intra - before->wire_intra;
+    dst->wire_msgs_inter += now->wire_msgs_inter - before->wire_msgs_inter;
     for (int i = 0; i < now->ntags; i++) {
         long calls = now->tags[i].calls, sent = now->tags[i].bytes_sent, recv = now->tags[i].bytes_recv,
              inter = now->tags[i].bytes_inter;

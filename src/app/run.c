@@ -173,6 +173,14 @@ static void comm_line(const ZnRunOpts *o, int rank, const ZnCommStats *a, const 
         printf("[zinc] comm %s rank %d inter-node: grad_reduce %.0f B/step, param_gather %.0f B/step (forward %.0f, "
                "backward %.0f, after the step %.0f)\n", what, rank, (double)gi / steps, (double)pi / steps,
                (double)(ib[0] - ia[0]) / steps, (double)(ib[1] - ia[1]) / steps, (double)(ib[2] - ia[2]) / steps);
+        if (o->proc_comm) {   /* what the transport really sent, beside the ring's model (Z-NODE-008) */
+            const long wi = b->wire_inter - a->wire_inter, wo = b->wire_intra - a->wire_intra,
+                       wm = b->wire_msgs_inter - a->wire_msgs_inter;
+            printf("[zinc] comm %s rank %d on the wire: to other nodes %.0f B/step in %.0f messages, to its own node "
+                   "%.0f B/step (%ld B in %ld messages and %ld B in %ld steps: the transport's direct exchange, each "
+                   "piece to each peer, sequence records included)\n", what, rank, (double)wi / steps,
+                   (double)wm / steps, (double)wo / steps, wi, wm, wo, steps);
+        }
     }
 }
 

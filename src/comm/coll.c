@@ -204,6 +204,27 @@ typedef struct {
     size_t scratch_cap;
 } Proc;
 
+/* One exchange of the transport, its bytes counted by the node they go to:
+ * every rank sends each peer its own piece, no ring (Z-NODE-008). */
+static int exchange(ZnComm *c, Proc *p, ZnErr *err) {
+    const int W = c->world.size, me = c->world.rank, P = c->world.per_node > 0 ? c->world.per_node : W;
+    long inter = 0, intra = 0, msgs = 0;
+    for (int q = 0; q < W; q++) {
+        if (q == me) continue;
+        if (q / P != me / P) {
+            inter += (long)p->nout[q];
+            msgs++;
+        } else intra += (long)p->nout[q];
+    }
+    int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    if (!rc) {
+        c->stats.wire_inter += inter;
+        c->stats.wire_intra += intra;
+        c->stats.wire_msgs_inter += msgs;
+    }
+    return rc;
+}
+
 static void clear(Proc *p, int world) {
     memset(p->nout, 0, (size_t)world * sizeof *p->nout);
     memset(p->nin, 0, (size_t)world * sizeof *p->nin);
@@ -221,7 +242,7 @@ static int sequence(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
         p->in[q] = &p->recs[q];
         p->nout[q] = p->nin[q] = sizeof mine;
     }
-    int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    int rc = exchange(c, p, err);
     if (rc) return rc;
     p->recs[c->world.rank] = mine;
     return zn_seq_check_all(p->recs, c->world.size, err);
@@ -254,7 +275,7 @@ static int scatter_sum(ZnComm *c, Proc *p, ZnGroup g, const void *send, const lo
         off += (size_t)counts[j] * es;
     }
     p->leaves[me] = p->out[c->world.rank];
-    int rc = p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    int rc = exchange(c, p, err);
     return rc ? rc : zn_tree_reduce(p->leaves, W, dt, red, counts[me], out, err);
 }
 
@@ -273,7 +294,7 @@ static int gather(ZnComm *c, Proc *p, ZnGroup g, const void *send, void *recv, c
         off += p->nin[q];
     }
     if (p->nin[c->world.rank]) memmove(p->in[c->world.rank], send, p->nin[c->world.rank]);
-    return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+    return exchange(c, p, err);
 }
 
 static int move(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
@@ -304,7 +325,7 @@ static int move(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
             p->nout[q] = p->nin[q] = piece;
         }
         if (piece) memcpy((char *)k->recv + (size_t)k->gi * piece, (const char *)k->send + (size_t)k->gi * piece, piece);
-        return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+        return exchange(c, p, err);
     }
     case ZN_OP_BROADCAST:
         for (int q = 0; q < W; q++) {
@@ -313,7 +334,7 @@ static int move(ZnComm *c, Proc *p, ZnCollCall *k, ZnErr *err) {
             p->in[q] = k->recv;
             p->nin[q] = q == k->root ? (size_t)k->count * es : 0;
         }
-        return p->ops->exchange(p->x, p->out, p->nout, p->in, p->nin, err);
+        return exchange(c, p, err);
     default: /* barrier: the record exchange already waited for every rank */
         return 0;
     }

@@ -42,6 +42,10 @@ typedef struct {
        "param_gather", "norm", "loss", "digest", ...) */
     int ntags;
     struct { char tag[ZN_COMM_TAG_LEN]; long calls, bytes_sent, bytes_recv, bytes_inter; } tags[ZN_COMM_MAX_TAGS];
+    /* what a process backend (tcp, mpi) handed its transport, sequence
+       records included, for ranks of other nodes and of its own node: the
+       direct exchange's bytes, where the counts above model a ring (Z-NODE-008) */
+    long wire_inter, wire_intra, wire_msgs_inter;   /* wire_msgs_inter: messages to other nodes, empty ones too */
 } ZnCommStats;
 
 typedef struct ZnComm ZnComm;
