@@ -28,6 +28,7 @@
 extern "C" {
 #include "comm/coll.h"
 #include "comm/comm_seq.h"
+#include "comm/store.h"
 }
 
 /* The NCCL entry points zinc uses, resolved once. */
@@ -148,8 +149,11 @@ static int wait_done(ZnComm *c, const char *what, const char *tag, ZnErr *err) {
         if (now_s() > deadline) {
             api.CommAbort(m->nccl);
             m->nccl = NULL;
-            zn_err(err, ZN_E_COMM, "rank %d: NCCL %s '%s' timed out after %.0f s (ZINC_COMM_TIMEOUT): a peer is "
-                   "stuck or gone", c->world.rank, what, tag ? tag : "", m->timeout_s);
+            /* the mark last: the collective layer then names the call (op,
+               tag, call number) as for tcp and mpi (Z-RDV-009); NCCL cannot
+               tell which peer it waits for */
+            zn_err(err, ZN_E_COMM, "NCCL %s timed out after %.0f s: a peer is stuck or gone " ZN_COMM_TIMEOUT_MARK,
+                   what, m->timeout_s);
             return fail(m, err);
         }
         struct timespec ts = {0, 50000};

@@ -95,8 +95,8 @@ wait_exit() {   # wait_exit PID BOUND: seconds until PID exited (BOUND + 1: it d
 }
 # a model whose messages pass 64 KiB (reads by reference, Z-PROC-008)
 W2="--model gpt2:n_layer=2,n_embd=128,n_head=2,vocab_size=256,n_positions=32 --data text:tests/data/gpl-3.txt --seq-len 32 --steps 2 --steps-per-print 0"
-# NODES_PARTS picks parts (digests, mpi, wire, zeropp, plan, faults; default all)
-part() { case " ${NODES_PARTS:-digests mpi wire zeropp plan faults} " in *" $1 "*) return 0 ;; esac; return 1; }
+# NODES_PARTS picks parts (digests, mpi, wire, zeropp, plan, faults, drills; default all)
+part() { case " ${NODES_PARTS:-digests mpi wire zeropp plan faults drills} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- digests across nodes (Z-NODE-001) -------------------------------------
 if part digests; then
@@ -382,6 +382,73 @@ fault frozen-node 'ip netns pids ${P}n1 | xargs -r kill -STOP' 'ip netns pids ${
 fault link-down 'node 1 ip link set eth0 down' 'node 1 ip link set eth0 up' "0 1"
 # a node killed whole: its sockets close, so the others know at once
 WANT="connections\{0,1\} to rank [0-9]*.* lost" fault node-killed 'ip netns pids ${P}n1 | xargs -r kill -9' ':' "0"
+fi
+
+# ---- a fault at every phase of the step (Z-NODE-009) -----------------------
+# Rank 2 (node 1) stops itself as it enters a chosen collective
+# (ZINC_COMM_PAUSE, found in the simulator's trace of the same run by
+# tests/drill_call.py): the forward's parameter gather and the backward's
+# gradient reduce-scatter of step 8, the optimizer step's norm, the
+# checkpoint save after step 10. There: the rank stays frozen; or its whole
+# node is frozen; or node 1's link goes down and the rank goes on. Every
+# rank that can still speak ends within 10 s naming that very collective
+# (op, tag, call number) and step; `latest` names step 5's complete save and
+# no later one is left; with the fault undone, --resume reaches the digest
+# of the run without it.
+if part drills; then
+  DM="--model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 32 --steps 12 --steps-per-print 0"
+  dc=$(cfg 3 ', "stage3_param_persistence_threshold": 0')
+  dwant=$("$ZINC" train $DM --config "$dc" --world-size 4 --ranks-per-node 2 --checkpoint-dir "$T/dsim" \
+    --checkpoint-interval 5 --trace "$T/drill.json" 2>&1 | grep '^digest=')
+  drill() {   # drill FAULT PHASE
+    fault=$1 phase=$2 step=8
+    [ "$phase" = checkpoint ] && step=10
+    set -- $(python3 tests/drill_call.py "$T/drill.json" 2 "$phase" $step)
+    dtag=$1 dcall=$2 ck="$T/dk_${fault}_$phase"
+    next_port
+    for i in 1 0; do
+      node $i env ZINC_COMM_TIMEOUT=3 ZINC_COMM_PAUSE="2:$dtag:$dcall" "$ZINC" launch --nproc-per-node 2 --nnodes 2 \
+        --node-rank $i --master-addr 10.231.0.1 --master-port $PORT -- "$ZINC" train --backend tcp $DM \
+        --config "$dc" --checkpoint-dir "$ck" --checkpoint-interval 5 >"$T/out$i" 2>&1 &
+      echo $! >"$T/pid$i"
+    done
+    k=0
+    while ! grep -q "stopping before .* '$dtag' (call $dcall)" "$T/out1" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+    pid=$(sed -n 's/.*stopping before .*, pid \([0-9]*\) (ZINC_COMM_PAUSE)/\1/p' "$T/out1")
+    case $fault in
+      frozen-rank) survivors="0 1" ;;
+      frozen-node) survivors="0"; ip netns pids "${P}n1" | xargs -r kill -STOP ;;
+      link-down) survivors="0 1"; node 1 ip link set eth0 down; kill -CONT "$pid" ;;
+    esac
+    secs=0
+    for i in $survivors; do
+      s=$(wait_exit "$(cat "$T/pid$i")" 20)
+      [ "$s" -gt "$secs" ] && secs=$s
+    done
+    lines=$(cat $(for i in $survivors; do echo "$T/out$i"; done) |
+      grep -c "^zinc launch: rank [0-9]* failed (exit code 1): .*step $step: \\(saving global_step$step: \\)\\{0,1\\}[a-z_]* '$dtag' (call $dcall): timed out after 3 s \(waiting for\|sending to\) rank [0-9]*")
+    node 1 ip link set eth0 up
+    ip netns pids "${P}n1" | xargs -r kill -CONT
+    for i in 0 1; do kill -9 "$(cat "$T/pid$i")" 2>/dev/null; done
+    for ns in "${P}n0" "${P}n1"; do ip netns pids "$ns" | xargs -r kill -9 2>/dev/null; done
+    wait 2>/dev/null
+    nn=$(echo $survivors | wc -w)
+    # spec: Z-NODE-009 a fault at a chosen phase: every rank left names that collective
+    if [ -n "$pid" ] && [ "$secs" -le 10 ] && [ "$lines" -eq "$nn" ]; then
+      ok "Z-NODE-009 $fault at $phase ('$dtag' call $dcall, step $step): every rank left exited within ${secs} s naming it"
+    else bad "Z-NODE-009-$fault-$phase" "pid '$pid', after ${secs} s $lines of $nn nodes' lines: $(grep -h -m 2 "error\|ZINC_COMM_PAUSE" "$T/out0" "$T/out1" | tr '\n' ' ')"; fi
+    # spec: Z-NODE-009 step 5's save is the latest and verifies; step 10's, cut short, has no manifest
+    if [ "$(cat "$ck/latest" 2>/dev/null)" = global_step5 ] && [ ! -e "$ck/global_step10/manifest.json" ] &&
+       "$ZINC" ckpt inspect "$ck/global_step5" >"$T/insp" 2>&1; then :
+    else bad "Z-NODE-009-$fault-$phase-ckpt" "latest '$(cat "$ck/latest" 2>/dev/null)': $(ls "$ck" "$ck/global_step10" 2>&1 | tr '\n' ' ')$(tail -n 1 "$T/insp")"; fi
+    NODES_TIMEOUT=30 run 2 2 $DM --config "$dc" --checkpoint-dir "$ck" --checkpoint-interval 5 --resume
+    got=$(digest "$T/out0")
+    if [ -n "$got" ] && [ "$got" = "$dwant" ]; then ok "Z-NODE-009 $fault at $phase: step 5's save complete, --resume reaches $got"
+    else bad "Z-NODE-009-$fault-$phase-resume" "$got, without the fault $dwant: $(tail -n 2 "$T/out0")"; fi
+  }
+  for f in frozen-rank frozen-node link-down; do
+    for ph in forward-gather backward-reduce step checkpoint; do drill $f $ph; done
+  done
 fi
 
 finish nodes

@@ -10,6 +10,8 @@
 #include "comm/coll.h"
 #include "comm/comm_proc.h"
 #include "comm/comm_seq.h"
+#include <signal.h>
+#include <sys/wait.h>
 
 /* Requests too large to exist fail as out of memory here (the default of
  * glibc and valgrind) instead of stopping the process under ASan. */
@@ -261,6 +263,76 @@ static void test_coll_new_and_free(void **st) {
     assert_null(zn_store_open(&spec, 0, -1, &err));
     assert_int_equal(err.code, ZN_E_NOMEM);
     assert_string_equal(err.msg, "out of host memory (18446744073709551615 bytes for comm)");
+}
+
+/* spec: Z-NODE-008 a process backend counts what it hands its transport,
+ * by the node it goes to, each message's sequence record included */
+static void test_coll_wire_bytes(void **st) {
+    (void)st;
+    Fake f;
+    ZnComm *c = fake_comm(&f, 0);
+    float buf[8] = {0};
+    long cnt[2] = {4, 4};
+    ZnErr err = {0};
+    assert_int_equal(c->all_gather(c, buf, buf + 4, cnt, ZN_F32, "g", &err), 0);   /* one node of two */
+    assert_int_equal(c->stats.wire_inter, 0);
+    assert_int_equal(c->stats.wire_intra, (long)sizeof(ZnSeqRec) + 16);
+    c->world.per_node = 1;   /* now each rank its own node */
+    assert_int_equal(c->all_gather(c, buf, buf + 4, cnt, ZN_F32, "g", &err), 0);
+    assert_int_equal(c->all_reduce(c, buf, 8, ZN_F32, ZN_SUM, "r", &err), 0);   /* two exchanges of 4 floats */
+    assert_int_equal(c->stats.wire_inter, 2 * (long)sizeof(ZnSeqRec) + 16 + 2 * 16);
+    assert_int_equal(c->stats.wire_msgs_inter, 5);   /* records 2, all_gather 1, all_reduce 2 */
+    assert_int_equal(c->stats.wire_intra, (long)sizeof(ZnSeqRec) + 16);
+    zn_coll_proc_free(c);
+}
+
+/* spec: Z-NODE-009 ZINC_COMM_PAUSE=R:TAG:N: rank R stops itself (SIGSTOP)
+ * as it enters its N-th collective of TAG, after one line; malformed, the
+ * communicator is refused and its transport freed */
+static void test_coll_pause(void **st) {
+    (void)st;
+    static const char *bad[] = {"x:r:1", "0::1", "0:r:0", "0:r:", "-1:r:1", "0:r:1x", "0", ":r:1", NULL};
+    for (int i = 0; bad[i]; i++) {
+        Fake f;
+        memset(&f, 0, sizeof f);
+        setenv("ZINC_COMM_PAUSE", bad[i], 1);
+        ZnErr err = {0};
+        assert_null(zn_coll_proc_new(0, 2, &f, &fake_ops, &err));
+        assert_int_equal(err.code, ZN_E_USAGE);
+        char want[96];
+        snprintf(want, sizeof want, "ZINC_COMM_PAUSE='%s' is not RANK:TAG:N (N counting from 1)", bad[i]);
+        assert_string_equal(err.msg, want);
+        assert_int_equal(f.frees, 1);
+    }
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    setenv("ZINC_COMM_PAUSE", "0:r:2", 1);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {   /* the rank: stops before its second 'r', goes on when continued */
+        dup2(fd[1], 2);
+        Fake f;
+        ZnComm *c = fake_comm(&f, 0);
+        float buf[2] = {0};
+        ZnErr err = {0};
+        int rc = c->all_reduce(c, buf, 2, ZN_F32, ZN_SUM, "other", &err) ||
+                 c->all_reduce(c, buf, 2, ZN_F32, ZN_SUM, "r", &err) || c->all_reduce(c, buf, 2, ZN_F32, ZN_SUM, "r", &err);
+        _exit(rc ? 100 : (int)total_calls(c));
+    }
+    close(fd[1]);
+    unsetenv("ZINC_COMM_PAUSE");
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+    assert_true(WIFSTOPPED(status));
+    char line[160] = {0}, want[160];
+    assert_true(read(fd[0], line, sizeof line - 1) > 0);
+    snprintf(want, sizeof want, "rank 0: stopping before all_reduce 'r' (call 2), pid %ld (ZINC_COMM_PAUSE)\n", (long)pid);
+    assert_string_equal(line, want);
+    kill(pid, SIGCONT);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 3);   /* continued, it made the call */
+    close(fd[0]);
 }
 
 /* ---- process set-up ---- */
@@ -558,6 +630,8 @@ ZT_MAIN(
     cmocka_unit_test(test_coll_argument_checks),
     cmocka_unit_test(test_coll_in_place_rules),
     cmocka_unit_test(test_coll_sequence_mismatch),
+    cmocka_unit_test(test_coll_wire_bytes),
+    cmocka_unit_test(test_coll_pause),
     cmocka_unit_test(test_coll_transport_failures),
     cmocka_unit_test(test_coll_new_and_free),
     cmocka_unit_test(test_backend_names),

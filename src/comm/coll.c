@@ -4,6 +4,7 @@
 #include "comm/coll.h"
 #include "core/alloc.h"
 #include "comm/comm_seq.h"
+#include "comm/pause.h"
 #include "comm/store.h"
 #include "comm/sumtree.h"
 #include <stdint.h>
@@ -194,6 +195,7 @@ typedef struct {
     long calls;
     int broken;              /* a collective failed: later calls fail at once, the same way */
     ZnErr broken_err;
+    ZnPause pause;           /* ZINC_COMM_PAUSE's drill (pause.h) */
     ZnSeqRec *recs;          /* [world] every rank's sequence record */
     const void **out;        /* [world] exchange arguments */
     void **in;
@@ -346,6 +348,11 @@ static int proc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
         *err = p->broken_err;
         return err->code;
     }
+    if (p->pause.rank >= 0) {
+        long done = 0;
+        zn_comm_tag_totals(&c->stats, k->tag, &done, NULL, NULL);
+        zn_pause_check(&p->pause, c, k->op, k->tag, done);
+    }
     int rc = sequence(c, p, k, err);
     if (!rc) rc = move(c, p, k, err);
     if (rc) {
@@ -356,12 +363,18 @@ static int proc_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
 }
 
 ZnComm *zn_coll_proc_new(int rank, int world, void *x, const ZnXportOps *ops, ZnErr *err) {
+    ZnPause pause;
+    if (zn_pause_from_env(&pause, err)) {   /* as on every failure here, the transport is freed */
+        if (ops && x) ops->free(x);
+        return NULL;
+    }
     ZnComm *c = zn_calloc(ZN_HOST_COMM, 1, sizeof *c);
     Proc *p = zn_calloc(ZN_HOST_COMM, 1, sizeof *p);
     size_t W = (size_t)world;
     if (p) {
         p->x = x;
         p->ops = ops;
+        p->pause = pause;
         p->recs = zn_calloc(ZN_HOST_COMM, W, sizeof *p->recs);
         p->out = zn_calloc(ZN_HOST_COMM, W, sizeof *p->out);
         p->in = zn_calloc(ZN_HOST_COMM, W, sizeof *p->in);

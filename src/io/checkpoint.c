@@ -807,6 +807,9 @@ int zn_ckpt_save(ZnEngine *E, const char *dir, const char *model_spec, const cha
     }
     free(all);
     free(full);
+    /* a collective of the save that failed (a silent peer, a cut link):
+       which step's save it was (Z-NODE-009) */
+    if (rc == ZN_E_COMM) zn_err_prefix(err, "step %ld: saving %s: ", E->global_step, tag);
     return rc;
 }
 
