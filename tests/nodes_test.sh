@@ -1,5 +1,5 @@
 #!/bin/sh
-# make test-nodes (spec Z-NODE-001..005): a small cluster on this machine.
+# make test-nodes (spec Z-NODE-001..009): a small cluster on this machine.
 # Each "node" is a network namespace; a switch namespace holds a bridge that
 # joins them through veth pairs on private test addresses (10.231.0.0/24),
 # and each node's link is shaped with tbf. Nothing leaves the machine: the
