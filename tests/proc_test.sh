@@ -353,6 +353,21 @@ if [ "$rc" = 1 ] && [ $((t1 - t0)) -le 20 ] &&
    grep -qE "^\[rank[0-9]\]: zinc: error: rank [0-9]: (step [0-9]+: )?[a-z_]+ '[a-z_]+' \(call [0-9]+\): timed out after 2 s waiting for rank [0-9] \(ZINC_COMM_TIMEOUT\)$" "$T/frz"; then
   ok "Z-RDV-009 a frozen rank ends the run in $((t1 - t0)) s, the collective named"
 else bad Z-RDV-009 "exit $rc after $((t1 - t0)) s: $(tail -n 3 "$T/frz")"; fi
+# spec: Z-RDV-009 the config's zinc.comm_timeout bounds the waits where
+# neither --comm-timeout nor ZINC_COMM_TIMEOUT does; the variable beats it
+# (rank 1 stops itself before its second loss gather: ZINC_COMM_PAUSE)
+echo '{"train_micro_batch_size_per_gpu": 2, "zinc": {"comm_timeout": 2}}' >"$T/cto.json"
+for env in "" ZINC_COMM_TIMEOUT=1; do
+  next_port
+  env $env ZINC_COMM_PAUSE=1:loss:2 $TO "$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp \
+    --config "$T/cto.json" --steps 5 >"$T/cto" 2>&1
+  s=2; [ -n "$env" ] && s=1
+  if grep -q "^\[rank0\]: zinc: error: rank 0: step 2: all_gather 'loss' (call 2): timed out after $s s waiting for rank 1 (ZINC_COMM_TIMEOUT)$" "$T/cto"; then
+    ok "Z-RDV-009 zinc.comm_timeout 2${env:+ under $env}: the wait ends after $s s"
+  else bad "Z-RDV-009-config${env:+-env}" "$(grep -m 2 error "$T/cto")"; fi
+done
+expect_fail Z-RDV-009-config-range 2 "zinc.comm_timeout: expected a number >= 1, got 0.5" -- \
+  sh -c "echo '{\"zinc\": {\"comm_timeout\": 0.5}}' >'$T/cto.json' && exec '$ZINC' train --config '$T/cto.json'"
 # spec: Z-RDV-009 --comm-timeout takes seconds, at least 1
 expect_fail Z-RDV-009-flag 2 "--comm-timeout" -- "$ZINC" train --comm-timeout 0.5
 

@@ -418,6 +418,7 @@ static int train(int argc, char **argv, int dry) {
         goto usage_error;
     }
     if (multi) o.world = proc.world;   /* this process's rank and its node */
+    if (multi) zn_proc_config_timeout(&proc, o.cfg.comm_timeout);
     o.out = proc.world.rank == 0 ? stdout : NULL;
     o.device_cuda = backend == ZN_BACKEND_CUDA || backend == ZN_BACKEND_NCCL;
     const ZnConfigId cid = multi ? config_id(&o) : (ZnConfigId){0};

@@ -2,6 +2,7 @@
 #include "app/proc.h"
 #include "core/alloc.h"
 #include "comm/comm_proc.h"
+#include "comm/coll.h"
 #include <stdio.h>
 #include <stdlib.h>
 #if ZN_HAVE_CUDA
@@ -94,6 +95,15 @@ int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p
         return ZN_E_USAGE;
     }
     return 0;
+}
+
+void zn_proc_config_timeout(ZnProc *p, double seconds) {
+    const char *env = getenv("ZINC_COMM_TIMEOUT");
+    if (seconds <= 0 || (env && *env)) return;
+    char v[40];
+    snprintf(v, sizeof v, "%.17g", seconds);
+    setenv("ZINC_COMM_TIMEOUT", v, 1);
+    zn_coll_set_timeout(p->comm, seconds);
 }
 
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {

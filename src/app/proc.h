@@ -39,6 +39,11 @@ const char *zn_backend_name(ZnBackend b);
  * rendezvous (tcp) and the communicator. want_world > 0 (from --world-size)
  * must equal the launcher's world size. */
 int zn_proc_start(ZnBackend b, const char *rendezvous, int want_world, ZnProc *p, ZnErr *err);
+/* The config's zinc.comm_timeout (seconds > 0), where neither --comm-timeout
+ * nor ZINC_COMM_TIMEOUT set the bound (Z-RDV-009): the communicator made
+ * so far takes it, and ZINC_COMM_TIMEOUT carries it to the ones made later
+ * (nccl's). */
+void zn_proc_config_timeout(ZnProc *p, double seconds);
 /* nccl: makes this rank's CUDA device on GPU LOCAL_RANK and the NCCL
  * communicator on it (the unique id travels over the boot communicator). */
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err);

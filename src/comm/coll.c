@@ -398,6 +398,12 @@ ZnComm *zn_coll_proc_new(int rank, int world, void *x, const ZnXportOps *ops, Zn
     return c;
 }
 
+void zn_coll_set_timeout(ZnComm *c, double seconds) {
+    if (!c || c->run != proc_run) return;
+    Proc *p = c->impl;
+    if (p->ops->set_timeout) p->ops->set_timeout(p->x, seconds);
+}
+
 void zn_coll_proc_free(ZnComm *c) {
     if (!c) return;
     Proc *p = c->impl;

@@ -85,10 +85,14 @@ typedef struct {
     int (*exchange)(void *x, const void *const *out, const size_t *nout, void *const *in, const size_t *nin,
                     ZnErr *err);
     void (*free)(void *x);
+    void (*set_timeout)(void *x, double seconds);   /* the bound on one exchange; NULL: none */
 } ZnXportOps;
 
 /* A communicator over transport x (owned: freed with it). NULL on error. */
 ZnComm *zn_coll_proc_new(int rank, int world, void *x, const ZnXportOps *ops, ZnErr *err);
 void zn_coll_proc_free(ZnComm *c);
+/* Bounds each exchange of a process communicator at `seconds` from now on
+ * (Z-RDV-009); nothing for other communicators or a transport with no bound. */
+void zn_coll_set_timeout(ZnComm *c, double seconds);
 
 #endif

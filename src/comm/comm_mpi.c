@@ -132,7 +132,9 @@ static void mpi_free(void *x) {
     ZN_FREE_ALL(m->rq, m->peer, m->done, m);
 }
 
-static const ZnXportOps mpi_ops = {mpi_exchange, mpi_free};
+static void mpi_set_timeout(void *x, double s) { ((Mpi *)x)->timeout_s = s; }
+
+static const ZnXportOps mpi_ops = {mpi_exchange, mpi_free, mpi_set_timeout};
 
 ZnComm *zn_comm_mpi_new(ZnErr *err) {
     int rank, world;

@@ -310,7 +310,9 @@ static void tcp_free(void *x) {
     ZN_FREE_ALL(t->fd, t->pr, t->pfd, t->who, t->pid, t->by_ref, t->can_read, t->remote, t->node_rank, t);
 }
 
-static const ZnXportOps tcp_ops = {tcp_exchange, tcp_free};
+static void tcp_set_timeout(void *x, double s) { ((Tcp *)x)->timeout_s = s; }
+
+static const ZnXportOps tcp_ops = {tcp_exchange, tcp_free, tcp_set_timeout};
 
 /* ------------------------------------------------------------- set-up */
 

@@ -1144,6 +1144,7 @@ static const Key ZINC_KEYS[] = {
     {"canonical", .type = K_BOOL, .off = C(canonical)},
     {"exact", .type = K_BOOL, .off = C(exact)},
     {"deepspeed_quirks", .type = K_BOOL, .off = C(deepspeed_quirks)},
+    {"comm_timeout", .type = K_NUM, .off = C(comm_timeout), RANGE(1, INF)},   /* 0: unset */
     {"weight_decay_exclude", .type = K_FN, .fn = read_wd_exclude},
 };
 

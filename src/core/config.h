@@ -144,6 +144,7 @@ typedef struct {
     int activation_checkpointing;   /* the "activation_checkpointing" section is present: recompute each block */
     int exact;                      /* 0 */
     int deepspeed_quirks;           /* 0: zinc's fixes; 1: reproduce DeepSpeed's quirks (Z-PREC-*) */
+    double comm_timeout;            /* 0: unset; zinc.comm_timeout, seconds a collective may take (Z-RDV-009) */
     /* zinc.weight_decay_exclude (Z-OPT-020): parameters whose name contains
        one of these get no weight decay; -1 count: not given (the model's
        default, engine/decay.c) */
