@@ -198,6 +198,15 @@ static void keep(Script *s, int rank, const void *p, size_t n) {
     s->used[rank] += n;
 }
 
+/* The counters of the ring's model, which every backend keeps alike; the
+ * wire counts are a process transport's own (Z-NODE-008), none in the
+ * simulator. */
+static void keep_ring_counts(Script *s, int rank, const ZnComm *c) {
+    ZnCommStats ring = c->stats;
+    ring.wire_inter = ring.wire_intra = ring.wire_msgs_inter = 0;
+    keep(s, rank, &ring, sizeof ring);
+}
+
 static int run_script(int rank, ZnComm *c, void *arg, ZnErr *err) {
     Script *s = arg;
     const int W = c->world.size;
@@ -240,7 +249,7 @@ static int run_script(int rank, ZnComm *c, void *arg, ZnErr *err) {
         if (!rc) keep(s, rank, b, (size_t)W * 7 * 8);
     }
     if (!rc) rc = c->barrier(c, "t_barrier", err);
-    keep(s, rank, &c->stats, sizeof c->stats);   /* the counters agree too */
+    keep_ring_counts(s, rank, c);   /* the counters agree too */
     free(a);
     free(b);
     return rc;
@@ -272,7 +281,7 @@ static int run_big(int rank, ZnComm *c, void *arg, ZnErr *err) {
         keep_hash(s, rank, b, (size_t)(n / W * W - 7 * (W - 1) * W / 2) * 4);
     fill(b, n, ZN_BF16, rank, 3);
     if (!rc && !(rc = c->broadcast(c, b, n, ZN_BF16, 1 % W, "big_bc", err))) keep_hash(s, rank, b, (size_t)n * 2);
-    keep(s, rank, &c->stats, sizeof c->stats);
+    keep_ring_counts(s, rank, c);
     free(a);
     free(b);
     return rc;
