@@ -28,7 +28,7 @@ static void test_gpt3_on_4096(void **state) {
     assert_str_contains(out, "step collective: backward reduce_scatter grad_reduce, group of 4096 (stride 1): ");
     assert_str_contains(out, "[zinc] dry run [rank 0] step bytes by link: intra-node ");
     /* 80 GiB of the preset: no activation checkpointing, so the forward overflows */
-    assert_str_contains(out, "[zinc] plan: device memory 80.00 GB overflows first in forward");
+    assert_str_contains(out, "[zinc] plan: device memory 80.00 GiB overflows first in forward");
     assert_str_contains(out, "[zinc] plan: largest micro-batch that fits: none");
     assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node");
     assert_str_contains(out, "[zinc] plan: forward  compute ");
@@ -130,6 +130,44 @@ static void test_json(void **state) {
     free(errs);
 }
 
+/* The number after `key` in line (the first occurrence), or fail. */
+static double num_after(const char *line, const char *key) {
+    const char *p = strstr(line, key);
+    if (!p) fail_msg("no '%s' in: %.300s", key, line);
+    return strtod(p + strlen(key), NULL);
+}
+
+/* Units that say what they are: the ZeRO paper's 31.4 GB (10^9 bytes) of
+ * model states per device at stage 1, 7.5B parameters on 64 ranks, is the
+ * 29.25 GiB zinc prints; the lines that quote DeepSpeed keep its "GB"
+ * (2^30 bytes, as its estimators divide).
+ * spec: Z-REP-008 */
+/* spec: Z-DRY-005 */
+/* spec: Z-CAP-006 */
+static void test_gib_figures(void **state) {
+    (void)state;
+    const char *argv[] = {"--model", "mlp:25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000",
+                          "--world-size", "64", "--stage", "1", "--dtype", "fp16", "--steps", "0"};
+    char *out, *errs;
+    assert_int_equal(run(zn_cmd_plan, 10, argv, &out, &errs), 0);
+    assert_str_contains(out, " 7500300000 parameters");
+    /* the model states' bytes, from the exact line */
+    const char *l = strstr(out, "device bytes by category (after init): ");
+    assert_non_null(l);
+    const double states = num_after(l, "params16=") + num_after(l, "master32=") + num_after(l, "grads=") +
+                          num_after(l, "exp_avg=") + num_after(l, "exp_avg_sq=");
+    assert_true(states == 31407506384.0);
+    assert_true(fabs(states / 1e9 - 31.4) < 0.05);           /* the paper's GB */
+    assert_true(fabs(states / 1073741824.0 - 29.25) < 0.005); /* zinc's GiB */
+    assert_str_contains(out, "[zinc] dry run [rank 0] device total 31.35 GiB, peak 31.35 GiB, model states 29.25 GiB\n");
+    assert_str_contains(out, "[zinc] dry run [rank 0] device model states 29.25 GiB | DeepSpeed estimate_zero2 per GPU ");
+    /* DeepSpeed's words where zinc quotes DeepSpeed, zinc's everywhere else */
+    assert_str_contains(out, " GB\n[zinc] dry run [rank 0] host model states 0.00 GiB | DeepSpeed estimate_zero2 per CPU");
+    assert_null(strstr(out, "total 31.35 GB"));
+    free(out);
+    free(errs);
+}
+
 /* --svg: the picture, timed with a machine, untimed without.
  * spec: Z-CAP-005 */
 static void test_svg(void **state) {
@@ -202,7 +240,7 @@ static void test_refusals(void **state) {
          {"rank 0 of 12 (12 per node)", "[zinc] plan: no step time: the run's nodes are not dgx-h100's; give --machine"}},
         {6, {"--model", "mlp:8,4", "--world-size", "16", "--steps", "1"},
          {"rank 0 of 16 (8 per node)", "[zinc] plan: machine dgx-h100 (8 GPUs per node, ",
-          "[zinc] plan: device memory 80.00 GB holds the run"}},
+          "[zinc] plan: device memory 80.00 GiB holds the run"}},
     };
     char *out, *errs;
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
@@ -240,5 +278,6 @@ static void test_refusals(void **state) {
 ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_gpt3_on_4096),
     cmocka_unit_test(test_json),
+    cmocka_unit_test(test_gib_figures),
     cmocka_unit_test(test_svg),
     cmocka_unit_test(test_refusals))

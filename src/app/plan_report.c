@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GB (1024.0 * 1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
 #define MAX_MICRO (1L << 20)
 
 const char *zn_plan_point_name(int overflow) {
@@ -80,15 +80,16 @@ out:
 /* ---------------------------------------------------------------------- */
 /* the text */
 
-/* bytes as a person reads them: GB (2^30) from 1 GB, else MB, else KB */
+/* bytes as a person reads them: GiB from 1 GiB, else MiB, else KiB (powers
+   of 1024, named so: "GB" would say 10^9, 7% less) */
 static const char *human(double b, char *buf, size_t n) {
-    if (b >= GB) snprintf(buf, n, "%.2f GB", b / GB);
-    else if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.2f MB", b / (1024.0 * 1024.0));
-    else snprintf(buf, n, "%.2f KB", b / 1024.0);
+    if (b >= GIB) snprintf(buf, n, "%.2f GiB", b / GIB);
+    else if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024.0));
+    else snprintf(buf, n, "%.2f KiB", b / 1024.0);
     return buf;
 }
 
-/* one tier in one phase: its peak, and the categories then, in GB */
+/* one tier in one phase: its peak, and the categories then, in GiB */
 static void phase_tier_line(FILE *f, int rank, int ph, int t, const ZnPhaseStats *s) {
     char h[32];
     fprintf(f, "[zinc] dry run [rank %d] %s peak %s %s:", rank, zn_phase_name(ph), zn_tier_name(t),
@@ -123,8 +124,8 @@ static void print_calls(FILE *f, const ZnDryRun *r) {
         sent += c->sent, inter += c->inter, node += c->node_inter;
     }
     fprintf(f, "[zinc] dry run [rank %d] step bytes by link: intra-node %.0f, inter-node %.0f (rank); node egress "
-               "%.0f (%.2f GB per node)\n",
-            r->rank, sent - inter, inter, node, node / GB);
+               "%.0f (%.2f GiB per node)\n",
+            r->rank, sent - inter, inter, node, node / GIB);
     if (r->world.per_node < r->world.size) {
         /* ZeRO++'s unit: M, the model's bytes in 16 bits (2 per padded element) */
         double ph[ZN_PH_N] = {0}, M = 2.0 * (double)r->padded;
