@@ -132,7 +132,7 @@ if r.returncode:
     print("bench plan scale %s W=%s: zinc plan failed: %s" % (model, w, r.stderr.decode().strip()))
     sys.exit(1)
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-print("bench plan scale %s W=%s: %.2f s, peak RSS %.1f MB" % (model, w, dt, rss))
+print("bench plan scale %s W=%s: %.2f s, peak RSS %.1f MiB" % (model, w, dt, rss))
 PY
     done
   done

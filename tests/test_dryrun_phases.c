@@ -4,8 +4,8 @@
  * offloaded, on one node and on several, ZeRO++ (hpZ, qwZ, qgZ) and MiCS,
  * each phase's peak bytes per tier, the categories at that peak, and the
  * collectives per op, per tag and across nodes; then the dry run's
- * collectives by kind add up to its phases' totals, and node 0's egress to
- * what the real run's node-0 ranks sent to other nodes. */
+ * collectives by kind add up to its phases' totals, and node 0's bytes and
+ * egress to what the real run's node-0 ranks sent, and sent to other nodes. */
 #include "testutil.h"
 #include "app/dryrun.h"
 #include "app/run.h"
@@ -42,7 +42,7 @@ static void assert_stats_equal(const char *what, int ph, const ZnCommStats *a, c
 
 /* One comparison: the dry run of (model, cfg, world, per_node) against
  * zn_run's one step; every rank of the real run holds the same bytes. */
-/* spec: Z-DRY-009 (the classes add up; node 0's egress is its ranks') */
+/* spec: Z-DRY-009 (the classes add up; node 0's bytes and egress are its ranks') */
 static void compare(const char *model, const char *cfg, int world, int per_node) {
     char what[640];
     snprintf(what, sizeof what, "%s W=%d P=%d %s", model, world, per_node, cfg);
@@ -81,24 +81,30 @@ static void compare(const char *model, const char *cfg, int world, int per_node)
         /* rank 0's collectives, per op, per tag, across nodes */
         assert_stats_equal(what, ph, &d->comm, &res.phases[ph].comm);
         /* the kinds add up to the phase; node 0's egress is its ranks' */
-        double sent = 0, inter = 0, node = 0, real_node = 0;
+        double sent = 0, inter = 0, node = 0, real_node = 0, node_sent = 0, real_node_sent = 0;
         long calls = 0, real_calls = 0;
         for (int k = 0; k < dr->calls.n; k++)
             if (dr->calls.cls[k].phase == ph) {
                 sent += dr->calls.cls[k].sent;
                 inter += dr->calls.cls[k].inter;
                 node += dr->calls.cls[k].node_inter;
+                node_sent += dr->calls.cls[k].node_sent;
                 calls += dr->calls.cls[k].calls;
             }
         for (int op = 0; op < ZN_OP_N; op++) {
             sent -= (double)d->comm.bytes_sent[op];
             inter -= (double)d->comm.bytes_inter[op];
             real_calls += d->comm.calls[op];
-            for (int r = 0; r < P && P < world; r++) real_node += (double)res.phases[ZN_PH_N * r + ph].comm.bytes_inter[op];
+            for (int r = 0; r < P && P < world; r++) {
+                real_node += (double)res.phases[ZN_PH_N * r + ph].comm.bytes_inter[op];
+                real_node_sent += (double)res.phases[ZN_PH_N * r + ph].comm.bytes_sent[op];
+            }
         }
         assert_true(sent == 0 && inter == 0);
         assert_int_equal(calls, real_calls);
         if (node != real_node) fail_msg("%s, %s: node egress %.0f, real %.0f", what, zn_phase_name(ph), node, real_node);
+        if (node_sent != real_node_sent)   /* what the link lines' means divide (Z-TIME-002) */
+            fail_msg("%s, %s: node 0 sent %.0f, real %.0f", what, zn_phase_name(ph), node_sent, real_node_sent);
     }
     assert_int_equal(dr->calls.dropped, 0);
     zn_run_result_free(&res);

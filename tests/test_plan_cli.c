@@ -26,9 +26,9 @@ static void test_gpt3_on_4096(void **state) {
     assert_str_contains(out, "[zinc] dry run [rank 0] step peak device ");
     assert_str_contains(out, "step collective: forward all_gather param_gather, group of 4096 (stride 1): ");
     assert_str_contains(out, "step collective: backward reduce_scatter grad_reduce, group of 4096 (stride 1): ");
-    assert_str_contains(out, "[zinc] dry run [rank 0] step bytes by link: intra-node ");
+    assert_str_contains(out, "[zinc] dry run [rank 0] step bytes by link, a rank of a node of 8: intra-node ");
     /* 80 GiB of the preset: no activation checkpointing, so the forward overflows */
-    assert_str_contains(out, "[zinc] plan: device memory 80.00 GB overflows first in forward");
+    assert_str_contains(out, "[zinc] plan: device memory 80.00 GiB overflows first in forward");
     assert_str_contains(out, "[zinc] plan: largest micro-batch that fits: none");
     assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node");
     assert_str_contains(out, "[zinc] plan: forward  compute ");
@@ -130,6 +130,130 @@ static void test_json(void **state) {
     free(errs);
 }
 
+/* The number after `key` in line (the first occurrence), or fail. */
+static double num_after(const char *line, const char *key) {
+    const char *p = strstr(line, key);
+    if (!p) fail_msg("no '%s' in: %.300s", key, line);
+    return strtod(p + strlen(key), NULL);
+}
+
+/* The links on the machine's nodes: at 4096 ranks without --ranks-per-node,
+ * dgx-h100 puts 8 ranks on a node, and the byte lines say so and count on
+ * those nodes: every collective that leaves the node shows a rank's share
+ * of its egress going to other nodes, and the per-link totals are the bytes
+ * the step time prices (seconds times the machine's bandwidths). Before,
+ * these lines printed rank 0's own bytes, "0 to other nodes" everywhere
+ * (its ring neighbour is on its node), beside 0.25 s of inter-node time.
+ * spec: Z-CAP-001 */
+/* spec: Z-TIME-002 */
+static void test_links_on_the_machines_nodes(void **state) {
+    (void)state;
+    const char *argv[] = {"--params", "7.5e9", "--world-size", "4096", "--stage", "3"};
+    char *out, *errs;
+    assert_int_equal(run(zn_cmd_plan, 6, argv, &out, &errs), 0);
+    assert_str_contains(out, "[zinc] dry run: rank 0 of 4096 (8 per node), stage 3");
+    assert_str_contains(out, "[zinc] plan: machine dgx-h100 (8 GPUs per node, ");
+    /* every class: within + to other nodes of a rank, its node's egress over 8 */
+    int classes = 0;
+    double egress = 0;
+    for (const char *l = strstr(out, "step collective: "); l; l = strstr(l + 1, "step collective: ")) {
+        const char *eol = strchr(l, '\n');
+        assert_non_null(eol);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(eol - l), l);
+        assert_str_contains(line, "; a rank of a node of 8: ");
+        double x = num_after(line, " within it, "), e = num_after(line, "; node egress ");
+        assert_true(fabs(x - e / 8) <= 0.5);   /* %.0f of the mean */
+        if (e >= 8) assert_true(x >= 1);
+        if (strstr(line, ": forward ") || strstr(line, ": backward ")) assert_true(x > 1e9);   /* GB a step */
+        egress += e;
+        classes++;
+    }
+    assert_true(classes >= 3);
+    const char *bl = strstr(out, "[zinc] dry run [rank 0] step bytes by link, a rank of a node of 8: intra-node ");
+    assert_non_null(bl);
+    const double intra = num_after(bl, "intra-node "), inter = num_after(bl, ", inter-node "),
+                 node = num_after(bl, "; node egress ");
+    assert_true(fabs(node - egress) <= 0.5 * classes);
+    assert_true(inter > 1e10 && fabs(inter - node / 8) <= 0.5);
+    /* every byte a rank sends goes one way or the other */
+    const double sent = num_after(strstr(out, "collectives (one step): "), " calls, ");
+    assert_true(intra > 0 && fabs(intra + inter - sent) <= 64);
+    /* the time prices those bytes: intra at 360 GB/s, inter at 45 GB/s a GPU
+       (%.4g on each phase's line: 5 parts in 10^4) */
+    double ti = 0, tx = 0;
+    int phases = 0;
+    for (const char *l = strstr(out, "[zinc] plan: "); l; l = strstr(l + 1, "[zinc] plan: ")) {
+        const char *eol = strchr(l, '\n'), *p = strstr(l, " compute ");
+        if (!p || p > eol) continue;   /* not a phase's line */
+        ti += num_after(l, "(intra ");
+        tx += num_after(l, ", inter ");
+        phases++;
+    }
+    assert_int_equal(phases, 3);
+    if (fabs(tx * 45e9 - inter) > 5e-4 * inter) fail_msg("inter-node: %.4g s priced, %.0f bytes", tx, inter);
+    if (fabs(ti * 360e9 - intra) > 5e-4 * intra) fail_msg("intra-node: %.4g s priced, %.0f bytes", ti, intra);
+    /* one topology drives both: the flag that names the machine's nodes
+       changes nothing */
+    const char *argv8[] = {"--params", "7.5e9", "--world-size", "4096", "--stage", "3", "--ranks-per-node", "8"};
+    char *out8, *errs8;
+    assert_int_equal(run(zn_cmd_plan, 8, argv8, &out8, &errs8), 0);
+    assert_string_equal(out8, out);
+    free(out8);
+    free(errs8);
+    free(out);
+    free(errs);
+    /* --json: the same link bytes, and the class's node figures they come from */
+    const char *argvj[] = {"--params", "7.5e9", "--world-size", "4096", "--stage", "3", "--json"};
+    assert_int_equal(run(zn_cmd_plan, 7, argvj, &out, &errs), 0);
+    cJSON *d = cJSON_Parse(out);
+    if (!d) fail_msg("not JSON: %.200s", out);
+    assert_true(num(d, "ranks_per_node") == 8);
+    assert_true(fabs(num(d, "link_bytes.inter_node") - inter) <= 0.5);
+    assert_true(fabs(num(d, "link_bytes.intra_node") - intra) <= 0.5);
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(d, "collectives");
+    for (int k = 0; k < cJSON_GetArraySize(cl); k++) {
+        const cJSON *c = cJSON_GetArrayItem(cl, k);
+        assert_true(num(c, "inter_node") == num(c, "node_egress") / 8);
+        assert_true(num(c, "intra_node") == (num(c, "node_bytes_sent") - num(c, "node_egress")) / 8);
+        assert_true(num(c, "bytes_inter_node") == 0);   /* rank 0's own: its ring neighbour is rank 1 */
+    }
+    cJSON_Delete(d);
+    free(out);
+    free(errs);
+}
+
+/* Units that say what they are: the ZeRO paper's 31.4 GB (10^9 bytes) of
+ * model states per device at stage 1, 7.5B parameters on 64 ranks, is the
+ * 29.25 GiB zinc prints; the lines that quote DeepSpeed keep its "GB"
+ * (2^30 bytes, as its estimators divide).
+ * spec: Z-REP-008 */
+/* spec: Z-DRY-005 */
+/* spec: Z-CAP-006 */
+static void test_gib_figures(void **state) {
+    (void)state;
+    const char *argv[] = {"--model", "mlp:25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000,25000",
+                          "--world-size", "64", "--stage", "1", "--dtype", "fp16", "--steps", "0"};
+    char *out, *errs;
+    assert_int_equal(run(zn_cmd_plan, 10, argv, &out, &errs), 0);
+    assert_str_contains(out, " 7500300000 parameters");
+    /* the model states' bytes, from the exact line */
+    const char *l = strstr(out, "device bytes by category (after init): ");
+    assert_non_null(l);
+    const double states = num_after(l, "params16=") + num_after(l, "master32=") + num_after(l, "grads=") +
+                          num_after(l, "exp_avg=") + num_after(l, "exp_avg_sq=");
+    assert_true(states == 31407506384.0);
+    assert_true(fabs(states / 1e9 - 31.4) < 0.05);           /* the paper's GB */
+    assert_true(fabs(states / 1073741824.0 - 29.25) < 0.005); /* zinc's GiB */
+    assert_str_contains(out, "[zinc] dry run [rank 0] device total 31.35 GiB, peak 31.35 GiB, model states 29.25 GiB\n");
+    assert_str_contains(out, "[zinc] dry run [rank 0] device model states 29.25 GiB | DeepSpeed estimate_zero2 per GPU ");
+    /* DeepSpeed's words where zinc quotes DeepSpeed, zinc's everywhere else */
+    assert_str_contains(out, " GB\n[zinc] dry run [rank 0] host model states 0.00 GiB | DeepSpeed estimate_zero2 per CPU");
+    assert_null(strstr(out, "total 31.35 GB"));
+    free(out);
+    free(errs);
+}
+
 /* --svg: the picture, timed with a machine, untimed without.
  * spec: Z-CAP-005 */
 static void test_svg(void **state) {
@@ -202,7 +326,7 @@ static void test_refusals(void **state) {
          {"rank 0 of 12 (12 per node)", "[zinc] plan: no step time: the run's nodes are not dgx-h100's; give --machine"}},
         {6, {"--model", "mlp:8,4", "--world-size", "16", "--steps", "1"},
          {"rank 0 of 16 (8 per node)", "[zinc] plan: machine dgx-h100 (8 GPUs per node, ",
-          "[zinc] plan: device memory 80.00 GB holds the run"}},
+          "[zinc] plan: device memory 80.00 GiB holds the run"}},
     };
     char *out, *errs;
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
@@ -240,5 +364,7 @@ static void test_refusals(void **state) {
 ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_gpt3_on_4096),
     cmocka_unit_test(test_json),
+    cmocka_unit_test(test_links_on_the_machines_nodes),
+    cmocka_unit_test(test_gib_figures),
     cmocka_unit_test(test_svg),
     cmocka_unit_test(test_refusals))

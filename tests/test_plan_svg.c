@@ -28,7 +28,7 @@ static int temporaries(void) {
     return k;
 }
 
-/* A plausible stage-2 dry run: 4 categories, 3 phases, 80 GB, timed. */
+/* A plausible stage-2 dry run: 4 categories, 3 phases, 80 GiB, timed. */
 static ZnPlanSvg demo(void) {
     ZnPlanSvg p;
     memset(&p, 0, sizeof p);
@@ -142,7 +142,7 @@ static void test_well_formed(void **state) {
     assert_str_contains(svg, "width=\"960\" height=\"420\"");
     assert_str_contains(svg, "<text class=\"title\"");
     assert_str_contains(svg, ">gpt2-1.5b, ZeRO stage 2, world 8</text>");
-    assert_str_contains(svg, ">device memory per phase (GB)</text>");
+    assert_str_contains(svg, ">device memory per phase (GiB)</text>");
     assert_str_contains(svg, ">step timeline (s)</text>");
     assert_well_formed(svg);
     assert_no_nonfinite(svg);
@@ -196,20 +196,20 @@ static void test_segments_proportional(void **state) {
     assert_string_equal(f0, f1);
     assert_true(attr(seg_of(svg, "step", "optim"), "fill", f1, sizeof f1));
     assert_string_not_equal(f0, f1);
-    /* totals above the bars, in GB (2^30 bytes) */
-    assert_str_contains(svg, ">25.8 GB</text>");   /* forward: 3 + 0.5 + 2.25 + 20 */
-    assert_str_contains(svg, ">30.8 GB</text>");   /* backward */
-    assert_str_contains(svg, ">5.8 GB</text>");    /* step: 5.75 */
+    /* totals above the bars, in GiB (2^30 bytes) */
+    assert_str_contains(svg, ">25.8 GiB</text>");   /* forward: 3 + 0.5 + 2.25 + 20 */
+    assert_str_contains(svg, ">30.8 GiB</text>");   /* backward */
+    assert_str_contains(svg, ">5.8 GiB</text>");    /* step: 5.75 */
     free(svg);
-    /* below 1 GB: three significant digits */
+    /* below 1 GiB: three significant digits */
     memset(p.mem, 0, sizeof p.mem);
     p.mem[0][0] = 0.25 * 1073741824.0;
     p.mem[1][0] = 1e6;
     p.capacity = 0;
     svg = svg_of(&p);
-    assert_str_contains(svg, ">0.25 GB</text>");
-    assert_str_contains(svg, ">0.000931 GB</text>");
-    assert_str_contains(svg, ">0 GB</text>");
+    assert_str_contains(svg, ">0.25 GiB</text>");
+    assert_str_contains(svg, ">0.000931 GiB</text>");
+    assert_str_contains(svg, ">0 GiB</text>");
     assert_str_contains(svg, ">forward</text>");
     free(svg);
 }
@@ -243,7 +243,7 @@ static void test_capacity_line(void **state) {
     ZnPlanSvg p = demo();
     char *svg = svg_of(&p);
     assert_int_equal(zt_count_of(svg, "<line class=\"capacity\""), 1);
-    assert_str_contains(svg, ">device memory 80.0 GB</text>");
+    assert_str_contains(svg, ">device memory 80.0 GiB</text>");
     /* the axis reaches the capacity, the tallest thing here: its top tick
        label is at least 80 */
     assert_str_contains(svg, ">80</text>");
@@ -300,8 +300,8 @@ static void test_all_zero_memory(void **state) {
     assert_no_nonfinite(svg);
     assert_int_equal(zt_count_of(svg, "<rect class=\"seg\""), 0);
     assert_int_equal(zt_count_of(svg, "class=\"legend-cat\""), 0);
-    assert_int_equal(zt_count_of(svg, ">0 GB</text>"), 3);
-    assert_str_contains(svg, ">1</text>");   /* the axis still runs 0..1 GB */
+    assert_int_equal(zt_count_of(svg, ">0 GiB</text>"), 3);
+    assert_str_contains(svg, ">1</text>");   /* the axis still runs 0..1 GiB */
     free(svg);
     /* a step of no time at all: an axis 0..1 s, a total of 0 */
     p = demo();

@@ -154,7 +154,9 @@ out_data:
 /* ---------------------------------------------------------------------- */
 /* the report */
 
-#define GB (1024.0 * 1024.0 * 1024.0)
+/* zinc's own lines say GiB; the lines that quote DeepSpeed (see_memory_usage's
+   MA / Max_MA, its estimators) keep its "GB", which is the same 2^30 */
+#define GIB (1024.0 * 1024.0 * 1024.0)
 
 static void tier_lines(FILE *f, int rank, const char *tier, const char *when, const ZnMemStats *m) {
     fprintf(f, "[zinc] dry run [rank %d] %s bytes by category (%s):", rank, tier, when);
@@ -163,8 +165,8 @@ static void tier_lines(FILE *f, int rank, const char *tier, const char *when, co
     fprintf(f, "[zinc] dry run [rank %d] %s peak bytes by category (%s):", rank, tier, when);
     for (int c = 0; c < ZN_MEM_NCAT; c++) fprintf(f, " %s=%ld", zn_mem_cat_name((ZnMemCat)c), m->peak[c]);
     fprintf(f, "\n");
-    fprintf(f, "[zinc] dry run [rank %d] %s total %.2f GB, peak %.2f GB, model states %.2f GB\n", rank, tier,
-            m->cur_total / GB, m->peak_total / GB, zn_dry_model_states(m) / GB);
+    fprintf(f, "[zinc] dry run [rank %d] %s total %.2f GiB, peak %.2f GiB, model states %.2f GiB\n", rank, tier,
+            m->cur_total / GIB, m->peak_total / GIB, zn_dry_model_states(m) / GIB);
 }
 
 void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
@@ -183,7 +185,7 @@ void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
         for (int t = 0; t < ZN_DRY_NTIERS; t++) tier_lines(f, r->rank, tiers[t], "one step", &r->step[t]);
         for (int i = 0; i < r->nphases; i++)
             fprintf(f, "[zinc] dry run [rank %d] device at %s: MA %.2f GB, Max_MA %.2f GB\n", r->rank, r->phase[i].what,
-                    r->phase[i].dev.cur_total / GB, r->phase[i].dev.win_peak_total / GB);
+                    r->phase[i].dev.cur_total / GIB, r->phase[i].dev.win_peak_total / GIB);
         if (P.gather_per_layer) fprintf(f, "[zinc] dry run [rank %d] gathered params peak %ld elements\n", r->rank, r->gathered_peak);
     }
     const ZnCommStats *cs[2] = {&r->comm_init, &r->comm_step};
@@ -210,12 +212,12 @@ void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
     ZnEst e = zero3 ? zn_est_zero3(r->numel, r->largest_layer, gpn, nodes, off, offp, 1, 1.0)
                     : zn_est_zero2(r->numel, gpn, nodes, off, 1.0);
     if (P.optim == ZN_HOLD_PART && e.gpu >= 0) {
-        fprintf(f, "[zinc] dry run [rank %d] device model states %.2f GB | DeepSpeed %s per GPU %.2f GB\n", r->rank,
-                zn_dry_model_states(&r->init[ZN_DRY_DEVICE]) / GB, est, e.gpu / GB);
-        fprintf(f, "[zinc] dry run [rank %d] host model states %.2f GB | DeepSpeed %s per CPU / %d GPUs "
+        fprintf(f, "[zinc] dry run [rank %d] device model states %.2f GiB | DeepSpeed %s per GPU %.2f GB\n", r->rank,
+                zn_dry_model_states(&r->init[ZN_DRY_DEVICE]) / GIB, est, e.gpu / GIB);
+        fprintf(f, "[zinc] dry run [rank %d] host model states %.2f GiB | DeepSpeed %s per CPU / %d GPUs "
                    "(buffer factor 1) %.2f GB\n",
-                r->rank, zn_dry_model_states(&r->init[ZN_DRY_HOST]) / GB, est, gpn, (double)e.cpu / gpn / GB);
-        fprintf(f, "[zinc] dry run [rank %d] nvme model states %.2f GB | DeepSpeed's estimators count no NVMe\n",
-                r->rank, zn_dry_model_states(&r->init[ZN_DRY_NVME]) / GB);
+                r->rank, zn_dry_model_states(&r->init[ZN_DRY_HOST]) / GIB, est, gpn, (double)e.cpu / gpn / GIB);
+        fprintf(f, "[zinc] dry run [rank %d] nvme model states %.2f GiB | DeepSpeed's estimators count no NVMe\n",
+                r->rank, zn_dry_model_states(&r->init[ZN_DRY_NVME]) / GIB);
     }
 }

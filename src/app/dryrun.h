@@ -63,7 +63,7 @@ int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err);
 long zn_dry_model_states(const ZnMemStats *m);
 
 /* The report of `zinc train --dry-run`: every tier by category (the names of
- * the memory report) with totals in GB, the step's phases, the collectives,
+ * the memory report) with totals in GiB, the step's phases, the collectives,
  * and per tier a line next to DeepSpeed's estimator. */
 void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r);
 

@@ -50,8 +50,9 @@ static const ZnMachine PRESETS[] = {
         .device_flops = 989.4e12 * 0.6,
         /* HBM3 3.35 TB/s; a streaming kernel (Adam, casts) reaches ~80% */
         .device_mem_bw = 3.35e12 * 0.8,
-        /* "80 GB" card: nvidia-smi shows 81559 MiB, so the card holds 80 GiB
-           (a little of it reserved); 80e9 would undercount by 7% */
+        /* the "80 GB" card (NVIDIA's name, not 80e9 bytes): nvidia-smi shows
+           81559 MiB, so it holds 80 GiB (a little of it reserved); 80e9
+           would undercount by 7% */
         .device_memory = 80.0 * GIB,
         /* NVLink 4: 900 GB/s bidirectional = 450 GB/s per direction per GPU;
            NCCL ring bus bandwidth ~80% of it. Latency per ring hop ~1 us:
@@ -77,9 +78,9 @@ static const ZnMachine PRESETS[] = {
         .overlap = 1,   /* NCCL and copies on their own streams */
         /* A100 SXM bf16 dense tensor core peak 312 TFLOP/s x 60% */
         .device_flops = 312e12 * 0.6,
-        /* HBM2e 2.039 TB/s (the 80 GB card) x 80% */
+        /* HBM2e 2.039 TB/s (the "80 GB" card) x 80% */
         .device_mem_bw = 2.039e12 * 0.8,
-        /* 80 GB card: 80 GiB, as for the H100 */
+        /* the "80 GB" card (NVIDIA's name) holds 80 GiB, as the H100's */
         .device_memory = 80.0 * GIB,
         /* NVLink 3: 600 GB/s bidirectional = 300 GB/s per direction x 80%;
            ~1 us per hop, as for the H100 */

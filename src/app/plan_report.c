@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GB (1024.0 * 1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
 #define MAX_MICRO (1L << 20)
 
 const char *zn_plan_point_name(int overflow) {
@@ -80,15 +80,16 @@ out:
 /* ---------------------------------------------------------------------- */
 /* the text */
 
-/* bytes as a person reads them: GB (2^30) from 1 GB, else MB, else KB */
+/* bytes as a person reads them: GiB from 1 GiB, else MiB, else KiB (powers
+   of 1024, named so: "GB" would say 10^9, 7% less) */
 static const char *human(double b, char *buf, size_t n) {
-    if (b >= GB) snprintf(buf, n, "%.2f GB", b / GB);
-    else if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.2f MB", b / (1024.0 * 1024.0));
-    else snprintf(buf, n, "%.2f KB", b / 1024.0);
+    if (b >= GIB) snprintf(buf, n, "%.2f GiB", b / GIB);
+    else if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024.0));
+    else snprintf(buf, n, "%.2f KiB", b / 1024.0);
     return buf;
 }
 
-/* one tier in one phase: its peak, and the categories then, in GB */
+/* one tier in one phase: its peak, and the categories then, in GiB */
 static void phase_tier_line(FILE *f, int rank, int ph, int t, const ZnPhaseStats *s) {
     char h[32];
     fprintf(f, "[zinc] dry run [rank %d] %s peak %s %s:", rank, zn_phase_name(ph), zn_tier_name(t),
@@ -111,20 +112,34 @@ static void print_phases(FILE *f, const ZnDryRun *r) {
     }
 }
 
-/* the step's collectives by kind, then by link class */
+/* the nodes the link lines assume: "a node of 8", "one node of 64" */
+static const char *node_words(const ZnWorld *w, char *buf, size_t n) {
+    if (w->per_node < w->size) snprintf(buf, n, "a node of %d", w->per_node);
+    else snprintf(buf, n, "one node of %d", w->size);
+    return buf;
+}
+
+/* the step's collectives by kind, then by link class: a rank's bytes by
+   link are its node's mean, what the step time prices (rank 0's own would
+   show no byte crossing: its ring neighbour shares its node) */
 static void print_calls(FILE *f, const ZnDryRun *r) {
-    double sent = 0, inter = 0, node = 0;
+    const int P = r->world.per_node, N = r->world.size;
+    char nw[48];
+    node_words(&r->world, nw, sizeof nw);
+    double intra = 0, inter = 0, node = 0;
     for (int k = 0; k < r->calls.n; k++) {
         const ZnMetaClass *c = &r->calls.cls[k];
+        double ci, cx;
+        zn_meta_link_bytes(c, P, N, &ci, &cx);
         fprintf(f, "[zinc] dry run [rank %d] step collective: %s %s %s, group of %d (stride %d): %ld calls, "
-                   "%.0f bytes sent, %.0f to other nodes; node egress %.0f\n",
+                   "%.0f bytes sent; a rank of %s: %.0f within it, %.0f to other nodes; node egress %.0f\n",
                 r->rank, zn_phase_name(c->phase), zn_coll_op_name(c->op), c->tag[0] ? c->tag : "-", c->grp.size,
-                c->grp.stride, c->calls, c->sent, c->inter, c->node_inter);
-        sent += c->sent, inter += c->inter, node += c->node_inter;
+                c->grp.stride, c->calls, c->sent, nw, ci, cx, c->node_inter);
+        intra += ci, inter += cx, node += c->node_inter;
     }
-    fprintf(f, "[zinc] dry run [rank %d] step bytes by link: intra-node %.0f, inter-node %.0f (rank); node egress "
-               "%.0f (%.2f GB per node)\n",
-            r->rank, sent - inter, inter, node, node / GB);
+    fprintf(f, "[zinc] dry run [rank %d] step bytes by link, a rank of %s: intra-node %.0f, inter-node %.0f; "
+               "node egress %.0f (%.2f GiB per node)\n",
+            r->rank, nw, intra, inter, node, node / GIB);
     if (r->world.per_node < r->world.size) {
         /* ZeRO++'s unit: M, the model's bytes in 16 bits (2 per padded element) */
         double ph[ZN_PH_N] = {0}, M = 2.0 * (double)r->padded;
@@ -210,9 +225,11 @@ static cJSON *json_doc(const ZnRunOpts *o, const ZnDryRun *r, const ZnPlanOpts *
         cJSON_AddNumberToObject(x, "d2h_bytes", s->d2h);
     }
     cJSON *cl = zn_json_add(d, "collectives", cJSON_CreateArray());
-    double sent = 0, inter = 0, node = 0;
+    double intra = 0, inter = 0, node = 0;
     for (int k = 0; k < r->calls.n; k++) {
         const ZnMetaClass *c = &r->calls.cls[k];
+        double ci, cx;   /* a rank's by link, as the text prints them */
+        zn_meta_link_bytes(c, r->world.per_node, r->world.size, &ci, &cx);
         cJSON *x = zn_json_add(cl, NULL, cJSON_CreateObject());
         cJSON_AddStringToObject(x, "phase", zn_phase_name(c->phase));
         cJSON_AddStringToObject(x, "op", zn_coll_op_name(c->op));
@@ -222,11 +239,14 @@ static cJSON *json_doc(const ZnRunOpts *o, const ZnDryRun *r, const ZnPlanOpts *
         cJSON_AddNumberToObject(x, "calls", (double)c->calls);
         cJSON_AddNumberToObject(x, "bytes_sent", c->sent);
         cJSON_AddNumberToObject(x, "bytes_inter_node", c->inter);
+        cJSON_AddNumberToObject(x, "node_bytes_sent", c->node_sent);
         cJSON_AddNumberToObject(x, "node_egress", c->node_inter);
-        sent += c->sent, inter += c->inter, node += c->node_inter;
+        cJSON_AddNumberToObject(x, "intra_node", ci);
+        cJSON_AddNumberToObject(x, "inter_node", cx);
+        intra += ci, inter += cx, node += c->node_inter;
     }
     cJSON *lk = zn_json_add(d, "link_bytes", cJSON_CreateObject());
-    cJSON_AddNumberToObject(lk, "intra_node", sent - inter);
+    cJSON_AddNumberToObject(lk, "intra_node", intra);
     cJSON_AddNumberToObject(lk, "inter_node", inter);
     cJSON_AddNumberToObject(lk, "node_egress", node);
     cJSON_AddNumberToObject(d, "nvme_read_bytes", r->nvme_read);

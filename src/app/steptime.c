@@ -76,7 +76,11 @@ int zn_step_time(const ZnRunOpts *o, const ZnDryRun *r, const ZnMachine *m, ZnSt
     for (int k = 0; k < r->calls.n; k++) {
         const ZnMetaClass *c = &r->calls.cls[k];
         double lat = (double)c->calls * ring_latency(c->op, c->grp, P, P == N, m);
-        double ti = (c->sent - c->inter) / m->intra.beta, tx = c->node_inter / ((double)P * m->inter.beta);
+        /* a rank's bytes by link as the report prints them (the node's
+           mean: each GPU is its node's exit for its share of the rings) */
+        double intra, inter;
+        zn_meta_link_bytes(c, P, N, &intra, &inter);
+        double ti = intra / m->intra.beta, tx = c->node_inter / ((double)P * m->inter.beta);
         double bw = ti > tx ? ti : tx;
         t->latency[c->phase] += lat;
         t->intra[c->phase] += ti;

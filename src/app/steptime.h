@@ -5,8 +5,9 @@
  *
  *   compute: FLOPs / device_flops + bytes / device_mem_bw per phase, the
  *            CPU optimizer's elements / host_adam_rate in the step;
- *   a collective of n ranks: steps * alpha + max(intra bytes / intra beta,
- *            node egress / (gpus_per_node * inter beta)), steps = n - 1
+ *   a collective of n ranks: steps * alpha + max(a rank's intra-node bytes
+ *            / intra beta, node egress / (gpus_per_node * inter beta)), the
+ *            rank's bytes the mean over node 0's ranks, steps = n - 1
  *            (ring all-gather, reduce-scatter, broadcast, all-to-all) or
  *            2(n - 1) (all-reduce, barrier), alpha the inter-node one when
  *            the group spans nodes;

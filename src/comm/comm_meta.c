@@ -16,13 +16,14 @@ static const char *tag_str(const char *tag) { return tag ? tag : ""; }
 
 void zn_comm_meta_log(ZnComm *c, ZnMetaLog *log) { c->impl = log; }
 
-/* One call into the log: node 0's egress is what each of its ranks would
- * send to other nodes in the same call (the counts are every rank's) */
+/* One call into the log: node 0's bytes are what each of its ranks would
+ * send, and send to other nodes, in the same call (the counts are every
+ * rank's) */
 static void log_call(ZnComm *c, ZnGroup g, ZnCollOp op, const long *counts, long n, int root, ZnDtype dt,
                      const char *tag, long sent, long inter) {
     ZnMetaLog *log = c->impl;
     ZnGroup rg = zn_group_resolve(&c->world, g);
-    double node = 0.0;
+    double node = 0.0, node_sent = 0.0;
     const int P = c->world.per_node;
     if (P < c->world.size)   /* one node: nothing leaves it */
         for (int l = 0; l < P; l++) {
@@ -30,6 +31,7 @@ static void log_call(ZnComm *c, ZnGroup g, ZnCollOp op, const long *counts, long
             long s, r, x;
             zn_comm_call_bytes(&w, zn_group_resolve(&w, g), op, counts, n, root, dt, &s, &r, &x);
             node += (double)x;
+            node_sent += (double)s;
         }
     int k = 0;
     while (k < log->n && !(log->cls[k].op == op && log->cls[k].phase == log->phase &&
@@ -52,7 +54,18 @@ static void log_call(ZnComm *c, ZnGroup g, ZnCollOp op, const long *counts, long
     m->calls++;
     m->sent += (double)sent;
     m->inter += (double)inter;
+    m->node_sent += node_sent;
     m->node_inter += node;
+}
+
+void zn_meta_link_bytes(const ZnMetaClass *c, int per_node, int size, double *intra, double *inter) {
+    if (per_node >= size) {   /* one node: nothing was summed over a node (log_call) */
+        *intra = c->sent - c->inter;
+        *inter = c->inter;
+        return;
+    }
+    *intra = (c->node_sent - c->node_inter) / per_node;
+    *inter = c->node_inter / per_node;
 }
 
 /* The ring bytes of one call, counted as coll.c's call() does, with the

@@ -15,9 +15,9 @@ void zn_comm_meta_init(ZnComm *c, int world, int rank, int per_node);
 /* The calls of a dry run by kind (spec Z-DRY-009), what the step-time model
  * prices: calls of one op, tag and group in one phase are one class. Per
  * call, the rank's bytes sent, those of them that cross to another node,
- * and what all ranks of node 0 send to other nodes together (the node's
- * egress, which its NICs share): every node of a symmetric world sends the
- * same. */
+ * what all ranks of node 0 send together and what they send to other nodes
+ * (the node's egress, which its NICs share): every node of a symmetric
+ * world sends the same. */
 #define ZN_META_MAX_CLASSES 256
 typedef struct {
     ZnCollOp op;
@@ -25,7 +25,8 @@ typedef struct {
     int phase;                 /* the meter's phase when the call was made */
     ZnGroup grp;               /* resolved: size and stride (the world: size N, stride 1) */
     long calls;
-    double sent, inter, node_inter;   /* summed over the calls */
+    double sent, inter;        /* the rank's, summed over the calls */
+    double node_sent, node_inter;   /* node 0's ranks' together (0 on one node: nothing to share) */
 } ZnMetaClass;
 typedef struct {
     int phase;                 /* set by the caller (the phase meter) */
@@ -34,5 +35,12 @@ typedef struct {
 } ZnMetaLog;
 /* From now on c records its calls into log (NULL: stops). */
 void zn_comm_meta_log(ZnComm *c, ZnMetaLog *log);
+
+/* What a rank of class c sends inside its node (*intra) and to other nodes
+ * (*inter) in a world of `size` ranks, per_node to a node: the mean over
+ * node 0's ranks, as the step time prices it (Z-TIME-002). rank 0 alone is
+ * no fair sample of the links: its ring neighbour, rank 1, shares its
+ * node, so its own bytes never cross. On one node: rank 0's, all inside. */
+void zn_meta_link_bytes(const ZnMetaClass *c, int per_node, int size, double *intra, double *inter);
 
 #endif

@@ -24,7 +24,7 @@
 
 #define W 960
 #define H 420
-#define GB 1073741824.0          /* 2^30 bytes: the axis unit (Z-PSVG-004) */
+#define GIB 1073741824.0         /* 2^30 bytes: the axis unit, named GiB (Z-PSVG-004) */
 
 /* Text sizes. SVG has no font metrics, so widths are estimates per code
  * point: 0.6 em errs on the roomy side for sans-serif, as in io/plot.c. */
@@ -118,12 +118,12 @@ static void fmt_num(char *buf, size_t cap, double v) {
     snprintf(buf, cap, "%.4g", v == 0 ? 0.0 : v);
 }
 
-/* Bytes as "12.3 GB": one decimal from 1 GB up, else 3 significant digits,
- * so small memories do not all read "0.0 GB" (Z-PSVG-005). */
-static void fmt_gb(char *buf, size_t cap, double bytes) {
-    double g = bytes / GB;
-    if (g >= 1) snprintf(buf, cap, "%.1f GB", g);
-    else snprintf(buf, cap, "%.3g GB", g == 0 ? 0.0 : g);
+/* Bytes as "12.3 GiB": one decimal from 1 GiB up, else 3 significant digits,
+ * so small memories do not all read "0.0 GiB" (Z-PSVG-005). */
+static void fmt_gib(char *buf, size_t cap, double bytes) {
+    double g = bytes / GIB;
+    if (g >= 1) snprintf(buf, cap, "%.1f GiB", g);
+    else snprintf(buf, cap, "%.3g GiB", g == 0 ? 0.0 : g);
 }
 
 /* <text class=... x y font-size text-anchor> with s escaped (at most max_cp
@@ -141,7 +141,7 @@ static void put_text(FILE *f, const char *cls, double x, double y, int fs, const
 
 typedef struct {
     double l, r, t, b;           /* plot area, pixels */
-    ZnPlotTicks yt;              /* in GB, from 0 */
+    ZnPlotTicks yt;              /* in GiB, from 0 */
     double total[ZN_PSVG_MAX_PHASE];   /* bytes of each bar */
     int used[ZN_PSVG_MAX_CAT];   /* category non-zero in some phase */
     long legend_cp;              /* widest legend name, code points */
@@ -151,13 +151,13 @@ typedef struct {
  * not as a difference of two positions, so a segment's height is exactly
  * proportional to its bytes (Z-PSVG-003). */
 static double mem_h(const MemFrame *m, double bytes) {
-    return bytes / (m->yt.hi * GB) * (m->b - m->t);
+    return bytes / (m->yt.hi * GIB) * (m->b - m->t);
 }
 static double mem_y(const MemFrame *m, double bytes) {
     return m->b - mem_h(m, bytes);
 }
 
-/* Bar totals, used categories, the GB axis and the panel's layout. */
+/* Bar totals, used categories, the GiB axis and the panel's layout. */
 static int mem_frame(const ZnPlanSvg *p, MemFrame *m, ZnErr *err) {
     memset(m, 0, sizeof *m);
     double top = p->capacity;
@@ -170,8 +170,8 @@ static int mem_frame(const ZnPlanSvg *p, MemFrame *m, ZnErr *err) {
             return zn_err(err, ZN_E_USAGE, "plan picture: the bytes of '%s' are too many to add up", p->phase[i]);
         top = fmax(top, m->total[i]);
     }
-    /* an all-zero chart still gets an axis (0..1 GB), and no division by 0 */
-    double hi = top > 0 ? top / GB : 1.0;
+    /* an all-zero chart still gets an axis (0..1 GiB), and no division by 0 */
+    double hi = top > 0 ? top / GIB : 1.0;
     int rc = zn_plot_ticks(0, hi, 0, &m->yt, err);
     if (rc) {
         if (err) zn_err_prefix(err, "plan picture: memory axis: ");
@@ -202,7 +202,7 @@ static void put_mem_axes(FILE *f, const MemFrame *m) {
     char lab[64];
     fputs("<g class=\"grid\" stroke=\"#e5e5e5\" stroke-width=\"1\">\n", f);
     for (int i = 0; i < m->yt.n; i++) {
-        double y = mem_y(m, m->yt.v[i] * GB);
+        double y = mem_y(m, m->yt.v[i] * GIB);
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", m->l, y, m->r, y);
     }
     fputs("</g>\n<g class=\"axes\" stroke=\"#333333\" stroke-width=\"1\">\n", f);
@@ -213,7 +213,7 @@ static void put_mem_axes(FILE *f, const MemFrame *m) {
     for (int i = 0; i < m->yt.n; i++) {
         zn_plot_tick_label(&m->yt, m->yt.v[i], lab, sizeof lab);
         fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" dy=\"0.35em\" text-anchor=\"end\">%s</text>\n", m->l - 6,
-                mem_y(m, m->yt.v[i] * GB), lab);
+                mem_y(m, m->yt.v[i] * GIB), lab);
     }
     fputs("</g>\n", f);
 }
@@ -237,7 +237,7 @@ static void put_bar(FILE *f, const ZnPlanSvg *p, const MemFrame *m, int i) {
         below += v;
     }
     char lab[64];
-    fmt_gb(lab, sizeof lab, m->total[i]);
+    fmt_gib(lab, sizeof lab, m->total[i]);
     put_text(f, "bar-total", x + 0.5 * bw, mem_y(m, m->total[i]) - 5, FS_TICK, "middle", lab, -1);
     put_text(f, "phase-name", x + 0.5 * bw, m->b + 17, FS_LABEL, "middle", p->phase[i],
              (long)(slot / CHAR_W(FS_LABEL)));
@@ -250,9 +250,9 @@ static void put_capacity(FILE *f, const ZnPlanSvg *p, const MemFrame *m) {
     fprintf(f, "<line class=\"capacity\" x1=\"%.2f\" y1=\"%.3f\" x2=\"%.2f\" y2=\"%.3f\" stroke=\"#d62728\" "
                "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
             m->l, y, m->r, y);
-    char gb[64], lab[96];
-    fmt_gb(gb, sizeof gb, p->capacity);
-    snprintf(lab, sizeof lab, "device memory %s", gb);
+    char gib[64], lab[96];
+    fmt_gib(gib, sizeof gib, p->capacity);
+    snprintf(lab, sizeof lab, "device memory %s", gib);
     put_text(f, "capacity-label", m->r, y - 5, FS_TICK, "end", lab, -1);
 }
 
@@ -274,7 +274,7 @@ static void put_legend(FILE *f, const ZnPlanSvg *p, const MemFrame *m) {
 
 static void put_memory_panel(FILE *f, const ZnPlanSvg *p, const MemFrame *m) {
     fprintf(f, "<text class=\"panel-title\" x=\"%.2f\" y=\"%.2f\" font-size=\"%d\" font-weight=\"bold\" "
-               "text-anchor=\"middle\">device memory per phase (GB)</text>\n",
+               "text-anchor=\"middle\">device memory per phase (GiB)</text>\n",
             0.5 * (m->l + m->r), PANEL_Y, FS_PANEL);
     put_mem_axes(f, m);
     for (int i = 0; i < p->nphase; i++) put_bar(f, p, m, i);
