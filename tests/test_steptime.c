@@ -10,6 +10,7 @@
 #include "app/machine.h"
 #include "app/plan_report.h"
 #include "app/steptime.h"
+#include "app/run_report.h"
 
 static ZnDryRun *dry(const ZnRunOpts *o) {
     ZnDryRun *r = malloc(sizeof *r);

@@ -6,6 +6,7 @@
  * that resume on plain stage 3; the configuration rules. */
 #include "testutil.h"
 #include "app/run.h"
+#include "app/run_report.h"
 #include "core/quant.h"
 #include "core/half.h"
 #include "comm/world.h"

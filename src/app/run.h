@@ -94,11 +94,6 @@ typedef struct {
 
 int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
 
-/* The ZeRO paper's elements a rank sends per optimizer step for gradients
- * and parameters, 2Ψ(N-1)/N (stages 0-2) or 3Ψ(N-1)/N (stage 3), with Ψ
- * counted with the layout's padding (*psi); *nbuckets: the layout's gradient
- * buckets. Negative if the layout cannot be built. */
-double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets);
 void zn_run_result_free(ZnRunResult *res);
 
 #endif

@@ -19,6 +19,7 @@
  * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
  * steps, config (deep-merged into the case's config). */
 #include "app/cli.h"
+#include "app/run_report.h"
 #include "core/alloc.h"
 #include "core/json_track.h"
 #include "core/layout.h"
