@@ -273,14 +273,16 @@ static void cuda_free(ZnDevice *d, void *p) {
 
 /* upload/download return with the data in place (device.h): the copy is
  * queued behind the rank's kernels, then waited for. */
+static void copy_waited(ZnDevice *d, const char *what, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    double t0 = profiling() ? wall_s() : 0;   /* the wait for queued kernels counts here */
+    if (zn_cuda_fail(d, what, cudaMemcpyAsync(dst, src, bytes, kind, zn_cuda_dev(d)->stream))) return;
+    zn_cuda_sync(d, what);
+    if (t0) prof_add(what, t0, wall_s());
+}
+
 extern "C" void zn_cuda_upload(ZnDevice *d, void *dst, const void *src_host, size_t bytes) {
     if (!bytes || !zn_cuda_ok(d)) return;
-    double t0 = profiling() ? wall_s() : 0;   /* the wait for queued kernels counts here */
-    if (zn_cuda_fail(d, "upload", cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice,
-                                                  zn_cuda_dev(d)->stream)))
-        return;
-    zn_cuda_sync(d, "upload");
-    if (t0) prof_add("upload", t0, wall_s());
+    copy_waited(d, "upload", dst, src_host, bytes, cudaMemcpyHostToDevice);
 }
 
 extern "C" void zn_cuda_download(ZnDevice *d, void *dst_host, const void *src, size_t bytes) {
@@ -289,12 +291,7 @@ extern "C" void zn_cuda_download(ZnDevice *d, void *dst_host, const void *src, s
         memset(dst_host, 0, bytes);   /* defined contents after a failure */
         return;
     }
-    double t0 = profiling() ? wall_s() : 0;
-    if (zn_cuda_fail(d, "download", cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost,
-                                                    zn_cuda_dev(d)->stream)))
-        return;
-    zn_cuda_sync(d, "download");
-    if (t0) prof_add("download", t0, wall_s());
+    copy_waited(d, "download", dst_host, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 /* copy and zero are complete in stream order: every reader (this rank's

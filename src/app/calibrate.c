@@ -216,7 +216,7 @@ static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m)
     m->nvme_bw = ctx->t[M_NVME] > 0 ? 2.0 * NVME_BYTES / ctx->t[M_NVME] : m->h2d_bw;
 }
 
-void zn_calibrate_usage(FILE *f) {
+static void print_calibrate_usage(FILE *f) {
     fprintf(f, "usage: zinc calibrate [--world-size N] [--backend sim|tcp|mpi] [--rendezvous R] [--threads T]\n"
                "                      [--name NAME] [--quick] -o FILE.json\n"
                "Measures this machine as N ranks see it and writes a machine file for zinc plan's step time.\n");
@@ -224,7 +224,7 @@ void zn_calibrate_usage(FILE *f) {
 
 static int usage(const char *msg, const char *arg) {
     fprintf(stderr, "zinc calibrate: %s%s%s\n", msg, arg ? " " : "", arg ? arg : "");
-    zn_calibrate_usage(stderr);
+    print_calibrate_usage(stderr);
     return 2;
 }
 
@@ -321,3 +321,5 @@ fail:
     zn_err_print(stderr, "", &err);
     return err.code == ZN_E_USAGE ? 2 : 1;
 }
+
+const ZnCommand zn_calibrate_command = {"calibrate", zn_cmd_calibrate, print_calibrate_usage};

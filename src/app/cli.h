@@ -1,15 +1,27 @@
 /* cli.h: the zinc command line. Each subcommand is a function taking
  * (argc, argv) after the subcommand name and returning the exit status:
  * 0 success, 1 a check failed or training failed at run time, 2 bad usage,
- * bad config or bad model spec (one clear message on stderr). Declared
- * here: train, spec, compare, stepper, launch; ckpt, plot and estimate live
- * beside what they drive (io/checkpoint.h, io/plot.h, engine/estimate.h). */
+ * bad config or bad model spec (one clear message on stderr). Each is
+ * defined in its own file (app/cli_*.c, calibrate.c, launch.c,
+ * spec_runner.c) beside its usage lines, and named with them by a
+ * ZnCommand there, which main.c finds by the command's name. */
 #ifndef ZN_CLI_H
 #define ZN_CLI_H
 #include <stdio.h>
 #include "core/config.h"
 #include "engine/model.h"
 #include "app/run.h"
+
+/* A subcommand: its name, its function and its usage lines (its --help,
+ * and its usage errors). */
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    void (*usage)(FILE *f);
+} ZnCommand;
+extern const ZnCommand zn_train_command, zn_plan_command, zn_calibrate_command, zn_spec_command,
+    zn_compare_command, zn_stepper_command, zn_launch_command, zn_estimate_command, zn_ckpt_command,
+    zn_plot_command, zn_sample_command;
 
 int zn_cmd_train(int argc, char **argv);
 /* `zinc calibrate ... -o FILE.json`: this machine's file for the step-time
@@ -72,18 +84,6 @@ void zn_train_flags_init(ZnTrainFlags *f);
 /* Consumes the flag at argv[*i] (and its value) if it is a train flag;
  * returns 1 if consumed, 0 if not a train flag, -1 on a bad value (err set). */
 int zn_train_flag(ZnTrainFlags *f, int argc, char **argv, int *i, ZnErr *err);
-/* The usage lines of `zinc train`, from the flag table. */
-void zn_train_usage(FILE *out);
-/* Each other command's usage lines (its --help, and its usage errors). */
-void zn_calibrate_usage(FILE *f);
-void zn_ckpt_usage(FILE *f);
-void zn_compare_usage(FILE *f);
-void zn_estimate_usage(FILE *f);
-void zn_launch_usage(FILE *f);
-void zn_plot_usage(FILE *f);
-void zn_sample_usage(FILE *f);
-void zn_spec_usage(FILE *f);
-void zn_stepper_usage(FILE *f);
 /* zinc stepper --peer deepspeed (cli_peer.c, Z-DSP-010) and its usage lines */
 int zn_cmd_stepper_peer(int argc, char **argv);
 void zn_stepper_peer_usage(FILE *f);

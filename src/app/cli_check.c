@@ -14,14 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
-void zn_compare_usage(FILE *f) {
+static void print_compare_usage(FILE *f) {
     fprintf(f, "usage: zinc compare --stage K [--rtol R] [--atol A] [--offload none|cpu|nvme] [zinc train's flags]\n"
                "  trains stage K and a stage-0 baseline on the same batches in lockstep and compares the loss,\n"
                "  gradients and parameters every step (DeepSpeed's compare_loss): TEST PASSED / TEST FAILED\n");
     zn_compare_peer_usage(f);
 }
 
-void zn_stepper_usage(FILE *f) {
+static void print_stepper_usage(FILE *f) {
     fprintf(f, "usage: zinc stepper --base BASE.json --test TEST.json [--model SPEC] [--batches N]\n"
                "                    [--world-size N | --base-world-size N --test-world-size M]\n"
                "                    [--track params,grads,loss] [--param-tol X] [--grad-tol X] [--loss-tol X]\n"
@@ -221,6 +221,8 @@ int zn_cmd_compare(int argc, char **argv) {
     return rc;
 }
 
+const ZnCommand zn_compare_command = {"compare", zn_cmd_compare, print_compare_usage};
+
 /* ---------------------------------------------------------------------- */
 /* zinc stepper: ModelStepper's output format */
 
@@ -376,3 +378,5 @@ int zn_cmd_stepper(int argc, char **argv) {
     zn_run_result_free(&rt);
     return failed ? 1 : 0;
 }
+
+const ZnCommand zn_stepper_command = {"stepper", zn_cmd_stepper, print_stepper_usage};

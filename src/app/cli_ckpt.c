@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void zn_ckpt_usage(FILE *f) {
+static void print_ckpt_usage(FILE *f) {
     fprintf(f, "usage: zinc ckpt to-universal --input-folder DIR/TAG --output-folder OUT [--num-workers N]\n"
                "       zinc ckpt consolidate --input DIR/TAG --output model.safetensors [--dtype fp32|bf16|fp16]\n"
                "       zinc ckpt consolidate --input DIR/TAG --hf OUTDIR [--dtype fp32|bf16|fp16]\n"
@@ -21,7 +21,7 @@ void zn_ckpt_usage(FILE *f) {
 
 static int ckpt_usage(const char *msg) {
     fprintf(stderr, "zinc: error: %s\n", msg);
-    zn_ckpt_usage(stderr);
+    print_ckpt_usage(stderr);
     return 2;
 }
 
@@ -176,3 +176,5 @@ int zn_cmd_ckpt(int argc, char **argv) {
     if (!strcmp(argv[0], "to-deepspeed")) return cmd_to_deepspeed(argc - 1, argv + 1);
     return ckpt_usage("unknown 'zinc ckpt' command");
 }
+
+const ZnCommand zn_ckpt_command = {"ckpt", zn_cmd_ckpt, print_ckpt_usage};

@@ -247,7 +247,7 @@ int zn_est_parse_args(int argc, char **argv, ZnEstOpts *o, ZnErr *err) {
     return 0;
 }
 
-void zn_estimate_usage(FILE *f) {
+static void print_estimate_usage(FILE *f) {
     fprintf(f,
         "usage: zinc estimate --params P [--largest-layer L] [--gpus-per-node G] [--nodes M]\n"
         "                     [--stage 1|2|3] [--offload none|cpu|all] [--buffer-factor F]\n"
@@ -264,7 +264,7 @@ int zn_est_run(int argc, char **argv, FILE *out, FILE *note, ZnErr *err) {
     int rc = zn_est_parse_args(argc, argv, &o, err);
     if (rc) return rc;
     if (o.help) {
-        zn_estimate_usage(out);
+        print_estimate_usage(out);
         return 0;
     }
     int stage2, stage3;
@@ -300,3 +300,5 @@ int zn_cmd_estimate(int argc, char **argv) {
     }
     return 0;
 }
+
+const ZnCommand zn_estimate_command = {"estimate", zn_cmd_estimate, print_estimate_usage};

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void zn_plot_usage(FILE *f) {
+static void print_plot_usage(FILE *f) {
     fprintf(f, "usage: zinc plot A.csv [B.csv ...] -o OUT.svg [--metric loss|grad_norm|lr|scale]\n"
                "                 [--title T] [--names a,b,...] [--logy]\n"
                "Draws the per-step logs of `zinc train --log FILE.csv` as curves on one SVG chart.\n");
@@ -49,7 +49,7 @@ int zn_cmd_plot(int argc, char **argv) {
         int valued = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--metric") ||
                      !strcmp(a, "--title") || !strcmp(a, "--names");
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            zn_plot_usage(stdout);
+            print_plot_usage(stdout);
             goto done;
         } else if (!strcmp(a, "--logy")) {
             o.logy = 1;
@@ -105,3 +105,5 @@ done:
     free(nm);
     return rc ? 2 : 0;
 }
+
+const ZnCommand zn_plot_command = {"plot", zn_cmd_plot, print_plot_usage};

@@ -15,7 +15,7 @@
 
 #define MAX_NEW_LIMIT (1L << 20)
 
-void zn_sample_usage(FILE *f) {
+static void print_sample_usage(FILE *f) {
     fprintf(f, "usage: zinc sample --checkpoint-dir DIR [--checkpoint-tag TAG] --prompt TEXT\n"
                "                   [--max-new-tokens N] [--temperature X] [--top-k K] [--seed S] [--logits FILE]\n"
                "  a byte-level model (vocabulary 256) reads TEXT's bytes and prints bytes; a larger\n"
@@ -25,7 +25,7 @@ void zn_sample_usage(FILE *f) {
 
 static int sample_usage(const char *msg, const char *flag) {
     fprintf(stderr, "zinc: error: %s%s%.60s%s\n", msg, flag ? " '" : "", flag ? flag : "", flag ? "'" : "");
-    zn_sample_usage(stderr);
+    print_sample_usage(stderr);
     return 2;
 }
 
@@ -172,3 +172,5 @@ int zn_cmd_sample(int argc, char **argv) {
     free(m);
     return rc ? (rc == ZN_E_USAGE ? 2 : 1) : 0;
 }
+
+const ZnCommand zn_sample_command = {"sample", zn_cmd_sample, print_sample_usage};

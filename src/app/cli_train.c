@@ -169,7 +169,8 @@ static const Flag TRAIN_FLAGS[] = {
 };
 #undef F
 
-void zn_train_usage(FILE *out) {
+/* The usage lines of `zinc train`, from the flag table. */
+static void print_train_usage(FILE *out) {
     const char *lead = "zinc train ";
     int fresh = 1;   /* at the start of a line */
     fputs(lead, out);
@@ -472,3 +473,13 @@ usage_error:
 
 int zn_cmd_train(int argc, char **argv) { return train(argc, argv, 0); }
 int zn_cmd_plan(int argc, char **argv) { return train(argc, argv, 1); }
+
+static void print_plan_usage(FILE *f) {
+    fprintf(f, "usage: zinc plan [zinc train's flags] [--machine dgx-h100|dgx-a100|FILE.json] [--device-memory SIZE]\n"
+               "  a dry run (zinc train --dry-run): memory per phase, tier and category, bytes per collective\n"
+               "  and link, the largest micro-batch that fits, the step time on the machine. zinc train's flags:\n");
+    print_train_usage(f);
+}
+
+const ZnCommand zn_train_command = {"train", zn_cmd_train, print_train_usage};
+const ZnCommand zn_plan_command = {"plan", zn_cmd_plan, print_plan_usage};

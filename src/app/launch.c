@@ -15,6 +15,7 @@
  * asks for `--backend mpi` the launcher starts the N ranks through
  * `mpirun -np N` (single node) and maps mpirun's tagged lines to the same
  * "[rankR]: " prefix. */
+#include "app/cli.h"
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -57,7 +58,7 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void zn_launch_usage(FILE *f) {
+static void print_launch_usage(FILE *f) {
     fprintf(f, "usage: zinc launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A]\n"
                "                   [--master-port P] -- CMD [ARGS...]\n"
                "  starts N ranks of CMD on this node (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -261,7 +262,7 @@ int zn_cmd_launch(int argc, char **argv) {
     const char *addr = "127.0.0.1";
     for (i = 0; i < argc && strcmp(argv[i], "--"); i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { zn_launch_usage(stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { print_launch_usage(stdout); return 0; }
         if (!v || !strcmp(v, "--")) { fprintf(stderr, "zinc: error: zinc launch: %s needs a value\n", a); return 2; }
         int rc = 0;
         if (!strcmp(a, "--nproc-per-node")) rc = parse_int(a, v, 1, MAX_PROCS, &nproc);
@@ -269,13 +270,17 @@ int zn_cmd_launch(int argc, char **argv) {
         else if (!strcmp(a, "--node-rank")) rc = parse_int(a, v, 0, 65535, &node_rank);
         else if (!strcmp(a, "--master-port")) rc = parse_int(a, v, 1, 65535, &port);
         else if (!strcmp(a, "--master-addr")) addr = v;
-        else { fprintf(stderr, "zinc: error: zinc launch: unknown flag '%s'\n", a); zn_launch_usage(stderr); return 2; }
+        else {
+            fprintf(stderr, "zinc: error: zinc launch: unknown flag '%s'\n", a);
+            print_launch_usage(stderr);
+            return 2;
+        }
         if (rc) return 2;
         i++;
     }
     if (i >= argc - 1) {
         fprintf(stderr, "zinc: error: zinc launch: give the command after '--'\n");
-        zn_launch_usage(stderr);
+        print_launch_usage(stderr);
         return 2;
     }
     if (node_rank >= nnodes) {
@@ -360,3 +365,5 @@ int zn_cmd_launch(int argc, char **argv) {
     free(k);
     return rc;
 }
+
+const ZnCommand zn_launch_command = {"launch", zn_cmd_launch, print_launch_usage};

@@ -33,7 +33,7 @@ static void usage(FILE *f) {
         "             uncovered clauses (zinc spec coverage)\n"
         "  version    print the version\n"
         "\n");
-    zn_train_usage(f);
+    zn_train_command.usage(f);
     fprintf(f,
         "zinc launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A]\n"
         "            [--master-port P] -- zinc train --backend tcp|mpi ...\n"
@@ -48,26 +48,15 @@ static int help_asked(int argc, char **argv) {
     return 0;
 }
 
-static void plan_usage(FILE *f) {
-    fprintf(f, "usage: zinc plan [zinc train's flags] [--machine dgx-h100|dgx-a100|FILE.json] [--device-memory SIZE]\n"
-               "  a dry run (zinc train --dry-run): memory per phase, tier and category, bytes per collective\n"
-               "  and link, the largest micro-batch that fits, the step time on the machine. zinc train's flags:\n");
-    zn_train_usage(f);
-}
-
-static int command_help(const char *cmd) {
-    static const struct { const char *name; void (*usage)(FILE *); } tab[] = {
-        {"train", zn_train_usage},       {"plan", plan_usage},             {"calibrate", zn_calibrate_usage},
-        {"spec", zn_spec_usage},         {"compare", zn_compare_usage},   {"stepper", zn_stepper_usage},
-        {"launch", zn_launch_usage},     {"estimate", zn_estimate_usage}, {"ckpt", zn_ckpt_usage},
-        {"plot", zn_plot_usage},         {"sample", zn_sample_usage},
+static const ZnCommand *command_named(const char *name) {
+    static const ZnCommand *const commands[] = {
+        &zn_train_command, &zn_plan_command, &zn_calibrate_command, &zn_spec_command,
+        &zn_compare_command, &zn_stepper_command, &zn_launch_command, &zn_estimate_command,
+        &zn_ckpt_command, &zn_plot_command, &zn_sample_command,
     };
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (!strcmp(cmd, tab[i].name)) {
-            tab[i].usage(stdout);
-            return 1;
-        }
-    return 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(name, commands[i]->name)) return commands[i];
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -90,18 +79,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
-    if (help_asked(argc, argv) && command_help(cmd)) return 0;
-    if (!strcmp(cmd, "train")) return zn_cmd_train(argc - 2, argv + 2);
-    if (!strcmp(cmd, "plan")) return zn_cmd_plan(argc - 2, argv + 2);
-    if (!strcmp(cmd, "calibrate")) return zn_cmd_calibrate(argc - 2, argv + 2);
-    if (!strcmp(cmd, "spec")) return zn_cmd_spec(argc - 2, argv + 2);
-    if (!strcmp(cmd, "compare")) return zn_cmd_compare(argc - 2, argv + 2);
-    if (!strcmp(cmd, "stepper")) return zn_cmd_stepper(argc - 2, argv + 2);
-    if (!strcmp(cmd, "launch")) return zn_cmd_launch(argc - 2, argv + 2);
-    if (!strcmp(cmd, "estimate")) return zn_cmd_estimate(argc - 2, argv + 2);
-    if (!strcmp(cmd, "ckpt")) return zn_cmd_ckpt(argc - 2, argv + 2);
-    if (!strcmp(cmd, "plot")) return zn_cmd_plot(argc - 2, argv + 2);
-    if (!strcmp(cmd, "sample")) return zn_cmd_sample(argc - 2, argv + 2);
+    const ZnCommand *c = command_named(cmd);
+    if (c && help_asked(argc, argv)) {
+        c->usage(stdout);
+        return 0;
+    }
+    if (c) return c->run(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("zinc %s\n", ZN_VERSION);
         return 0;

@@ -694,7 +694,7 @@ static void note_ids(const char *path, char used[][24], int *nu) {
     free(t);
 }
 
-void zn_spec_usage(FILE *f) {
+static void print_spec_usage(FILE *f) {
     /* one line: a usage error prints exactly this (tests/cli_cover_test.sh) */
     fprintf(f, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n");
 }
@@ -766,6 +766,8 @@ int zn_cmd_spec(int argc, char **argv) {
         return spec_run(argc - k, argv + k);
     }
     if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();
-    zn_spec_usage(stderr);
+    print_spec_usage(stderr);
     return 2;
 }
+
+const ZnCommand zn_spec_command = {"spec", zn_cmd_spec, print_spec_usage};

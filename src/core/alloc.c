@@ -65,6 +65,23 @@ int zn_grow(ZnHostCat cat, void *pp, int *cap, int need, size_t size) {
     return 0;
 }
 
+void zn_bytes_put(ZnHostCat cat, ZnBytes *b, const void *src, size_t n) {
+    if (b->failed) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n) cap *= 2;
+        unsigned char *p = zn_realloc(cat, b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
 ZnHostAllocStats zn_host_alloc_stats(ZnHostCat cat) {
     ZnHostAllocStats s = {atomic_load(&n_calls[cat]), atomic_load(&n_failed[cat]), atomic_load(&n_bytes[cat])};
     return s;

@@ -28,6 +28,17 @@ char *zn_strndup(ZnHostCat cat, const char *s, size_t n);   /* at most n bytes o
  * address of the array's pointer. */
 int zn_grow(ZnHostCat cat, void *pp, int *cap, int need, size_t size);
 
+/* Bytes a writer builds in memory (a pickle, a safetensors header), grown
+ * by doubling as they are appended. The first failed allocation sticks:
+ * the bytes are then incomplete and later appends do nothing, so a writer
+ * checks `failed` once at the end. Zeroed is empty; free(p) frees it. */
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+    int failed;
+} ZnBytes;
+void zn_bytes_put(ZnHostCat cat, ZnBytes *b, const void *src, size_t n);
+
 /* What a category has asked for since the process started: calls,
  * bytes requested, calls that failed (all threads; atomic counters). */
 typedef struct { long calls, failed; unsigned long long bytes; } ZnHostAllocStats;

@@ -17,44 +17,57 @@ static QGroup group_params(const float *x, long len, float half) {
     return g;
 }
 
-void zn_quant8(const float *x, long n, long max_group, int8_t *q, float *scales) {
-    long ng = zn_quant_ngroups(n, max_group);
-    for (long g = 0; g < ng; g++) {
-        long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
-        QGroup p = group_params(x + a, b - a, 128.0f);
-        scales[g] = p.scale;
-        for (long i = a; i < b; i++) q[i] = (int8_t)zn_q_code(x[i], p.pre, p.inv, 127);
-    }
+/* int4 codes go in order: the even element starts its byte (so an odd n's
+   last high nibble is 0), the odd one fills the top */
+static void q4_put(uint8_t *q, long i, int code) {
+    uint8_t nib = zn_q4_nibble(code);
+    if (i % 2 == 0) q[i / 2] = nib;
+    else q[i / 2] = (uint8_t)(q[i / 2] | (nib << 4));
 }
 
-void zn_dequant8(const int8_t *q, const float *scales, long n, long max_group, ZnDtype dt, float *out) {
+/* The codes of x[n], group by group in order: bits 8 writes int8 codes to
+ * q, bits 4 packed int4 codes; each group's scale goes to scales[g]. */
+static void quant_groups(int bits, const float *x, long n, long max_group, void *q, float *scales) {
+    const int qmax = bits == 8 ? 127 : 7;   /* the group's half is qmax + 1 */
     long ng = zn_quant_ngroups(n, max_group);
     for (long g = 0; g < ng; g++) {
         long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
-        for (long i = a; i < b; i++) out[i] = zn_q_round(zn_q_decode(q[i], scales[g]), dt);
-    }
-}
-
-void zn_quant4(const float *x, long n, long max_group, uint8_t *q, float *scales) {
-    long ng = zn_quant_ngroups(n, max_group);
-    for (long g = 0; g < ng; g++) {
-        long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
-        QGroup p = group_params(x + a, b - a, 8.0f);
+        QGroup p = group_params(x + a, b - a, (float)(qmax + 1));
         scales[g] = p.scale;
         for (long i = a; i < b; i++) {
-            uint8_t nib = zn_q4_nibble(zn_q_code(x[i], p.pre, p.inv, 7));
-            /* elements come in order: the even one starts its byte (so an
-               odd n's last high nibble is 0), the odd one fills the top */
-            if (i % 2 == 0) q[i / 2] = nib;
-            else q[i / 2] = (uint8_t)(q[i / 2] | (nib << 4));
+            int code = zn_q_code(x[i], p.pre, p.inv, qmax);
+            if (bits == 8) ((int8_t *)q)[i] = (int8_t)code;
+            else q4_put(q, i, code);
         }
     }
 }
 
-void zn_dequant4(const uint8_t *q, const float *scales, long n, long max_group, ZnDtype dt, float *out) {
+/* out[i] = code i of q (bits 8 or 4, as quant_groups wrote it) times its
+ * group's scale, rounded to dt */
+static void dequant_groups(int bits, const void *q, const float *scales, long n, long max_group, ZnDtype dt,
+                           float *out) {
     long ng = zn_quant_ngroups(n, max_group);
     for (long g = 0; g < ng; g++) {
         long a = zn_quant_group_start(n, ng, g), b = zn_quant_group_start(n, ng, g + 1);
-        for (long i = a; i < b; i++) out[i] = zn_q_round(zn_q_decode(zn_q4_get(q, i), scales[g]), dt);
+        for (long i = a; i < b; i++) {
+            int code = bits == 8 ? ((const int8_t *)q)[i] : zn_q4_get(q, i);
+            out[i] = zn_q_round(zn_q_decode(code, scales[g]), dt);
+        }
     }
+}
+
+void zn_quant8(const float *x, long n, long max_group, int8_t *q, float *scales) {
+    quant_groups(8, x, n, max_group, q, scales);
+}
+
+void zn_dequant8(const int8_t *q, const float *scales, long n, long max_group, ZnDtype dt, float *out) {
+    dequant_groups(8, q, scales, n, max_group, dt, out);
+}
+
+void zn_quant4(const float *x, long n, long max_group, uint8_t *q, float *scales) {
+    quant_groups(4, x, n, max_group, q, scales);
+}
+
+void zn_dequant4(const uint8_t *q, const float *scales, long n, long max_group, ZnDtype dt, float *out) {
+    dequant_groups(4, q, scales, n, max_group, dt, out);
 }

@@ -20,7 +20,7 @@
  *   - exp and tanh are core/zn_math.h's, division and sqrtf are IEEE on
  *     both sides (nvcc -prec-div=true -prec-sqrt=true).
  * Every expression below copies its host counterpart's order of operations
- * (lm_tile.h's ln_out, ln_dx, ln_dwdb, dsoft_row, scale_row, exp_sub,
+ * (lm_tile.h's ln_out, ln_dx, ln_dwdb, dsoft_row, scale_row, exp_from,
  * div_row, dkdv; lm_host.c's lm_gelu1, lm_gelu_grad1 and row sums). */
 #ifndef ZN_LM_ELEM_H
 #define ZN_LM_ELEM_H

@@ -83,7 +83,6 @@ static inline float lm_gelu_grad1(float v, float dy) {
 typedef struct {
     void (*gelu_fwd)(long lo, long hi, const float *x, float *y);
     void (*gelu_bwd)(long lo, long hi, const float *x, const float *dy, float *dx);
-    void (*exp_sub)(long n, float *a, float mx);
     void (*add_row)(long n, const float *b, float *y);
     void (*sum_row)(long n, const float *a, const float *b, float *y);
     void (*axpy)(long n, float s, const float *x, float *y);
@@ -102,7 +101,7 @@ typedef struct {
 } LmOps;
 
 #define LM_OPS(sfx)                                                                                      \
-    {gelu_fwd_##sfx, gelu_bwd_##sfx, exp_sub_##sfx, add_row_##sfx, sum_row_##sfx, axpy_##sfx,            \
+    {gelu_fwd_##sfx, gelu_bwd_##sfx, add_row_##sfx, sum_row_##sfx, axpy_##sfx,            \
      scale_row_##sfx, div_row_##sfx, dsoft_row_##sfx, ln_out_##sfx, ln_dx_##sfx, ln_dwdb_##sfx, dkdv_##sfx,    \
      exp_from_##sfx, row_max_##sfx, xent_grad_##sfx}
 
@@ -304,69 +303,95 @@ void zn_host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const f
  * row, continuing from the GEMM's partial sum */
 #define LM_QB 64
 
-/* For rows t of [t0, t0 + nb) of one head: y_t[i] = sum over t2 <= t in
- * order of A[t][t2] X_t2[i]; A rows at stride T, X rows at stride sx, y
- * rows at stride sy; tmp holds LM_QB x hs floats, or is NULL (its
- * allocation failed): then each row sums into its place in y, a GEMM over
- * t2 < t continued by t2 = t -- the same ordered sum, so the same bits. */
-static void causal_rows(const LmJob *j, long t0, long nb, long hs, const float *A, long T, const float *X, long sx,
-                        float *y, long sy, float *tmp) {
-    if (!tmp) {
-        for (long t = t0; t < t0 + nb; t++) {
-            float *acc = y + t * sy;
-            if (t > 0) zn_host_gemm_isa(j->isa, 1, 1, (int)hs, (int)t, A + t * T, T, 1, X, 1, sx, NULL, acc);
-            else memset(acc, 0, (size_t)hs * sizeof(float));
-            j->op->axpy(hs, A[t * T + t], X + t * sx, acc);
-        }
-        return;
-    }
-    if (t0 > 0)
-        zn_host_gemm_isa(j->isa, 1, (int)nb, (int)hs, (int)t0, A + t0 * T, T, 1, X, 1, sx, NULL, tmp);
-    else
-        memset(tmp, 0, (size_t)(nb * hs) * sizeof(float));
-    for (long r = 0; r < nb; r++) {
-        const long t = t0 + r;
-        float *acc = tmp + r * hs;
-        const float *a = A + t * T;
-        for (long t2 = t0; t2 <= t; t2++) j->op->axpy(hs, a[t2], X + t2 * sx, acc);
-        memcpy(y + t * sy, acc, (size_t)hs * sizeof(float));
-    }
-}
+/* One (batch, head) pair: its q, k and v columns in qkv [B*T, 3C] (rows at
+ * stride C3), and tmp, LM_QB x hs floats for causal_rows, or NULL (its
+ * allocation failed, or a test asked): then causal_rows goes row by row. */
+typedef struct {
+    long T, C, C3, hs, b, h, bh;
+    float scale;   /* 1 / sqrt(hs) */
+    const float *q, *k, *v;
+    float *tmp;
+} AttnHead;
+typedef void (*AttnHeadFn)(const LmJob *j, const AttnHead *a);
 
-static void attn_fwd_pairs(const LmJob *j, long lo, long hi) {
+/* The pairs [lo, hi) in order, each handed to one, with one block buffer
+ * for the range. */
+static void attn_heads(const LmJob *j, long lo, long hi, AttnHeadFn one) {
     const long T = j->T, C = j->C, NH = j->NH, hs = C / NH, C3 = 3 * C;
-    const float scale = 1.0f / sqrtf((float)hs);
-    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));   /* NULL: row at a time */
+    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));
     for (long bh = lo; bh < hi; bh++) {
         const long b = bh / NH, h = bh % NH;
-        const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-        float *att = j->out + bh * T * T;
-        /* the scores q_t . k_t2 (the GEMM's ordered sums) for the keys
-           up to the end of t's block of queries, not the whole square;
-           above the diagonal overwritten with 0 below */
-        for (long t0 = 0; t0 < T; t0 += LM_QB) {
-            const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
-            zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)hs, q + t0 * C3, C3, 1, k, C3, 1, NULL,
-                             att + t0 * T, T);
-        }
-        for (long t = 0; t < T; t++) {
-            float *a = att + t * T;
-            j->op->scale_row(t + 1, scale, a, a);
-            /* zn_softmax_row's max and sum, the exps evaluated once (in
-               vector lanes) and summed in order from 0.0f: the same bits */
-            const float mx = j->op->row_max(t + 1, a);
-            j->op->exp_sub(t + 1, a, mx);
-            float sum = 0.0f;
-            for (long t2 = 0; t2 <= t; t2++) sum += a[t2];
-            j->op->div_row(t + 1, a, sum);
-            memset(a + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
-        }
-        for (long t0 = 0; t0 < T; t0 += LM_QB)
-            causal_rows(j, t0, T - t0 < LM_QB ? T - t0 : LM_QB, hs, att, T, v, C3, j->out2 + b * T * C + h * hs, C,
-                        tmp);
+        const float *q = j->x + b * T * C3 + h * hs;
+        const AttnHead a = {T, C, C3, hs, b, h, bh, 1.0f / sqrtf((float)hs), q, q + C, q + 2 * C, tmp};
+        one(j, &a);
     }
     free(tmp);
 }
+
+/* out[t][t2] = X_t . Y_t2 (the GEMM's ordered sums over the head's columns)
+ * for the keys up to the end of t's block of queries, not the whole square;
+ * X rows at stride sx, Y rows at stride C3, out rows at stride T. */
+static void causal_dots(const LmJob *j, const AttnHead *a, const float *X, long sx, const float *Y, float *out) {
+    const long T = a->T;
+    for (long t0 = 0; t0 < T; t0 += LM_QB) {
+        const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
+        zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)a->hs, X + t0 * sx, sx, 1, Y, a->C3, 1, NULL,
+                         out + t0 * T, T);
+    }
+}
+
+/* For every row t of one head: y_t[i] = sum over t2 <= t in order of
+ * A[t][t2] X_t2[i]; A rows at stride T, X rows at stride C3, y rows at
+ * stride sy. Without a block buffer each row sums into its place in y, a
+ * GEMM over t2 < t continued by t2 = t -- the same ordered sum, so the same
+ * bits. */
+static void causal_rows(const LmJob *j, const AttnHead *a, const float *A, const float *X, float *y, long sy) {
+    const long T = a->T, hs = a->hs, sx = a->C3;
+    for (long t0 = 0; t0 < T; t0 += LM_QB) {
+        const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
+        if (!a->tmp) {
+            for (long t = t0; t < t0 + nb; t++) {
+                float *acc = y + t * sy;
+                if (t > 0) zn_host_gemm_isa(j->isa, 1, 1, (int)hs, (int)t, A + t * T, T, 1, X, 1, sx, NULL, acc);
+                else memset(acc, 0, (size_t)hs * sizeof(float));
+                j->op->axpy(hs, A[t * T + t], X + t * sx, acc);
+            }
+            continue;
+        }
+        if (t0 > 0)
+            zn_host_gemm_isa(j->isa, 1, (int)nb, (int)hs, (int)t0, A + t0 * T, T, 1, X, 1, sx, NULL, a->tmp);
+        else
+            memset(a->tmp, 0, (size_t)(nb * hs) * sizeof(float));
+        for (long r = 0; r < nb; r++) {
+            const long t = t0 + r;
+            float *acc = a->tmp + r * hs;
+            const float *at = A + t * T;
+            for (long t2 = t0; t2 <= t; t2++) j->op->axpy(hs, at[t2], X + t2 * sx, acc);
+            memcpy(y + t * sy, acc, (size_t)hs * sizeof(float));
+        }
+    }
+}
+
+static void attn_fwd_head(const LmJob *j, const AttnHead *a) {
+    const long T = a->T;
+    float *att = j->out + a->bh * T * T;
+    /* the scores q_t . k_t2; above the diagonal overwritten with 0 below */
+    causal_dots(j, a, a->q, a->C3, a->k, att);
+    for (long t = 0; t < T; t++) {
+        float *p = att + t * T;
+        j->op->scale_row(t + 1, a->scale, p, p);
+        /* zn_softmax_row's max and sum, the exps evaluated once (in
+           vector lanes) and summed in order from 0.0f: the same bits */
+        const float mx = j->op->row_max(t + 1, p);
+        j->op->exp_from(t + 1, p, p, mx);
+        float sum = 0.0f;
+        for (long t2 = 0; t2 <= t; t2++) sum += p[t2];
+        j->op->div_row(t + 1, p, sum);
+        memset(p + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
+    }
+    causal_rows(j, a, att, a->v, j->out2 + a->b * T * a->C + a->h * a->hs, a->C);
+}
+static void attn_fwd_pairs(const LmJob *j, long lo, long hi) { attn_heads(j, lo, hi, attn_fwd_head); }
 
 /* Row t of one head: scores s[t2] = (q_t . k_t2) * scale for t2 <= t (the
  * dot product summed over the head's columns in order), softmax over them
@@ -377,38 +402,26 @@ void zn_host_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv
     lm_par(&j, attn_fwd_pairs, (long)B * NH, 1);
 }
 
-static void attn_bwd_pairs(const LmJob *j, long lo, long hi) {
-    const long T = j->T, C = j->C, NH = j->NH, hs = C / NH, C3 = 3 * C;
-    const float scale = 1.0f / sqrtf((float)hs);
-    float *tmp = lm_no_tmp ? NULL : malloc((size_t)(LM_QB * hs) * sizeof(float));   /* NULL: row at a time */
-    for (long bh = lo; bh < hi; bh++) {
-        const long b = bh / NH, h = bh % NH;
-        const float *q = j->x + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-        const float *g = j->g + b * T * C + h * hs;
-        const float *P = j->y + bh * T * T;
-        float *dS = j->out2 + bh * T * T;
-        float *dq = j->out + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-        /* dP[t][t2] = dO_t . v_t2 (the GEMM's ordered sums) for the keys
-           up to the end of t's block of queries; only t2 <= t is read, so
-           the rest of the square is left as it is */
-        for (long t0 = 0; t0 < T; t0 += LM_QB) {
-            const long nb = T - t0 < LM_QB ? T - t0 : LM_QB;
-            zn_host_gemm_ldc(j->isa, 1, (int)nb, (int)(t0 + nb), (int)hs, g + t0 * C, C, 1, v, C3, 1, NULL,
-                             dS + t0 * T, T);
-        }
-        for (long t = 0; t < T; t++) {
-            const float *p = P + t * T;
-            float *ds = dS + t * T;
-            float dot = 0.0f;
-            for (long t2 = 0; t2 <= t; t2++) dot += p[t2] * ds[t2];
-            j->op->dsoft_row(t + 1, p, ds, dot, scale);
-        }
-        for (long t0 = 0; t0 < T; t0 += LM_QB)
-            causal_rows(j, t0, T - t0 < LM_QB ? T - t0 : LM_QB, hs, dS, T, k, C3, dq, C3, tmp);
-        for (long t2 = 0; t2 < T; t2++) j->op->dkdv(t2, T, hs, q, C3, g, C, dS, P, dk + t2 * C3, dv + t2 * C3);
+static void attn_bwd_head(const LmJob *j, const AttnHead *a) {
+    const long T = a->T, C = a->C, C3 = a->C3, hs = a->hs;
+    const float *g = j->g + a->b * T * C + a->h * hs;
+    const float *P = j->y + a->bh * T * T;
+    float *dS = j->out2 + a->bh * T * T;
+    float *dq = j->out + a->b * T * C3 + a->h * hs, *dk = dq + C, *dv = dq + 2 * C;
+    /* dP[t][t2] = dO_t . v_t2; only t2 <= t is read, so the rest of the
+       square is left as it is */
+    causal_dots(j, a, g, C, a->v, dS);
+    for (long t = 0; t < T; t++) {
+        const float *p = P + t * T;
+        float *ds = dS + t * T;
+        float dot = 0.0f;
+        for (long t2 = 0; t2 <= t; t2++) dot += p[t2] * ds[t2];
+        j->op->dsoft_row(t + 1, p, ds, dot, a->scale);
     }
-    free(tmp);
+    causal_rows(j, a, dS, a->k, dq, C3);
+    for (long t2 = 0; t2 < T; t2++) j->op->dkdv(t2, T, hs, a->q, C3, g, C, dS, P, dk + t2 * C3, dv + t2 * C3);
 }
+static void attn_bwd_pairs(const LmJob *j, long lo, long hi) { attn_heads(j, lo, hi, attn_bwd_head); }
 
 /* For one head, with P = att and dO = dout (Z-GPT-006):
  *   dP[t][t2] = dO_t . v_t2                       (columns in order)

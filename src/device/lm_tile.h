@@ -100,29 +100,8 @@ static void LT(gelu_bwd)(long lo, long hi, const float *x, const float *dy, floa
     for (; i < hi; i++) dx[i] = lm_gelu_grad1(x[i], dy[i]);
 }
 
-/* a[t2] = zn_expf(a[t2] - mx) for t2 in [0, n) (softmax numerators) */
-static void LT(exp_sub)(long n, float *a, float mx) {
-    long i = 0;
-#if LT_VL > 1
-    for (; i + LT_VL <= n; i += LT_VL) {
-        LT(vf) x = LT(ld)(a + i) - mx;
-        LT(vi) bad = (x < -86.0f) | (x > 88.0f) | (x != x);
-        LT(vf) e = LT(vexp)(x);
-        LT(st)(a + i, e);
-        if (LT(any)(bad)) {
-            float xs[LT_VL];
-            int32_t b[LT_VL];
-            memcpy(xs, &x, sizeof xs);
-            memcpy(b, &bad, sizeof b);
-            for (int l = 0; l < LT_VL; l++)
-                if (b[l]) a[i + l] = zn_expf(xs[l]);
-        }
-    }
-#endif
-    for (; i < n; i++) a[i] = zn_expf(a[i] - mx);
-}
-
-/* a[c] = zn_expf(x[c] - mx) for c in [0, n) (the cross-entropy's numerators) */
+/* a[c] = zn_expf(x[c] - mx) for c in [0, n): the numerators of a softmax
+   (a may be x, in place) and of the cross-entropy */
 static void LT(exp_from)(long n, const float *x, float *a, float mx) {
     long i = 0;
 #if LT_VL > 1

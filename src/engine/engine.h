@@ -63,6 +63,13 @@ typedef struct {
     int hpz_copy_delay;
 } ZnEngineHooks;
 
+/* Host buffers for NVMe swap I/O (offload.c, zn_off_bufs_init) */
+typedef struct {
+    void **buf;
+    int n;                  /* charged (and, unless a dry run, allocated) */
+    size_t bytes;           /* each */
+} ZnSwapBufs;
+
 typedef struct ZnEngine {
     const ZnConfig *cfg;
     const ZnModel *model;
@@ -125,17 +132,15 @@ typedef struct ZnEngine {
     ZnDevice *pdev;         /* where param_part lives (stage 3): dev or &tier_host */
     float *hstage, *dstage; /* chunk staging on the host and on the device */
     float *pstage;          /* device: a host param partition on its way to the gather */
-    float **swapbuf;        /* NVMe: offload_optimizer.buffer_count host buffers */
-    int nswapbuf;
-    size_t swapbuf_bytes;
+    ZnSwapBufs swapbufs;    /* NVMe: offload_optimizer.buffer_count host buffers */
     struct ZnSwap *swap;
     /* stage-3 parameters on NVMe (offload_param.c): a partition is in
        phost at pslot[p], or (pslot -1) in the swap file at pfile_off[p] */
     long *pslot;
-    size_t *pfile_off, pfile_bytes, pbuf_bytes;
+    size_t *pfile_off, pfile_bytes;
     float *phost, *pread;
-    void **pbuf;
-    int npbuf, npbuf_live, pfid;
+    ZnSwapBufs pbufs;       /* offload_param.buffer_count host buffers */
+    int pfid;
     struct ZnSwap *pswap;   /* E->swap when both offloads share a path */
     unsigned long long h2d_bytes, d2h_bytes;   /* since init, at the bytes a real run moves */
     /* the partition cut by weight-decay rule (decay.h): Adam runs once per range */

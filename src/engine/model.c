@@ -38,10 +38,11 @@ long zn_model_numel(const ZnModel *m) {
     return n;
 }
 
+static const ZnModelOps *model_ops(const ZnModel *m) { return m->kind == ZN_MODEL_GPT2 ? &zn_gpt2_ops : &zn_mlp_ops; }
+
 void zn_model_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
     if (p < 0 || p >= m->nparams) return;   /* no such param: nothing to fill */
-    if (m->kind == ZN_MODEL_GPT2) zn_gpt2_init_param(m, p, seed, lo, hi, out);
-    else zn_mlp_init_param(m, p, seed, lo, hi, out);
+    model_ops(m)->init_param(m, p, seed, lo, hi, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -127,6 +128,7 @@ ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *
     ZnModelRun *R = zn_calloc(ZN_HOST_ENGINE, 1, sizeof *R);
     if (!R) { zn_nomem(err); return NULL; }
     R->m = m;
+    R->ops = model_ops(m);
     R->d = d;
     R->k = d->k;
     R->dt = dt;
@@ -143,7 +145,7 @@ ZnModelRun *zn_run_new(const ZnModel *m, ZnDevice *d, ZnDtype dt, int B, ZnErr *
         zn_run_free(R);
         return NULL;
     }
-    if (m->kind == ZN_MODEL_GPT2 && zn_gpt2_run_init(R, err)) {
+    if (R->ops->run_init && R->ops->run_init(R, err)) {
         zn_run_free(R);
         return NULL;
     }
@@ -157,7 +159,7 @@ void zn_run_free(ZnModelRun *R) {
     zn_run_end(R);
     pool_drop_idle(R);   /* zn_run_end released every block: all are idle */
     free(R->pool);
-    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_free(R);
+    if (R->ops->run_free) R->ops->run_free(R);
     free(R->host_x);
     free(R->host_in);
     free(R->host_tgt);
@@ -165,33 +167,23 @@ void zn_run_free(ZnModelRun *R) {
 }
 
 int zn_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
-    return R->m->kind == ZN_MODEL_GPT2 ? zn_gpt2_run_begin(R, data, first, err)
-                                       : zn_mlp_run_begin(R, data, first, err);
+    return R->ops->begin(R, data, first, err);
 }
 
-void zn_run_forward(ZnModelRun *R, int mod, float *const *W) {
-    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_forward(R, mod, W);
-    else zn_mlp_run_forward(R, mod, W);
-}
+void zn_run_forward(ZnModelRun *R, int mod, float *const *W) { R->ops->forward(R, mod, W); }
 
-float zn_run_loss(ZnModelRun *R, float grad_scale) {
-    return R->m->kind == ZN_MODEL_GPT2 ? zn_gpt2_run_loss(R, grad_scale) : zn_mlp_run_loss(R, grad_scale);
-}
+float zn_run_loss(ZnModelRun *R, float grad_scale) { return R->ops->loss(R, grad_scale); }
 
-void zn_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW) {
-    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_backward(R, mod, W, dW);
-    else zn_mlp_run_backward(R, mod, W, dW);
-}
+void zn_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW) { R->ops->backward(R, mod, W, dW); }
 
 void zn_run_end(ZnModelRun *R) {
-    if (R->m->kind == ZN_MODEL_GPT2) zn_gpt2_run_end(R);
-    else zn_mlp_run_end(R);
+    R->ops->end(R);
     zn_dev_free(R->d, R->labels);
     R->labels = NULL;
 }
 
 void zn_run_logits(ZnModelRun *R, long row, long n, float *out) {
     const int V = R->m->kind == ZN_MODEL_GPT2 ? R->m->gpt2.vocab_size : R->m->dims[R->m->nlayers];
-    const float *logits = R->m->kind == ZN_MODEL_GPT2 ? zn_gpt2_run_logits(R) : R->acts[R->m->nlayers];
+    const float *logits = R->ops->logits(R);
     R->k->download(R->d, out, logits + row * V, (size_t)(n * V) * sizeof(float));
 }

@@ -242,7 +242,7 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-void zn_gpt2_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
+static void gpt2_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
     const char *name = m->params[p].name;
     float fill = -1.0f;   /* LayerNorm weight 1, every bias and LayerNorm bias 0 */
     if (ends_with(name, ".bias")) fill = 0.0f;
@@ -274,7 +274,7 @@ struct ZnGpt2Acts {
 
 #define NPERLAYER 12   /* the per-layer pointer arrays above */
 
-int zn_gpt2_run_init(ZnModelRun *R, ZnErr *err) {
+static int gpt2_run_init(ZnModelRun *R, ZnErr *err) {
     const ZnKernels *k = R->k;
     /* the host and both CUDA tables have them (spec Z-CUDA-009); a table
        without them (a new backend) is told here, not by a NULL call */
@@ -298,14 +298,14 @@ int zn_gpt2_run_init(ZnModelRun *R, ZnErr *err) {
     return 0;
 }
 
-void zn_gpt2_run_free(ZnModelRun *R) {
+static void gpt2_run_free(ZnModelRun *R) {
     if (!R->g) return;
     free(R->g->ln1);   /* the one block of pointer arrays */
     free(R->g);
     R->g = NULL;
 }
 
-int zn_gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
+static int gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
     const ZnGpt2Shape *s = &R->m->gpt2;
     struct ZnGpt2Acts *g = R->g;
     const int B = R->B, T = R->m->seq_len, L = s->n_layer, NH = s->n_head;
@@ -360,6 +360,22 @@ int zn_gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err)
     return 0;
 }
 
+/* out[BT, C] = round(LayerNorm(x) with weight W[0] and bias W[1]); the row
+   means and rstd kept (fp32) for the backward */
+static void layernorm(ZnModelRun *R, int BT, int C, const float *x, float *const *W, float *out, float *mean,
+                      float *rstd) {
+    R->k->layernorm_fwd(R->d, BT, C, x, W[0], W[1], out, mean, rstd);
+    zn_run_round(R, out, (long)BT * C);
+}
+
+/* a LayerNorm's backward: dW[0], dW[1] its weight and bias gradients,
+   dx = round(its input's gradient) */
+static void layernorm_bwd(ZnModelRun *R, int BT, int C, const float *dy, const float *x, float *const *W,
+                          const float *mean, const float *rstd, float *const *dW, float *dx) {
+    R->k->layernorm_bwd(R->d, BT, C, dy, x, W[0], mean, rstd, dx, dW[0], dW[1]);
+    zn_run_round(R, dx, (long)BT * C);
+}
+
 /* y[BT, N] = round(x[BT, K] . W[K, N] + b) (a Conv1D) */
 static void conv1d(ZnModelRun *R, int BT, int K, int N, const float *x, const float *W, const float *b, float *y) {
     R->k->gemm_nn(R->d, BT, N, K, x, W, y);
@@ -376,7 +392,7 @@ static void conv1d_bwd(ZnModelRun *R, int BT, int K, int N, const float *x, cons
     zn_run_round(R, dx, (long)BT * K);
 }
 
-void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
+static void gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
     const ZnGpt2Shape *s = &R->m->gpt2;
     const ZnKernels *k = R->k;
     ZnDevice *d = R->d;
@@ -389,8 +405,7 @@ void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
         return;
     }
     if (mod == 1 + MODS_PER_BLOCK * L) {   /* ln_f */
-        k->layernorm_fwd(d, BT, C, g->x[L], W[0], W[1], g->lnf, g->lnf_mean, g->lnf_rstd);
-        zn_run_round(R, g->lnf, (long)BT * C);
+        layernorm(R, BT, C, g->x[L], W, g->lnf, g->lnf_mean, g->lnf_rstd);
         return;
     }
     if (mod == 2 + MODS_PER_BLOCK * L) {   /* lm_head: logits = lnf wte^T */
@@ -401,8 +416,7 @@ void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
     const int l = (mod - 1) / MODS_PER_BLOCK;
     switch ((mod - 1) % MODS_PER_BLOCK) {
     case 0:   /* ln_1 */
-        k->layernorm_fwd(d, BT, C, g->x[l], W[0], W[1], g->ln1[l], g->ln1_mean[l], g->ln1_rstd[l]);
-        zn_run_round(R, g->ln1[l], (long)BT * C);
+        layernorm(R, BT, C, g->x[l], W, g->ln1[l], g->ln1_mean[l], g->ln1_rstd[l]);
         break;
     case 1:   /* attn.c_attn, then the attention */
         conv1d(R, BT, C, 3 * C, g->ln1[l], W[0], W[1], g->qkv[l]);
@@ -415,8 +429,7 @@ void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
         k->add(d, R->dt, g->res2[l], g->x[l], (long)BT * C);
         break;
     case 3:   /* ln_2 */
-        k->layernorm_fwd(d, BT, C, g->res2[l], W[0], W[1], g->ln2[l], g->ln2_mean[l], g->ln2_rstd[l]);
-        zn_run_round(R, g->ln2[l], (long)BT * C);
+        layernorm(R, BT, C, g->res2[l], W, g->ln2[l], g->ln2_mean[l], g->ln2_rstd[l]);
         break;
     case 4:   /* mlp.c_fc, then the GELU */
         conv1d(R, BT, C, 4 * C, g->ln2[l], W[0], W[1], g->fch[l]);
@@ -430,7 +443,7 @@ void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
     }
 }
 
-float zn_gpt2_run_loss(ZnModelRun *R, float grad_scale) {
+static float gpt2_run_loss(ZnModelRun *R, float grad_scale) {
     struct ZnGpt2Acts *g = R->g;
     const int BT = R->B * R->m->seq_len, V = R->m->gpt2.vocab_size;
     float loss = R->k->softmax_xent(R->d, BT, V, g->logits, R->labels, grad_scale, g->dlogits);
@@ -438,7 +451,7 @@ float zn_gpt2_run_loss(ZnModelRun *R, float grad_scale) {
     return loss;
 }
 
-void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW) {
+static void gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW) {
     const ZnGpt2Shape *s = &R->m->gpt2;
     const ZnKernels *k = R->k;
     ZnDevice *d = R->d;
@@ -453,8 +466,7 @@ void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const 
         return;
     }
     if (mod == 1 + MODS_PER_BLOCK * L) {   /* ln_f: the residual's gradient starts here */
-        k->layernorm_bwd(d, BT, C, g->dtmp, g->x[L], W[0], g->lnf_mean, g->lnf_rstd, g->dres, dW[0], dW[1]);
-        zn_run_round(R, g->dres, n);
+        layernorm_bwd(R, BT, C, g->dtmp, g->x[L], W, g->lnf_mean, g->lnf_rstd, dW, g->dres);
         return;
     }
     if (mod == 0) {
@@ -472,8 +484,7 @@ void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const 
         conv1d_bwd(R, BT, C, 4 * C, g->ln2[l], W[0], g->dbig, dW[0], dW[1], g->dtmp);
         break;
     case 3:   /* ln_2, joining the residual */
-        k->layernorm_bwd(d, BT, C, g->dtmp, g->res2[l], W[0], g->ln2_mean[l], g->ln2_rstd[l], g->dln, dW[0], dW[1]);
-        zn_run_round(R, g->dln, n);
+        layernorm_bwd(R, BT, C, g->dtmp, g->res2[l], W, g->ln2_mean[l], g->ln2_rstd[l], dW, g->dln);
         k->add(d, R->dt, g->dres, g->dln, n);
         break;
     case 2:   /* attn.c_proj */
@@ -485,17 +496,16 @@ void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const 
         conv1d_bwd(R, BT, C, 3 * C, g->ln1[l], W[0], g->dqkv, dW[0], dW[1], g->dtmp);
         break;
     default:  /* ln_1, joining the residual */
-        k->layernorm_bwd(d, BT, C, g->dtmp, g->x[l], W[0], g->ln1_mean[l], g->ln1_rstd[l], g->dln, dW[0], dW[1]);
-        zn_run_round(R, g->dln, n);
+        layernorm_bwd(R, BT, C, g->dtmp, g->x[l], W, g->ln1_mean[l], g->ln1_rstd[l], dW, g->dln);
         k->add(d, R->dt, g->dres, g->dln, n);
         break;
     }
 }
 
-/* the logits [B * T, V] of the last forward (model_run.h) */
-const float *zn_gpt2_run_logits(const ZnModelRun *R) { return R->g->logits; }
+/* the logits [B * T, V] of the last forward */
+static const float *gpt2_run_logits(const ZnModelRun *R) { return R->g->logits; }
 
-void zn_gpt2_run_end(ZnModelRun *R) {
+static void gpt2_run_end(ZnModelRun *R) {
     struct ZnGpt2Acts *g = R->g;
     if (!g) return;
     ZnDevice *d = R->d;
@@ -520,3 +530,7 @@ void zn_gpt2_run_end(ZnModelRun *R) {
         *one[i] = NULL;
     }
 }
+
+/* in ZnModelOps's order */
+const ZnModelOps zn_gpt2_ops = {gpt2_init_param, gpt2_run_init, gpt2_run_free, gpt2_run_begin, gpt2_run_forward,
+                                gpt2_run_loss, gpt2_run_backward, gpt2_run_end, gpt2_run_logits};

@@ -176,7 +176,7 @@ int zn_mlp_parse(const char *spec, ZnModel *m, ZnErr *err) {
  * name, i), so a rank that owns only [lo, hi) of the param computes exactly
  * the bits every other partitioning would (spec Z-MOD-003). 2u - 1 is exact
  * in float (u has 24 bits), so the only rounding is the final multiply. */
-void zn_mlp_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
+static void mlp_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out) {
     int fan_in = 0;
     for (int l = 0; l < m->nlayers && !fan_in; l++)
         if (m->layer_param[l][0] == p || m->layer_param[l][1] == p) fan_in = m->dims[l];
@@ -225,7 +225,7 @@ void zn_layer_backward(ZnDevice *d, const ZnModel *m, int l, int B,
 /* ------------------------------------------------------------------------ */
 /* the run: activations of one micro-batch, module l = layer l */
 
-int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
+static int mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) {
     const ZnModel *m = R->m;
     const int B = R->B, nl = m->nlayers;
     long maxw = zn_model_hidden_size(m);
@@ -244,7 +244,7 @@ int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err) 
     return 0;
 }
 
-void zn_mlp_run_forward(ZnModelRun *R, int l, float *const *W) {
+static void mlp_run_forward(ZnModelRun *R, int l, float *const *W) {
     const ZnModel *m = R->m;
     int last = l == m->nlayers - 1;
     /* products accumulate in fp32; outputs are stored in the model dtype */
@@ -253,7 +253,7 @@ void zn_mlp_run_forward(ZnModelRun *R, int l, float *const *W) {
     zn_run_round(R, R->acts[l + 1], (long)R->B * m->dims[l + 1]);
 }
 
-float zn_mlp_run_loss(ZnModelRun *R, float grad_scale) {
+static float mlp_run_loss(ZnModelRun *R, float grad_scale) {
     const ZnModel *m = R->m;
     const int C = m->dims[m->nlayers];
     float loss = R->k->softmax_xent(R->d, R->B, C, R->acts[m->nlayers], R->labels, grad_scale, R->dbuf[0]);
@@ -262,7 +262,7 @@ float zn_mlp_run_loss(ZnModelRun *R, float grad_scale) {
     return loss;
 }
 
-void zn_mlp_run_backward(ZnModelRun *R, int l, float *const *W, float *const *dW) {
+static void mlp_run_backward(ZnModelRun *R, int l, float *const *W, float *const *dW) {
     const ZnModel *m = R->m;
     float *dx = l > 0 ? (R->dcur == R->dbuf[0] ? R->dbuf[1] : R->dbuf[0]) : NULL;
     zn_layer_backward(R->d, m, l, R->B, W[0], R->acts[l], l == m->nlayers - 1 ? NULL : R->acts[l + 1], R->dcur,
@@ -271,7 +271,7 @@ void zn_mlp_run_backward(ZnModelRun *R, int l, float *const *W, float *const *dW
     R->dcur = dx;
 }
 
-void zn_mlp_run_end(ZnModelRun *R) {
+static void mlp_run_end(ZnModelRun *R) {
     for (int l = 0; l <= R->m->nlayers; l++) {
         zn_run_release(R, R->acts[l]);
         R->acts[l] = NULL;
@@ -283,3 +283,11 @@ void zn_mlp_run_end(ZnModelRun *R) {
     zn_run_release(R, R->yscratch);
     R->yscratch = NULL;
 }
+
+/* the logits: the last layer's output [B, C] */
+static const float *mlp_run_logits(const ZnModelRun *R) { return R->acts[R->m->nlayers]; }
+
+/* in ZnModelOps's order; the MLP's buffers are the run's own (model_run.h):
+   no run_init or run_free */
+const ZnModelOps zn_mlp_ops = {mlp_init_param, NULL, NULL, mlp_run_begin, mlp_run_forward, mlp_run_loss,
+                               mlp_run_backward, mlp_run_end, mlp_run_logits};

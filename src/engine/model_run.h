@@ -5,8 +5,26 @@
 #define ZN_MODEL_RUN_H
 #include "engine/model.h"
 
+/* What a model kind does (model_mlp.c, model_gpt2.c): its initial weights
+ * and its half of model.h's run functions; model.c hands every call to the
+ * model's kind. */
+typedef struct {
+    void (*init_param)(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
+    int (*run_init)(ZnModelRun *R, ZnErr *err);   /* at zn_run_new; NULL: nothing of its own */
+    void (*run_free)(ZnModelRun *R);              /* at zn_run_free; NULL: nothing of its own */
+    int (*begin)(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
+    void (*forward)(ZnModelRun *R, int mod, float *const *W);
+    float (*loss)(ZnModelRun *R, float grad_scale);
+    void (*backward)(ZnModelRun *R, int mod, float *const *W, float *const *dW);
+    void (*end)(ZnModelRun *R);
+    const float *(*logits)(const ZnModelRun *R);   /* [rows, V] of the last forward, on the device */
+} ZnModelOps;
+
+extern const ZnModelOps zn_mlp_ops, zn_gpt2_ops;
+
 struct ZnModelRun {
     const ZnModel *m;
+    const ZnModelOps *ops;   /* m's kind */
     ZnDevice *d;
     const ZnKernels *k;
     ZnDtype dt;
@@ -42,23 +60,5 @@ void zn_run_round(ZnModelRun *R, float *x, long n);
  * zn_dev_free does; on the host its memory is kept for the next request of
  * the same size. */
 void zn_run_release(ZnModelRun *R, void *p);
-
-/* the kinds' halves of model.h's run functions */
-int zn_mlp_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
-void zn_mlp_run_forward(ZnModelRun *R, int mod, float *const *W);
-float zn_mlp_run_loss(ZnModelRun *R, float grad_scale);
-void zn_mlp_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
-void zn_mlp_run_end(ZnModelRun *R);
-
-int zn_gpt2_run_init(ZnModelRun *R, ZnErr *err);
-int zn_gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *err);
-void zn_gpt2_run_forward(ZnModelRun *R, int mod, float *const *W);
-float zn_gpt2_run_loss(ZnModelRun *R, float grad_scale);
-void zn_gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *const *dW);
-void zn_gpt2_run_end(ZnModelRun *R);
-const float *zn_gpt2_run_logits(const ZnModelRun *R);
-void zn_gpt2_run_free(ZnModelRun *R);
-void zn_gpt2_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
-void zn_mlp_init_param(const ZnModel *m, int p, uint64_t seed, long lo, long hi, float *out);
 
 #endif

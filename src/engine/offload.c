@@ -121,6 +121,34 @@ static ZnTier group_tier(const ZnEngine *E, int i) {
     return t;
 }
 
+/* O_DIRECT wants ZN_SWAP_ALIGN-aligned buffers: the swap layer's own,
+   charged to the host tier like any other host memory (a dry run's only
+   charged) */
+int zn_off_bufs_init(ZnEngine *E, ZnSwapBufs *b, int count, size_t bytes, ZnErr *err) {
+    b->bytes = bytes;
+    b->buf = zn_calloc(ZN_HOST_ENGINE, (size_t)count, sizeof(void *));
+    if (!b->buf) return zn_nomem(err);
+    for (int i = 0; i < count; i++) {
+        if (zn_mem_charge(&E->tier_host, bytes, ZN_MEM_BUCKETS, err)) return err->code;
+        if (!E->dev->meta && !(b->buf[i] = zn_swap_buf_alloc(bytes, err))) {
+            zn_mem_uncharge(&E->tier_host, bytes, ZN_MEM_BUCKETS);
+            return err->code;
+        }
+        b->n++;
+    }
+    return 0;
+}
+
+void zn_off_bufs_free(ZnEngine *E, ZnSwapBufs *b) {
+    for (int i = 0; i < b->n; i++) {
+        zn_swap_buf_free(b->buf[i]);
+        zn_mem_uncharge(&E->tier_host, b->bytes, ZN_MEM_BUCKETS);
+    }
+    b->n = 0;
+    free(b->buf);
+    b->buf = NULL;
+}
+
 static int nvme_sets(const ZnEngine *E) {
     const ZnOffloadConfig *o = &E->cfg->zero.offload_optimizer;
     return 1 + (o->pipeline_read != 0) + (o->pipeline_write != 0);
@@ -148,20 +176,8 @@ static int nvme_init(ZnEngine *E, ZnErr *err) {
                       " raise buffer_count", o->buffer_count, want / 3, want, o->pipeline_read, o->pipeline_write);
     /* DeepSpeed's SwapBufferManager: buffer_count buffers of the largest
        sub-group, fp32, on the host */
-    const int nbuf = (int)o->buffer_count;
-    E->swapbuf_bytes = align_up((size_t)maxn * sizeof(float));
-    E->swapbuf = zn_calloc(ZN_HOST_ENGINE, (size_t)nbuf, sizeof(float *));
-    if (!E->swapbuf) return zn_nomem(err);
-    /* O_DIRECT wants ZN_SWAP_ALIGN-aligned buffers: the swap layer's own,
-       charged to the host tier like any other host memory */
-    for (int b = 0; b < nbuf; b++) {
-        if (zn_mem_charge(&E->tier_host, E->swapbuf_bytes, ZN_MEM_BUCKETS, err)) return err->code;
-        if (!E->dev->meta && !(E->swapbuf[b] = zn_swap_buf_alloc(E->swapbuf_bytes, err))) {
-            zn_mem_uncharge(&E->tier_host, E->swapbuf_bytes, ZN_MEM_BUCKETS);
-            return err->code;
-        }
-        E->nswapbuf++;   /* charged (and, unless a dry run, allocated) */
-    }
+    int rc = zn_off_bufs_init(E, &E->swapbufs, (int)o->buffer_count, align_up((size_t)maxn * sizeof(float)), err);
+    if (rc) return rc;
     for (int i = 0; i < E->nog; i++) {
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) continue;
@@ -171,8 +187,7 @@ static int nvme_init(ZnEngine *E, ZnErr *err) {
     }
     if (E->dev->meta) return 0;   /* a dry run writes no file */
     ZnAioMode mode;
-    int rc = zn_aio_mode_from_env(&mode, err);
-    if (rc) return rc;
+    if ((rc = zn_aio_mode_from_env(&mode, err))) return rc;
     FILE *log = E->world.rank == 0 && !E->hooks.quiet ? stdout : NULL;
     if ((rc = zn_swap_open(&E->swap, o->nvme_path, E->world.rank, need, &E->cfg->aio, mode, log, err))) return rc;
     for (int i = 0; i < E->nog && !rc; i++) {
@@ -190,7 +205,7 @@ static int nvme_init(ZnEngine *E, ZnErr *err) {
 static int nvme_io(ZnEngine *E, const ZnOptGroup *g, int set, int write, ZnErr *err) {
     size_t n = (size_t)(g->hi - g->lo) * sizeof(float);
     for (int s = 0; s < 3; s++) {
-        float *buf = E->swapbuf[3 * set + s];
+        float *buf = E->swapbufs.buf[3 * set + s];
         int rc = write ? zn_swap_write(E->swap, g->fid, (size_t)s * g->region, buf, n, err)
                        : zn_swap_read(E->swap, g->fid, (size_t)s * g->region, buf, n, err);
         if (rc) return zn_err_prefix(err, "optimizer sub-group %d: ", (int)(g - E->og));
@@ -229,9 +244,9 @@ int zn_off_groups_init(ZnEngine *E, const float *init, ZnDevice *init_dev, ZnErr
     for (int i = 0; i < E->nog && E->swap; i++) {
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) continue;
-        zn_off_copy(E, E->swapbuf[0], &E->tier_host, init + g->lo, init_dev, g->hi - g->lo, sizeof(float));
-        memset(E->swapbuf[1], 0, E->swapbuf_bytes);
-        memset(E->swapbuf[2], 0, E->swapbuf_bytes);
+        zn_off_copy(E, E->swapbufs.buf[0], &E->tier_host, init + g->lo, init_dev, g->hi - g->lo, sizeof(float));
+        memset(E->swapbufs.buf[1], 0, E->swapbufs.bytes);
+        memset(E->swapbufs.buf[2], 0, E->swapbufs.bytes);
         if ((rc = nvme_io(E, g, 0, 1, err)) || (rc = zn_swap_wait(E->swap, err))) return rc;
     }
     return 0;
@@ -247,13 +262,7 @@ void zn_off_free(ZnEngine *E) {
     }
     free(E->og);
     E->og = NULL;
-    for (int b = 0; b < E->nswapbuf; b++) {
-        zn_swap_buf_free(E->swapbuf[b]);
-        zn_mem_uncharge(&E->tier_host, E->swapbuf_bytes, ZN_MEM_BUCKETS);
-    }
-    E->nswapbuf = 0;
-    free(E->swapbuf);
-    E->swapbuf = NULL;
+    zn_off_bufs_free(E, &E->swapbufs);
     zn_dev_free(&E->tier_host, E->hstage);
     if (E->dev) zn_dev_free(E->dev, E->dstage);
     zn_swap_close(E->swap, 1);   /* the swap files go at exit (Z-NVME) */
@@ -324,7 +333,7 @@ static void step_group(ZnEngine *E, const ZnOptGroup *g, float *const st[3], con
 
 /* The buffers of set `set` as a group's states. */
 static void set_states(ZnEngine *E, int set, float *st[3]) {
-    for (int s = 0; s < 3; s++) st[s] = E->swapbuf[3 * set + s];
+    for (int s = 0; s < 3; s++) st[s] = E->swapbufs.buf[3 * set + s];
 }
 
 /* the next NVMe group after i, or -1 */
@@ -393,33 +402,35 @@ static int group_store(ZnEngine *E, const ZnOptGroup *g, ZnErr *err) {
     return rc ? rc : zn_swap_wait(E->swap, err);
 }
 
-int zn_off_state_read(ZnEngine *E, int which, float *host, ZnErr *err) {
+/* State `which` of every group to the host array `to` (the partition's
+ * layout), or, with `to` NULL, from the host array `from` into the groups
+ * (NVMe groups written back to their files). */
+static int state_move(ZnEngine *E, int which, float *to, const float *from, ZnErr *err) {
     for (int i = 0; i < E->nog; i++) {
         const ZnOptGroup *g = &E->og[i];
         float *st[3];
         int rc = group_load(E, g, st, err);
         if (rc) return rc;
         ZnDevice *d = group_mem(E, g);
-        d->k->download(d, host + g->lo, st[which], (size_t)(g->hi - g->lo) * sizeof(float));
-        if (d == E->dev) E->d2h_bytes += (unsigned long long)(g->hi - g->lo) * sizeof(float);
-    }
-    return 0;
-}
-
-int zn_off_state_write(ZnEngine *E, int which, const float *host, ZnErr *err) {
-    for (int i = 0; i < E->nog; i++) {
-        const ZnOptGroup *g = &E->og[i];
-        float *st[3];
-        int rc = group_load(E, g, st, err);
-        if (rc) return rc;
-        ZnDevice *d = group_mem(E, g);
-        if (st[which] != host + g->lo) {   /* a state read in place is there already */
-            d->k->upload(d, st[which], host + g->lo, (size_t)(g->hi - g->lo) * sizeof(float));
-            if (d == E->dev) E->h2d_bytes += (unsigned long long)(g->hi - g->lo) * sizeof(float);
+        const size_t bytes = (size_t)(g->hi - g->lo) * sizeof(float);
+        if (to) {
+            d->k->download(d, to + g->lo, st[which], bytes);
+            if (d == E->dev) E->d2h_bytes += bytes;
+            continue;
+        }
+        if (st[which] != from + g->lo) {   /* a state read in place is there already */
+            d->k->upload(d, st[which], from + g->lo, bytes);
+            if (d == E->dev) E->h2d_bytes += bytes;
         }
         if ((rc = group_store(E, g, err))) return rc;
     }
     return 0;
+}
+
+int zn_off_state_read(ZnEngine *E, int which, float *host, ZnErr *err) { return state_move(E, which, host, NULL, err); }
+
+int zn_off_state_write(ZnEngine *E, int which, const float *host, ZnErr *err) {
+    return state_move(E, which, NULL, host, err);
 }
 
 float *zn_off_state_in_place(const ZnEngine *E, int which) {

@@ -36,6 +36,10 @@ float *zn_off_alloc(ZnEngine *E, ZnDevice *d, long n, ZnMemCat cat, int as_dtype
    tier init_dev), moments zero; NVMe groups written to their files. */
 int zn_off_groups_init(ZnEngine *E, const float *init, ZnDevice *init_dev, ZnErr *err);
 void zn_off_free(ZnEngine *E);
+/* count swap buffers of bytes each (the optimizer's or the parameters'),
+   charged to the host tier; zn_off_bufs_free gives back those b->n counts. */
+int zn_off_bufs_init(ZnEngine *E, ZnSwapBufs *b, int count, size_t bytes, ZnErr *err);
+void zn_off_bufs_free(ZnEngine *E, ZnSwapBufs *b);
 
 /* n floats from src on tier sd to dst on tier dd; transfers between the
    device and the host are counted at es bytes an element (the 16-bit

@@ -79,24 +79,14 @@ int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err) {
     if (zn_mem_charge(&E->tier_nvme, file, ZN_MEM_PARAMS16, err)) return err->code;
     E->pfile_bytes = file;
     /* the buffers: DeepSpeed's buffer_count, each for the largest swapped partition */
-    E->npbuf = (int)o->buffer_count;
-    E->pbuf_bytes = align_up(dt_bytes(E, maxpn));
-    if (E->npbuf < 1)
+    const int nbuf = (int)o->buffer_count;
+    if (nbuf < 1)
         return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_param.buffer_count: parameters on NVMe need at least one buffer");
-    E->pbuf = zn_calloc(ZN_HOST_ENGINE, (size_t)E->npbuf, sizeof(void *));
-    if (!E->pbuf) return zn_nomem(err);
-    for (int b = 0; b < E->npbuf; b++) {
-        if (zn_mem_charge(&E->tier_host, E->pbuf_bytes, ZN_MEM_BUCKETS, err)) return err->code;
-        if (!E->dev->meta && !(E->pbuf[b] = zn_swap_buf_alloc(E->pbuf_bytes, err))) {
-            zn_mem_uncharge(&E->tier_host, E->pbuf_bytes, ZN_MEM_BUCKETS);
-            return err->code;
-        }
-        E->npbuf_live++;
-    }
+    int rc = zn_off_bufs_init(E, &E->pbufs, nbuf, align_up(dt_bytes(E, maxpn)), err);
+    if (rc) return rc;
     if (!(E->pread = zn_off_alloc(E, &E->tier_host, maxpn, ZN_MEM_BUCKETS, 0, err))) return err->code;
     if (E->dev->meta) return 0;
     /* the parameters' swap space: shared with the optimizer's at the same path */
-    int rc = 0;
     if (E->swap && !strcmp(o->nvme_path, E->cfg->zero.offload_optimizer.nvme_path) &&
         E->P.optim_tier == ZN_TIER_NVME) {
         E->pswap = E->swap;
@@ -112,10 +102,10 @@ int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err) {
     int b = 0;
     for (int p = 0; p < np && !rc; p++) {
         if (E->pslot[p] >= 0) continue;
-        if (b == E->npbuf && (rc = zn_swap_wait(E->pswap, err))) break;
-        if (b == E->npbuf) b = 0;
-        pack(E, E->pbuf[b], h + L->s3_off[p], L->s3_pn[p]);
-        rc = zn_swap_write(E->pswap, E->pfid, E->pfile_off[p], E->pbuf[b], dt_bytes(E, L->s3_pn[p]), err);
+        if (b == E->pbufs.n && (rc = zn_swap_wait(E->pswap, err))) break;
+        if (b == E->pbufs.n) b = 0;
+        pack(E, E->pbufs.buf[b], h + L->s3_off[p], L->s3_pn[p]);
+        rc = zn_swap_write(E->pswap, E->pfid, E->pfile_off[p], E->pbufs.buf[b], dt_bytes(E, L->s3_pn[p]), err);
         b++;
     }
     int rc2 = zn_swap_wait(E->pswap, err);
@@ -125,13 +115,7 @@ int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err) {
 void zn_offp_free(ZnEngine *E) {
     if (E->pswap && E->pswap != E->swap) zn_swap_close(E->pswap, 1);
     E->pswap = NULL;
-    for (int b = 0; b < E->npbuf_live; b++) {
-        zn_swap_buf_free(E->pbuf[b]);
-        zn_mem_uncharge(&E->tier_host, E->pbuf_bytes, ZN_MEM_BUCKETS);
-    }
-    E->npbuf_live = 0;
-    free(E->pbuf);
-    E->pbuf = NULL;
+    zn_off_bufs_free(E, &E->pbufs);
     if (E->pfile_bytes) zn_mem_uncharge(&E->tier_nvme, E->pfile_bytes, ZN_MEM_PARAMS16);
     E->pfile_bytes = 0;
     zn_dev_free(&E->tier_host, E->pread);
@@ -152,13 +136,13 @@ const float *zn_offp_fetch(ZnEngine *E, int p, ZnErr *err) {
         zn_err(err, ZN_E_INTERNAL, "parameter '%s' is on NVMe but no swap space is open", L->params[p].name);
         return NULL;
     }
-    int rc = zn_swap_read(E->pswap, E->pfid, E->pfile_off[p], E->pbuf[0], dt_bytes(E, L->s3_pn[p]), err);
+    int rc = zn_swap_read(E->pswap, E->pfid, E->pfile_off[p], E->pbufs.buf[0], dt_bytes(E, L->s3_pn[p]), err);
     if (!rc) rc = zn_swap_wait(E->pswap, err);
     if (rc) {
         zn_err_prefix(err, "rank %d: NVMe parameter '%s': ", E->world.rank, L->params[p].name);
         return NULL;
     }
-    unpack(E, E->pread, E->pbuf[0], L->s3_pn[p]);
+    unpack(E, E->pread, E->pbufs.buf[0], L->s3_pn[p]);
     return E->pread;
 }
 
@@ -173,10 +157,10 @@ int zn_offp_store(ZnEngine *E, long lo, long hi, const float *master, ZnDevice *
         zn_off_copy(E, dst, &E->tier_host, master + (off - lo), md, pn, sizeof(float));
         E->tier_host.k->round_dt(&E->tier_host, E->dt, dst, pn);
         if (E->pslot[p] >= 0 || !E->pswap) continue;
-        if (b == E->npbuf && (rc = zn_swap_wait(E->pswap, err))) break;
-        if (b == E->npbuf) b = 0;
-        pack(E, E->pbuf[b], dst, pn);
-        rc = zn_swap_write(E->pswap, E->pfid, E->pfile_off[p], E->pbuf[b], dt_bytes(E, pn), err);
+        if (b == E->pbufs.n && (rc = zn_swap_wait(E->pswap, err))) break;
+        if (b == E->pbufs.n) b = 0;
+        pack(E, E->pbufs.buf[b], dst, pn);
+        rc = zn_swap_write(E->pswap, E->pfid, E->pfile_off[p], E->pbufs.buf[b], dt_bytes(E, pn), err);
         b++;
     }
     if (E->pswap) {

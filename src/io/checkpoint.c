@@ -430,20 +430,30 @@ static int read_f32(ZnStFile *f, const char *name, float *dst, long n, ZnErr *er
     return t ? zn_st_read(f, t, dst, (size_t)n * 4, err) : err->code;
 }
 
+/* File `name` of dir read whole and verified (read_verified), then opened
+ * as safetensors from that copy: *f over *buf, both for the caller to free
+ * (zn_st_close, then free). */
+static int open_verified(const Manifest *m, const char *dir, const char *name, ZnStFile **f, char **buf, ZnErr *err) {
+    char path[PATH_MAX_ZN];
+    join(path, dir, name);
+    size_t n;
+    int rc = read_verified(m, dir, name, buf, &n, err);
+    if (rc) return rc;
+    if ((rc = zn_st_open_mem(f, path, *buf, n, err))) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return rc;
+}
+
 /* rank r's saved master / exp_avg / exp_avg_sq partitions */
 static int read_shard(const Manifest *m, const char *dir, int r, float *ms, float *ea, float *es, ZnErr *err) {
-    char name[128], path[PATH_MAX_ZN];
+    char name[128];
     rank_file_name(name, sizeof name, r);
-    join(path, dir, name);
-    char *buf;
-    size_t n;
-    int rc = read_verified(m, dir, name, &buf, &n, err);
-    if (rc) return rc;
     ZnStFile *f;
-    if ((rc = zn_st_open_mem(&f, path, buf, n, err))) {
-        free(buf);
-        return rc;
-    }
+    char *buf;
+    int rc = open_verified(m, dir, name, &f, &buf, err);
+    if (rc) return rc;
     rc = read_f32(f, "fp32", ms, m->rank_numel, err);
     if (!rc) rc = read_f32(f, "exp_avg", ea, m->rank_numel, err);
     if (!rc) rc = read_f32(f, "exp_avg_sq", es, m->rank_numel, err);
@@ -452,7 +462,8 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
     int want = m->plan.ckpt_param_partition ? 4 : 3;
     if (!rc && m->plan.ckpt_param_partition && !expect_tensor(f, "param_partition", m->dt, 1, &m->rank_numel, err)) rc = err->code;
     if (!rc && zn_st_count(f) != want)
-        rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, a stage-%d shard holds %d", path, zn_st_count(f), m->stage, want);
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, a stage-%d shard holds %d", zn_st_path(f), zn_st_count(f),
+                    m->stage, want);
     zn_st_close(f);
     free(buf);
     return rc;
@@ -462,24 +473,17 @@ static int read_shard(const Manifest *m, const char *dir, int r, float *ms, floa
  * safetensors file, and exactly the model's parameters and tied names in
  * the model dtype with the manifest's shapes. */
 static int verify_model_file(const Manifest *m, const char *dir, ZnErr *err) {
-    char path[PATH_MAX_ZN];
-    join(path, dir, MODEL_FILE);
-    char *buf;
-    size_t n;
-    int rc = read_verified(m, dir, MODEL_FILE, &buf, &n, err);
-    if (rc) return rc;
     ZnStFile *f;
-    if ((rc = zn_st_open_mem(&f, path, buf, n, err))) {
-        free(buf);
-        return rc;
-    }
+    char *buf;
+    int rc = open_verified(m, dir, MODEL_FILE, &f, &buf, err);
+    if (rc) return rc;
     for (int k = 0; k < m->nparams + m->naliases && !rc; k++) {
         const ZnParamSpec *p = &m->params[k < m->nparams ? k : m->aliases[k - m->nparams].param];
         const char *name = k < m->nparams ? p->name : m->aliases[k - m->nparams].name;
         if (!expect_tensor(f, name, m->dt, p->ndim, p->shape, err)) rc = err->code;
     }
     if (!rc && zn_st_count(f) != m->nparams + m->naliases)
-        rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, the manifest names %d", path, zn_st_count(f),
+        rc = zn_err(err, ZN_E_CORRUPT, "%s: %d tensors, the manifest names %d", zn_st_path(f), zn_st_count(f),
                     m->nparams + m->naliases);
     zn_st_close(f);
     free(buf);
@@ -1081,15 +1085,34 @@ int zn_ckpt_split_last(const char *path, char *parent, char *base) {
 }
 
 
+/* What a ckpt tool works on: DIR/TAG's manifest and its full fp32 arrays
+ * (master, exp_avg, exp_avg_sq), and the tool's error, which reaches the
+ * caller only if the tool fails (tool_end). */
+typedef struct {
+    Manifest *m;
+    float *f[3];
+    ZnErr err;
+} Tool;
+
 /* What every ckpt tool starts with: DIR/TAG's path checked, its manifest
- * parsed and every shard verified into the full fp32 arrays f[3]; *m is
- * allocated here (full_free frees both, whatever happened). */
-static int open_full(const char *dir, Manifest **m, float **f, ZnErr *err) {
-    int rc = too_long(dir, err);
+ * parsed and every shard verified into t->f; tool_end frees them, whatever
+ * happened. */
+static int tool_open(Tool *t, const char *dir) {
+    memset(t, 0, sizeof *t);
+    int rc = too_long(dir, &t->err);
     if (rc) return rc;
-    if (!(*m = zn_calloc(ZN_HOST_IO, 1, sizeof **m))) return zn_nomem(err);
-    return load_full(dir, *m, &f[0], &f[1], &f[2], err);
+    if (!(t->m = zn_calloc(ZN_HOST_IO, 1, sizeof *t->m))) return zn_nomem(&t->err);
+    return load_full(dir, t->m, &t->f[0], &t->f[1], &t->f[2], &t->err);
 }
+
+/* What every ckpt tool ends with: the error to err_out if it failed (rc),
+ * t freed; returns rc. */
+static int tool_end(Tool *t, int rc, ZnErr *err_out) {
+    if (rc) *err_out = t->err;
+    full_free(t->m, t->f);
+    return rc;
+}
+
 int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSummary *sum, ZnErr *err_out) {
     int rc0 = too_long(out, err_out);
     if (rc0) return rc0;
@@ -1097,11 +1120,10 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
     if (zn_ckpt_split_last(out, parent, base))
         return zn_err(err_out, ZN_E_USAGE, "%s: the path must end in a folder name", out);
     if (workers < 1 || workers > 64) return zn_err(err_out, ZN_E_USAGE, "%d workers: expected 1..64", workers);
-    Manifest *m = NULL;
-    float *f[3] = {0};
-    ZnErr err = {0};
-    int rc = open_full(in, &m, f, &err);
-    if (!rc) rc = zn_mkdir_p(out, &err);
+    Tool t;
+    int rc = tool_open(&t, in);
+    const Manifest *m = t.m;
+    if (!rc) rc = zn_mkdir_p(out, &t.err);
     UnivJob j;
     memset(&j, 0, sizeof j);
     long offs[ZN_MAX_PARAMS] = {0};
@@ -1109,24 +1131,24 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
         for (int p = 1; p < m->nparams; p++) offs[p] = offs[p - 1] + m->params[p - 1].numel;
         j.m = m;
         j.out = out;
-        j.f[0] = f[0]; j.f[1] = f[1]; j.f[2] = f[2];
+        j.f[0] = t.f[0]; j.f[1] = t.f[1]; j.f[2] = t.f[2];
         j.offs = offs;
         pthread_mutex_init(&j.lock, NULL);
         pthread_t th[64];
         for (long w = 0; w < workers; w++) pthread_create(&th[w], NULL, univ_worker, &j);
         for (long w = 0; w < workers; w++) pthread_join(th[w], NULL);
         pthread_mutex_destroy(&j.lock);
-        if (j.rc) { rc = j.rc; err = j.err; }
+        if (j.rc) { rc = j.rc; t.err = j.err; }
     }
     if (!rc) {   /* the shared state: the manifest minus the shard files */
         char src[PATH_MAX_ZN], *text;
         size_t n;
         join(src, in, "manifest.json");
-        if (!(rc = zn_read_file(src, MANIFEST_MAX, &text, &n, &err))) {
+        if (!(rc = zn_read_file(src, MANIFEST_MAX, &text, &n, &t.err))) {
             zn_json_track();
             cJSON *doc = zn_json_parse(text, strlen(text) + 1, NULL, 0);
             free(text);
-            if (!doc) rc = zn_err(&err, zn_json_failed() ? ZN_E_NOMEM : ZN_E_CORRUPT, "%s: %s", src,
+            if (!doc) rc = zn_err(&t.err, zn_json_failed() ? ZN_E_NOMEM : ZN_E_CORRUPT, "%s: %s", src,
                                   zn_json_failed() ? ZN_NOMEM_MSG : "unreadable");
             else {
                 zn_json_replace(doc, "format", cJSON_CreateString(ZN_UNIV_FORMAT));
@@ -1136,8 +1158,8 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
                 cJSON_Delete(doc);
                 char dst[PATH_MAX_ZN];
                 pathf(dst, "%s/zero/optimizer_state.json", out);
-                rc = o && !zn_json_failed() ? zn_write_file_atomic(dst, o, strlen(o), &err)
-                                            : zn_err(&err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG, dst);
+                rc = o && !zn_json_failed() ? zn_write_file_atomic(dst, o, strlen(o), &t.err)
+                                            : zn_err(&t.err, ZN_E_NOMEM, "%s: " ZN_NOMEM_MSG, dst);
                 cJSON_free(o);
             }
         }
@@ -1145,15 +1167,14 @@ int zn_ckpt_to_universal(const char *in, const char *out, int workers, ZnCkptSum
     if (!rc) {   /* <parent of out>/latest_universal names it, as ds_to_universal does */
         char path[PATH_MAX_ZN];
         join(path, parent, "latest_universal");
-        rc = zn_write_file_atomic(path, base, strlen(base), &err);
+        rc = zn_write_file_atomic(path, base, strlen(base), &t.err);
     }
     if (!rc) {
         memset(sum, 0, sizeof *sum);
         sum->nparams = m->nparams;
         sum->opt_step = m->st.opt_step;
-    } else *err_out = err;
-    full_free(m, f);
-    return rc;
+    }
+    return tool_end(&t, rc, err_out);
 }
 
 /* The model a checkpoint's manifest records (its "model" field), checked
@@ -1184,30 +1205,26 @@ int zn_ckpt_find(const char *dir, const char *tag, char *tagdir, ZnErr *err) {
 }
 
 int zn_ckpt_read_model(const char *tagdir, ZnModel *model, float **weights, ZnErr *err_out) {
-    Manifest *m = NULL;
-    float *f[3] = {0};
+    Tool t;
     long total = 0;
-    ZnErr err = {0};
     *weights = NULL;
-    int rc = open_full(tagdir, &m, f, &err);
-    if (!rc) rc = manifest_model(m, model, &total, &err);
+    int rc = tool_open(&t, tagdir);
+    if (!rc) rc = manifest_model(t.m, model, &total, &t.err);
     if (!rc) {   /* the master weights are the result; the moments go */
-        *weights = f[0];
-        f[0] = NULL;
-    } else *err_out = err;
-    full_free(m, f);
-    return rc;
+        *weights = t.f[0];
+        t.f[0] = NULL;
+    }
+    return tool_end(&t, rc, err_out);
 }
 
 int zn_ckpt_read_whole(const char *tagdir, ZnCkptWhole *c, ZnErr *err_out) {
-    Manifest *m = NULL;
-    float *f[3] = {0};
+    Tool t;
     long total = 0;
-    ZnErr err = {0};
     memset(c, 0, sizeof *c);
-    int rc = open_full(tagdir, &m, f, &err);
-    if (!rc) rc = manifest_model(m, &c->model, &total, &err);
-    if (!rc && cJSON_IsObject(m->config) && !(c->config_text = zn_json_print(m->config, 0))) rc = zn_nomem(&err);
+    int rc = tool_open(&t, tagdir);
+    const Manifest *m = t.m;
+    if (!rc) rc = manifest_model(m, &c->model, &total, &t.err);
+    if (!rc && cJSON_IsObject(m->config) && !(c->config_text = zn_json_print(m->config, 0))) rc = zn_nomem(&t.err);
     if (!rc) {
         snprintf(c->model_spec, sizeof c->model_spec, "%s", m->model);
         c->world = m->world;
@@ -1216,12 +1233,11 @@ int zn_ckpt_read_whole(const char *tagdir, ZnCkptWhole *c, ZnErr *err_out) {
         c->dt = m->dt;
         c->st = m->st;
         for (int s = 0; s < 3; s++) {   /* the arrays are the result */
-            c->full[s] = f[s];
-            f[s] = NULL;
+            c->full[s] = t.f[s];
+            t.f[s] = NULL;
         }
-    } else *err_out = err;
-    full_free(m, f);
-    return rc;
+    }
+    return tool_end(&t, rc, err_out);
 }
 
 void zn_ckpt_whole_free(ZnCkptWhole *c) {
@@ -1231,26 +1247,25 @@ void zn_ckpt_whole_free(ZnCkptWhole *c) {
 }
 
 int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSummary *sum, ZnErr *err_out) {
-    Manifest *m = NULL;
-    float *f[3] = {0};
-    ZnErr err = {0};
-    int rc = open_full(in, &m, f, &err);
+    Tool t;
+    int rc = tool_open(&t, in);
+    const Manifest *m = t.m;
     long total = 0;
     ZnModel model;
-    if (!rc) rc = manifest_model(m, &model, &total, &err);
+    if (!rc) rc = manifest_model(m, &model, &total, &t.err);
     if (!rc) {
         /* tied weights are restored under every name they have (DeepSpeed's
            zero_to_fp32 dropped them: issue #1896) */
         int ne = m->nparams + model.naliases;
-        void *enc = dt == ZN_F32 ? NULL : encode16(f[0], total, dt);
-        const void *bytes = enc ? enc : (const void *)f[0];
+        void *enc = dt == ZN_F32 ? NULL : encode16(t.f[0], total, dt);
+        const void *bytes = enc ? enc : (const void *)t.f[0];
         ZnStEntry *e = zn_calloc(ZN_HOST_IO, (size_t)ne + 1, sizeof *e);
         long *offs = zn_calloc(ZN_HOST_IO, (size_t)m->nparams + 1, sizeof(long));
-        if ((dt != ZN_F32 && !enc) || !e || !offs) rc = zn_nomem(&err);
+        if ((dt != ZN_F32 && !enc) || !e || !offs) rc = zn_nomem(&t.err);
         long off = 0;
         for (int p = 0; !rc && p < m->nparams; p++) { offs[p] = off; off += m->params[p].numel; }
         /* every element of the model is accounted for, no padding leaks in */
-        if (!rc && off != total) rc = zn_err(&err, ZN_E_INTERNAL, "consolidation covered %ld of %ld elements", off, total);
+        if (!rc && off != total) rc = zn_err(&t.err, ZN_E_INTERNAL, "consolidation covered %ld of %ld elements", off, total);
         for (int k = 0; !rc && k < ne; k++) {
             int p = k < m->nparams ? k : model.aliases[k - m->nparams].param;
             e[k].name = k < m->nparams ? m->params[p].name : model.aliases[k - m->nparams].name;
@@ -1260,7 +1275,7 @@ int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSumma
             e[k].data = (const char *)bytes + (size_t)offs[p] * zn_dtype_size(dt);
         }
         const char *meta[] = {"format", "pt", "producer", "zinc ckpt consolidate", NULL};
-        if (!rc) rc = zn_st_write(out, e, ne, meta, &err);
+        if (!rc) rc = zn_st_write(out, e, ne, meta, &t.err);
         free(offs);
         free(enc);
         free(e);
@@ -1270,17 +1285,15 @@ int zn_ckpt_consolidate(const char *in, const char *out, ZnDtype dt, ZnCkptSumma
         sum->nparams = m->nparams;
         sum->naliases = model.naliases;
         sum->elements = total;
-    } else *err_out = err;
-    full_free(m, f);
-    return rc;
+    }
+    return tool_end(&t, rc, err_out);
 }
 
 int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err_out) {
-    Manifest *m = NULL;
-    float *f[3] = {0};
-    ZnErr err = {0};
-    int rc = open_full(dir, &m, f, &err);
-    if (!rc) rc = verify_model_file(m, dir, &err);   /* load_full verified every shard */
+    Tool t;
+    int rc = tool_open(&t, dir);
+    const Manifest *m = t.m;
+    if (!rc) rc = verify_model_file(m, dir, &t.err);   /* load_full verified every shard */
     if (!rc) {
         long total = 0;
         for (int p = 0; p < m->nparams; p++) total += m->params[p].numel;
@@ -1295,7 +1308,6 @@ int zn_ckpt_describe(const char *dir, FILE *out, ZnErr *err_out) {
         for (int i = 0; i < m->nfiles; i++)
             fprintf(out, "  %-48s %12llu bytes  %s %016llx  ok\n", m->files[i].name,
                     (unsigned long long)m->files[i].bytes, SUM_KEY[m->files[i].kind], (unsigned long long)m->files[i].hash);
-    } else *err_out = err;
-    full_free(m, f);
-    return rc;
+    }
+    return tool_end(&t, rc, err_out);
 }

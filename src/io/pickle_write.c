@@ -7,22 +7,7 @@
 #include <string.h>
 #include "core/alloc.h"
 
-static void put(ZnPw *w, const void *b, size_t n) {
-    if (w->failed) return;
-    if (w->n + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap < w->n + n) cap *= 2;
-        unsigned char *p = zn_realloc(ZN_HOST_IO, w->p, cap);
-        if (!p) {
-            w->failed = 1;
-            return;
-        }
-        w->p = p;
-        w->cap = cap;
-    }
-    memcpy(w->p + w->n, b, n);
-    w->n += n;
-}
+static void put(ZnPw *w, const void *b, size_t n) { zn_bytes_put(ZN_HOST_IO, w, b, n); }
 static void op(ZnPw *w, char c) { put(w, &c, 1); }
 static void le32(ZnPw *w, uint32_t v) {
     unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};

@@ -11,12 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/err.h"
+#include "core/alloc.h"
 
-typedef struct {
-    unsigned char *p;
-    size_t n, cap;
-    int failed;    /* an allocation failed: the buffer is incomplete */
-} ZnPw;
+typedef ZnBytes ZnPw;   /* the pickle's bytes so far */
 
 void zn_pw_begin(ZnPw *w);                   /* PROTO 2 */
 int zn_pw_finish(ZnPw *w, ZnErr *err);       /* STOP; ZN_E_NOMEM if any write failed (w is freed then) */

@@ -80,34 +80,12 @@ static int name_cmp(const char *a, const char *b) { return strcmp(a, b); }
 /* ------------------------------------------------------------------------ */
 /* writer                                                                   */
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int oom;
-} Sb;
-
-static void sb_put(Sb *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = zn_realloc(ZN_HOST_IO, b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void sb_str(Sb *b, const char *s) { sb_put(b, s, strlen(s)); }
+static void sb_put(ZnBytes *b, const char *s, size_t n) { zn_bytes_put(ZN_HOST_IO, b, s, n); }
+static void sb_str(ZnBytes *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* A JSON string as serde_json writes it: short escapes where JSON has them,
  * \u00XX (lowercase hex) for other control characters, UTF-8 kept raw. */
-static void sb_json_string(Sb *b, const char *s) {
+static void sb_json_string(ZnBytes *b, const char *s) {
     sb_put(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
@@ -131,7 +109,7 @@ static void sb_json_string(Sb *b, const char *s) {
     sb_put(b, "\"", 1);
 }
 
-static void sb_u64(Sb *b, uint64_t v) {
+static void sb_u64(ZnBytes *b, uint64_t v) {
     char t[24];
     int k = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
     sb_put(b, t, (size_t)k);
@@ -180,7 +158,7 @@ static int check_entry(const ZnStEntry *e, int i, uint64_t *bytes, int fill, ZnE
 }
 
 /* Builds the padded header text for items (already sorted) and meta (sorted). */
-static int build_header(Sb *h, const WItem *items, int n, const KV *meta, int nmeta, ZnErr *err) {
+static int build_header(ZnBytes *h, const WItem *items, int n, const KV *meta, int nmeta, ZnErr *err) {
     sb_put(h, "{", 1);
     if (nmeta > 0) {
         sb_str(h, "\"__metadata__\":{");
@@ -214,8 +192,8 @@ static int build_header(Sb *h, const WItem *items, int n, const KV *meta, int nm
     }
     sb_put(h, "}", 1);
     /* pad with spaces so the byte buffer starts 8-aligned (reference prepare()) */
-    while (!h->oom && h->n % 8) sb_put(h, " ", 1);
-    if (h->oom) return zn_err(err, ZN_E_NOMEM, "safetensors: out of memory for the header");
+    while (!h->failed && h->n % 8) sb_put(h, " ", 1);
+    if (h->failed) return zn_err(err, ZN_E_NOMEM, "safetensors: out of memory for the header");
     if (h->n > ZN_ST_MAX_HEADER)
         return zn_err(err, ZN_E_USAGE, "safetensors: header would be %zu bytes, over the %llu-byte limit", h->n,
                       ZN_ST_MAX_HEADER);
@@ -275,7 +253,7 @@ static int put(ZnWriter *w, XXH3_state_t *st, ZnStSum *sum, const void *p, size_
 /* A fill callback's tensors go through one buffer of the largest one's size. */
 typedef struct { ZnStFill fn; void *ctx; unsigned char *buf; } Fill;
 
-static int write_body(const char *path, const Sb *h, const WItem *items, int n, Fill *fill, ZnStSum *sum,
+static int write_body(const char *path, const ZnBytes *h, const WItem *items, int n, Fill *fill, ZnStSum *sum,
                       ZnErr *err) {
     unsigned char len8[8];
     uint64_t hn = h->n;
@@ -333,7 +311,7 @@ static int write_all(const char *path, const ZnStEntry *entries, int n, const ch
     KV *meta = NULL;
     int nmeta = 0;
     if (!rc) rc = collect_meta(meta_kv, &meta, &nmeta, err);
-    Sb h = {0};
+    ZnBytes h = {0};
     if (!rc) rc = build_header(&h, items, n, meta, nmeta, err);
     uint64_t most = 0;
     for (int i = 0; i < n && !rc; i++) most = items[i].bytes > most ? items[i].bytes : most;
