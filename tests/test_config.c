@@ -54,34 +54,26 @@ static ZnConfig ok(const char *json) {
     return ok_with(json, &a);
 }
 
-/* parses expecting ZN_E_USAGE and a message equal to `msg` */
-static void err_is(const char *json, const ZnConfigArgs *a, const char *msg) {
+/* parses with args a (NULL: none) expecting ZN_E_USAGE and a message that
+   is `msg` (whole) or contains it */
+static void err_match(const char *json, const ZnConfigArgs *a, const char *msg, int whole) {
     ZnConfigArgs dflt = no_args();
     ZnConfig c;
     ZnErr e;
     int rc = parse(json, a ? a : &dflt, &c, &e);
     if (rc != ZN_E_USAGE) fail_msg("expected %s to fail, got %d (%s)", json, rc, e.msg);
-    assert_string_equal(e.msg, msg);
+    if (whole) assert_string_equal(e.msg, msg);
+    else assert_str_contains(e.msg, msg);
 }
-
-/* parses expecting ZN_E_USAGE and a message that contains `part` */
-static void err_has(const char *json, const ZnConfigArgs *a, const char *part) {
-    ZnConfigArgs dflt = no_args();
-    ZnConfig c;
-    ZnErr e;
-    int rc = parse(json, a ? a : &dflt, &c, &e);
-    if (rc != ZN_E_USAGE) fail_msg("expected %s to fail, got %d (%s)", json, rc, e.msg);
-    assert_str_contains(e.msg, part);
-}
+static void err_is(const char *json, const ZnConfigArgs *a, const char *msg) { err_match(json, a, msg, 1); }
+static void err_has(const char *json, const ZnConfigArgs *a, const char *part) { err_match(json, a, part, 0); }
 
 /* A config that must fail with no args, and its whole message. A run of
- * rejections in a test is a table of these, checked in order by err_table:
- * the cases differ, the check does not. */
+ * rejections in a test is a table of these, written in place and checked in
+ * order: err_table({json, msg}, ...). The cases differ, the check does not. */
 typedef struct { const char *json, *msg; } ErrCase;
-static void err_cases(const ErrCase *t, size_t n) {
-    for (size_t i = 0; i < n; i++) err_is(t[i].json, NULL, t[i].msg);
-}
-#define err_table(t) err_cases((t), sizeof(t) / sizeof *(t))
+static void err_case(const ErrCase *t) { err_is(t->json, NULL, t->msg); }
+#define err_table(...) ZT_CASES(ErrCase, err_case, __VA_ARGS__)
 
 /* stderr capture, for warnings */
 typedef struct { int saved; FILE *tmp; } Capture;
@@ -118,6 +110,106 @@ static ZnConfig ok_warn(const char *json, const ZnConfigArgs *a, char *out, size
     return c;
 }
 
+/* parses expecting success and exactly `warning` on stderr ("": nothing) */
+static ZnConfig warns(const char *json, const ZnConfigArgs *a, const char *warning) {
+    char w[4096];
+    ZnConfig c = ok_warn(json, a, w, sizeof w);
+    assert_string_equal(w, warning);
+    return c;
+}
+
+/* parses expecting success and a warning on stderr that contains `part` */
+static ZnConfig warns_of(const char *json, const ZnConfigArgs *a, const char *part) {
+    char w[4096];
+    ZnConfig c = ok_warn(json, a, w, sizeof w);
+    assert_str_contains(w, part);
+    return c;
+}
+
+/* ---- the fields of zero_optimization, fp16 and bf16 ---------------------- */
+
+/* A field of ZnConfig: its path, where it is, its type ('i' int, 'l' long,
+ * 'd' double), its default (test_defaults_every_field), and the value its
+ * section's every-key test writes (test_zero_every_key_read, test_fp16_keys,
+ * test_bf16_keys_and_old_name). One list, so that the tests of the defaults
+ * and of the keys read cover the same fields. */
+typedef struct {
+    const char *path;
+    size_t off;
+    char type;
+    long dflt, set;   /* a double field's values are whole numbers here */
+} Field;
+#define FIELD(f, dflt, set) \
+    {#f, offsetof(ZnConfig, f), _Generic(((ZnConfig *)0)->f, int: 'i', long: 'l', double: 'd'), dflt, set}
+static const Field FIELDS[] = {
+    FIELD(zero.stage, 0, 2),
+    FIELD(zero.contiguous_gradients, 1, 0),
+    FIELD(zero.reduce_scatter, 1, 0),
+    FIELD(zero.reduce_bucket_size, 500000000L, 1000),
+    FIELD(zero.use_multi_rank_bucket_allreduce, 1, 0),
+    FIELD(zero.allgather_partitions, 1, 0),
+    FIELD(zero.allgather_bucket_size, 500000000L, 2000),
+    FIELD(zero.overlap_comm, -1, 1),
+    FIELD(zero.load_from_fp32_weights, 1, 0),
+    FIELD(zero.elastic_checkpoint, 0, 1),
+    FIELD(zero.sub_group_size, 1000000000L, 3000),
+    FIELD(zero.prefetch_bucket_size, 50000000L, 4000),   /* allgather_sequential only matters at stage 3 */
+    FIELD(zero.param_persistence_threshold, 100000L, 5000),
+    FIELD(zero.model_persistence_threshold, LONG_MAX, 6000),
+    FIELD(zero.max_live_parameters, 1000000000L, 7000),
+    FIELD(zero.max_reuse_distance, 1000000000L, 8000),
+    FIELD(zero.gather_16bit_weights_on_model_save, 0, 1),
+    FIELD(zero.module_granularity_threshold, 0, -9),
+    FIELD(zero.use_all_reduce_for_fetch_params, 0, 1),
+    FIELD(zero.allgather_sequential, 0, 1),
+    FIELD(zero.ignore_unused_parameters, 1, 0),
+    FIELD(zero.round_robin_gradients, 0, 1),
+    FIELD(zero.zero_hpz_partition_size, 1, 2),
+    FIELD(zero.zero_quantized_weights, 0, 1),
+    FIELD(zero.zero_quantized_gradients, 0, 1),
+    FIELD(zero.zero_quantized_nontrainable_weights, 0, 1),
+    FIELD(zero.mics_shard_size, -1, 4),
+    FIELD(zero.mics_hierarchical_params_gather, 0, 1),
+    FIELD(zero.memory_efficient_linear, 1, 0),
+    FIELD(zero.pipeline_loading_checkpoint, 0, 1),
+    FIELD(zero.override_module_apply, 1, 0),
+    FIELD(zero.log_trace_cache_warnings, 0, 1),
+    FIELD(zero.offload_param.present, 0, 0),
+    FIELD(zero.offload_optimizer.present, 0, 0),
+    FIELD(fp16.enabled, 0, 1),
+    FIELD(fp16.auto_cast, 0, 1),
+    FIELD(fp16.loss_scale, 0, 0),
+    FIELD(fp16.initial_scale_power, 16, 8),
+    FIELD(fp16.loss_scale_window, 1000, 2),
+    FIELD(fp16.hysteresis, 2, 1),
+    FIELD(fp16.consecutive_hysteresis, 0, 1),
+    FIELD(fp16.min_loss_scale, 1, 2),
+    FIELD(fp16.fp16_master_weights_and_grads, 0, 1),
+    FIELD(bf16.enabled, 0, 1),
+    FIELD(bf16.immediate_grad_update, 0, 1),
+    FIELD(bf16.check_grad_overflow, 1, 0),
+    FIELD(bf16.bf16_master_weights_and_grads, 0, 1),
+    FIELD(bf16.bf16_optimizer_states, 0, 1),
+};
+
+/* Every field of FIELDS whose path starts with `section` ("zero.", "fp16.",
+ * "bf16.", "" for all) holds its default (set 0) or its written value (set 1). */
+static void check_fields(const ZnConfig *c, const char *section, int set) {
+    for (size_t i = 0; i < ZT_LEN(FIELDS); i++) {
+        const Field *f = &FIELDS[i];
+        if (strncmp(f->path, section, strlen(section)) != 0) continue;
+        const char *at = (const char *)c + f->off;
+        long want = set ? f->set : f->dflt;
+        int iv;
+        long lv;
+        double dv;
+        if (f->type == 'i' && (memcpy(&iv, at, sizeof iv), iv != want)) fail_msg("%s: %d, expected %ld", f->path, iv, want);
+        if (f->type == 'l' && (memcpy(&lv, at, sizeof lv), lv != want)) fail_msg("%s: %ld, expected %ld", f->path, lv, want);
+        if (f->type == 'd' && (memcpy(&dv, at, sizeof dv), dv != (double)want))
+            fail_msg("%s: %g, expected %ld", f->path, dv, want);
+    }
+}
+
 /* ---- defaults ----------------------------------------------------------- */
 
 /* spec: Z-CFG-008 */
@@ -136,17 +228,9 @@ static void test_defaults_every_field(void **state) {
     assert_int_equal(c.bias_correction, 1);
     assert_true(c.lr == 1e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 && c.weight_decay == 0);
 
+    /* zero_optimization, fp16 and bf16: FIELDS */
+    check_fields(&c, "", 0);
     const ZnZeroConfig *z = &c.zero;
-    assert_int_equal(z->stage, 0);
-    assert_int_equal(z->contiguous_gradients, 1);
-    assert_int_equal(z->reduce_scatter, 1);
-    assert_int_equal(z->reduce_bucket_size, 500000000L);
-    assert_int_equal(z->use_multi_rank_bucket_allreduce, 1);
-    assert_int_equal(z->allgather_partitions, 1);
-    assert_int_equal(z->allgather_bucket_size, 500000000L);
-    assert_int_equal(z->overlap_comm, -1);
-    assert_int_equal(z->load_from_fp32_weights, 1);
-    assert_int_equal(z->elastic_checkpoint, 0);
     for (int i = 0; i < 2; i++) {
         const ZnOffloadConfig *o = i ? &z->offload_optimizer : &z->offload_param;
         assert_int_equal(o->device, ZN_OFFLOAD_NONE);
@@ -158,43 +242,6 @@ static void test_defaults_every_field(void **state) {
         assert_int_equal(o->present, 0);
     }
     assert_true(z->offload_param.buffer_size == 1e8 && z->offload_param.max_in_cpu == 1e9);
-    assert_int_equal(z->sub_group_size, 1000000000L);
-    assert_int_equal(z->prefetch_bucket_size, 50000000L);
-    assert_int_equal(z->param_persistence_threshold, 100000L);
-    assert_int_equal(z->model_persistence_threshold, LONG_MAX);
-    assert_int_equal(z->max_live_parameters, 1000000000L);
-    assert_int_equal(z->max_reuse_distance, 1000000000L);
-    assert_int_equal(z->gather_16bit_weights_on_model_save, 0);
-    assert_int_equal(z->module_granularity_threshold, 0);
-    assert_int_equal(z->use_all_reduce_for_fetch_params, 0);
-    assert_int_equal(z->allgather_sequential, 0);
-    assert_int_equal(z->ignore_unused_parameters, 1);
-    assert_int_equal(z->round_robin_gradients, 0);
-    assert_int_equal(z->zero_hpz_partition_size, 1);
-    assert_int_equal(z->zero_quantized_weights, 0);
-    assert_int_equal(z->zero_quantized_gradients, 0);
-    assert_int_equal(z->zero_quantized_nontrainable_weights, 0);
-    assert_int_equal(z->mics_shard_size, -1);
-    assert_int_equal(z->mics_hierarchical_params_gather, 0);
-    assert_int_equal(z->memory_efficient_linear, 1);
-    assert_int_equal(z->pipeline_loading_checkpoint, 0);
-    assert_int_equal(z->override_module_apply, 1);
-    assert_int_equal(z->log_trace_cache_warnings, 0);
-
-    assert_int_equal(c.fp16.enabled, 0);
-    assert_int_equal(c.fp16.auto_cast, 0);
-    assert_true(c.fp16.loss_scale == 0);
-    assert_int_equal(c.fp16.initial_scale_power, 16);
-    assert_int_equal(c.fp16.loss_scale_window, 1000);
-    assert_int_equal(c.fp16.hysteresis, 2);
-    assert_int_equal(c.fp16.consecutive_hysteresis, 0);
-    assert_true(c.fp16.min_loss_scale == 1);
-    assert_int_equal(c.fp16.fp16_master_weights_and_grads, 0);
-    assert_int_equal(c.bf16.enabled, 0);
-    assert_int_equal(c.bf16.immediate_grad_update, 0);
-    assert_int_equal(c.bf16.check_grad_overflow, 1);
-    assert_int_equal(c.bf16.bf16_master_weights_and_grads, 0);
-    assert_int_equal(c.bf16.bf16_optimizer_states, 0);
 
     const ZnSchedConfig *s = &c.sched;
     assert_int_equal(s->type, ZN_SCHED_NONE);
@@ -321,7 +368,7 @@ static void test_out_untouched_on_error(void **state) {
 #define SWALLOW "this value is not JSON, so hjson reads it as a string to the end of the line, closing bracket included (quote it, or fix it)"
 static void test_syntax_errors_one_line(void **state) {
     (void)state;
-    static const ErrCase cases[] = {
+    err_table(
         {"", "ds.json:1:1: JSON syntax error: unexpected end of input"},
         {"   ", "ds.json:1:4: JSON syntax error: unexpected end of input"},
         {"{", "ds.json:1:2: JSON syntax error: unexpected end of input"},
@@ -343,24 +390,20 @@ static void test_syntax_errors_one_line(void **state) {
         /* a quoteless value (hjson) runs to the end of the line: bytes
            that are not JSON are a string there, not an error at once */
         {"{\"a\": \x80\x81\x82}", "ds.json:1:7: JSON syntax error: " SWALLOW},
-        {"{\"a\":\x01 ]}", "ds.json:1:6: JSON syntax error: " SWALLOW},
-    };
-    err_table(cases);
+        {"{\"a\":\x01 ]}", "ds.json:1:6: JSON syntax error: " SWALLOW});
 }
 
 /* spec: Z-CFG-001 */
 static void test_syntax_errors_multi_line(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\n  \"a\": [1,\n         2,,3]\n}", "ds.json:3:12: JSON syntax error near ',3]'"},
         {"{\n  \"a\": 1\n", "ds.json:3:1: JSON syntax error: unexpected end of input"},
         {"{\n\n  \"name\": \"abc\n}\n", "ds.json:3:11: JSON syntax error: unterminated string"},
         /* CRLF line ends: the column counts bytes after the '\n' */
         {"{\r\n  \"a\": ]\r\n}", "ds.json:2:8: JSON syntax error near ']'"},
         /* columns count bytes, not characters: "é" is two */
-        {"{\"\xc3\xa9\": ,}", "ds.json:1:8: JSON syntax error near ',}'"},
-    };
-    err_table(bad);
+        {"{\"\xc3\xa9\": ,}", "ds.json:1:8: JSON syntax error near ',}'"});
 }
 
 /* spec: Z-CFG-001 */
@@ -377,31 +420,25 @@ static void test_syntax_nul_byte(void **state) {
 /* spec: Z-CFG-002 */
 static void test_top_level_not_object(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"[]", "ds.json: the top level must be a JSON object, got an array"},
         {"3", "ds.json: the top level must be a JSON object, got 3"},
         {"\"auto\"", "ds.json: the top level must be a JSON object, got \"auto\""},
-        {"null", "ds.json: the top level must be a JSON object, got null"},
-    };
-    err_table(bad);
+        {"null", "ds.json: the top level must be a JSON object, got null"});
 }
 
 /* spec: Z-CFG-003 */
 static void test_duplicate_keys(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}", "ds.json: zero_optimization.stage: duplicate key"},
         {"{" MB ", " MB "}", "ds.json: train_micro_batch_size_per_gpu: duplicate key"},
         /* inside sections zinc ignores, and inside arrays */
         {"{\"wandb\": {\"x\": [{\"a\": 1, \"b\": 2, \"a\": 3}]}}", "ds.json: wandb.x[0].a: duplicate key"},
         /* of several, the one whose second occurrence comes first */
-        {"{\"b\": 1, \"a\": 1, \"c\": 1, \"a\": 2, \"b\": 2}", "ds.json: a: duplicate key"},
-    };
-    err_table(bad);
+        {"{\"b\": 1, \"a\": 1, \"c\": 1, \"a\": 2, \"b\": 2}", "ds.json: a: duplicate key"});
     /* keys are case-sensitive: these are two keys (one unknown) */
-    char warn[512];
-    ok_warn("{" MB ", \"Seed\": 1, \"seed\": 2}", NULL, warn, sizeof warn);
-    assert_string_equal(warn, "zinc: warning: ds.json: Seed: unknown key, ignored\n");
+    warns("{" MB ", \"Seed\": 1, \"seed\": 2}", NULL, "zinc: warning: ds.json: Seed: unknown key, ignored\n");
     /* a big object goes through the sorted path as well */
     char big[40000];
     size_t n = (size_t)snprintf(big, sizeof big, "{\"wandb\": {");
@@ -415,7 +452,7 @@ static void test_duplicate_keys(void **state) {
 /* spec: Z-CFG-004 */
 static void test_wrong_types_name_the_path(void **state) {
     (void)state;
-    static const ErrCase cases[] = {
+    err_table(
         {"{\"zero_optimization\": {\"stage\": 7}}", "ds.json: zero_optimization.stage: expected an integer 0..3, got 7"},
         {"{\"zero_optimization\": {\"stage\": \"2x\"}}",
          "ds.json: zero_optimization.stage: expected an integer 0..3, got \"2x\""},
@@ -460,9 +497,7 @@ static void test_wrong_types_name_the_path(void **state) {
         {"{\"zinc\": {\"exact\": \"true\"}}", "ds.json: zinc.exact: expected true or false, got \"true\""},
         {"{\"zero_optimization\": {\"reduce_bucket_size\": \"a very long string that goes on and on and on\"}}",
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer,"
-         " got \"a very long string that goes on and on a...\""},
-    };
-    err_table(cases);
+         " got \"a very long string that goes on and on a...\""});
 }
 
 /* spec: Z-CFG-004 */
@@ -473,7 +508,7 @@ static void test_integers_must_be_integral(void **state) {
     assert_int_equal(c.zero.reduce_bucket_size, 500000000L);
     assert_int_equal(c.zero.allgather_bucket_size, 200000000L);
     assert_int_equal(c.zero.sub_group_size, 1000000000000L);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"reduce_bucket_size\": 2.5}}",
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 2.5"},
         {"{\"zero_optimization\": {\"sub_group_size\": 1e400}}",
@@ -483,9 +518,7 @@ static void test_integers_must_be_integral(void **state) {
         {"{\"fp16\": {\"loss_scale_window\": \"1000\"}}",
          "ds.json: fp16.loss_scale_window: expected an integer, got \"1000\""},
         {"{\"fp16\": {\"initial_scale_power\": 16.5}}",
-         "ds.json: fp16.initial_scale_power: expected an integer 0..127, got 16.5"},
-    };
-    err_table(bad);
+         "ds.json: fp16.initial_scale_power: expected an integer 0..127, got 16.5"});
     /* -0 is an integer (zero) */
     c = ok("{" MB ", \"seed\": -0}");
     assert_int_equal(c.seed, 0);
@@ -502,15 +535,13 @@ static void test_long_range(void **state) {
     assert_int_equal(c.zero.model_persistence_threshold, LONG_MAX);
     c = ok("{" MB ", \"zero_optimization\": {\"stage3_model_persistence_threshold\": 4611686018427387904}}");
     assert_int_equal(c.zero.model_persistence_threshold, 4611686018427387904L);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"stage3_model_persistence_threshold\": 1e19}}",
          "ds.json: zero_optimization.stage3_model_persistence_threshold: expected an integer >= 0, got 1e+19"},
         {"{\"zero_optimization\": {\"mics_shard_size\": -1e19}}",
          "ds.json: zero_optimization.mics_shard_size: expected an integer, got -1e+19"},
         /* int fields stop at INT_MAX */
-        {"{\"fp16\": {\"hysteresis\": 3e9}}", "ds.json: fp16.hysteresis: expected a positive integer, got 3000000000"},
-    };
-    err_table(bad);
+        {"{\"fp16\": {\"hysteresis\": 3e9}}", "ds.json: fp16.hysteresis: expected a positive integer, got 3000000000"});
 }
 
 /* ---- unknown and ignored keys ----------------------------------------------- */
@@ -518,7 +549,7 @@ static void test_long_range(void **state) {
 /* spec: Z-CFG-005 */
 static void test_unknown_key_in_zero_rejected(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"foo\": 1}}",
          "ds.json: zero_optimization.foo: unknown key (DeepSpeed forbids unknown keys in zero_optimization)"},
         {"{\"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\", \"fast_init\": true}}}",
@@ -526,9 +557,7 @@ static void test_unknown_key_in_zero_rejected(void **state) {
          " (DeepSpeed forbids unknown keys in zero_optimization.offload_param)"},
         {"{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_size\": 4}}}",
          "ds.json: zero_optimization.offload_optimizer.buffer_size: unknown key"
-         " (DeepSpeed forbids unknown keys in zero_optimization.offload_optimizer)"},
-    };
-    err_table(bad);
+         " (DeepSpeed forbids unknown keys in zero_optimization.offload_optimizer)"});
     /* keys are case-sensitive, as in pydantic */
     err_has("{\"zero_optimization\": {\"Stage\": 1}}", NULL, "zero_optimization.Stage: unknown key");
 }
@@ -536,22 +565,21 @@ static void test_unknown_key_in_zero_rejected(void **state) {
 /* spec: Z-CFG-005 */
 static void test_unknown_keys_elsewhere_warned(void **state) {
     (void)state;
-    char w[2048];
-    ZnConfig c = ok_warn("{" MB ", \"foo\": 1,"
-                         " \"fp16\": {\"enabled\": true, \"bar\": 2},"
-                         " \"bf16\": {\"baz\": false},"
-                         " \"optimizer\": {\"type\": \"AdamW\", \"extra\": 1, \"params\": {\"lr\": 0.5, \"qux\": 3}},"
-                         " \"scheduler\": {\"type\": \"WarmupLR\", \"what\": 0, \"params\": {\"nope\": 1}},"
-                         " \"checkpoint\": {\"load_universal\": true, \"other\": 1}}",
-                         NULL, w, sizeof w);
-    assert_string_equal(w, "zinc: warning: ds.json: foo: unknown key, ignored\n"
-                           "zinc: warning: ds.json: fp16.bar: unknown key, ignored\n"
-                           "zinc: warning: ds.json: bf16.baz: unknown key, ignored\n"
-                           "zinc: warning: ds.json: optimizer.extra: unknown key, ignored\n"
-                           "zinc: warning: ds.json: optimizer.params.qux: unknown key, ignored\n"
-                           "zinc: warning: ds.json: scheduler.what: unknown key, ignored\n"
-                           "zinc: warning: ds.json: scheduler.params.nope: unknown key, ignored\n"
-                           "zinc: warning: ds.json: checkpoint.other: unknown key, ignored\n");
+    ZnConfig c = warns("{" MB ", \"foo\": 1,"
+                       " \"fp16\": {\"enabled\": true, \"bar\": 2},"
+                       " \"bf16\": {\"baz\": false},"
+                       " \"optimizer\": {\"type\": \"AdamW\", \"extra\": 1, \"params\": {\"lr\": 0.5, \"qux\": 3}},"
+                       " \"scheduler\": {\"type\": \"WarmupLR\", \"what\": 0, \"params\": {\"nope\": 1}},"
+                       " \"checkpoint\": {\"load_universal\": true, \"other\": 1}}",
+                       NULL,
+                       "zinc: warning: ds.json: foo: unknown key, ignored\n"
+                       "zinc: warning: ds.json: fp16.bar: unknown key, ignored\n"
+                       "zinc: warning: ds.json: bf16.baz: unknown key, ignored\n"
+                       "zinc: warning: ds.json: optimizer.extra: unknown key, ignored\n"
+                       "zinc: warning: ds.json: optimizer.params.qux: unknown key, ignored\n"
+                       "zinc: warning: ds.json: scheduler.what: unknown key, ignored\n"
+                       "zinc: warning: ds.json: scheduler.params.nope: unknown key, ignored\n"
+                       "zinc: warning: ds.json: checkpoint.other: unknown key, ignored\n");
     /* and the rest was read */
     assert_int_equal(c.fp16.enabled, 1);
     assert_true(c.lr == 0.5);
@@ -562,36 +590,35 @@ static void test_unknown_keys_elsewhere_warned(void **state) {
 /* spec: Z-CFG-006 */
 static void test_known_ignored_keys_silent(void **state) {
     (void)state;
-    char w[1024];
-    ZnConfig c = ok_warn("{" MB ", \"autotuning\": {}, \"flops_profiler\": {\"enabled\": false},"
-                         " \"activation_checkpointing\": {}, \"sparse_attention\": {}, \"data_efficiency\": {},"
-                         " \"compression_training\": {}, \"tensorboard\": {\"enabled\": true}, \"wandb\": {},"
-                         " \"csv_monitor\": {}, \"comms_logger\": {}, \"elasticity\": {\"enabled\": false},"
-                         " \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"aio\": {\"block_size\": 1048576},"
-                         " \"zero_allow_untested_optimizer\": true, \"zero_force_ds_cpu_optimizer\": false,"
-                         " \"prescale_gradients\": false, \"gradient_predivide_factor\": 2.0,"
-                         " \"gradient_allreduce_op\": \"mean\", \"communication_data_type\": \"fp32\","
-                         " \"memory_breakdown\": true, \"steps_per_print\": 100, \"dump_state\": false,"
-                         " \"wall_clock_breakdown\": true, \"sparse_gradients\": false, \"vocabulary_size\": 50257,"
-                         " \"checkpoint\": {\"tag_validation\": \"Warn\", \"use_node_local_storage\": false}}",
-                         NULL, w, sizeof w);
-    assert_string_equal(w, "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
-                           "flops_profiler, sparse_attention, data_efficiency, "
-                           "compression_training, tensorboard, wandb, csv_monitor, comms_logger\n");
+    ZnConfig c = warns("{" MB ", \"autotuning\": {}, \"flops_profiler\": {\"enabled\": false},"
+                       " \"activation_checkpointing\": {}, \"sparse_attention\": {}, \"data_efficiency\": {},"
+                       " \"compression_training\": {}, \"tensorboard\": {\"enabled\": true}, \"wandb\": {},"
+                       " \"csv_monitor\": {}, \"comms_logger\": {}, \"elasticity\": {\"enabled\": false},"
+                       " \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"aio\": {\"block_size\": 1048576},"
+                       " \"zero_allow_untested_optimizer\": true, \"zero_force_ds_cpu_optimizer\": false,"
+                       " \"prescale_gradients\": false, \"gradient_predivide_factor\": 2.0,"
+                       " \"gradient_allreduce_op\": \"mean\", \"communication_data_type\": \"fp32\","
+                       " \"memory_breakdown\": true, \"steps_per_print\": 100, \"dump_state\": false,"
+                       " \"wall_clock_breakdown\": true, \"sparse_gradients\": false, \"vocabulary_size\": 50257,"
+                       " \"checkpoint\": {\"tag_validation\": \"Warn\", \"use_node_local_storage\": false}}",
+                         NULL,
+                       "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
+                       "flops_profiler, sparse_attention, data_efficiency, "
+                       "compression_training, tensorboard, wandb, csv_monitor, comms_logger\n");
     assert_int_equal(c.activation_checkpointing, 1);   /* an implemented section now (Z-GPT-014) */
-    ZnConfig c2 = ok_warn("{" MB ", \"activation_checkpointing\": {\"partition_activations\": true, "
-                          "\"number_checkpoints\": 4}}", NULL, w, sizeof w);
+    ZnConfig c2 = warns("{" MB ", \"activation_checkpointing\": {\"partition_activations\": true, "
+                        "\"number_checkpoints\": 4}}", NULL,
+                        "zinc: warning: ds.json: activation_checkpointing: partition_activations and "
+                        "cpu_checkpointing are not implemented: the checkpointed activations stay whole on "
+                        "the device\n");
     assert_int_equal(c2.activation_checkpointing, 1);
-    assert_string_equal(w, "zinc: warning: ds.json: activation_checkpointing: partition_activations and "
-                           "cpu_checkpointing are not implemented: the checkpointed activations stay whole on "
-                           "the device\n");
+    char w[512];
     c2 = ok_warn("{" MB ", \"activation_checkpointing\": null}", NULL, w, sizeof w);
     assert_int_equal(c2.activation_checkpointing, 0);
     /* settings with no effect on what zinc computes stay silent */
-    ok_warn("{" MB ", \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"dump_state\": false,"
-            " \"sparse_gradients\": false, \"vocabulary_size\": 50257, \"elasticity\": {\"enabled\": false}}",
-            NULL, w, sizeof w);
-    assert_string_equal(w, "");
+    warns("{" MB ", \"data_types\": {\"grad_accum_dtype\": \"fp32\"}, \"dump_state\": false,"
+          " \"sparse_gradients\": false, \"vocabulary_size\": 50257, \"elasticity\": {\"enabled\": false}}",
+          NULL, "");
     assert_int_equal(c.zero_allow_untested_optimizer, 1);
     assert_int_equal(c.zero_force_ds_cpu_optimizer, 0);
     assert_true(c.gradient_predivide_factor == 2.0);
@@ -600,9 +627,9 @@ static void test_known_ignored_keys_silent(void **state) {
     assert_int_equal(c.steps_per_print, 100);
     assert_int_equal(c.wall_clock_breakdown, 1);
     /* a feature switched on that zinc does not implement is named */
-    ok_warn("{" MB ", \"amp\": {\"enabled\": true}, \"elasticity\": {\"enabled\": true}}", NULL, w, sizeof w);
-    assert_string_equal(w, "zinc: warning: ds.json: amp.enabled: zinc does not implement amp; ignored\n"
-                           "zinc: warning: ds.json: elasticity.enabled: zinc does not implement elasticity; ignored\n");
+    warns("{" MB ", \"amp\": {\"enabled\": true}, \"elasticity\": {\"enabled\": true}}", NULL,
+          "zinc: warning: ds.json: amp.enabled: zinc does not implement amp; ignored\n"
+          "zinc: warning: ds.json: elasticity.enabled: zinc does not implement elasticity; ignored\n");
 }
 
 /* spec: Z-CFG-007 */
@@ -801,15 +828,13 @@ static void test_batch_through_parse(void **state) {
 /* spec: Z-CFG-012 */
 static void test_batch_key_types(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"train_batch_size\": 0}", "ds.json: train_batch_size: expected a positive integer or null, got 0"},
         {"{\"train_micro_batch_size_per_gpu\": -1}",
          "ds.json: train_micro_batch_size_per_gpu: expected a positive integer or null, got -1"},
         {"{\"gradient_accumulation_steps\": 2.5}",
          "ds.json: gradient_accumulation_steps: expected a positive integer or null, got 2.5"},
-        {"{\"train_batch_size\": \"8\"}", "ds.json: train_batch_size: expected a positive integer or null, got \"8\""},
-    };
-    err_table(bad);
+        {"{\"train_batch_size\": \"8\"}", "ds.json: train_batch_size: expected a positive integer or null, got \"8\""});
     ZnConfig c = ok("{\"train_batch_size\": 1.6e1}");
     assert_int_equal(c.train_batch_size, 16);
 }
@@ -1084,7 +1109,7 @@ static void test_auto_precision_from_dtype(void **state) {
 /* spec: Z-CFG-019 */
 static void test_auto_rejected_where_no_rule(void **state) {
     (void)state;
-    static const ErrCase cases[] = {
+    err_table(
         {"{\"fp16\": {\"loss_scale\": \"auto\"}}", "ds.json: fp16.loss_scale: \"auto\" is not supported for this key"},
         {"{\"optimizer\": {\"type\": \"auto\"}}", "ds.json: optimizer.type: \"auto\" is not supported for this key"},
         {"{\"optimizer\": \"auto\"}", "ds.json: optimizer: \"auto\" is not supported for this key"},
@@ -1095,9 +1120,7 @@ static void test_auto_rejected_where_no_rule(void **state) {
         {"{\"gradient_allreduce_op\": \"auto\"}",
          "ds.json: gradient_allreduce_op: \"auto\" is not supported for this key"},
         {"{\"bf16\": {\"check_grad_overflow\": \"auto\"}}",
-         "ds.json: bf16.check_grad_overflow: \"auto\" is not supported for this key"},
-    };
-    err_table(cases);
+         "ds.json: bf16.check_grad_overflow: \"auto\" is not supported for this key"});
     /* "Auto" is not "auto": it is just a wrong value */
     err_is("{\"gradient_clipping\": \"Auto\"}", NULL, "ds.json: gradient_clipping: expected a number >= 0, got \"Auto\"");
 }
@@ -1235,15 +1258,13 @@ static void test_zero_stage_forms(void **state) {
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": true}}").zero.stage, 1);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": false}}").zero.stage, 0);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 2.0}}").zero.stage, 2);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"stage\": -1}}",
          "ds.json: zero_optimization.stage: expected an integer 0..3, got -1"},
         {"{\"zero_optimization\": {\"stage\": 1.5}}",
          "ds.json: zero_optimization.stage: expected an integer 0..3, got 1.5"},
         {"{\"zero_optimization\": {\"stage\": null}}",
-         "ds.json: zero_optimization.stage: expected an integer 0..3, got null"},
-    };
-    err_table(bad);
+         "ds.json: zero_optimization.stage: expected an integer 0..3, got null"});
 }
 
 /* spec: Z-CFG-020 */
@@ -1284,41 +1305,7 @@ static void test_zero_every_key_read(void **state) {
         " \"enable_sanity_checks\": true, \"save_muon_momentum_buffer_in_memory\": true, \"leaf_module\": {},"
         " \"zenflow\": null, \"offload_param\": null, \"offload_optimizer\": null}}";
     ZnConfig c = ok(j);
-    const ZnZeroConfig *z = &c.zero;
-    assert_int_equal(z->stage, 2);
-    assert_int_equal(z->contiguous_gradients, 0);
-    assert_int_equal(z->reduce_scatter, 0);
-    assert_int_equal(z->reduce_bucket_size, 1000);
-    assert_int_equal(z->use_multi_rank_bucket_allreduce, 0);
-    assert_int_equal(z->allgather_partitions, 0);
-    assert_int_equal(z->allgather_bucket_size, 2000);
-    assert_int_equal(z->overlap_comm, 1);
-    assert_int_equal(z->load_from_fp32_weights, 0);
-    assert_int_equal(z->elastic_checkpoint, 1);
-    assert_int_equal(z->sub_group_size, 3000);
-    assert_int_equal(z->prefetch_bucket_size, 4000); /* allgather_sequential only matters at stage 3 */
-    assert_int_equal(z->param_persistence_threshold, 5000);
-    assert_int_equal(z->model_persistence_threshold, 6000);
-    assert_int_equal(z->max_live_parameters, 7000);
-    assert_int_equal(z->max_reuse_distance, 8000);
-    assert_int_equal(z->gather_16bit_weights_on_model_save, 1);
-    assert_int_equal(z->module_granularity_threshold, -9);
-    assert_int_equal(z->use_all_reduce_for_fetch_params, 1);
-    assert_int_equal(z->allgather_sequential, 1);
-    assert_int_equal(z->ignore_unused_parameters, 0);
-    assert_int_equal(z->round_robin_gradients, 1);
-    assert_int_equal(z->zero_hpz_partition_size, 2);
-    assert_int_equal(z->zero_quantized_weights, 1);
-    assert_int_equal(z->zero_quantized_nontrainable_weights, 1);
-    assert_int_equal(z->zero_quantized_gradients, 1);
-    assert_int_equal(z->mics_shard_size, 4);
-    assert_int_equal(z->mics_hierarchical_params_gather, 1);
-    assert_int_equal(z->memory_efficient_linear, 0);
-    assert_int_equal(z->pipeline_loading_checkpoint, 1);
-    assert_int_equal(z->override_module_apply, 0);
-    assert_int_equal(z->log_trace_cache_warnings, 1);
-    assert_int_equal(z->offload_param.present, 0);
-    assert_int_equal(z->offload_optimizer.present, 0);
+    check_fields(&c, "zero.", 1);   /* each as FIELDS writes it */
 }
 
 /* spec: Z-CFG-021 */
@@ -1390,7 +1377,7 @@ static void test_overlap_comm_default_by_stage(void **state) {
 /* spec: Z-CFG-023 */
 static void test_bucket_sizes_positive(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"reduce_bucket_size\": 0}}",
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 0"},
         {"{\"zero_optimization\": {\"allgather_bucket_size\": -1}}",
@@ -1398,9 +1385,7 @@ static void test_bucket_sizes_positive(void **state) {
         {"{\"zero_optimization\": {\"sub_group_size\": -1}}",
          "ds.json: zero_optimization.sub_group_size: expected an integer >= 0, got -1"},
         {"{\"zero_optimization\": {\"stage3_max_live_parameters\": -1}}",
-         "ds.json: zero_optimization.stage3_max_live_parameters: expected an integer >= 0, got -1"},
-    };
-    err_table(bad);
+         "ds.json: zero_optimization.stage3_max_live_parameters: expected an integer >= 0, got -1"});
     /* 0 is meaningful for these: no prefetch, nothing persistent */
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage3_prefetch_bucket_size\": 0,"
                     " \"stage3_param_persistence_threshold\": 0, \"zero_hpz_partition_size\": 0}}");
@@ -1437,14 +1422,13 @@ static void test_allgather_bucket_size_odd(void **state) {
 static void test_legacy_stage1_and_zenflow(void **state) {
     (void)state;
     /* DeepSpeed 0.19.8 accepts legacy_stage1 and reads nothing of it */
-    char w[512];
-    assert_int_equal(ok_warn("{" MB ", \"zero_optimization\": {\"legacy_stage1\": true}}", NULL, w, sizeof w).zero.stage, 0);
-    assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.legacy_stage1: ignored, as DeepSpeed ignores it "
-                           "(the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9)\n");
+    assert_int_equal(warns("{" MB ", \"zero_optimization\": {\"legacy_stage1\": true}}", NULL,
+                           "zinc: warning: ds.json: zero_optimization.legacy_stage1: ignored, as DeepSpeed ignores it "
+                           "(the legacy ZeRO stage 1 was removed in DeepSpeed 0.5.9)\n").zero.stage, 0);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"legacy_stage1\": false}}").zero.stage, 0);
     /* spec: Z-CFG-051 DeepSpeed 0.19.8's parameter_alignment and compute_grad_norm */
-    ok_warn("{" MB ", \"zero_optimization\": {\"stage\": 2, \"parameter_alignment\": true}}", NULL, w, sizeof w);
-    assert_non_null(strstr(w, "zero_optimization.parameter_alignment: accepted; zinc's flat buffers are not aligned"));
+    warns_of("{" MB ", \"zero_optimization\": {\"stage\": 2, \"parameter_alignment\": true}}", NULL,
+             "zero_optimization.parameter_alignment: accepted; zinc's flat buffers are not aligned");
     ZnConfig c = ok("{" MB ", \"gradient_clipping\": 0, \"zero_optimization\": {\"stage\": 1, \"compute_grad_norm\": false}}");
     assert_int_equal(c.zero.compute_grad_norm, 0);
     assert_int_equal(ok("{" MB "}").zero.compute_grad_norm, 1);
@@ -1495,7 +1479,7 @@ static void test_offload_sections(void **state) {
 /* spec: Z-CFG-026 */
 static void test_offload_validation(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{" MB ", \"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}",
          "ds.json: zero_optimization.offload_optimizer: offload requires ZeRO stage 1, 2 or 3 (stage is 0)"},
         {"{" MB ", \"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\"}}}",
@@ -1508,25 +1492,20 @@ static void test_offload_validation(void **state) {
         {"{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}",
          "ds.json: zero_optimization.offload_optimizer.ratio: partial offload (ratio < 1) needs ZeRO stage 3"},
         {"{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"ratio\": 0}}}",
-         "ds.json: zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], got 0"},
-    };
-    err_table(bad);
+         "ds.json: zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], got 0"});
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
                     " \"ratio\": 0.3}}}");
     assert_true(c.zero.offload_optimizer.ratio == 0.3);
     c = ok("{" MB ", \"zero_optimization\": {\"stage\": 1, \"offload_optimizer\": {\"device\": \"cpu\"}}}");
     assert_int_equal(c.zero.offload_optimizer.device, ZN_OFFLOAD_CPU);
     /* parameters are offloaded only at stage 3: named at stage 1/2 */
-    char w[512];
-    ok_warn("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_param\": {\"device\": \"cpu\"}}}", NULL, w,
-            sizeof w);
-    assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.offload_param: only ZeRO stage 3 offloads"
-                           " parameters; ignored at stage 2\n");
+    warns("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_param\": {\"device\": \"cpu\"}}}", NULL,
+          "zinc: warning: ds.json: zero_optimization.offload_param: only ZeRO stage 3 offloads parameters;"
+          " ignored at stage 2\n");
     /* nvme at stages 1/2 is DeepSpeed's cpu: a warning, and no path needed */
-    ok_warn("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}", NULL, w,
-            sizeof w);
-    assert_string_equal(w, "zinc: warning: ds.json: zero_optimization.offload_optimizer.device: \"nvme\" at ZeRO stage 2"
-                           " behaves as \"cpu\" (DeepSpeed swaps to NVMe only at stage 3); nvme_path is not used\n");
+    warns("{" MB ", \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\"}}}", NULL,
+          "zinc: warning: ds.json: zero_optimization.offload_optimizer.device: \"nvme\" at ZeRO stage 2"
+          " behaves as \"cpu\" (DeepSpeed swaps to NVMe only at stage 3); nvme_path is not used\n");
     /* an offload that is fine in the file is checked against --stage */
     ZnConfigArgs a = no_args();
     a.stage = 0;
@@ -1556,22 +1535,18 @@ static void test_aio_section(void **state) {
     assert_int_equal(c.aio.overlap_events, 0);
     assert_int_equal(c.zero.offload_optimizer.pipeline_read, 1);
     assert_int_equal(c.zero.offload_optimizer.pipeline_write, 1);
-    char w[512];
-    c = ok_warn("{" MB ", \"aio\": {\"thread_count\": 2}}", NULL, w, sizeof w);
-    assert_string_equal(w, "zinc: warning: ds.json: aio.thread_count: DeepSpeed ignores thread_count (renamed "
-                           "intra_op_parallelism); ignored\n");
+    c = warns("{" MB ", \"aio\": {\"thread_count\": 2}}", NULL,
+              "zinc: warning: ds.json: aio.thread_count: DeepSpeed ignores thread_count (renamed "
+              "intra_op_parallelism); ignored\n");
     assert_int_equal(c.aio.intra_op_parallelism, 1);
-    ok_warn("{" MB ", \"aio\": {\"num_threads\": 8}}", NULL, w, sizeof w);
-    assert_str_contains(w, "aio.num_threads: DeepSpeed ignores num_threads (renamed intra_op_parallelism)");
-    ok_warn("{" MB ", \"aio\": {\"blok_size\": 8}}", NULL, w, sizeof w);
-    assert_str_contains(w, "aio.blok_size");
-    static const ErrCase bad[] = {
+    warns_of("{" MB ", \"aio\": {\"num_threads\": 8}}", NULL,
+             "aio.num_threads: DeepSpeed ignores num_threads (renamed intra_op_parallelism)");
+    warns_of("{" MB ", \"aio\": {\"blok_size\": 8}}", NULL, "aio.blok_size");
+    err_table(
         {"{" MB ", \"aio\": {\"use_gds\": true}}",
          "ds.json: aio.use_gds: GPUDirect Storage is not supported by zinc (its NVMe swap goes through host buffers);"
          " set it to false"},
-        {"{" MB ", \"aio\": {\"queue_depth\": 0}}", "ds.json: aio.queue_depth: expected a positive integer, got 0"},
-    };
-    err_table(bad);
+        {"{" MB ", \"aio\": {\"queue_depth\": 0}}", "ds.json: aio.queue_depth: expected a positive integer, got 0"});
 }
 
 /* spec: Z-CFG-027 */
@@ -1585,7 +1560,7 @@ static void test_cpu_offload_deprecated(void **state) {
     c = ok("{" MB ", \"zero_optimization\": {\"stage\": 2, \"cpu_offload\": false, \"cpu_offload_param\": null,"
            " \"cpu_offload_use_pin_memory\": null}}");
     assert_true(!c.zero.offload_optimizer.present && !c.zero.offload_param.present);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"},"
          " \"cpu_offload\": true}}",
          "ds.json: zero_optimization.cpu_offload: cannot give the deprecated cpu_offload together with"
@@ -1594,9 +1569,7 @@ static void test_cpu_offload_deprecated(void **state) {
          "ds.json: zero_optimization.cpu_offload_param: cannot give the deprecated cpu_offload_param together"
          " with offload_param"},
         {"{\"zero_optimization\": {\"cpu_offload\": 2}}",
-         "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 2"},
-    };
-    err_table(bad);
+         "ds.json: zero_optimization.cpu_offload: expected true or false or null, got 2"});
 }
 
 /* spec: Z-CFG-028 */
@@ -1626,15 +1599,13 @@ static void test_optimizer_types(void **state) {
         assert_int_equal(c.optimizer_present, 1);
         assert_int_equal(c.adamw, 1);
     }
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"optimizer\": {\"type\": \"SGD\"}}", "ds.json: optimizer.type: 'sgd' is not supported by zinc (Adam, AdamW)"},
         {"{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"lr\": 1}}}",
          "ds.json: optimizer.type: 'lamb' is not supported by zinc (Adam, AdamW)"},
         {"{\"optimizer\": {\"type\": \"OneBitAdam\"}}",
          "ds.json: optimizer.type: 'onebitadam' is not supported by zinc (Adam, AdamW)"},
-        {"{\"optimizer\": {\"params\": {\"lr\": 1}}}", "ds.json: optimizer.type: missing (zinc supports Adam, AdamW)"},
-    };
-    err_table(bad);
+        {"{\"optimizer\": {\"params\": {\"lr\": 1}}}", "ds.json: optimizer.type: missing (zinc supports Adam, AdamW)"});
     /* no section: defaults, not present */
     ZnConfig c = ok("{" MB "}");
     assert_int_equal(c.optimizer_present, 0);
@@ -1670,7 +1641,7 @@ static void test_optimizer_params(void **state) {
 /* spec: Z-CFG-030 */
 static void test_optimizer_param_errors(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"amsgrad\": true}}}",
          "ds.json: optimizer.params.amsgrad: amsgrad is not supported by zinc"},
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"max_grad_norm\": 1.0}}}",
@@ -1687,9 +1658,7 @@ static void test_optimizer_param_errors(void **state) {
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"adam_w_mode\": 0}}}",
          "ds.json: optimizer.params.adam_w_mode: expected true or false, got 0"},
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": [1]}}",
-         "ds.json: optimizer.params: expected an object, got an array"},
-    };
-    err_table(bad);
+         "ds.json: optimizer.params: expected an object, got an array"});
 }
 
 /* ---- fp16 / bf16 ------------------------------------------------------------- */
@@ -1700,13 +1669,7 @@ static void test_fp16_keys(void **state) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"fp16\": {\"enabled\": true, \"auto_cast\": true,"
                     " \"loss_scale\": 0, \"initial_scale_power\": 8, \"loss_scale_window\": 2, \"hysteresis\": 1,"
                     " \"consecutive_hysteresis\": true, \"min_loss_scale\": 2, \"fp16_master_weights_and_grads\": true}}");
-    assert_true(c.fp16.enabled && c.fp16.auto_cast && c.fp16.loss_scale == 0);
-    assert_int_equal(c.fp16.initial_scale_power, 8);
-    assert_int_equal(c.fp16.loss_scale_window, 2);
-    assert_int_equal(c.fp16.hysteresis, 1);
-    assert_int_equal(c.fp16.consecutive_hysteresis, 1);
-    assert_true(c.fp16.min_loss_scale == 2);
-    assert_int_equal(c.fp16.fp16_master_weights_and_grads, 1);
+    check_fields(&c, "fp16.", 1);   /* each as FIELDS writes it */
     assert_int_equal(c.model_dtype, ZN_F16);
     /* a static scale */
     c = ok("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale\": 128.5}}");
@@ -1724,7 +1687,7 @@ static void test_fp16_keys(void **state) {
 /* spec: Z-CFG-032 */
 static void test_fp16_dynamic_scale_checks(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": 0}}",
          "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0"},
         {"{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": -5}}",
@@ -1732,9 +1695,7 @@ static void test_fp16_dynamic_scale_checks(void **state) {
         {"{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": 0}}",
          "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0"},
         {"{" MB ", \"fp16\": {\"enabled\": true, \"min_loss_scale\": -1}}",
-         "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -1"},
-    };
-    err_table(bad);
+         "ds.json: fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got -1"});
     /* unused values are not checked: static scale, or fp16 off */
     ZnConfig c = ok("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale\": 4, \"loss_scale_window\": 0,"
                     " \"min_loss_scale\": 0}}");
@@ -1753,8 +1714,7 @@ static void test_bf16_keys_and_old_name(void **state) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 2}, \"bf16\": {\"enabled\": true,"
                     " \"immediate_grad_update\": true, \"check_grad_overflow\": false,"
                     " \"bf16_master_weights_and_grads\": true, \"bf16_optimizer_states\": true}}");
-    assert_true(c.bf16.enabled && c.bf16.immediate_grad_update && !c.bf16.check_grad_overflow);
-    assert_true(c.bf16.bf16_master_weights_and_grads && c.bf16.bf16_optimizer_states);
+    check_fields(&c, "bf16.", 1);   /* each as FIELDS writes it */
     assert_int_equal(c.model_dtype, ZN_BF16);
     c = ok("{" MB ", \"bfloat16\": {\"enabled\": true}}");
     assert_int_equal(c.bf16.enabled, 1);
@@ -1781,7 +1741,7 @@ static void test_fp16_and_bf16_both_on(void **state) {
 /* spec: Z-CFG-035 */
 static void test_master_weight_options_need_zero(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{" MB ", \"fp16\": {\"fp16_master_weights_and_grads\": true}}",
          "ds.json: fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3"},
         {"{" MB ", \"bf16\": {\"bf16_master_weights_and_grads\": true}}",
@@ -1789,9 +1749,7 @@ static void test_master_weight_options_need_zero(void **state) {
         {"{" MB ", \"bf16\": {\"bf16_optimizer_states\": true, \"bf16_master_weights_and_grads\": true}}",
          "ds.json: bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3"},
         {"{" MB ", \"zero_optimization\": {\"stage\": 1}, \"bf16\": {\"bf16_optimizer_states\": true}}",
-         "ds.json: bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads"},
-    };
-    err_table(bad);
+         "ds.json: bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads"});
     ok("{" MB ", \"zero_optimization\": {\"stage\": 3}, \"bf16\": {\"bf16_optimizer_states\": true,"
        " \"bf16_master_weights_and_grads\": true}}");
 }
@@ -1869,7 +1827,7 @@ static void test_scheduler_params_and_defaults(void **state) {
 /* spec: Z-CFG-037 */
 static void test_scheduler_param_of_another_schedule(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"total_num_steps\": 10}}}",
          "ds.json: scheduler.params.total_num_steps: not a parameter of WarmupLR"},
         {"{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"warmup_max_lr\": 0.1}}}",
@@ -1877,15 +1835,13 @@ static void test_scheduler_param_of_another_schedule(void **state) {
         {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"cycle_min_lr\": 0.1}}}",
          "ds.json: scheduler.params.cycle_min_lr: not a parameter of LRRangeTest"},
         {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"warmup_type\": \"log\"}}}",
-         "ds.json: scheduler.params.warmup_type: not a parameter of OneCycle"},
-    };
-    err_table(bad);
+         "ds.json: scheduler.params.warmup_type: not a parameter of OneCycle"});
 }
 
 /* spec: Z-CFG-038 */
 static void test_scheduler_requirements(void **state) {
     (void)state;
-    static const ErrCase bad[] = {
+    err_table(
         {"{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\"}}",
          "ds.json: scheduler.params.total_num_steps: required by WarmupDecayLR"},
         {"{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {}}}",
@@ -1901,25 +1857,19 @@ static void test_scheduler_requirements(void **state) {
         {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_first_step_size\": 0}}}",
          "ds.json: scheduler.params.cycle_first_step_size: expected a positive integer, got 0"},
         {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_step_size\": -2}}}",
-         "ds.json: scheduler.params.lr_range_test_step_size: expected a positive integer, got -2"},
-    };
-    err_table(bad);
+         "ds.json: scheduler.params.lr_range_test_step_size: expected a positive integer, got -2"});
     /* total below warmup parses quietly: the scheduler warns (Z-SCHED-008) */
-    char w[512];
-    ok_warn("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 10,"
-            " \"warmup_num_steps\": 100}}}", NULL, w, sizeof w);
-    assert_string_equal(w, "");
+    warns("{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 10,"
+          " \"warmup_num_steps\": 100}}}", NULL, "");
 }
 
 /* spec: Z-CFG-039 */
 static void test_warmup_type(void **state) {
     (void)state;
-    char w[512];
-    ZnConfig c = ok_warn("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": \"cosine\"}}}",
-                         NULL, w, sizeof w);
+    ZnConfig c = warns("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": \"cosine\"}}}",
+                       NULL, "zinc: warning: ds.json: scheduler.params.warmup_type: unknown warmup_type 'cosine',"
+                             " using 'log'\n");
     assert_int_equal(c.sched.warmup_type_linear, 0);
-    assert_string_equal(w, "zinc: warning: ds.json: scheduler.params.warmup_type: unknown warmup_type 'cosine',"
-                           " using 'log'\n");
     c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"warmup_type\": \"log\","
            " \"total_num_steps\": 2000}}}");
     assert_int_equal(c.sched.warmup_type_linear, 0);
@@ -1941,15 +1891,13 @@ static void test_misc_top_level(void **state) {
     assert_true(c.wall_clock_breakdown && c.memory_breakdown && c.seed == 42 && !c.managed_gradient_accumulation);
     assert_int_equal(ok("{" MB ", \"communication_data_type\": \"fp16\"}").communication_data_type, ZN_F16);
     assert_int_equal(ok("{" MB ", \"communication_data_type\": null}").communication_data_type, -1);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"communication_data_type\": \"fp8\"}",
          "ds.json: communication_data_type: expected \"fp32\", \"fp16\", \"bf16\" or null, got \"fp8\""},
         {"{\"gradient_clipping\": -1}", "ds.json: gradient_clipping: expected a number >= 0, got -1"},
         {"{\"gradient_predivide_factor\": 0}", "ds.json: gradient_predivide_factor: expected a positive number, got 0"},
         {"{\"prescale_gradients\": \"false\"}", "ds.json: prescale_gradients: expected true or false, got \"false\""},
-        {"{\"seed\": 1.5}", "ds.json: seed: expected an integer >= 0, got 1.5"},
-    };
-    err_table(bad);
+        {"{\"seed\": 1.5}", "ds.json: seed: expected an integer >= 0, got 1.5"});
 }
 
 /* spec: Z-CFG-040 */
@@ -1961,14 +1909,12 @@ static void test_gradient_allreduce_op(void **state) {
     assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"SUM\"}").allreduce_sum, 1);
     assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 2}}")
                          .allreduce_sum, 1);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"gradient_allreduce_op\": \"max\"}",
          "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got \"max\""},
         {"{\"gradient_allreduce_op\": null}", "ds.json: gradient_allreduce_op: expected \"mean\" or \"sum\", got null"},
         {"{" MB ", \"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 3}}",
-         "ds.json: gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3"},
-    };
-    err_table(bad);
+         "ds.json: gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3"});
 }
 
 /* spec: Z-CFG-041 */
@@ -1997,14 +1943,12 @@ static void test_null_sections_are_absent(void **state) {
     c.sched.cycle_min_lr = d.sched.cycle_min_lr = 0;
     c.sched.cycle_max_lr = d.sched.cycle_max_lr = 0;
     assert_memory_equal(&c, &d, sizeof c);
-    static const ErrCase bad[] = {
+    err_table(
         {"{\"scheduler\": \"WarmupLR\"}", "ds.json: scheduler: expected an object, got \"WarmupLR\""},
         {"{\"checkpoint\": true}", "ds.json: checkpoint: expected an object, got true"},
         {"{\"zinc\": 1}", "ds.json: zinc: expected an object, got 1"},
         {"{\"zero_optimization\": {\"offload_param\": []}}",
-         "ds.json: zero_optimization.offload_param: expected an object, got an array"},
-    };
-    err_table(bad);
+         "ds.json: zero_optimization.offload_param: expected an object, got an array"});
 }
 
 /* ---- files ------------------------------------------------------------------- */

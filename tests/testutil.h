@@ -24,6 +24,21 @@
 #include "comm/world.h"
 #include "app/cli.h"
 
+/* The number of elements of an array (an array, not a pointer). */
+#define ZT_LEN(a) (sizeof(a) / sizeof *(a))
+
+/* A table of cases written where it is checked: calls check(&case) for each,
+ * in order. The cases are one static const array of `type`:
+ *     ZT_CASES(ErrCase, err_case,
+ *              {"[]", "ds.json: the top level must be a JSON object, got an array"},
+ *              {"3", "ds.json: the top level must be a JSON object, got 3"});
+ * (Tests that check many inputs the same way write them as such a table.) */
+#define ZT_CASES(type, check, ...)                                              \
+    do {                                                                        \
+        static const type zt_cases_[] = {__VA_ARGS__};                         \
+        for (size_t zt_k_ = 0; zt_k_ < ZT_LEN(zt_cases_); zt_k_++) check(&zt_cases_[zt_k_]); \
+    } while (0)
+
 /* bitwise float compare: equal bits, not just equal values */
 static inline int zt_same_bits(float a, float b) {
     uint32_t x, y;
