@@ -42,37 +42,6 @@ static void trained_dir(char *dir, int world, int stage, long steps) {
 
 /* ---- resharding 3 -> 5 ------------------------------------------------- */
 
-typedef struct {
-    const char *dir;
-    ZnConfig cfg;
-    ZnModel model;
-    ZnData data;
-    float *m, *a, *s;
-} LoadCtx;
-
-static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
-    LoadCtx *c = arg;
-    long n = zn_model_numel(&c->model);
-    ZnDevice dev;
-    ZnEngine E;
-    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
-    if (rc) return rc;
-    float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
-    rc = zn_ckpt_load(&E, c->dir, NULL, 0, err);
-    if (!rc) rc = zn_engine_gather_params(&E, m, err);
-    if (!rc) rc = zn_engine_gather_moments(&E, a, s, err);
-    if (!rc && rank == 0) {
-        memcpy(c->m, m, n * 4);
-        memcpy(c->a, a, n * 4);
-        memcpy(c->s, s, n * 4);
-    }
-    free(m);
-    free(a);
-    free(s);
-    zn_engine_free(&E);
-    return rc;
-}
-
 /* spec: Z-CKPT-004 a checkpoint saved by 3 ranks (stage 2) loads on 5 ranks
  * (every stage): master weights and both Adam moments are bitwise the saved
  * ones after the remap */
@@ -81,34 +50,31 @@ static void test_reshard_3_to_5(void **st) {
     char dir[] = "/tmp/zinc-reshard-XXXXXX";
     trained_dir(dir, 3, 2, 4);
     ZnErr err;
-    LoadCtx c;
-    memset(&c, 0, sizeof c);
-    c.dir = dir;
-    assert_int_equal(zn_model_parse(MODEL, &c.model, &err), 0);
-    long n = zn_model_numel(&c.model);
+    ZtRig rig;
+    memset(&rig, 0, sizeof rig);
+    assert_int_equal(zn_model_parse(MODEL, &rig.model, &err), 0);
+    long n = zn_model_numel(&rig.model);
     float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
     char tagdir[256];
     snprintf(tagdir, sizeof tagdir, "%s/global_step4", dir);
     if (zn_ckpt_read_full(tagdir, m, a, s, n, &err)) fail_msg("%s", err.msg);
-    c.m = malloc(n * 4);
-    c.a = malloc(n * 4);
-    c.s = malloc(n * 4);
-    assert_int_equal(zn_data_init(&c.data, c.model.dims[0], c.model.dims[c.model.nlayers], 1234), 0);
+    ZtLoad got = {dir, malloc(n * 4), malloc(n * 4), malloc(n * 4)};
+    assert_int_equal(zn_data_init(&rig.data, rig.model.dims[0], rig.model.dims[rig.model.nlayers], 1234), 0);
     for (int stage = 0; stage <= 3; stage++) {
         ZnConfigArgs args = zt_args(5, stage, -1, -1, -1);
         args.train_batch_size = 10;
-        zt_config(&c.cfg, CFG, &args);
-        if (zt_sim_run(5, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", stage, err.msg);
-        assert_memory_equal(c.m, m, n * 4);
-        assert_memory_equal(c.a, a, n * 4);
-        assert_memory_equal(c.s, s, n * 4);
+        zt_config(&rig.cfg, CFG, &args);
+        if (zt_engines_run(5, &rig, zt_load_gather, &got, &err)) fail_msg("stage %d: %s", stage, err.msg);
+        assert_memory_equal(got.m, m, n * 4);
+        assert_memory_equal(got.a, a, n * 4);
+        assert_memory_equal(got.s, s, n * 4);
     }
     /* and the moments are not trivially zero */
     int nonzero = 0;
     for (long i = 0; i < n; i++) nonzero += a[i] != 0.0f;
     assert_true(nonzero > n / 2);
-    zn_data_free(&c.data);
-    free(m); free(a); free(s); free(c.m); free(c.a); free(c.s);
+    zn_data_free(&rig.data);
+    free(m); free(a); free(s); free(got.m); free(got.a); free(got.s);
     zt_rm_rf(dir);
 }
 

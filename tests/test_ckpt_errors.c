@@ -906,34 +906,6 @@ static void test_universal_other_params(void **st) {
     resume_fails(&u, ZN_E_IO, "univ/zero/layers.0.weight/fp32.safetensors", NULL);
 }
 
-/* An engine of 2 ranks that loads c->dir; rank 0 gathers master and moments. */
-typedef struct {
-    const char *dir;
-    ZnConfig cfg;
-    ZnModel model;
-    ZnData data;
-    float got[3][92];
-} LoadCtx;
-
-static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
-    LoadCtx *c = arg;
-    ZnDevice dev;
-    ZnEngine E;
-    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
-    if (rc) return rc;
-    float m[92], a[92], s[92];
-    rc = zn_ckpt_load(&E, c->dir, NULL, 0, err);
-    if (!rc) rc = zn_engine_gather_params(&E, m, err);
-    if (!rc) rc = zn_engine_gather_moments(&E, a, s, err);
-    if (!rc && rank == 0) {
-        memcpy(c->got[0], m, sizeof m);
-        memcpy(c->got[1], a, sizeof a);
-        memcpy(c->got[2], s, sizeof s);
-    }
-    zn_engine_free(&E);
-    return rc;
-}
-
 /* spec: Z-CKPT-004 a checkpoint resumes when only the partitioning options
  * differ (stage 1/2 round_robin_gradients, stage 3 sub_group_size): the
  * remap restores master and both moments bitwise */
@@ -950,20 +922,20 @@ static void test_remap_on_options(void **st) {
         trained(dir, t[k].stage, t[k].save_cfg);
         char tagdir[512];
         snprintf(tagdir, sizeof tagdir, "%s/global_step2", dir);
-        static LoadCtx c;
-        memset(&c, 0, sizeof c);
-        c.dir = dir;
+        static ZtRig rig;
+        memset(&rig, 0, sizeof rig);
+        float got[3][92], want[3][92];
+        ZtLoad load = {dir, got[0], got[1], got[2]};
         ZnErr err;
-        float want[3][92];
         if (zn_ckpt_read_full(tagdir, want[0], want[1], want[2], 92, &err)) fail_msg("%s", err.msg);
-        assert_int_equal(zn_model_parse(MODEL, &c.model, &err), 0);
-        assert_int_equal(zn_data_init(&c.data, c.model.dims[0], c.model.dims[c.model.nlayers], 1234), 0);
+        assert_int_equal(zn_model_parse(MODEL, &rig.model, &err), 0);
+        assert_int_equal(zn_data_init(&rig.data, rig.model.dims[0], rig.model.dims[rig.model.nlayers], 1234), 0);
         ZnConfigArgs args = zt_args(2, t[k].stage, -1, -1, -1);
         args.train_batch_size = 4;
-        zt_config(&c.cfg, t[k].load_cfg, &args);
-        if (zt_sim_run(2, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", t[k].stage, err.msg);
-        assert_memory_equal(c.got, want, sizeof want);
-        zn_data_free(&c.data);
+        zt_config(&rig.cfg, t[k].load_cfg, &args);
+        if (zt_engines_run(2, &rig, zt_load_gather, &load, &err)) fail_msg("stage %d: %s", t[k].stage, err.msg);
+        assert_memory_equal(got, want, sizeof want);
+        zn_data_free(&rig.data);
         zt_rm_rf(dir);
     }
 }
