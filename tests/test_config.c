@@ -131,8 +131,8 @@ static ZnConfig warns_of(const char *json, const ZnConfigArgs *a, const char *pa
 /* A field of ZnConfig: its path, where it is, its type ('i' int, 'l' long,
  * 'd' double), its default (test_defaults_every_field), and the value its
  * section's every-key test writes (test_zero_every_key_read, test_fp16_keys,
- * test_bf16_keys_and_old_name). One list, so that the tests of the defaults
- * and of the keys read cover the same fields. */
+ * test_bf16_keys_and_old_name, test_aio_section). One list, so that the
+ * tests of the defaults and of the keys read cover the same fields. */
 typedef struct {
     const char *path;
     size_t off;
@@ -190,10 +190,16 @@ static const Field FIELDS[] = {
     FIELD(bf16.check_grad_overflow, 1, 0),
     FIELD(bf16.bf16_master_weights_and_grads, 0, 1),
     FIELD(bf16.bf16_optimizer_states, 0, 1),
+    FIELD(aio.block_size, 1048576, 262144),
+    FIELD(aio.queue_depth, 8, 32),
+    FIELD(aio.intra_op_parallelism, 1, 4),
+    FIELD(aio.single_submit, 0, 1),
+    FIELD(aio.overlap_events, 1, 0),
 };
 
 /* Every field of FIELDS whose path starts with `section` ("zero.", "fp16.",
- * "bf16.", "" for all) holds its default (set 0) or its written value (set 1). */
+ * "bf16.", "aio.", "" for all) holds its default (set 0) or its written value
+ * (set 1). */
 static void check_fields(const ZnConfig *c, const char *section, int set) {
     for (size_t i = 0; i < ZT_LEN(FIELDS); i++) {
         const Field *f = &FIELDS[i];
@@ -208,6 +214,15 @@ static void check_fields(const ZnConfig *c, const char *section, int set) {
         if (f->type == 'd' && (memcpy(&dv, at, sizeof dv), dv != (double)want))
             fail_msg("%s: %g, expected %ld", f->path, dv, want);
     }
+}
+
+/* Parses json, which writes every key of a section: each field of the
+ * section as FIELDS writes it, and the model dtype that follows. */
+static ZnConfig every_key(const char *json, const char *section, int dtype) {
+    ZnConfig c = ok(json);
+    check_fields(&c, section, 1);
+    assert_int_equal(c.model_dtype, dtype);
+    return c;
 }
 
 /* ---- defaults ----------------------------------------------------------- */
@@ -655,12 +670,13 @@ static void test_zinc_section(void **state) {
 
 /* ---- batch triad -------------------------------------------------------------- */
 
+/* A resolution of the batch triad: what is given, and what it resolves to,
+   or (msg) the whole message it fails with */
 typedef struct {
     int world;
     long tb, mb, ga;        /* -1: not given */
-    int ok;
-    long etb, emb, ega;     /* expected when ok */
-    const char *msg;        /* expected message when not ok */
+    long etb, emb, ega;     /* expected when it resolves */
+    const char *msg;        /* NULL: it resolves */
 } BatchCase;
 
 static void run_batch_cases(const BatchCase *cases, size_t n) {
@@ -669,7 +685,7 @@ static void run_batch_cases(const BatchCase *cases, size_t n) {
         long tb = bc->tb, mb = bc->mb, ga = bc->ga;
         ZnErr e = {0};
         int rc = zn_config_resolve_batch(&tb, &mb, &ga, bc->world, &e);
-        if (bc->ok) {
+        if (!bc->msg) {
             if (rc != ZN_OK) fail_msg("case %zu: %s", i, e.msg);
             if (tb != bc->etb || mb != bc->emb || ga != bc->ega)
                 fail_msg("case %zu: got (%ld, %ld, %ld), expected (%ld, %ld, %ld)", i, tb, mb, ga, bc->etb, bc->emb,
@@ -689,36 +705,31 @@ static void test_batch_deepspeed_matrix(void **state) {
     /* DeepSpeed tests/unit/runtime/test_ds_config_dict.py::TestBatchConfig, world size 2 */
     static const BatchCase cases[] = {
         /* (32, 16, 1): success in every sub-case */
-        {2, 32, 16, 1, 1, 32, 16, 1, NULL},
-        {2, 32, 16, -1, 1, 32, 16, 1, NULL},
-        {2, 32, -1, 1, 1, 32, 16, 1, NULL},
-        {2, -1, 16, 1, 1, 32, 16, 1, NULL},
-        {2, -1, 16, -1, 1, 32, 16, 1, NULL},
-        {2, 32, -1, -1, 1, 32, 16, 1, NULL},
+        {2, 32, 16, 1, 32, 16, 1, NULL},
+        {2, 32, 16, -1, 32, 16, 1, NULL},
+        {2, 32, -1, 1, 32, 16, 1, NULL},
+        {2, -1, 16, 1, 32, 16, 1, NULL},
+        {2, -1, 16, -1, 32, 16, 1, NULL},
+        {2, 32, -1, -1, 32, 16, 1, NULL},
         /* (32, 8, 2): success */
-        {2, 32, 8, 2, 1, 32, 8, 2, NULL},
-        {2, 32, 8, -1, 1, 32, 8, 2, NULL},
-        {2, 32, -1, 2, 1, 32, 8, 2, NULL},
-        {2, -1, 8, 2, 1, 32, 8, 2, NULL},
+        {2, 32, 8, 2, 32, 8, 2, NULL},
+        {2, 32, 8, -1, 32, 8, 2, NULL},
+        {2, 32, -1, 2, 32, 8, 2, NULL},
+        {2, -1, 8, 2, 32, 8, 2, NULL},
         /* (33, 17, 2): failure in each sub-case */
-        {2, 33, 17, 2, 0, 0, 0, 0,
-         "train_batch_size 33 != train_micro_batch_size_per_gpu 17 * gradient_accumulation_steps 2 * world size 2"
-         " (= 68)"},
-        {2, 33, 17, -1, 0, 0, 0, 0,
-         "gradient_accumulation_steps 0 has to be greater than 0 (inferred: train_batch_size 33"
-         " // train_micro_batch_size_per_gpu 17 // world size 2)"},
-        {2, -1, -1, 2, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
-        {2, 33, -1, 2, 0, 0, 0, 0,
-         "train_batch_size 33 != train_micro_batch_size_per_gpu 8 * gradient_accumulation_steps 2 * world size 2"
-         " (= 32) (inferred: train_batch_size 33 // world size 2 // gradient_accumulation_steps 2)"},
+        {2, 33, 17, 2, .msg = "train_batch_size 33 != train_micro_batch_size_per_gpu 17 *"
+         " gradient_accumulation_steps 2 * world size 2 (= 68)"},
+        {2, 33, 17, -1, .msg = "gradient_accumulation_steps 0 has to be greater than 0 (inferred: train_batch_size"
+         " 33 // train_micro_batch_size_per_gpu 17 // world size 2)"},
+        {2, -1, -1, 2, .msg = "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+        {2, 33, -1, 2, .msg = "train_batch_size 33 != train_micro_batch_size_per_gpu 8 * gradient_accumulation_steps"
+         " 2 * world size 2 (= 32) (inferred: train_batch_size 33 // world size 2 // gradient_accumulation_steps 2)"},
         /* (32, 18, 1): failure */
-        {2, 32, 18, 1, 0, 0, 0, 0,
-         "train_batch_size 32 != train_micro_batch_size_per_gpu 18 * gradient_accumulation_steps 1 * world size 2"
-         " (= 36)"},
-        {2, 32, 18, -1, 0, 0, 0, 0,
-         "gradient_accumulation_steps 0 has to be greater than 0 (inferred: train_batch_size 32"
-         " // train_micro_batch_size_per_gpu 18 // world size 2)"},
-        {2, -1, -1, 1, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+        {2, 32, 18, 1, .msg = "train_batch_size 32 != train_micro_batch_size_per_gpu 18 *"
+         " gradient_accumulation_steps 1 * world size 2 (= 36)"},
+        {2, 32, 18, -1, .msg = "gradient_accumulation_steps 0 has to be greater than 0 (inferred: train_batch_size"
+         " 32 // train_micro_batch_size_per_gpu 18 // world size 2)"},
+        {2, -1, -1, 1, .msg = "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
     };
     run_batch_cases(cases, sizeof cases / sizeof *cases);
 }
@@ -728,41 +739,37 @@ static void test_batch_other_world_sizes(void **state) {
     (void)state;
     static const BatchCase cases[] = {
         /* sub-cases DeepSpeed's table does not run for (32, 8, 2) */
-        {2, -1, 8, -1, 1, 16, 8, 1, NULL},
-        {2, 32, -1, -1, 1, 32, 16, 1, NULL},
+        {2, -1, 8, -1, 16, 8, 1, NULL},
+        {2, 32, -1, -1, 32, 16, 1, NULL},
         /* the (33, 17, 2) row with micro batch and accumulation: tb is inferred, fine */
-        {2, -1, 17, 2, 1, 68, 17, 2, NULL},
+        {2, -1, 17, 2, 68, 17, 2, NULL},
         /* W = 1 */
-        {1, 8, -1, -1, 1, 8, 8, 1, NULL},
-        {1, -1, 8, -1, 1, 8, 8, 1, NULL},
-        {1, 8, 2, -1, 1, 8, 2, 4, NULL},
-        {1, 8, -1, 4, 1, 8, 2, 4, NULL},
-        {1, -1, 2, 4, 1, 8, 2, 4, NULL},
-        {1, 8, 2, 4, 1, 8, 2, 4, NULL},
-        {1, 9, 2, -1, 0, 0, 0, 0,
-         "train_batch_size 9 != train_micro_batch_size_per_gpu 2 * gradient_accumulation_steps 4 * world size 1"
-         " (= 8) (inferred: train_batch_size 9 // train_micro_batch_size_per_gpu 2 // world size 1)"},
+        {1, 8, -1, -1, 8, 8, 1, NULL},
+        {1, -1, 8, -1, 8, 8, 1, NULL},
+        {1, 8, 2, -1, 8, 2, 4, NULL},
+        {1, 8, -1, 4, 8, 2, 4, NULL},
+        {1, -1, 2, 4, 8, 2, 4, NULL},
+        {1, 8, 2, 4, 8, 2, 4, NULL},
+        {1, 9, 2, -1, .msg = "train_batch_size 9 != train_micro_batch_size_per_gpu 2 * gradient_accumulation_steps 4"
+         " * world size 1 (= 8) (inferred: train_batch_size 9 // train_micro_batch_size_per_gpu 2 // world size 1)"},
         /* W = 3: floor division of 10 // 2 // 3 */
-        {3, 12, 2, -1, 1, 12, 2, 2, NULL},
-        {3, 12, -1, 2, 1, 12, 2, 2, NULL},
-        {3, 10, 2, -1, 0, 0, 0, 0,
-         "train_batch_size 10 != train_micro_batch_size_per_gpu 2 * gradient_accumulation_steps 1 * world size 3"
-         " (= 6) (inferred: train_batch_size 10 // train_micro_batch_size_per_gpu 2 // world size 3)"},
-        {3, -1, 5, 3, 1, 45, 5, 3, NULL},
+        {3, 12, 2, -1, 12, 2, 2, NULL},
+        {3, 12, -1, 2, 12, 2, 2, NULL},
+        {3, 10, 2, -1, .msg = "train_batch_size 10 != train_micro_batch_size_per_gpu 2 * gradient_accumulation_steps"
+         " 1 * world size 3 (= 6) (inferred: train_batch_size 10 // train_micro_batch_size_per_gpu 2 // world size 3)"},
+        {3, -1, 5, 3, 45, 5, 3, NULL},
         /* W = 4 */
-        {4, 7, -1, -1, 0, 0, 0, 0,
-         "train_batch_size 7 != train_micro_batch_size_per_gpu 1 * gradient_accumulation_steps 1 * world size 4"
-         " (= 4) (inferred: train_batch_size 7 // world size 4)"},
-        {4, 64, 4, -1, 1, 64, 4, 4, NULL},
-        {4, 64, -1, 8, 1, 64, 2, 8, NULL},
+        {4, 7, -1, -1, .msg = "train_batch_size 7 != train_micro_batch_size_per_gpu 1 * gradient_accumulation_steps"
+         " 1 * world size 4 (= 4) (inferred: train_batch_size 7 // world size 4)"},
+        {4, 64, 4, -1, 64, 4, 4, NULL},
+        {4, 64, -1, 8, 64, 2, 8, NULL},
         /* W = 8 */
-        {8, -1, 3, -1, 1, 24, 3, 1, NULL},
-        {8, 4, -1, -1, 0, 0, 0, 0,
+        {8, -1, 3, -1, 24, 3, 1, NULL},
+        {8, 4, -1, -1, .msg =
          "train_micro_batch_size_per_gpu 0 has to be greater than 0 (inferred: train_batch_size 4 // world size 8)"},
-        {8, 64, -1, 16, 0, 0, 0, 0,
-         "train_micro_batch_size_per_gpu 0 has to be greater than 0 (inferred: train_batch_size 64 // world size 8"
-         " // gradient_accumulation_steps 16)"},
-        {8, 256, 4, 8, 1, 256, 4, 8, NULL},
+        {8, 64, -1, 16, .msg = "train_micro_batch_size_per_gpu 0 has to be greater than 0 (inferred:"
+         " train_batch_size 64 // world size 8 // gradient_accumulation_steps 16)"},
+        {8, 256, 4, 8, 256, 4, 8, NULL},
     };
     run_batch_cases(cases, sizeof cases / sizeof *cases);
 }
@@ -771,8 +778,8 @@ static void test_batch_other_world_sizes(void **state) {
 static void test_batch_nothing_or_ga_only(void **state) {
     (void)state;
     static const BatchCase cases[] = {
-        {1, -1, -1, -1, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
-        {4, -1, -1, 8, 0, 0, 0, 0, "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+        {1, -1, -1, -1, .msg = "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
+        {4, -1, -1, 8, .msg = "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
     };
     run_batch_cases(cases, sizeof cases / sizeof *cases);
     err_is("{\"gradient_accumulation_steps\": 4}", NULL,
@@ -784,22 +791,21 @@ static void test_batch_nothing_or_ga_only(void **state) {
 static void test_batch_zero_negative_overflow(void **state) {
     (void)state;
     static const BatchCase cases[] = {
-        {2, 0, 16, 1, 0, 0, 0, 0, "train_batch_size 0 has to be greater than 0"},
-        {2, 32, 0, 1, 0, 0, 0, 0, "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
-        {2, 32, 16, 0, 0, 0, 0, 0, "gradient_accumulation_steps 0 has to be greater than 0"},
-        {2, 32, 0, -1, 0, 0, 0, 0, "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
-        {2, 32, -1, 0, 0, 0, 0, 0, "gradient_accumulation_steps 0 has to be greater than 0"},
-        {2, -1, 0, 4, 0, 0, 0, 0, "train_batch_size 0 has to be greater than 0"},
-        {2, -1, -5, -1, 0, 0, 0, 0, "train_batch_size -10 has to be greater than 0"},
-        {2, 0, -1, -1, 0, 0, 0, 0, "train_batch_size 0 has to be greater than 0"},
-        {2, -1, LONG_MAX / 2, 4, 0, 0, 0, 0,
+        {2, 0, 16, 1, .msg = "train_batch_size 0 has to be greater than 0"},
+        {2, 32, 0, 1, .msg = "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
+        {2, 32, 16, 0, .msg = "gradient_accumulation_steps 0 has to be greater than 0"},
+        {2, 32, 0, -1, .msg = "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
+        {2, 32, -1, 0, .msg = "gradient_accumulation_steps 0 has to be greater than 0"},
+        {2, -1, 0, 4, .msg = "train_batch_size 0 has to be greater than 0"},
+        {2, -1, -5, -1, .msg = "train_batch_size -10 has to be greater than 0"},
+        {2, 0, -1, -1, .msg = "train_batch_size 0 has to be greater than 0"},
+        {2, -1, LONG_MAX / 2, 4, .msg =
          "train_micro_batch_size_per_gpu 4611686018427387903 * gradient_accumulation_steps 4 * world size 2 overflows"},
-        {4, -1, LONG_MAX / 2, -1, 0, 0, 0, 0,
+        {4, -1, LONG_MAX / 2, -1, .msg =
          "train_micro_batch_size_per_gpu 4611686018427387903 * world size 4 overflows"},
-        {2, 8, LONG_MAX / 2, 4, 0, 0, 0, 0,
-         "train_batch_size 8 != train_micro_batch_size_per_gpu 4611686018427387903 * gradient_accumulation_steps 4"
-         " * world size 2 (overflows)"},
-        {0, 8, -1, -1, 0, 0, 0, 0, "world size must be >= 1, got 0"},
+        {2, 8, LONG_MAX / 2, 4, .msg = "train_batch_size 8 != train_micro_batch_size_per_gpu 4611686018427387903 *"
+         " gradient_accumulation_steps 4 * world size 2 (overflows)"},
+        {0, 8, -1, -1, .msg = "world size must be >= 1, got 0"},
     };
     run_batch_cases(cases, sizeof cases / sizeof *cases);
     /* err may be NULL */
@@ -1247,14 +1253,19 @@ static void test_users_hf_config(void **state) {
 
 /* ---- zero_optimization -------------------------------------------------------- */
 
+/* The config of one micro batch per rank and ZeRO stage s, with `more`
+   (", KEY: VALUE" text, "" for none) after the stage in zero_optimization:
+   a static buffer, good until the next call. */
+static const char *at_stage(int s, const char *more) {
+    static char j[256];
+    snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d%s}}", s, more);
+    return j;
+}
+
 /* spec: Z-CFG-020 */
 static void test_zero_stage_forms(void **state) {
     (void)state;
-    for (int s = 0; s <= 3; s++) {
-        char j[128];
-        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d}}", s);
-        assert_int_equal(ok(j).zero.stage, s);
-    }
+    for (int s = 0; s <= 3; s++) assert_int_equal(ok(at_stage(s, "")).zero.stage, s);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": true}}").zero.stage, 1);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": false}}").zero.stage, 0);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 2.0}}").zero.stage, 2);
@@ -1304,8 +1315,7 @@ static void test_zero_every_key_read(void **state) {
         " \"pipeline_loading_checkpoint\": true, \"override_module_apply\": false, \"log_trace_cache_warnings\": true,"
         " \"enable_sanity_checks\": true, \"save_muon_momentum_buffer_in_memory\": true, \"leaf_module\": {},"
         " \"zenflow\": null, \"offload_param\": null, \"offload_optimizer\": null}}";
-    ZnConfig c = ok(j);
-    check_fields(&c, "zero.", 1);   /* each as FIELDS writes it */
+    every_key(j, "zero.", ZN_F32);
 }
 
 /* spec: Z-CFG-021 */
@@ -1359,19 +1369,15 @@ static void test_zero_aliases(void **state) {
 static void test_overlap_comm_default_by_stage(void **state) {
     (void)state;
     for (int s = 0; s <= 3; s++) {
-        char j[160];
-        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d}}", s);
-        assert_int_equal(ok(j).zero.overlap_comm, s == 3);
-        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"overlap_comm\": null}}", s);
-        assert_int_equal(ok(j).zero.overlap_comm, s == 3);
-        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"overlap_comm\": %s}}", s,
-                 s == 3 ? "false" : "true");
-        assert_int_equal(ok(j).zero.overlap_comm, s != 3);
+        assert_int_equal(ok(at_stage(s, "")).zero.overlap_comm, s == 3);
+        assert_int_equal(ok(at_stage(s, ", \"overlap_comm\": null")).zero.overlap_comm, s == 3);
+        const char *other = s == 3 ? ", \"overlap_comm\": false" : ", \"overlap_comm\": true";
+        assert_int_equal(ok(at_stage(s, other)).zero.overlap_comm, s != 3);
     }
     /* the default follows a stage given on the command line */
     ZnConfigArgs a = no_args();
     a.stage = 3;
-    assert_int_equal(ok_with("{" MB ", \"zero_optimization\": {\"stage\": 1}}", &a).zero.overlap_comm, 1);
+    assert_int_equal(ok_with(at_stage(1, ""), &a).zero.overlap_comm, 1);
 }
 
 /* spec: Z-CFG-023 */
@@ -1398,19 +1404,15 @@ static void test_allgather_bucket_size_odd(void **state) {
     (void)state;
     /* DeepSpeed's TestIncorectAllgatherBucketSize: odd fails at stage 1/2 */
     for (int s = 1; s <= 2; s++) {
-        char j[160], msg[200];
-        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"allgather_bucket_size\": 1001}}", s);
+        char msg[200];
         snprintf(msg, sizeof msg, "ds.json: zero_optimization.allgather_bucket_size: must be even (a multiple of 2)"
                  " at ZeRO stage %d, got 1001", s);
-        err_is(j, NULL, msg);
-        snprintf(j, sizeof j, "{" MB ", \"zero_optimization\": {\"stage\": %d, \"allgather_bucket_size\": 1002}}", s);
-        assert_int_equal(ok(j).zero.allgather_bucket_size, 1002);
+        err_is(at_stage(s, ", \"allgather_bucket_size\": 1001"), NULL, msg);
+        assert_int_equal(ok(at_stage(s, ", \"allgather_bucket_size\": 1002")).zero.allgather_bucket_size, 1002);
     }
     /* stages 0 and 3 do not use it */
-    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 0, \"allgather_bucket_size\": 3}}")
-                         .zero.allgather_bucket_size, 3);
-    assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"allgather_bucket_size\": 3}}")
-                         .zero.allgather_bucket_size, 3);
+    for (int s = 0; s <= 3; s += 3)
+        assert_int_equal(ok(at_stage(s, ", \"allgather_bucket_size\": 3")).zero.allgather_bucket_size, 3);
     /* the check runs after a --stage override */
     ZnConfigArgs a = no_args();
     a.stage = 2;
@@ -1518,21 +1520,13 @@ static void test_offload_validation(void **state) {
 static void test_aio_section(void **state) {
     (void)state;
     ZnConfig c = ok("{" MB "}");
-    assert_int_equal(c.aio.block_size, 1048576);
-    assert_int_equal(c.aio.queue_depth, 8);
-    assert_int_equal(c.aio.intra_op_parallelism, 1);
-    assert_int_equal(c.aio.single_submit, 0);
-    assert_int_equal(c.aio.overlap_events, 1);
+    check_fields(&c, "aio.", 0);   /* each as FIELDS has it */
     assert_int_equal(c.zero.offload_optimizer.pipeline_read, 0);
     c = ok("{" MB ", \"aio\": {\"block_size\": 262144, \"queue_depth\": 32, \"intra_op_parallelism\": 4,"
            " \"single_submit\": true, \"overlap_events\": false, \"use_gds\": false},"
            " \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
            " \"pipeline_read\": true, \"pipeline_write\": true}}}");
-    assert_int_equal(c.aio.block_size, 262144);
-    assert_int_equal(c.aio.queue_depth, 32);
-    assert_int_equal(c.aio.intra_op_parallelism, 4);
-    assert_int_equal(c.aio.single_submit, 1);
-    assert_int_equal(c.aio.overlap_events, 0);
+    check_fields(&c, "aio.", 1);   /* each as FIELDS writes it */
     assert_int_equal(c.zero.offload_optimizer.pipeline_read, 1);
     assert_int_equal(c.zero.offload_optimizer.pipeline_write, 1);
     c = warns("{" MB ", \"aio\": {\"thread_count\": 2}}", NULL,
@@ -1666,11 +1660,10 @@ static void test_optimizer_param_errors(void **state) {
 /* spec: Z-CFG-031 */
 static void test_fp16_keys(void **state) {
     (void)state;
-    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"fp16\": {\"enabled\": true, \"auto_cast\": true,"
-                    " \"loss_scale\": 0, \"initial_scale_power\": 8, \"loss_scale_window\": 2, \"hysteresis\": 1,"
-                    " \"consecutive_hysteresis\": true, \"min_loss_scale\": 2, \"fp16_master_weights_and_grads\": true}}");
-    check_fields(&c, "fp16.", 1);   /* each as FIELDS writes it */
-    assert_int_equal(c.model_dtype, ZN_F16);
+    ZnConfig c = every_key("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"fp16\": {\"enabled\": true,"
+                           " \"auto_cast\": true, \"loss_scale\": 0, \"initial_scale_power\": 8, \"loss_scale_window\": 2,"
+                           " \"hysteresis\": 1, \"consecutive_hysteresis\": true, \"min_loss_scale\": 2,"
+                           " \"fp16_master_weights_and_grads\": true}}", "fp16.", ZN_F16);
     /* a static scale */
     c = ok("{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale\": 128.5}}");
     assert_true(c.fp16.loss_scale == 128.5);
@@ -1711,12 +1704,10 @@ static void test_fp16_dynamic_scale_checks(void **state) {
 /* spec: Z-CFG-033 */
 static void test_bf16_keys_and_old_name(void **state) {
     (void)state;
-    ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 2}, \"bf16\": {\"enabled\": true,"
-                    " \"immediate_grad_update\": true, \"check_grad_overflow\": false,"
-                    " \"bf16_master_weights_and_grads\": true, \"bf16_optimizer_states\": true}}");
-    check_fields(&c, "bf16.", 1);   /* each as FIELDS writes it */
-    assert_int_equal(c.model_dtype, ZN_BF16);
-    c = ok("{" MB ", \"bfloat16\": {\"enabled\": true}}");
+    every_key("{" MB ", \"zero_optimization\": {\"stage\": 2}, \"bf16\": {\"enabled\": true,"
+              " \"immediate_grad_update\": true, \"check_grad_overflow\": false,"
+              " \"bf16_master_weights_and_grads\": true, \"bf16_optimizer_states\": true}}", "bf16.", ZN_BF16);
+    ZnConfig c = ok("{" MB ", \"bfloat16\": {\"enabled\": true}}");
     assert_int_equal(c.bf16.enabled, 1);
     assert_int_equal(c.model_dtype, ZN_BF16);
     err_is("{\"bf16\": {\"enabled\": true}, \"bfloat16\": {\"enabled\": false}}", NULL,
