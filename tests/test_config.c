@@ -228,8 +228,7 @@ static ZnConfig every_key(const char *json, const char *section, int dtype) {
 /* ---- defaults ----------------------------------------------------------- */
 
 /* spec: Z-CFG-008 */
-static void test_defaults_every_field(void **state) {
-    (void)state;
+ZT_TEST(test_defaults_every_field) {
     ZnConfig c;
     memset(&c, 0xab, sizeof c);
     zn_config_defaults(&c);
@@ -296,8 +295,7 @@ static void test_defaults_every_field(void **state) {
 }
 
 /* spec: Z-CFG-008, Z-CFG-022 */
-static void test_defaults_after_parse(void **state) {
-    (void)state;
+ZT_TEST(test_defaults_after_parse) {
     ZnConfig c = ok("{" MB "}");
     ZnConfig d;
     zn_config_defaults(&d);
@@ -317,8 +315,7 @@ static void test_defaults_after_parse(void **state) {
 }
 
 /* spec: Z-CFG-043 */
-static void test_args_init(void **state) {
-    (void)state;
+ZT_TEST(test_args_init) {
     ZnConfigArgs a;
     memset(&a, 0x5a, sizeof a);
     zn_config_args_init(&a);
@@ -339,8 +336,7 @@ static void test_args_init(void **state) {
 }
 
 /* spec: Z-CFG-043 */
-static void test_null_text_and_null_args(void **state) {
-    (void)state;
+ZT_TEST(test_null_text_and_null_args) {
     ZnConfigArgs a = no_args();
     a.world_size = 2;
     a.micro_batch = 3;
@@ -366,8 +362,7 @@ static void test_null_text_and_null_args(void **state) {
 }
 
 /* spec: Z-CFG-043 */
-static void test_out_untouched_on_error(void **state) {
-    (void)state;
+ZT_TEST(test_out_untouched_on_error) {
     ZnConfig c, before;
     memset(&c, 0x77, sizeof c);
     before = c;
@@ -381,8 +376,7 @@ static void test_out_untouched_on_error(void **state) {
 
 /* spec: Z-CFG-001 */
 #define SWALLOW "this value is not JSON, so hjson reads it as a string to the end of the line, closing bracket included (quote it, or fix it)"
-static void test_syntax_errors_one_line(void **state) {
-    (void)state;
+ZT_TEST(test_syntax_errors_one_line) {
     err_table(
         {"", "ds.json:1:1: JSON syntax error: unexpected end of input"},
         {"   ", "ds.json:1:4: JSON syntax error: unexpected end of input"},
@@ -409,8 +403,7 @@ static void test_syntax_errors_one_line(void **state) {
 }
 
 /* spec: Z-CFG-001 */
-static void test_syntax_errors_multi_line(void **state) {
-    (void)state;
+ZT_TEST(test_syntax_errors_multi_line) {
     err_table(
         {"{\n  \"a\": [1,\n         2,,3]\n}", "ds.json:3:12: JSON syntax error near ',3]'"},
         {"{\n  \"a\": 1\n", "ds.json:3:1: JSON syntax error: unexpected end of input"},
@@ -422,8 +415,7 @@ static void test_syntax_errors_multi_line(void **state) {
 }
 
 /* spec: Z-CFG-001 */
-static void test_syntax_nul_byte(void **state) {
-    (void)state;
+ZT_TEST(test_syntax_nul_byte) {
     ZnConfigArgs a = no_args();
     ZnConfig c;
     ZnErr e;
@@ -433,8 +425,7 @@ static void test_syntax_nul_byte(void **state) {
 }
 
 /* spec: Z-CFG-002 */
-static void test_top_level_not_object(void **state) {
-    (void)state;
+ZT_TEST(test_top_level_not_object) {
     err_table(
         {"[]", "ds.json: the top level must be a JSON object, got an array"},
         {"3", "ds.json: the top level must be a JSON object, got 3"},
@@ -443,8 +434,7 @@ static void test_top_level_not_object(void **state) {
 }
 
 /* spec: Z-CFG-003 */
-static void test_duplicate_keys(void **state) {
-    (void)state;
+ZT_TEST(test_duplicate_keys) {
     err_table(
         {"{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}", "ds.json: zero_optimization.stage: duplicate key"},
         {"{" MB ", " MB "}", "ds.json: train_micro_batch_size_per_gpu: duplicate key"},
@@ -465,8 +455,7 @@ static void test_duplicate_keys(void **state) {
 /* ---- values and messages ---------------------------------------------------- */
 
 /* spec: Z-CFG-004 */
-static void test_wrong_types_name_the_path(void **state) {
-    (void)state;
+ZT_TEST(test_wrong_types_name_the_path) {
     err_table(
         {"{\"zero_optimization\": {\"stage\": 7}}", "ds.json: zero_optimization.stage: expected an integer 0..3, got 7"},
         {"{\"zero_optimization\": {\"stage\": \"2x\"}}",
@@ -516,8 +505,7 @@ static void test_wrong_types_name_the_path(void **state) {
 }
 
 /* spec: Z-CFG-004 */
-static void test_integers_must_be_integral(void **state) {
-    (void)state;
+ZT_TEST(test_integers_must_be_integral) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"reduce_bucket_size\": 5e8, \"allgather_bucket_size\": 2e8,"
                     " \"sub_group_size\": 1.0e12}}");
     assert_int_equal(c.zero.reduce_bucket_size, 500000000L);
@@ -543,8 +531,7 @@ static void test_integers_must_be_integral(void **state) {
 }
 
 /* spec: Z-CFG-045 */
-static void test_long_range(void **state) {
-    (void)state;
+ZT_TEST(test_long_range) {
     /* sys.maxsize written out rounds to 2^63 as a double: read as LONG_MAX */
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage3_model_persistence_threshold\": 9223372036854775807}}");
     assert_int_equal(c.zero.model_persistence_threshold, LONG_MAX);
@@ -562,8 +549,7 @@ static void test_long_range(void **state) {
 /* ---- unknown and ignored keys ----------------------------------------------- */
 
 /* spec: Z-CFG-005 */
-static void test_unknown_key_in_zero_rejected(void **state) {
-    (void)state;
+ZT_TEST(test_unknown_key_in_zero_rejected) {
     err_table(
         {"{\"zero_optimization\": {\"foo\": 1}}",
          "ds.json: zero_optimization.foo: unknown key (DeepSpeed forbids unknown keys in zero_optimization)"},
@@ -578,8 +564,7 @@ static void test_unknown_key_in_zero_rejected(void **state) {
 }
 
 /* spec: Z-CFG-005 */
-static void test_unknown_keys_elsewhere_warned(void **state) {
-    (void)state;
+ZT_TEST(test_unknown_keys_elsewhere_warned) {
     ZnConfig c = warns("{" MB ", \"foo\": 1,"
                        " \"fp16\": {\"enabled\": true, \"bar\": 2},"
                        " \"bf16\": {\"baz\": false},"
@@ -603,8 +588,7 @@ static void test_unknown_keys_elsewhere_warned(void **state) {
 }
 
 /* spec: Z-CFG-006 */
-static void test_known_ignored_keys_silent(void **state) {
-    (void)state;
+ZT_TEST(test_known_ignored_keys_silent) {
     ZnConfig c = warns("{" MB ", \"autotuning\": {}, \"flops_profiler\": {\"enabled\": false},"
                        " \"activation_checkpointing\": {}, \"sparse_attention\": {}, \"data_efficiency\": {},"
                        " \"compression_training\": {}, \"tensorboard\": {\"enabled\": true}, \"wandb\": {},"
@@ -648,8 +632,7 @@ static void test_known_ignored_keys_silent(void **state) {
 }
 
 /* spec: Z-CFG-007 */
-static void test_zinc_section(void **state) {
-    (void)state;
+ZT_TEST(test_zinc_section) {
     ZnConfig c = ok("{" MB ", \"zinc\": {\"canonical\": true, \"exact\": true}}");
     assert_int_equal(c.canonical, 1);
     assert_int_equal(c.exact, 1);
@@ -700,8 +683,7 @@ static void run_batch_cases(const BatchCase *cases, size_t n) {
 }
 
 /* spec: Z-CFG-009, Z-CFG-010, Z-CFG-011 */
-static void test_batch_deepspeed_matrix(void **state) {
-    (void)state;
+ZT_TEST(test_batch_deepspeed_matrix) {
     /* DeepSpeed tests/unit/runtime/test_ds_config_dict.py::TestBatchConfig, world size 2 */
     static const BatchCase cases[] = {
         /* (32, 16, 1): success in every sub-case */
@@ -735,8 +717,7 @@ static void test_batch_deepspeed_matrix(void **state) {
 }
 
 /* spec: Z-CFG-009, Z-CFG-011 */
-static void test_batch_other_world_sizes(void **state) {
-    (void)state;
+ZT_TEST(test_batch_other_world_sizes) {
     static const BatchCase cases[] = {
         /* sub-cases DeepSpeed's table does not run for (32, 8, 2) */
         {2, -1, 8, -1, 16, 8, 1, NULL},
@@ -775,8 +756,7 @@ static void test_batch_other_world_sizes(void **state) {
 }
 
 /* spec: Z-CFG-010 */
-static void test_batch_nothing_or_ga_only(void **state) {
-    (void)state;
+ZT_TEST(test_batch_nothing_or_ga_only) {
     static const BatchCase cases[] = {
         {1, -1, -1, -1, .msg = "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
         {4, -1, -1, 8, .msg = "either train_batch_size or train_micro_batch_size_per_gpu needs to be provided"},
@@ -788,8 +768,7 @@ static void test_batch_nothing_or_ga_only(void **state) {
 }
 
 /* spec: Z-CFG-011 */
-static void test_batch_zero_negative_overflow(void **state) {
-    (void)state;
+ZT_TEST(test_batch_zero_negative_overflow) {
     static const BatchCase cases[] = {
         {2, 0, 16, 1, .msg = "train_batch_size 0 has to be greater than 0"},
         {2, 32, 0, 1, .msg = "train_micro_batch_size_per_gpu 0 has to be greater than 0"},
@@ -814,8 +793,7 @@ static void test_batch_zero_negative_overflow(void **state) {
 }
 
 /* spec: Z-CFG-009, Z-CFG-011, Z-CFG-012 */
-static void test_batch_through_parse(void **state) {
-    (void)state;
+ZT_TEST(test_batch_through_parse) {
     ZnConfigArgs a = no_args();
     a.world_size = 2;
     ZnConfig c = ok_with("{\"train_batch_size\": 32, \"gradient_accumulation_steps\": 2}", &a);
@@ -832,8 +810,7 @@ static void test_batch_through_parse(void **state) {
 }
 
 /* spec: Z-CFG-012 */
-static void test_batch_key_types(void **state) {
-    (void)state;
+ZT_TEST(test_batch_key_types) {
     err_table(
         {"{\"train_batch_size\": 0}", "ds.json: train_batch_size: expected a positive integer or null, got 0"},
         {"{\"train_micro_batch_size_per_gpu\": -1}",
@@ -848,8 +825,7 @@ static void test_batch_key_types(void **state) {
 /* ---- command-line args -------------------------------------------------------- */
 
 /* spec: Z-CFG-013 */
-static void test_args_override(void **state) {
-    (void)state;
+ZT_TEST(test_args_override) {
     ZnConfigArgs a = no_args();
     args_batch(&a, 4, 2, 3);
     a.stage = 3;
@@ -910,8 +886,7 @@ static void test_args_override(void **state) {
 }
 
 /* spec: Z-CFG-013 */
-static void test_args_validated(void **state) {
-    (void)state;
+ZT_TEST(test_args_validated) {
     static const struct { int field; double v; const char *msg; } cases[] = {
         {0, 4, "ds.json: --stage: expected an integer 0..3, got 4"},
         {1, -3, "ds.json: --seed: expected an integer >= 0, got -3"},
@@ -945,8 +920,7 @@ static void test_args_validated(void **state) {
 /* ---- "auto" ------------------------------------------------------------------ */
 
 /* spec: Z-CFG-014 */
-static void test_auto_batch_triad(void **state) {
-    (void)state;
+ZT_TEST(test_auto_batch_triad) {
     const char *all_auto = "{\"train_batch_size\": \"auto\", \"train_micro_batch_size_per_gpu\": \"auto\","
                            " \"gradient_accumulation_steps\": \"auto\"}";
     ZnConfigArgs a = no_args();
@@ -981,8 +955,7 @@ static void test_auto_batch_triad(void **state) {
 }
 
 /* spec: Z-CFG-015 */
-static void test_auto_optimizer_params(void **state) {
-    (void)state;
+ZT_TEST(test_auto_optimizer_params) {
     const char *j = "{" MB ", \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\","
                     " \"betas\": \"auto\", \"eps\": \"auto\", \"weight_decay\": \"auto\"}}}";
     ZnConfigArgs a = no_args();
@@ -1006,8 +979,7 @@ static void test_auto_optimizer_params(void **state) {
 }
 
 /* spec: Z-CFG-015 */
-static void test_auto_betas(void **state) {
-    (void)state;
+ZT_TEST(test_auto_betas) {
     const char *j = "{" MB ", \"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": \"auto\"}}}";
     ZnConfigArgs a = no_args();
     /* spec: Z-CFG-050 each beta without its flag: the Trainer's adam_beta1
@@ -1031,8 +1003,7 @@ static void test_auto_betas(void **state) {
 }
 
 /* spec: Z-CFG-016 */
-static void test_auto_clipping_and_scheduler(void **state) {
-    (void)state;
+ZT_TEST(test_auto_clipping_and_scheduler) {
     const char *j = "{" MB ", \"gradient_clipping\": \"auto\", \"scheduler\": {\"type\": \"WarmupDecayLR\","
                     " \"params\": {\"warmup_min_lr\": \"auto\", \"warmup_max_lr\": \"auto\","
                     " \"warmup_num_steps\": \"auto\", \"total_num_steps\": \"auto\"}}}";
@@ -1070,8 +1041,7 @@ static void test_auto_clipping_and_scheduler(void **state) {
 }
 
 /* spec: Z-CFG-017 */
-static void test_auto_zero_from_hidden_size(void **state) {
-    (void)state;
+ZT_TEST(test_auto_zero_from_hidden_size) {
     const char *j = "{" MB ", \"zero_optimization\": {\"stage\": 3, \"reduce_bucket_size\": \"auto\","
                     " \"stage3_prefetch_bucket_size\": \"auto\", \"stage3_param_persistence_threshold\": \"auto\"}}";
     ZnConfigArgs a = no_args();
@@ -1095,8 +1065,7 @@ static void test_auto_zero_from_hidden_size(void **state) {
 }
 
 /* spec: Z-CFG-018 */
-static void test_auto_precision_from_dtype(void **state) {
-    (void)state;
+ZT_TEST(test_auto_precision_from_dtype) {
     const char *j = "{" MB ", \"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": \"auto\"}}";
     ZnConfigArgs a = no_args();
     ZnConfig c = ok_with(j, &a); /* no --dtype: both false */
@@ -1113,8 +1082,7 @@ static void test_auto_precision_from_dtype(void **state) {
 }
 
 /* spec: Z-CFG-019 */
-static void test_auto_rejected_where_no_rule(void **state) {
-    (void)state;
+ZT_TEST(test_auto_rejected_where_no_rule) {
     err_table(
         {"{\"fp16\": {\"loss_scale\": \"auto\"}}", "ds.json: fp16.loss_scale: \"auto\" is not supported for this key"},
         {"{\"optimizer\": {\"type\": \"auto\"}}", "ds.json: optimizer.type: \"auto\" is not supported for this key"},
@@ -1134,8 +1102,7 @@ static void test_auto_rejected_where_no_rule(void **state) {
 /* spec: Z-CFG-051 zero_optimization takes what DeepSpeed's pydantic takes:
    0/1 and yes/no strings for booleans, true/false and digit strings for
    integers, "auto" dropped (also under an unknown key); one warning each */
-static void test_zero_lax_like_pydantic(void **state) {
-    (void)state;
+ZT_TEST(test_zero_lax_like_pydantic) {
     char w[4096];
     ZnConfig c = ok_warn("{" MB ", \"zero_optimization\": {\"stage\": \"2\", \"reduce_scatter\": \"No\","
                          " \"contiguous_gradients\": 0, \"reduce_bucket_size\": true,"
@@ -1171,8 +1138,7 @@ static void test_zero_lax_like_pydantic(void **state) {
 }
 
 /* spec: Z-CFG-006, Z-CFG-014, Z-CFG-015, Z-CFG-016, Z-CFG-017, Z-CFG-018 */
-static void test_users_hf_config(void **state) {
-    (void)state;
+ZT_TEST(test_users_hf_config) {
     /* the annotated Hugging Face + DeepSpeed config users know, comments dropped */
     const char *j =
         "{\n"
@@ -1263,8 +1229,7 @@ static const char *at_stage(int s, const char *more) {
 }
 
 /* spec: Z-CFG-020 */
-static void test_zero_stage_forms(void **state) {
-    (void)state;
+ZT_TEST(test_zero_stage_forms) {
     for (int s = 0; s <= 3; s++) assert_int_equal(ok(at_stage(s, "")).zero.stage, s);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": true}}").zero.stage, 1);
     assert_int_equal(ok("{" MB ", \"zero_optimization\": {\"stage\": false}}").zero.stage, 0);
@@ -1279,8 +1244,7 @@ static void test_zero_stage_forms(void **state) {
 }
 
 /* spec: Z-CFG-020 */
-static void test_zero_deprecated_bool_section(void **state) {
-    (void)state;
+ZT_TEST(test_zero_deprecated_bool_section) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": true}");
     assert_int_equal(c.zero.stage, 1);
     assert_int_equal(c.zero.allgather_bucket_size, 500000000L);
@@ -1296,8 +1260,7 @@ static void test_zero_deprecated_bool_section(void **state) {
 }
 
 /* spec: Z-CFG-021 */
-static void test_zero_every_key_read(void **state) {
-    (void)state;
+ZT_TEST(test_zero_every_key_read) {
     const char *j =
         "{" MB ", \"zero_optimization\": {\"stage\": 2, \"contiguous_gradients\": false, \"reduce_scatter\": false,"
         " \"reduce_bucket_size\": 1000, \"use_multi_rank_bucket_allreduce\": false, \"allgather_partitions\": false,"
@@ -1319,8 +1282,7 @@ static void test_zero_every_key_read(void **state) {
 }
 
 /* spec: Z-CFG-021 */
-static void test_zero_aliases(void **state) {
-    (void)state;
+ZT_TEST(test_zero_aliases) {
     static const struct { const char *a, *b; size_t off; } names[] = {
         {"prefetch_bucket_size", "stage3_prefetch_bucket_size", offsetof(ZnZeroConfig, prefetch_bucket_size)},
         {"param_persistence_threshold", "stage3_param_persistence_threshold",
@@ -1366,8 +1328,7 @@ static void test_zero_aliases(void **state) {
 }
 
 /* spec: Z-CFG-022 */
-static void test_overlap_comm_default_by_stage(void **state) {
-    (void)state;
+ZT_TEST(test_overlap_comm_default_by_stage) {
     for (int s = 0; s <= 3; s++) {
         assert_int_equal(ok(at_stage(s, "")).zero.overlap_comm, s == 3);
         assert_int_equal(ok(at_stage(s, ", \"overlap_comm\": null")).zero.overlap_comm, s == 3);
@@ -1381,8 +1342,7 @@ static void test_overlap_comm_default_by_stage(void **state) {
 }
 
 /* spec: Z-CFG-023 */
-static void test_bucket_sizes_positive(void **state) {
-    (void)state;
+ZT_TEST(test_bucket_sizes_positive) {
     err_table(
         {"{\"zero_optimization\": {\"reduce_bucket_size\": 0}}",
          "ds.json: zero_optimization.reduce_bucket_size: expected a positive integer, got 0"},
@@ -1400,8 +1360,7 @@ static void test_bucket_sizes_positive(void **state) {
 }
 
 /* spec: Z-CFG-023 */
-static void test_allgather_bucket_size_odd(void **state) {
-    (void)state;
+ZT_TEST(test_allgather_bucket_size_odd) {
     /* DeepSpeed's TestIncorectAllgatherBucketSize: odd fails at stage 1/2 */
     for (int s = 1; s <= 2; s++) {
         char msg[200];
@@ -1421,8 +1380,7 @@ static void test_allgather_bucket_size_odd(void **state) {
 }
 
 /* spec: Z-CFG-024 */
-static void test_legacy_stage1_and_zenflow(void **state) {
-    (void)state;
+ZT_TEST(test_legacy_stage1_and_zenflow) {
     /* DeepSpeed 0.19.8 accepts legacy_stage1 and reads nothing of it */
     assert_int_equal(warns("{" MB ", \"zero_optimization\": {\"legacy_stage1\": true}}", NULL,
                            "zinc: warning: ds.json: zero_optimization.legacy_stage1: ignored, as DeepSpeed ignores it "
@@ -1448,8 +1406,7 @@ static void test_legacy_stage1_and_zenflow(void **state) {
 }
 
 /* spec: Z-CFG-025 */
-static void test_offload_sections(void **state) {
-    (void)state;
+ZT_TEST(test_offload_sections) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\","
                     " \"nvme_path\": \"/local_nvme\", \"buffer_count\": 6, \"buffer_size\": 2e8, \"max_in_cpu\": 3e9,"
                     " \"pin_memory\": false}, \"offload_optimizer\": {\"device\": \"cpu\", \"buffer_count\": 8,"
@@ -1479,8 +1436,7 @@ static void test_offload_sections(void **state) {
 }
 
 /* spec: Z-CFG-026 */
-static void test_offload_validation(void **state) {
-    (void)state;
+ZT_TEST(test_offload_validation) {
     err_table(
         {"{" MB ", \"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}",
          "ds.json: zero_optimization.offload_optimizer: offload requires ZeRO stage 1, 2 or 3 (stage is 0)"},
@@ -1517,8 +1473,7 @@ static void test_offload_validation(void **state) {
 
 /* spec: Z-CFG-048 the aio section: DeepSpeed's defaults, its keys read,
    retired names and unknown keys warned, GPUDirect Storage refused */
-static void test_aio_section(void **state) {
-    (void)state;
+ZT_TEST(test_aio_section) {
     ZnConfig c = ok("{" MB "}");
     check_fields(&c, "aio.", 0);   /* each as FIELDS has it */
     assert_int_equal(c.zero.offload_optimizer.pipeline_read, 0);
@@ -1544,8 +1499,7 @@ static void test_aio_section(void **state) {
 }
 
 /* spec: Z-CFG-027 */
-static void test_cpu_offload_deprecated(void **state) {
-    (void)state;
+ZT_TEST(test_cpu_offload_deprecated) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true,"
                     " \"cpu_offload_use_pin_memory\": false}}");
     assert_true(c.zero.offload_optimizer.present && c.zero.offload_optimizer.device == ZN_OFFLOAD_CPU);
@@ -1567,8 +1521,7 @@ static void test_cpu_offload_deprecated(void **state) {
 }
 
 /* spec: Z-CFG-028 */
-static void test_allgather_sequential_stage3(void **state) {
-    (void)state;
+ZT_TEST(test_allgather_sequential_stage3) {
     ZnConfig c = ok("{" MB ", \"zero_optimization\": {\"stage\": 3, \"stage3_allgather_sequential\": true,"
                     " \"stage3_prefetch_bucket_size\": 5000}}");
     assert_int_equal(c.zero.prefetch_bucket_size, 1);
@@ -1579,8 +1532,7 @@ static void test_allgather_sequential_stage3(void **state) {
 /* ---- optimizer -------------------------------------------------------------- */
 
 /* spec: Z-CFG-029 */
-static void test_optimizer_types(void **state) {
-    (void)state;
+ZT_TEST(test_optimizer_types) {
     static const struct { const char *name; ZnOptType t; } good[] = {
         {"Adam", ZN_OPT_ADAM}, {"adam", ZN_OPT_ADAM}, {"ADAM", ZN_OPT_ADAM},
         {"AdamW", ZN_OPT_ADAMW}, {"adamw", ZN_OPT_ADAMW}, {"ADAMW", ZN_OPT_ADAMW},
@@ -1607,8 +1559,7 @@ static void test_optimizer_types(void **state) {
 }
 
 /* spec: Z-CFG-030 */
-static void test_optimizer_params(void **state) {
-    (void)state;
+ZT_TEST(test_optimizer_params) {
     ZnConfig c = ok("{" MB ", \"optimizer\": {\"type\": \"Adam\", \"legacy_fusion\": false, \"params\": {\"lr\": 0.002,"
                     " \"betas\": [0.8, 0.99], \"eps\": 1e-6, \"weight_decay\": 0.01, \"bias_correction\": false,"
                     " \"torch_adam\": true, \"amsgrad\": false, \"set_grad_none\": true,"
@@ -1633,8 +1584,7 @@ static void test_optimizer_params(void **state) {
 }
 
 /* spec: Z-CFG-030 */
-static void test_optimizer_param_errors(void **state) {
-    (void)state;
+ZT_TEST(test_optimizer_param_errors) {
     err_table(
         {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"amsgrad\": true}}}",
          "ds.json: optimizer.params.amsgrad: amsgrad is not supported by zinc"},
@@ -1658,8 +1608,7 @@ static void test_optimizer_param_errors(void **state) {
 /* ---- fp16 / bf16 ------------------------------------------------------------- */
 
 /* spec: Z-CFG-031 */
-static void test_fp16_keys(void **state) {
-    (void)state;
+ZT_TEST(test_fp16_keys) {
     ZnConfig c = every_key("{" MB ", \"zero_optimization\": {\"stage\": 1}, \"fp16\": {\"enabled\": true,"
                            " \"auto_cast\": true, \"loss_scale\": 0, \"initial_scale_power\": 8, \"loss_scale_window\": 2,"
                            " \"hysteresis\": 1, \"consecutive_hysteresis\": true, \"min_loss_scale\": 2,"
@@ -1678,8 +1627,7 @@ static void test_fp16_keys(void **state) {
 }
 
 /* spec: Z-CFG-032 */
-static void test_fp16_dynamic_scale_checks(void **state) {
-    (void)state;
+ZT_TEST(test_fp16_dynamic_scale_checks) {
     err_table(
         {"{" MB ", \"fp16\": {\"enabled\": true, \"loss_scale_window\": 0}}",
          "ds.json: fp16.loss_scale_window: must be > 0 when dynamic loss scaling is enabled (loss_scale 0), got 0"},
@@ -1702,8 +1650,7 @@ static void test_fp16_dynamic_scale_checks(void **state) {
 }
 
 /* spec: Z-CFG-033 */
-static void test_bf16_keys_and_old_name(void **state) {
-    (void)state;
+ZT_TEST(test_bf16_keys_and_old_name) {
     every_key("{" MB ", \"zero_optimization\": {\"stage\": 2}, \"bf16\": {\"enabled\": true,"
               " \"immediate_grad_update\": true, \"check_grad_overflow\": false,"
               " \"bf16_master_weights_and_grads\": true, \"bf16_optimizer_states\": true}}", "bf16.", ZN_BF16);
@@ -1716,8 +1663,7 @@ static void test_bf16_keys_and_old_name(void **state) {
 }
 
 /* spec: Z-CFG-034 */
-static void test_fp16_and_bf16_both_on(void **state) {
-    (void)state;
+ZT_TEST(test_fp16_and_bf16_both_on) {
     err_is("{" MB ", \"fp16\": {\"enabled\": true}, \"bf16\": {\"enabled\": true}}", NULL,
            "ds.json: fp16.enabled and bf16.enabled are both true; bf16 and fp16 modes cannot be enabled together");
     /* --dtype settles it */
@@ -1730,8 +1676,7 @@ static void test_fp16_and_bf16_both_on(void **state) {
 }
 
 /* spec: Z-CFG-035 */
-static void test_master_weight_options_need_zero(void **state) {
-    (void)state;
+ZT_TEST(test_master_weight_options_need_zero) {
     err_table(
         {"{" MB ", \"fp16\": {\"fp16_master_weights_and_grads\": true}}",
          "ds.json: fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3"},
@@ -1748,8 +1693,7 @@ static void test_master_weight_options_need_zero(void **state) {
 /* ---- scheduler -------------------------------------------------------------- */
 
 /* spec: Z-CFG-036 */
-static void test_scheduler_types(void **state) {
-    (void)state;
+ZT_TEST(test_scheduler_types) {
     static const struct { const char *name, *params; ZnSchedType t; } good[] = {
         {"WarmupLR", "{}", ZN_SCHED_WARMUP_LR},
         {"WarmupDecayLR", "{\"total_num_steps\": 10}", ZN_SCHED_WARMUP_DECAY_LR},
@@ -1778,8 +1722,7 @@ static void test_scheduler_types(void **state) {
 }
 
 /* spec: Z-CFG-037 */
-static void test_scheduler_params_and_defaults(void **state) {
-    (void)state;
+ZT_TEST(test_scheduler_params_and_defaults) {
     ZnConfig c = ok("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\"}}");
     assert_true(isnan(c.sched.warmup_max_lr)); /* None: the optimizer's lr, resolved at use */
     assert_true(c.sched.warmup_min_lr == 0 && c.sched.warmup_num_steps == 1000 && !c.sched.warmup_type_linear);
@@ -1816,8 +1759,7 @@ static void test_scheduler_params_and_defaults(void **state) {
 }
 
 /* spec: Z-CFG-037 */
-static void test_scheduler_param_of_another_schedule(void **state) {
-    (void)state;
+ZT_TEST(test_scheduler_param_of_another_schedule) {
     err_table(
         {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"total_num_steps\": 10}}}",
          "ds.json: scheduler.params.total_num_steps: not a parameter of WarmupLR"},
@@ -1830,8 +1772,7 @@ static void test_scheduler_param_of_another_schedule(void **state) {
 }
 
 /* spec: Z-CFG-038 */
-static void test_scheduler_requirements(void **state) {
-    (void)state;
+ZT_TEST(test_scheduler_requirements) {
     err_table(
         {"{" MB ", \"scheduler\": {\"type\": \"WarmupDecayLR\"}}",
          "ds.json: scheduler.params.total_num_steps: required by WarmupDecayLR"},
@@ -1855,8 +1796,7 @@ static void test_scheduler_requirements(void **state) {
 }
 
 /* spec: Z-CFG-039 */
-static void test_warmup_type(void **state) {
-    (void)state;
+ZT_TEST(test_warmup_type) {
     ZnConfig c = warns("{" MB ", \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": \"cosine\"}}}",
                        NULL, "zinc: warning: ds.json: scheduler.params.warmup_type: unknown warmup_type 'cosine',"
                              " using 'log'\n");
@@ -1871,8 +1811,7 @@ static void test_warmup_type(void **state) {
 /* ---- top level -------------------------------------------------------------- */
 
 /* spec: Z-CFG-040 */
-static void test_misc_top_level(void **state) {
-    (void)state;
+ZT_TEST(test_misc_top_level) {
     ZnConfig c = ok("{" MB ", \"gradient_clipping\": 0, \"prescale_gradients\": true, \"gradient_predivide_factor\": 4,"
                     " \"communication_data_type\": \"BF16\", \"steps_per_print\": null, \"wall_clock_breakdown\": true,"
                     " \"memory_breakdown\": true, \"seed\": 42, \"managed_gradient_accumulation\": false}");
@@ -1892,8 +1831,7 @@ static void test_misc_top_level(void **state) {
 }
 
 /* spec: Z-CFG-040 */
-static void test_gradient_allreduce_op(void **state) {
-    (void)state;
+ZT_TEST(test_gradient_allreduce_op) {
     assert_int_equal(ok("{" MB "}").allreduce_sum, 0);
     assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"mean\"}").allreduce_sum, 0);
     assert_int_equal(ok("{" MB ", \"gradient_allreduce_op\": \"MEAN\"}").allreduce_sum, 0);
@@ -1909,8 +1847,7 @@ static void test_gradient_allreduce_op(void **state) {
 }
 
 /* spec: Z-CFG-041 */
-static void test_checkpoint_section(void **state) {
-    (void)state;
+ZT_TEST(test_checkpoint_section) {
     ZnConfig c = ok("{" MB ", \"checkpoint\": {\"load_universal\": true, \"tag_validation\": \"FAIL\","
                     " \"parallel_write\": {\"pipeline_stage\": false}, \"writer\": null}}");
     assert_int_equal(c.load_universal, 1);
@@ -1922,8 +1859,7 @@ static void test_checkpoint_section(void **state) {
 }
 
 /* spec: Z-CFG-044 */
-static void test_null_sections_are_absent(void **state) {
-    (void)state;
+ZT_TEST(test_null_sections_are_absent) {
     ZnConfig c = ok("{" MB ", \"optimizer\": null, \"scheduler\": null, \"fp16\": null, \"bf16\": null,"
                     " \"zero_optimization\": null, \"checkpoint\": null, \"zinc\": null}");
     ZnConfig d = ok("{" MB "}");
@@ -1952,8 +1888,7 @@ static void write_file(const char *path, const char *data, size_t n) {
 }
 
 /* spec: Z-CFG-042 */
-static void test_load_file(void **state) {
-    (void)state;
+ZT_TEST(test_load_file) {
     char path[] = "/tmp/zinc_test_config_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -1982,8 +1917,7 @@ static void test_load_file(void **state) {
 }
 
 /* spec: Z-CFG-042 */
-static void test_load_errors(void **state) {
-    (void)state;
+ZT_TEST(test_load_errors) {
     ZnConfigArgs a = no_args();
     ZnConfig c;
     ZnErr e;

@@ -360,6 +360,10 @@ static inline void zt_filter_from_env(void) {
         return cmocka_run_group_tests(zt_tests, setup, teardown);    \
     }
 #define ZT_MAIN(...) ZT_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
+/* A test function that takes nothing from cmocka's state (most do not):
+ *     ZT_TEST(test_defaults) { ... }
+ * listed as cmocka_unit_test(test_defaults) like any other. */
+#define ZT_TEST(name) static void name(void **zt_state_ __attribute__((unused)))
 /* One test function serving several cases, each a test of its own name:
  * ZT_TEST_WITH("test_f16_walk", test_walk, &FMT_F16) runs test_walk with
  * *state = &FMT_F16 under the name test_f16_walk. */
