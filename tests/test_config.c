@@ -126,7 +126,7 @@ static ZnConfig warns_of(const char *json, const ZnConfigArgs *a, const char *pa
     return c;
 }
 
-/* ---- the fields of zero_optimization, fp16 and bf16 ---------------------- */
+/* ---- the fields of zero_optimization, fp16, bf16 and aio ------------------ */
 
 /* A field of ZnConfig: its path, where it is, its type ('i' int, 'l' long,
  * 'd' double), its default (test_defaults_every_field), and the value its
@@ -206,13 +206,19 @@ static void check_fields(const ZnConfig *c, const char *section, int set) {
         if (strncmp(f->path, section, strlen(section)) != 0) continue;
         const char *at = (const char *)c + f->off;
         long want = set ? f->set : f->dflt;
-        int iv;
-        long lv;
-        double dv;
-        if (f->type == 'i' && (memcpy(&iv, at, sizeof iv), iv != want)) fail_msg("%s: %d, expected %ld", f->path, iv, want);
-        if (f->type == 'l' && (memcpy(&lv, at, sizeof lv), lv != want)) fail_msg("%s: %ld, expected %ld", f->path, lv, want);
-        if (f->type == 'd' && (memcpy(&dv, at, sizeof dv), dv != (double)want))
-            fail_msg("%s: %g, expected %ld", f->path, dv, want);
+        if (f->type == 'i') {
+            int v;
+            memcpy(&v, at, sizeof v);
+            if (v != want) fail_msg("%s: %d, expected %ld", f->path, v, want);
+        } else if (f->type == 'l') {
+            long v;
+            memcpy(&v, at, sizeof v);
+            if (v != want) fail_msg("%s: %ld, expected %ld", f->path, v, want);
+        } else {
+            double v;
+            memcpy(&v, at, sizeof v);
+            if (v != (double)want) fail_msg("%s: %g, expected %ld", f->path, v, want);
+        }
     }
 }
 
@@ -242,7 +248,7 @@ ZT_TEST(test_defaults_every_field) {
     assert_int_equal(c.bias_correction, 1);
     assert_true(c.lr == 1e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 && c.weight_decay == 0);
 
-    /* zero_optimization, fp16 and bf16: FIELDS */
+    /* zero_optimization, fp16, bf16 and aio: FIELDS */
     check_fields(&c, "", 0);
     const ZnZeroConfig *z = &c.zero;
     for (int i = 0; i < 2; i++) {
@@ -600,7 +606,7 @@ ZT_TEST(test_known_ignored_keys_silent) {
                        " \"memory_breakdown\": true, \"steps_per_print\": 100, \"dump_state\": false,"
                        " \"wall_clock_breakdown\": true, \"sparse_gradients\": false, \"vocabulary_size\": 50257,"
                        " \"checkpoint\": {\"tag_validation\": \"Warn\", \"use_node_local_storage\": false}}",
-                         NULL,
+                       NULL,
                        "zinc: warning: ds.json: sections zinc does not implement, ignored: autotuning, "
                        "flops_profiler, sparse_attention, data_efficiency, "
                        "compression_training, tensorboard, wandb, csv_monitor, comms_logger\n");

@@ -360,6 +360,8 @@ static inline void zt_filter_from_env(void) {
         return cmocka_run_group_tests(zt_tests, setup, teardown);    \
     }
 #define ZT_MAIN(...) ZT_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
+#define ZT_MAIN_TMPDIR(...) ZT_MAIN_GROUP(zt_tmpdir_setup, zt_tmpdir_teardown, __VA_ARGS__)
+
 /* A test function that takes nothing from cmocka's state (most do not):
  *     ZT_TEST(test_defaults) { ... }
  * listed as cmocka_unit_test(test_defaults) like any other. */
@@ -368,7 +370,6 @@ static inline void zt_filter_from_env(void) {
  * ZT_TEST_WITH("test_f16_walk", test_walk, &FMT_F16) runs test_walk with
  * *state = &FMT_F16 under the name test_f16_walk. */
 #define ZT_TEST_WITH(name, fn, arg) {name, fn, NULL, NULL, (void *)(arg)}
-#define ZT_MAIN_TMPDIR(...) ZT_MAIN_GROUP(zt_tmpdir_setup, zt_tmpdir_teardown, __VA_ARGS__)
 
 #define assert_str_contains(hay, needle)                                        \
     do {                                                                        \
