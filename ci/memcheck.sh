@@ -11,28 +11,22 @@ B=${1:-build-vg}
 Z=$B/zinc
 MC="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --track-fds=yes"
 RUN="train --world-size 3 --steps 3 --train-batch-size 12 --model mlp:8,12,5 --steps-per-print 0"
-JOBS=${ZINC_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
-case $JOBS in '' | *[!0-9]* | 0) echo "memcheck.sh: ZINC_TEST_JOBS='$JOBS': expected a count of 1 or more" >&2; exit 2 ;; esac
+# JOBS, the folder $D for the checks' files and the slots (ci/jobs.sh)
+. ci/jobs.sh
 fail=0
 n=0
 pending=""
-VD=$(mktemp -d)
-trap 'rm -rf "$VD"' EXIT
-trap 'trap "" INT TERM; kill -TERM 0 2>/dev/null; exit 130' INT TERM
-if [ "$JOBS" -gt 1 ]; then   # a token in a pipe for each of JOBS slots
-  mkfifo "$VD/slots"; exec 3<>"$VD/slots"
-  _i=0; while [ $_i -lt "$JOBS" ]; do echo >&3; _i=$((_i + 1)); done
-fi
+if [ "$JOBS" -gt 1 ]; then slots; fi
 export ZINC_UNDER_VALGRIND=1   # tests that crash children on purpose skip themselves
 check() {   # name, command...: started now, its line printed at the next settle
   n=$((n + 1))
-  echo "$1" >"$VD/$n.name"; shift
+  echo "$1" >"$D/$n.name"; shift
   if [ "$JOBS" -eq 1 ]; then
-    "$@" >"$VD/$n.out" 2>&1; echo $? >"$VD/$n.rc"
+    "$@" >"$D/$n.out" 2>&1; echo $? >"$D/$n.rc"
     pending=" $n:"; settle
   else
     read -r _ <&3
-    ( "$@" >"$VD/$n.out" 2>&1 </dev/null 3>&-; echo $? >"$VD/$n.rc"; echo >&3 ) &
+    ( "$@" >"$D/$n.out" 2>&1 </dev/null 3>&-; echo $? >"$D/$n.rc"; echo >&3 ) &
     pending="$pending $n:$!"
   fi
 }
@@ -40,9 +34,9 @@ settle() {   # waits for the checks started so far; prints their lines in order
   # (_e, _c: names no loop below uses, as check may call it inside one)
   for _e in $pending; do
     _c=${_e%%:*}; [ -n "${_e#*:}" ] && wait "${_e#*:}"
-    if [ "$(cat "$VD/$_c.rc" 2>/dev/null)" = 0 ]; then echo "ok   $(cat "$VD/$_c.name")"
-    else echo "FAIL $(cat "$VD/$_c.name")"; tail -n 40 "$VD/$_c.out"; fail=$((fail + 1)); fi
-    rm -f "$VD/$_c.out"
+    if [ "$(cat "$D/$_c.rc" 2>/dev/null)" = 0 ]; then echo "ok   $(cat "$D/$_c.name")"
+    else echo "FAIL $(cat "$D/$_c.name")"; tail -n 40 "$D/$_c.out"; fail=$((fail + 1)); fi
+    rm -f "$D/$_c.out"
   done
   pending=""
 }

@@ -19,16 +19,11 @@
 B=${1:-build}
 ZINC=$B/zinc
 export ZINC
-JOBS=${ZINC_TEST_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
-case $JOBS in '' | *[!0-9]* | 0) echo "run_tests.sh: ZINC_TEST_JOBS='$JOBS': expected a count of 1 or more" >&2; exit 2 ;; esac
+# JOBS, the log folder $D and the slots (ci/jobs.sh)
+. ci/jobs.sh
 pass=0
 fail=0
 crashed=""
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-# the parts' own background processes ignore SIGINT (a shell's background
-# jobs do): an interrupted or terminated run ends the whole process group
-trap 'trap "" INT TERM; kill -TERM 0 2>/dev/null; exit 130' INT TERM
 
 count() {   # $1 = passed, $2 = failed
   pass=$((pass + $1)); fail=$((fail + $2))
@@ -132,12 +127,8 @@ else
   for n in $order; do
     case " $first " in *" $n "*) ;; *) rest="$rest $n" ;; esac
   done
-  # JOBS slots: a token in a pipe for each; a part takes one to start and
-  # gives it back when it ends
-  mkfifo "$D/slots"
-  exec 3<>"$D/slots"
-  i=0
-  while [ $i -lt "$JOBS" ]; do echo >&3; i=$((i + 1)); done
+  # JOBS slots: a part takes one to start and gives it back when it ends
+  slots
   for n in $first $rest; do
     read -r _ <&3
     ( run "$n" 3>&-; echo >&3 ) &

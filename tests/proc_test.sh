@@ -37,6 +37,15 @@ ours() {   # pids of this script's processes whose command line matches $1 (and
 show() { for p in "$@"; do echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done; }
 
 digest() { sed -n 's/^\(\[rank0\]: \)\{0,1\}digest=\([0-9a-f]*\)$/\2/p' "$1" | tail -n 1; }
+# same_digest RUN NAME [CHECK...]: ok NAME when the run whose output is in
+# $T/RUN printed the digest of the simulator's run in $T/sim (and CHECK, a
+# command, succeeds); else bad NAME with both digests and RUN's last lines
+same_digest() {   # (_r, _n: names no caller uses, as two_nodes uses name)
+  _r=$1; _n=$2; shift 2
+  a=$(digest "$T/sim"); b=$(digest "$T/$_r")
+  if [ -n "$a" ] && [ "$a" = "$b" ] && { [ $# -eq 0 ] || "$@"; }; then ok "$_n"
+  else bad "$_n" "sim '$a' $_r '$b': $(tail -n 3 "$T/$_r")"; fi
+}
 
 # stage 3 with every parameter gathered and several buckets, so every
 # collective path runs
@@ -58,9 +67,7 @@ if command -v mpirun >/dev/null; then
           A="$M --stage $S --dtype $D --micro-batch 3 --grad-accum $GA"
           $TO "$ZINC" train $A --world-size $W >"$T/sim" 2>&1
           $TO $MPIRUN -np $W "$ZINC" train --backend mpi $A >"$T/mpi" 2>&1
-          a=$(digest "$T/sim"); b=$(digest "$T/mpi")
-          if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-PROC-003 mpi W=$W stage $S $D GA=$GA"
-          else bad "Z-PROC-003 mpi W=$W stage $S $D GA=$GA" "sim '$a' mpi '$b': $(tail -n 3 "$T/mpi")"; fi
+          same_digest mpi "Z-PROC-003 mpi W=$W stage $S $D GA=$GA"
         done
       done
     done
@@ -91,11 +98,9 @@ EOF
 
   # spec: Z-LAUNCH-004 zinc launch with --backend mpi starts the ranks through mpirun
   next_port
-  $TO "$ZINC" launch --nproc-per-node 4 -- zinc train --backend mpi $M >"$T/lm" 2>&1
+  $TO "$ZINC" launch --nproc-per-node 4 -- zinc train --backend mpi $M >"$T/launch" 2>&1
   $TO "$ZINC" train $M --world-size 4 >"$T/sim" 2>&1
-  a=$(digest "$T/sim"); b=$(digest "$T/lm")
-  if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "^\[rank0\]: zinc train: .*(4 processes, backend mpi)" "$T/lm"; then ok "Z-LAUNCH-004 launch --backend mpi"
-  else bad "Z-LAUNCH-004" "sim '$a' launch '$b': $(tail -n 3 "$T/lm")"; fi
+  same_digest launch "Z-LAUNCH-004 launch --backend mpi" grep -q "^\[rank0\]: zinc train: .*(4 processes, backend mpi)" "$T/launch"
 
   # spec: Z-GRP-004 hpZ and qwZ groups over MPI ranks (one node) give the simulator's digest
   cat >"$T/zppm.json" <<'EOF'
@@ -103,36 +108,33 @@ EOF
  "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0, "zero_hpz_partition_size": 2,
    "zero_quantized_weights": true}}
 EOF
-  $TO $MPIRUN -np 4 "$ZINC" train --backend mpi --config "$T/zppm.json" --model mlp:24,40,40,8 --steps 3 >"$T/zm" 2>&1
+  $TO $MPIRUN -np 4 "$ZINC" train --backend mpi --config "$T/zppm.json" --model mlp:24,40,40,8 --steps 3 >"$T/mpi" 2>&1
   $TO "$ZINC" train --config "$T/zppm.json" --model mlp:24,40,40,8 --steps 3 --world-size 4 >"$T/sim" 2>&1
-  a=$(digest "$T/sim"); b=$(digest "$T/zm")
-  if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-GRP-004 hpZ + qwZ mpi"
-  else bad "Z-GRP-004 mpi" "sim '$a' mpi '$b': $(tail -n 3 "$T/zm")"; fi
+  same_digest mpi "Z-GRP-004 hpZ + qwZ mpi"
 else
   bad "Z-PROC-003" "mpirun not found (ci/setup.sh installs openmpi-bin)"
 fi
 
 # spec: Z-PROC-002 Z-LAUNCH-001 zinc launch starts 4 tcp ranks (env
 # rendezvous at MASTER_ADDR:MASTER_PORT); every stage gives the simulator's digest
-for S in 0 1 2 3; do
+# tcp_vs_sim N NAME ARGS...: zinc launch starts N tcp ranks of `zinc train
+# ARGS` (env rendezvous at the next free port), the simulator runs ARGS on N
+# ranks, and the two digests must agree (same_digest)
+tcp_vs_sim() {
+  _np=$1; _nm=$2; shift 2
   next_port
-  A="$M --stage $S --dtype bf16 --micro-batch 2 --grad-accum 2"
-  $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp $A >"$T/tcp" 2>&1
-  $TO "$ZINC" train $A --world-size 4 >"$T/sim" 2>&1
-  a=$(digest "$T/sim"); b=$(digest "$T/tcp")
-  if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-PROC-002 tcp env rendezvous stage $S"
-  else bad "Z-PROC-002 tcp stage $S" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+  $TO "$ZINC" launch --nproc-per-node "$_np" --master-port $PORT -- zinc train --backend tcp "$@" >"$T/tcp" 2>&1
+  $TO "$ZINC" train "$@" --world-size "$_np" >"$T/sim" 2>&1
+  same_digest tcp "$_nm"
+}
+for S in 0 1 2 3; do
+  tcp_vs_sim 4 "Z-PROC-002 tcp env rendezvous stage $S" $M --stage $S --dtype bf16 --micro-batch 2 --grad-accum 2
 done
 
 # spec: Z-GPT-010 GPT-2 in tcp processes at stage 3 (per-module gathers)
 # gives the simulator's digest
-next_port
-A="--model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 8 --steps 3 --stage 3 --micro-batch 2"
-$TO "$ZINC" launch --nproc-per-node 3 --master-port $PORT -- zinc train --backend tcp $A >"$T/tcp" 2>&1
-$TO "$ZINC" train $A --world-size 3 >"$T/sim" 2>&1
-a=$(digest "$T/sim"); b=$(digest "$T/tcp")
-if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-GPT-010 gpt2 tcp stage 3"
-else bad "Z-GPT-010 gpt2 tcp stage 3" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+tcp_vs_sim 3 "Z-GPT-010 gpt2 tcp stage 3" --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 8 --steps 3 \
+  --stage 3 --micro-batch 2
 
 # spec: Z-GRP-002 Z-GRP-004 ZeRO++ over two launcher nodes of 2 tcp ranks
 # each (zinc launch --nnodes 2): hpZ, qwZ and qgZ give the simulator's
@@ -156,10 +158,7 @@ two_nodes() {   # name, train args...
   $TO "$ZINC" train "$@" --world-size 4 --ranks-per-node 2 >"$T/sim" 2>&1
 }
 two_nodes zpp --config "$T/zpp.json" --model mlp:24,40,40,8 --steps 3 --comm-report
-a=$(digest "$T/sim"); b=$(digest "$T/zpp0")
-if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "comm run rank 0 inter-node: grad_reduce [1-9]" "$T/zpp0"; then
-  ok "Z-GRP-004 ZeRO++ tcp over 2 launcher nodes"
-else bad "Z-GRP-004 ZeRO++ tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/zpp0")"; fi
+same_digest zpp0 "Z-GRP-004 ZeRO++ tcp over 2 launcher nodes" grep -q "comm run rank 0 inter-node: grad_reduce [1-9]" "$T/zpp0"
 
 # spec: Z-NODE-008 --comm-report's bytes on the wire are the transport's:
 # over two launcher nodes with reads by reference off, what each rank's
@@ -190,9 +189,7 @@ cat >"$T/mics.json" <<'EOF'
    "mics_hierarchical_params_gather": true}}
 EOF
 two_nodes mics --config "$T/mics.json" --model mlp:24,40,40,8 --steps 3
-a=$(digest "$T/sim"); b=$(digest "$T/mics0")
-if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "Z-MICS-002 MiCS hierarchical tcp over 2 launcher nodes"
-else bad "Z-MICS-002 MiCS tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/mics0")"; fi
+same_digest mics0 "Z-MICS-002 MiCS hierarchical tcp over 2 launcher nodes"
 
 # spec: Z-OFF-001 offload in tcp processes (each its own swap directory
 # under one nvme_path) gives the simulator's digest without offload
@@ -207,18 +204,15 @@ EOF
 A="--model mlp:256,1024,512 --steps 2"
 $TO "$ZINC" launch --nproc-per-node 2 --master-port $PORT -- zinc train --backend tcp $A --config "$T/off.json" >"$T/tcp" 2>&1
 $TO "$ZINC" train $A --world-size 2 --stage 3 --dtype bf16 --micro-batch 2 >"$T/sim" 2>&1
-a=$(digest "$T/sim"); b=$(digest "$T/tcp")
-if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "nvme swap: " "$T/tcp" && [ -z "$(ls -A "$T/nv")" ]; then
-  ok "Z-OFF-001 nvme offload tcp"
-else bad "Z-OFF-001 nvme offload tcp" "sim '$a' tcp '$b': $(tail -n 3 "$T/tcp")"; fi
+# the ranks swapped, and left nothing in the swap folder
+swapped_clean() { grep -q "nvme swap: " "$T/tcp" && [ -z "$(ls -A "$T/nv")" ]; }
+same_digest tcp "Z-OFF-001 nvme offload tcp" swapped_clean
 
 # spec: Z-RDV-005 file rendezvous: rank 0 publishes its address in the file
 next_port
 $TO "$ZINC" launch --nproc-per-node 4 --master-port $PORT -- zinc train --backend tcp --rendezvous "file:$T/rdv" $M >"$T/file" 2>&1
 $TO "$ZINC" train $M --world-size 4 >"$T/sim" 2>&1
-a=$(digest "$T/sim"); b=$(digest "$T/file")
-if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "^zinc-rendezvous v1 " "$T/rdv"; then ok "Z-RDV-005 file rendezvous"
-else bad "Z-RDV-005" "sim '$a' file '$b': $(tail -n 3 "$T/file")"; fi
+same_digest file "Z-RDV-005 file rendezvous" grep -q "^zinc-rendezvous v1 " "$T/rdv"
 
 # spec: Z-LAUNCH-002 every rank's lines carry its prefix; Z-PROC-004 rank 0
 # alone prints the run's lines

@@ -42,37 +42,6 @@ static void trained_dir(char *dir, int world, int stage, long steps) {
 
 /* ---- resharding 3 -> 5 ------------------------------------------------- */
 
-typedef struct {
-    const char *dir;
-    ZnConfig cfg;
-    ZnModel model;
-    ZnData data;
-    float *m, *a, *s;
-} LoadCtx;
-
-static int load_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
-    LoadCtx *c = arg;
-    long n = zn_model_numel(&c->model);
-    ZnDevice dev;
-    ZnEngine E;
-    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
-    if (rc) return rc;
-    float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
-    rc = zn_ckpt_load(&E, c->dir, NULL, 0, err);
-    if (!rc) rc = zn_engine_gather_params(&E, m, err);
-    if (!rc) rc = zn_engine_gather_moments(&E, a, s, err);
-    if (!rc && rank == 0) {
-        memcpy(c->m, m, n * 4);
-        memcpy(c->a, a, n * 4);
-        memcpy(c->s, s, n * 4);
-    }
-    free(m);
-    free(a);
-    free(s);
-    zn_engine_free(&E);
-    return rc;
-}
-
 /* spec: Z-CKPT-004 a checkpoint saved by 3 ranks (stage 2) loads on 5 ranks
  * (every stage): master weights and both Adam moments are bitwise the saved
  * ones after the remap */
@@ -81,34 +50,31 @@ static void test_reshard_3_to_5(void **st) {
     char dir[] = "/tmp/zinc-reshard-XXXXXX";
     trained_dir(dir, 3, 2, 4);
     ZnErr err;
-    LoadCtx c;
-    memset(&c, 0, sizeof c);
-    c.dir = dir;
-    assert_int_equal(zn_model_parse(MODEL, &c.model, &err), 0);
-    long n = zn_model_numel(&c.model);
+    ZtRig rig;
+    memset(&rig, 0, sizeof rig);
+    assert_int_equal(zn_model_parse(MODEL, &rig.model, &err), 0);
+    long n = zn_model_numel(&rig.model);
     float *m = malloc(n * 4), *a = malloc(n * 4), *s = malloc(n * 4);
     char tagdir[256];
     snprintf(tagdir, sizeof tagdir, "%s/global_step4", dir);
     if (zn_ckpt_read_full(tagdir, m, a, s, n, &err)) fail_msg("%s", err.msg);
-    c.m = malloc(n * 4);
-    c.a = malloc(n * 4);
-    c.s = malloc(n * 4);
-    assert_int_equal(zn_data_init(&c.data, c.model.dims[0], c.model.dims[c.model.nlayers], 1234), 0);
+    ZtLoad got = {dir, malloc(n * 4), malloc(n * 4), malloc(n * 4)};
+    assert_int_equal(zn_data_init(&rig.data, rig.model.dims[0], rig.model.dims[rig.model.nlayers], 1234), 0);
     for (int stage = 0; stage <= 3; stage++) {
         ZnConfigArgs args = zt_args(5, stage, -1, -1, -1);
         args.train_batch_size = 10;
-        zt_config(&c.cfg, CFG, &args);
-        if (zt_sim_run(5, load_rank, &c, 0, &err)) fail_msg("stage %d: %s", stage, err.msg);
-        assert_memory_equal(c.m, m, n * 4);
-        assert_memory_equal(c.a, a, n * 4);
-        assert_memory_equal(c.s, s, n * 4);
+        zt_config(&rig.cfg, CFG, &args);
+        if (zt_engines_run(5, &rig, zt_load_gather, &got, &err)) fail_msg("stage %d: %s", stage, err.msg);
+        assert_memory_equal(got.m, m, n * 4);
+        assert_memory_equal(got.a, a, n * 4);
+        assert_memory_equal(got.s, s, n * 4);
     }
     /* and the moments are not trivially zero */
     int nonzero = 0;
     for (long i = 0; i < n; i++) nonzero += a[i] != 0.0f;
     assert_true(nonzero > n / 2);
-    zn_data_free(&c.data);
-    free(m); free(a); free(s); free(c.m); free(c.a); free(c.s);
+    zn_data_free(&rig.data);
+    free(m); free(a); free(s); free(got.m); free(got.a); free(got.s);
     zt_rm_rf(dir);
 }
 
@@ -207,6 +173,39 @@ static void copy_file(const char *from, const char *to) {
 
 static int resume_error(const char *dir, ZnErr *err) { return train(dir, 2, 2, 3, 0, 1, err); }
 
+/* A resume of dir at world size 2 to step 3 with model, config cfg, stage
+ * (-1: not given) and --checkpoint-tag tag (NULL: none), whose options must
+ * resolve; returns zn_run's result (its message in *err). */
+static int resume_with(const char *dir, const char *model, const char *cfg, int stage, const char *tag, ZnErr *err) {
+    ZnTrainFlags f = zt_train_flags(model, 3, 2, stage);
+    f.args.train_batch_size = 12;
+    f.ckpt_dir = dir;
+    f.resume = 1;
+    f.ckpt_tag = tag;
+    ZnRunOpts o;
+    if (zn_train_resolve(&f, cfg, &o, err)) fail_msg("resolve: %s", err->msg);
+    ZnRunResult res;
+    int rc = zn_run(&o, &res, err);
+    if (!rc) zn_run_result_free(&res);
+    zn_run_opts_free(&o);
+    return rc;
+}
+
+/* The folder of the tests that start from trained_dir(dir, 2, 2, 2): their
+ * setup (trained_2_2) trains it, their teardown (trained_done) removes it. */
+static char trained_2_2_dir[64];
+static int trained_2_2(void **st) {
+    (void)st;
+    snprintf(trained_2_2_dir, sizeof trained_2_2_dir, "/tmp/zinc-ckpt-XXXXXX");
+    trained_dir(trained_2_2_dir, 2, 2, 2);
+    return 0;
+}
+static int trained_done(void **st) {
+    (void)st;
+    return zt_rm_rf(trained_2_2_dir) ? -1 : 0;
+}
+#define TRAINED_2_2(test) cmocka_unit_test_setup_teardown(test, trained_2_2, trained_done)
+
 /* spec: Z-CKPT-009 every file of a checkpoint -- the manifest, each shard,
  * the module weights and `latest` -- with a flipped byte at many offsets, a
  * byte appended, or truncated at many lengths, is refused on resume with a
@@ -214,8 +213,7 @@ static int resume_error(const char *dir, ZnErr *err) { return train(dir, 2, 2, 3
  * verified on resume); Z-CKPT-007 the same for the shards and manifest */
 static void test_corruption(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-bad-XXXXXX";
-    trained_dir(dir, 2, 2, 2);
+    const char *dir = trained_2_2_dir;
     ZnErr err;
     const char *files[] = {"global_step2/zero_pp_rank_0_optim_states.safetensors",
                            "global_step2/zero_pp_rank_1_optim_states.safetensors",
@@ -267,7 +265,6 @@ static void test_corruption(void **st) {
                   refused, harmless);
     assert_true(tried > 200);
     assert_int_equal(resume_error(dir, &err), 0);   /* restored: it works again */
-    zt_rm_rf(dir);
 }
 
 /* Records file `name` of dir/global_step2 in its manifest with its current
@@ -390,8 +387,7 @@ static void test_lying_header(void **st) {
  * and over-long tags, and tags naming no folder are refused */
 static void test_bad_tags(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-tag-XXXXXX";
-    trained_dir(dir, 2, 2, 2);
+    const char *dir = trained_2_2_dir;
     ZnErr err;
     char latest[512], longtag[300];
     snprintf(latest, sizeof latest, "%s/latest", dir);
@@ -411,46 +407,23 @@ static void test_bad_tags(void **st) {
         assert_str_contains(err.msg, "latest");
     }
     /* the same rules for --checkpoint-tag, as a usage error */
-    ZnTrainFlags f = zt_train_flags(MODEL, 3, 2, 2);
-    f.args.train_batch_size = 12;
-    f.ckpt_dir = dir;
-    f.resume = 1;
-    f.ckpt_tag = "../x";
-    ZnRunOpts o;
-    assert_int_equal(zn_train_resolve(&f, CFG, &o, &err), 0);
-    ZnRunResult res;
-    assert_int_equal(zn_run(&o, &res, &err), ZN_E_USAGE);
-    zn_run_opts_free(&o);
+    assert_int_equal(resume_with(dir, MODEL, CFG, 2, "../x", &err), ZN_E_USAGE);
     assert_str_contains(err.msg, "--checkpoint-tag: the tag '../x' holds a path separator");
-    zt_rm_rf(dir);
 }
 
 /* spec: Z-CKPT-007 a missing shard, a manifest of another model, a dtype
  * change and a `latest` naming nothing are refused with what differs */
 static void test_missing_and_foreign(void **st) {
     (void)st;
-    char dir[] = "/tmp/zinc-foreign-XXXXXX";
-    trained_dir(dir, 2, 2, 2);
+    const char *dir = trained_2_2_dir;
     ZnErr err;
     char path[512];
     /* another model */
-    ZnTrainFlags f = zt_train_flags("mlp:10,16,6", 3, 2, -1);
-    f.args.train_batch_size = 12;
-    f.ckpt_dir = dir;
-    f.resume = 1;
-    ZnRunOpts o;
-    assert_int_equal(zn_train_resolve(&f, CFG, &o, &err), 0);
-    ZnRunResult res;
-    assert_int_not_equal(zn_run(&o, &res, &err), 0);
-    zn_run_opts_free(&o);
+    assert_int_not_equal(resume_with(dir, "mlp:10,16,6", CFG, -1, NULL, &err), 0);
     assert_str_contains(err.msg, "'layers.0.weight' [14 x 10] in the checkpoint");
     /* another dtype */
-    char bcfg[512];
-    snprintf(bcfg, sizeof bcfg, "{\"train_micro_batch_size_per_gpu\": 2, \"bf16\": {\"enabled\": true}}");
-    f.model_spec = MODEL;
-    assert_int_equal(zn_train_resolve(&f, bcfg, &o, &err), 0);
-    assert_int_not_equal(zn_run(&o, &res, &err), 0);
-    zn_run_opts_free(&o);
+    const char *bcfg = "{\"train_micro_batch_size_per_gpu\": 2, \"bf16\": {\"enabled\": true}}";
+    assert_int_not_equal(resume_with(dir, MODEL, bcfg, -1, NULL, &err), 0);
     assert_str_contains(err.msg, "saved with model dtype fp32, resuming with bf16");
     /* a missing shard */
     snprintf(path, sizeof path, "%s/global_step2/zero_pp_rank_1_optim_states.safetensors", dir);
@@ -465,14 +438,13 @@ static void test_missing_and_foreign(void **st) {
     assert_int_equal(zn_write_file_atomic(path, "global_step9", 12, &err), 0);
     assert_int_not_equal(resume_error(dir, &err), 0);
     assert_str_contains(err.msg, "global_step9");
-    zt_rm_rf(dir);
 }
 
 ZT_MAIN(
     cmocka_unit_test(test_reshard_3_to_5),
     cmocka_unit_test(test_crash_at_every_op),
     cmocka_unit_test(test_io_error_fails_cleanly),
-    cmocka_unit_test(test_corruption),
+    TRAINED_2_2(test_corruption),
     cmocka_unit_test(test_lying_header),
-    cmocka_unit_test(test_missing_and_foreign),
-    cmocka_unit_test(test_bad_tags))
+    TRAINED_2_2(test_missing_and_foreign),
+    TRAINED_2_2(test_bad_tags))

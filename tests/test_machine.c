@@ -336,78 +336,81 @@ static void test_write_refuses_invalid(void **state) {
 
 /* ---- bad files ---------------------------------------------------------- */
 
+/* A file zn_machine_load must refuse: its text, and a part of the message,
+ * or two joined by " ... " (the message contains both). Every message also
+ * names the file and the code is ZN_E_USAGE. */
 typedef struct {
     const char *text;
-    size_t len;          /* 0: strlen(text) */
-    const char *part1;   /* the message contains both */
-    const char *part2;
+    const char *want;
 } BadFile;
 
-#define PRE "{\"preset\": \"dgx-h100\", "
-
-/* every message also names the file and the code is ZN_E_USAGE */
-static const BadFile BAD[] = {
+/* whole files */
+static const BadFile BAD_FILES[] = {
     /* syntax: the byte offset (from 0) where the parser stopped, line, column */
-    {"{\"preset\": \"dgx-h100\",}", 0, "JSON syntax error at byte 22", "(line 1, column 23)"},
-    {"{\"preset\": \"dgx-h100\"\n  \"nvme_gbps\": 3}", 0, "at byte 24 (line 2, column 3)", NULL},
-    {"{\"preset\": \"dgx-h100\"} x", 0, "at byte 23", NULL},
-    {"", 0, "at byte 0", "unexpected end of input"},
-    {"{\"preset\": \"dgx-h100\"", 0, "at byte 21", "unexpected end of input"},
-    {"{\"preset\": \"dgx-h100\"}\0{", 24, "at byte 22", "NUL byte"},
-    {"{\"preset\": \"dgx-h100\", \"name\": \"abc}", 0, "at byte 31", "unterminated string"},
-    {"{\"preset\": \"dgx-h100\", nvme_gbps: 3}", 0, "at byte 23", NULL},
-    {"{\"nvme_gbps\": 0x10}", 0, "JSON syntax error", NULL},
-    {"{\"nvme_gbps\": NaN}", 0, "JSON syntax error", NULL},
+    {"{\"preset\": \"dgx-h100\",}", "JSON syntax error at byte 22 ... (line 1, column 23)"},
+    {"{\"preset\": \"dgx-h100\"\n  \"nvme_gbps\": 3}", "at byte 24 (line 2, column 3)"},
+    {"{\"preset\": \"dgx-h100\"} x", "at byte 23"},
+    {"", "at byte 0 ... unexpected end of input"},
+    {"{\"preset\": \"dgx-h100\"", "at byte 21 ... unexpected end of input"},
+    {"{\"preset\": \"dgx-h100\", \"name\": \"abc}", "at byte 31 ... unterminated string"},
+    {"{\"preset\": \"dgx-h100\", nvme_gbps: 3}", "at byte 23"},
+    {"{\"nvme_gbps\": 0x10}", "JSON syntax error"},
+    {"{\"nvme_gbps\": NaN}", "JSON syntax error"},
     /* the shape */
-    {"[1, 2]", 0, "the top level: expected a JSON object, got an array", NULL},
-    {"7", 0, "the top level: expected a JSON object, got 7", NULL},
-    /* typos: unknown keys, at any depth, and keys given twice */
-    {PRE "\"gpus_per_nod\": 8}", 0, "gpus_per_nod: unknown key", "gpus_per_node"},
-    {PRE "\"inter_node\": {\"bandwith_gbps\": 4}}", 0, "inter_node.bandwith_gbps: unknown key",
-     "latency_us, bandwidth_gbps"},
-    {PRE "\"Name\": \"x\"}", 0, "Name: unknown key", NULL},
-    {PRE "\"nvme_gbps\": 1, \"nvme_gbps\": 2}", 0, "nvme_gbps: duplicate key", NULL},
-    {PRE "\"intra_node\": {\"latency_us\": 1, \"latency_us\": 1}}", 0, "intra_node.latency_us: duplicate key", NULL},
+    {"[1, 2]", "the top level: expected a JSON object, got an array"},
+    {"7", "the top level: expected a JSON object, got 7"},
     /* the preset */
-    {"{\"preset\": \"dgx-h200\"}", 0, "preset: unknown preset \"dgx-h200\"", "(presets: dgx-h100, dgx-a100)"},
-    {"{\"preset\": 100}", 0, "preset: expected a preset name, got 100", NULL},
+    {"{\"preset\": \"dgx-h200\"}", "preset: unknown preset \"dgx-h200\" ... (presets: dgx-h100, dgx-a100)"},
+    {"{\"preset\": 100}", "preset: expected a preset name, got 100"},
+    /* without a preset every key is required */
+    {"{\"name\": \"x\"}", "gpus_per_node: missing ... without \"preset\""},
+    {"{\"gpus_per_node\": 8}", "name: missing"},
+    {"{}", "name: missing"},
+};
+
+/* the dgx-h100 preset and one key after it: PRE, then the text */
+#define PRE "{\"preset\": \"dgx-h100\", "
+static const BadFile BAD_KEYS[] = {
+    /* typos: unknown keys, at any depth, and keys given twice */
+    {"\"gpus_per_nod\": 8}", "gpus_per_nod: unknown key ... gpus_per_node"},
+    {"\"inter_node\": {\"bandwith_gbps\": 4}}", "inter_node.bandwith_gbps: unknown key"
+     " ... latency_us, bandwidth_gbps"},
+    {"\"Name\": \"x\"}", "Name: unknown key"},
+    {"\"nvme_gbps\": 1, \"nvme_gbps\": 2}", "nvme_gbps: duplicate key"},
+    {"\"intra_node\": {\"latency_us\": 1, \"latency_us\": 1}}", "intra_node.latency_us: duplicate key"},
     /* wrong types */
-    {PRE "\"inter_node\": {\"bandwidth_gbps\": \"45\"}}", 0, "inter_node.bandwidth_gbps: expected a number",
-     "got \"45\""},
-    {PRE "\"inter_node\": 45}", 0, "inter_node: expected an object, got 45", NULL},
-    {PRE "\"nvme_gbps\": [3]}", 0, "nvme_gbps: expected a number, got an array", NULL},
-    {PRE "\"nvme_gbps\": null}", 0, "nvme_gbps: expected a number, got null", NULL},
-    {PRE "\"host_adam_gelems\": true}", 0, "host_adam_gelems: expected a number, got true", NULL},
-    {PRE "\"overlap\": 1}", 0, "overlap: expected true or false, got 1", NULL},
-    {PRE "\"name\": 5}", 0, "name: expected a string", "got 5"},
-    {PRE "\"name\": \"\"}", 0, "name: expected a string of 1 to 63 bytes", NULL},
-    {PRE "\"name\": \"0123456789012345678901234567890123456789012345678901234567890123\"}", 0,
-     "name: expected a string of 1 to 63 bytes", NULL},
-    {PRE "\"name\": \"a\\nb\"}", 0, "name: expected a string of 1 to 63 bytes of printable UTF-8", NULL},
+    {"\"inter_node\": {\"bandwidth_gbps\": \"45\"}}", "inter_node.bandwidth_gbps: expected a number"
+     " ... got \"45\""},
+    {"\"inter_node\": 45}", "inter_node: expected an object, got 45"},
+    {"\"nvme_gbps\": [3]}", "nvme_gbps: expected a number, got an array"},
+    {"\"nvme_gbps\": null}", "nvme_gbps: expected a number, got null"},
+    {"\"host_adam_gelems\": true}", "host_adam_gelems: expected a number, got true"},
+    {"\"overlap\": 1}", "overlap: expected true or false, got 1"},
+    {"\"name\": 5}", "name: expected a string ... got 5"},
+    {"\"name\": \"\"}", "name: expected a string of 1 to 63 bytes"},
+    {"\"name\": \"0123456789012345678901234567890123456789012345678901234567890123\"}",
+     "name: expected a string of 1 to 63 bytes"},
+    {"\"name\": \"a\\nb\"}", "name: expected a string of 1 to 63 bytes of printable UTF-8"},
     /* values: zero, negative, non-finite, out of range once scaled; the
        message quotes the number as the file wrote it */
-    {PRE "\"inter_node\": {\"bandwidth_gbps\": 0}}", 0, "inter_node.bandwidth_gbps: expected a finite number > 0",
-     "got 0"},
-    {PRE "\"nvme_gbps\": -3}", 0, "nvme_gbps: expected a finite number > 0, got -3", NULL},
-    {PRE "\"intra_node\": {\"latency_us\": -0.0}}", 0, "intra_node.latency_us: expected a finite number > 0",
-     "got -0.0"},
-    {PRE "\"device_tflops\": 1e999}", 0, "device_tflops: expected a finite number > 0, got 1e999", NULL},
-    {PRE "\"device_tflops\": 1e300}", 0, "device_tflops: 1e300 is out of range once scaled to SI units", NULL},
-    {PRE "\"intra_node\": {\"latency_us\": 1e-400}}", 0, "intra_node.latency_us: expected a finite number > 0",
-     "got 1e-400"},
-    {PRE "\"device_memory_gib\": 1e308}", 0, "device_memory_gib: 1e308 is out of range once scaled", NULL},
-    {PRE "\"intra_node\": {\"latency_us\": 1e-318}}", 0, "intra_node.latency_us: 1e-318 is out of range", NULL},
+    {"\"inter_node\": {\"bandwidth_gbps\": 0}}", "inter_node.bandwidth_gbps: expected a finite number > 0"
+     " ... got 0"},
+    {"\"nvme_gbps\": -3}", "nvme_gbps: expected a finite number > 0, got -3"},
+    {"\"intra_node\": {\"latency_us\": -0.0}}", "intra_node.latency_us: expected a finite number > 0"
+     " ... got -0.0"},
+    {"\"device_tflops\": 1e999}", "device_tflops: expected a finite number > 0, got 1e999"},
+    {"\"device_tflops\": 1e300}", "device_tflops: 1e300 is out of range once scaled to SI units"},
+    {"\"intra_node\": {\"latency_us\": 1e-400}}", "intra_node.latency_us: expected a finite number > 0"
+     " ... got 1e-400"},
+    {"\"device_memory_gib\": 1e308}", "device_memory_gib: 1e308 is out of range once scaled"},
+    {"\"intra_node\": {\"latency_us\": 1e-318}}", "intra_node.latency_us: 1e-318 is out of range"},
     /* gpus_per_node */
-    {PRE "\"gpus_per_node\": 0}", 0, "gpus_per_node: expected an integer from 1 to 4096, got 0", NULL},
-    {PRE "\"gpus_per_node\": 4097}", 0, "gpus_per_node: expected an integer from 1 to 4096, got 4097", NULL},
-    {PRE "\"gpus_per_node\": 8.5}", 0, "gpus_per_node: expected an integer", "got 8.5"},
-    {PRE "\"gpus_per_node\": -8}", 0, "gpus_per_node: expected an integer", "got -8"},
-    {PRE "\"gpus_per_node\": 1e99}", 0, "gpus_per_node: expected an integer", "got 1e99"},
-    {PRE "\"gpus_per_node\": \"8\"}", 0, "gpus_per_node: expected an integer", "got \"8\""},
-    /* without a preset every key is required */
-    {"{\"name\": \"x\"}", 0, "gpus_per_node: missing", "without \"preset\""},
-    {"{\"gpus_per_node\": 8}", 0, "name: missing", NULL},
-    {"{}", 0, "name: missing", NULL},
+    {"\"gpus_per_node\": 0}", "gpus_per_node: expected an integer from 1 to 4096, got 0"},
+    {"\"gpus_per_node\": 4097}", "gpus_per_node: expected an integer from 1 to 4096, got 4097"},
+    {"\"gpus_per_node\": 8.5}", "gpus_per_node: expected an integer ... got 8.5"},
+    {"\"gpus_per_node\": -8}", "gpus_per_node: expected an integer ... got -8"},
+    {"\"gpus_per_node\": 1e99}", "gpus_per_node: expected an integer ... got 1e99"},
+    {"\"gpus_per_node\": \"8\"}", "gpus_per_node: expected an integer ... got \"8\""},
 };
 
 /* the full file with one key's "KEY": VALUE text removed */
@@ -438,13 +441,29 @@ static void assert_bad(const char *text, size_t len, const char *part1, const ch
     assert_memory_equal(&m, &before, sizeof m);   /* a failed load leaves m alone */
 }
 
+/* assert_bad of a BadFile's text and want */
+static void bad_file(const char *text, const char *want) {
+    const char *dots = strstr(want, " ... ");
+    if (!dots) {
+        assert_bad(text, strlen(text), want, NULL);
+        return;
+    }
+    char part1[256];
+    snprintf(part1, sizeof part1, "%.*s", (int)(dots - want), want);
+    assert_bad(text, strlen(text), part1, dots + 5);
+}
+
 /* spec: Z-MACH-007 */
 static void test_bad_files(void **state) {
     (void)state;
-    for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
-        const BadFile *b = &BAD[i];
-        assert_bad(b->text, b->len ? b->len : strlen(b->text), b->part1, b->part2);
+    for (size_t i = 0; i < ZT_LEN(BAD_FILES); i++) bad_file(BAD_FILES[i].text, BAD_FILES[i].want);
+    for (size_t i = 0; i < ZT_LEN(BAD_KEYS); i++) {
+        char text[256];
+        snprintf(text, sizeof text, PRE "%s", BAD_KEYS[i].text);
+        bad_file(text, BAD_KEYS[i].want);
     }
+    /* a NUL byte in the text: the length is the file's, past it */
+    assert_bad("{\"preset\": \"dgx-h100\"}\0{", 24, "at byte 22", "NUL byte");
 }
 
 /* spec: Z-MACH-007 */

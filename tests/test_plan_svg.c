@@ -133,8 +133,7 @@ static void assert_no_nonfinite(const char *svg) {
 
 /* spec: Z-PSVG-001 */
 /* spec: Z-PSVG-002 */
-static void test_well_formed(void **state) {
-    (void)state;
+ZT_TEST(test_well_formed) {
     ZnPlanSvg p = demo();
     char *svg = svg_of(&p);
     assert_true(!strncmp(svg, "<?xml", 5));
@@ -159,8 +158,7 @@ static void test_well_formed(void **state) {
 /* spec: Z-PSVG-003 */
 /* spec: Z-PSVG-004 */
 /* spec: Z-PSVG-005 */
-static void test_segments_proportional(void **state) {
-    (void)state;
+ZT_TEST(test_segments_proportional) {
     ZnPlanSvg p = demo();
     char *svg = svg_of(&p);
     /* one segment per non-zero (phase, category); zeros draw nothing */
@@ -215,8 +213,7 @@ static void test_segments_proportional(void **state) {
 }
 
 /* spec: Z-PSVG-003 */
-static void test_twelve_colours(void **state) {
-    (void)state;
+ZT_TEST(test_twelve_colours) {
     ZnPlanSvg p = demo();
     static const char *names[12] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10", "c11"};
     p.ncat = 12;
@@ -238,8 +235,7 @@ static void test_twelve_colours(void **state) {
 
 /* spec: Z-PSVG-004 */
 /* spec: Z-PSVG-006 */
-static void test_capacity_line(void **state) {
-    (void)state;
+ZT_TEST(test_capacity_line) {
     ZnPlanSvg p = demo();
     char *svg = svg_of(&p);
     assert_int_equal(zt_count_of(svg, "<line class=\"capacity\""), 1);
@@ -263,8 +259,7 @@ static void test_capacity_line(void **state) {
 }
 
 /* spec: Z-PSVG-007 */
-static void test_legend_nonzero_only(void **state) {
-    (void)state;
+ZT_TEST(test_legend_nonzero_only) {
     ZnPlanSvg p = demo();
     p.ncat = 5;
     p.cat[4] = "offload_buf";   /* zero in every phase */
@@ -289,8 +284,7 @@ static void test_legend_nonzero_only(void **state) {
 }
 
 /* spec: Z-PSVG-008 */
-static void test_all_zero_memory(void **state) {
-    (void)state;
+ZT_TEST(test_all_zero_memory) {
     ZnPlanSvg p = demo();
     memset(p.mem, 0, sizeof p.mem);
     p.capacity = 0;
@@ -318,8 +312,7 @@ static void test_all_zero_memory(void **state) {
 /* ---- the timeline ------------------------------------------------------- */
 
 /* spec: Z-PSVG-009 */
-static void test_timeline_adds_up(void **state) {
-    (void)state;
+ZT_TEST(test_timeline_adds_up) {
     ZnPlanSvg p = demo();
     char *svg = svg_of(&p);
     assert_well_formed(svg);
@@ -374,8 +367,7 @@ static void test_timeline_adds_up(void **state) {
 }
 
 /* spec: Z-PSVG-010 */
-static void test_untimed(void **state) {
-    (void)state;
+ZT_TEST(test_untimed) {
     ZnPlanSvg p = demo();
     p.timed = 0;
     p.exposed[1] = 99;   /* times are not read without a machine */
@@ -391,8 +383,7 @@ static void test_untimed(void **state) {
 /* ---- text --------------------------------------------------------------- */
 
 /* spec: Z-PSVG-012 */
-static void test_escaping(void **state) {
-    (void)state;
+ZT_TEST(test_escaping) {
     ZnPlanSvg p = demo();
     p.title = "<&\">";
     p.cat[1] = "a<b&'c'";
@@ -437,8 +428,7 @@ static void m_hidden_gt(ZnPlanSvg *p) { p->comm[2] = 5; }   /* 4.375 s hidden un
 static void m_time_sum(ZnPlanSvg *p) { p->compute[0] = p->compute[1] = 1.7e308; }
 
 /* spec: Z-PSVG-011 */
-static void test_bad_inputs(void **state) {
-    (void)state;
+ZT_TEST(test_bad_inputs) {
     static const struct {
         Mutate m;
         const char *msg;
@@ -506,8 +496,7 @@ static void test_bad_inputs(void **state) {
 /* ---- saving ------------------------------------------------------------- */
 
 /* spec: Z-PSVG-013 */
-static void test_save_atomic(void **state) {
-    (void)state;
+ZT_TEST(test_save_atomic) {
     ZnPlanSvg p = demo();
     ZnErr err = {0};
     char out[256];

@@ -125,14 +125,14 @@ static void expect_corrupt_json(const char *json, size_t ndata, const char *need
     put_st(json, ndata);
     expect_corrupt(needle);
 }
-/* A header (no data bytes) that must not open, and a part of the message.
- * A run of these in a test is a table, checked in order by corrupt_table:
- * the headers differ, the check does not. */
-typedef struct { const char *json, *needle; } CorruptCase;
-static void corrupt_cases(const CorruptCase *t, size_t n) {
-    for (size_t i = 0; i < n; i++) expect_corrupt_json(t[i].json, 0, t[i].needle);
-}
-#define corrupt_table(t) corrupt_cases((t), sizeof(t) / sizeof *(t))
+/* A header, or the part of one a check writes into it, that must not open,
+ * and a part of the message. A run of these in a test is a table written in
+ * place and checked in order: corrupt_table({text, needle}, ...) for whole
+ * headers with no data bytes, ZT_CASES(CorruptCase, check, ...) for the
+ * others. The headers differ, the check does not. */
+typedef struct { const char *text, *needle; } CorruptCase;
+static void corrupt_case(const CorruptCase *t) { expect_corrupt_json(t->text, 0, t->needle); }
+#define corrupt_table(...) ZT_CASES(CorruptCase, corrupt_case, __VA_ARGS__)
 static ZnStFile *expect_open(void) {
     ZnStFile *f = NULL;
     ZnErr err = {0};
@@ -499,23 +499,30 @@ static void test_header_past_eof(void **state) {
 /* spec: Z-ST-008 */
 static void test_header_start(void **state) {
     (void)state;
-    static const CorruptCase bad[] = {
+    corrupt_table(
         {" {}", "must begin with '{', found byte 0x20"},
         {"\xef\xbb\xbf{}", "found byte 0xef"}, /* a UTF-8 BOM */
         {"[]", "found byte 0x5b"},
-        {"\n{}", "found byte 0x0a"},
-    };
-    corrupt_table(bad);
+        {"\n{}", "found byte 0x0a"});
     /* trailing JSON whitespace (the padding) is fine, spaces or not */
     put_st("{}  \n\t\r ", 0);
     zn_st_close(expect_open());
 }
 
+/* What follows a tensor's name in a header of one empty U8 tensor */
+#define NAME_TAIL "\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}"
+
+/* a tensor name (text: the bytes after its opening quote) that must not open */
+static void bad_name(const CorruptCase *t) {
+    char json[256];
+    snprintf(json, sizeof json, "{\"%s" NAME_TAIL, t->text);
+    expect_corrupt_json(json, 0, t->needle);
+}
+
 /* spec: Z-ST-009 */
 static void test_utf8_and_control(void **state) {
     (void)state;
-    const char *tail = "\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}";
-    struct { const char *name; const char *needle; } bad[] = {
+    ZT_CASES(CorruptCase, bad_name,
         {"a\xff", "invalid UTF-8 (byte 0xff)"},
         {"a\xc0\x80", "invalid UTF-8 (byte 0xc0)"},         /* overlong */
         {"a\xe0\x80\x80", "invalid UTF-8 (byte 0xe0)"},     /* overlong */
@@ -526,15 +533,10 @@ static void test_utf8_and_control(void **state) {
         {"a\x01", "control character 0x01 in a string"},
         {"a\x1f", "control character 0x1f in a string"},
         {"a\\u0000b", "\\u0000 in a string"},
-        {"a\\u00zz", "bad \\u escape"},
-    };
-    char json[256];
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(json, sizeof json, "{\"%s%s", bad[i].name, tail);
-        expect_corrupt_json(json, 0, bad[i].needle);
-    }
+        {"a\\u00zz", "bad \\u escape"});
     /* the offset is reported: header byte 2 is the bad byte after "{\"a" */
-    snprintf(json, sizeof json, "{\"a\x01%s", tail);
+    char json[256];
+    snprintf(json, sizeof json, "{\"a\x01%s", NAME_TAIL);
     expect_corrupt_json(json, 0, "header byte 3 (file offset 11)");
     /* raw NUL and other control bytes between tokens (cJSON would skip them) */
     put_st("{}", 0);
@@ -548,16 +550,14 @@ static void test_utf8_and_control(void **state) {
     put_file(g_path, nb, 11);
     expect_corrupt("control character 0x00 outside a string");
     free(b);
-    static const CorruptCase outside[] = {
+    corrupt_table(
         {"{\x01}", "control character 0x01 outside a string"},
         {"{\x7f}", "control character 0x7f outside a string"},
         {"{\xc3\xa9}", "byte 0xc3 outside a string"},
         {"{\"a", "unterminated string"},
-        {"{\"a\\", "unterminated string"},
-    };
-    corrupt_table(outside);
+        {"{\"a\\", "unterminated string"});
     /* valid: multi-byte UTF-8 in names, escapes that decode to control chars */
-    snprintf(json, sizeof json, "{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\\n\\u00e9%s", tail);
+    snprintf(json, sizeof json, "{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\\n\\u00e9%s", NAME_TAIL);
     put_st(json, 0);
     ZnStFile *f = expect_open();
     assert_non_null(zn_st_find(f, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\n\xc3\xa9"));
@@ -567,7 +567,7 @@ static void test_utf8_and_control(void **state) {
 /* spec: Z-ST-010 */
 static void test_json_structure(void **state) {
     (void)state;
-    static const CorruptCase bad[] = {
+    corrupt_table(
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}", "not valid JSON"},
         {"{\"a\":1,}", "not valid JSON"},
         {"{} x", "header byte 3 (file offset 11): not valid JSON"},
@@ -578,9 +578,7 @@ static void test_json_structure(void **state) {
         {"{\"a\":{\"b\":[[0]]}}", "nesting deeper than 3 levels"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0,0,0,0,0,0,0,0,0],\"data_offsets\":[0,0]}}",
          "array with more than 8 elements"},
-        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":1}}", "tensor entry with more than 3 keys"},
-    };
-    corrupt_table(bad);
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"x\":1}}", "tensor entry with more than 3 keys"});
     /* 8 dimensions are fine */
     put_st("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1);
     ZnStFile *f = expect_open();
@@ -619,23 +617,24 @@ static void test_duplicates(void **state) {
     char json[512];
     snprintf(json, sizeof json, "{\"a\":%s,\"b\":%s,\"a\":%s}", e, e, e);
     expect_corrupt_json(json, 0, "tensor name 'a' appears twice");
-    static const CorruptCase bad[] = {
+    corrupt_table(
         {"{\"__metadata__\":{},\"__metadata__\":{}}", "key \"__metadata__\" appears twice"},
         /* spelled with an escape, so only the parsed tree shows it */
         {"{\"__metadata__\":{},\"\\u005f_metadata__\":{}}", "key '__metadata__' appears twice"},
         {"{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", "__metadata__ key 'k' appears twice"},
-        {"{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[0]}}", "tensor 'a': key 'dtype' appears twice"},
-    };
-    corrupt_table(bad);
+        {"{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[0]}}", "tensor 'a': key 'dtype' appears twice"});
     /* same name, one with an escape */
     snprintf(json, sizeof json, "{\"ab\":%s,\"a\\u0062\":%s}", e, e);
     expect_corrupt_json(json, 0, "tensor name 'ab' appears twice");
 }
 
+/* a header with 2 data bytes whose one entry breaks the schema */
+static void bad_entry(const CorruptCase *t) { expect_corrupt_json(t->text, 2, t->needle); }
+
 /* spec: Z-ST-012 */
 static void test_entry_schema(void **state) {
     (void)state;
-    struct { const char *json; const char *needle; } bad[] = {
+    ZT_CASES(CorruptCase, bad_entry,
         {"{\"a\":1}", "tensor 'a': entry must be an object, got a number"},
         {"{\"a\":[1]}", "tensor 'a': entry must be an object, got an array"},
         {"{\"a\":{\"shape\":[0],\"data_offsets\":[0,0]}}", "tensor 'a': missing 'dtype'"},
@@ -650,9 +649,7 @@ static void test_entry_schema(void **state) {
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":{},\"data_offsets\":[0,0]}}", "tensor 'a': shape must be an array, got an object"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[\"2\"],\"data_offsets\":[0,2]}}", "tensor 'a': shape[0] must be a non-negative integer, got a string"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[null],\"data_offsets\":[0,2]}}", "shape[0] must be a non-negative integer, got null"},
-        {"{\"a\":null}", "entry must be an object, got null"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_corrupt_json(bad[i].json, 2, bad[i].needle);
+        {"{\"a\":null}", "entry must be an object, got null"});
     /* every supported dtype string is accepted */
     const char *ok[] = {"U8", "F16", "BF16", "F32", "F64", "U64"};
     for (int i = 0; i < 6; i++) {
@@ -667,10 +664,17 @@ static void test_entry_schema(void **state) {
     assert_string_equal(zn_st_dtype_name(ZN_DTYPE_N), "?");
 }
 
+/* a number (text) as the shape of a tensor of one U8 byte */
+static void bad_shape_number(const CorruptCase *t) {
+    char json[256];
+    snprintf(json, sizeof json, "{\"a\":{\"dtype\":\"U8\",\"shape\":[%s],\"data_offsets\":[0,1]}}", t->text);
+    expect_corrupt_json(json, 1, t->needle);
+}
+
 /* spec: Z-ST-013 */
 static void test_integers(void **state) {
     (void)state;
-    struct { const char *num; const char *needle; } bad[] = {
+    ZT_CASES(CorruptCase, bad_shape_number,
         {"1.0", "number '1.0' is not an integer written as plain digits"},
         {"1e2", "number '1e2' is not an integer"},
         {"1E2", "number '1E2' is not an integer"},
@@ -680,13 +684,7 @@ static void test_integers(void **state) {
         {"9007199254740993", "number '9007199254740993' is larger than 2^53"},
         {"10000000000000000", "larger than 2^53"},
         {"-1", "shape[0] must be a non-negative integer, got a negative number"},
-        {"-0", "shape[0] must be a non-negative integer, got a negative number"},
-    };
-    char json[256];
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(json, sizeof json, "{\"a\":{\"dtype\":\"U8\",\"shape\":[%s],\"data_offsets\":[0,1]}}", bad[i].num);
-        expect_corrupt_json(json, 1, bad[i].needle);
-    }
+        {"-0", "shape[0] must be a non-negative integer, got a negative number"});
     expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[-1,0]}}", 1,
                         "tensor 'a': data_offsets must be non-negative integers");
     expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1.5]}}", 1, "'1.5' is not an integer");
@@ -723,7 +721,7 @@ static void test_sizes(void **state) {
     expect_corrupt_json("{\"a\":{\"dtype\":\"U8\",\"shape\":[0,5],\"data_offsets\":[0,1]}}", 1,
                         "hold 1 bytes but U8 [0, 5] needs 0");
     /* 2^32 * 2^32 * 2 elements: overflow of the element count */
-    static const CorruptCase bad[] = {
+    corrupt_table(
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296,2],\"data_offsets\":[0,0]}}",
          "shape [4294967296, 4294967296, 2] has more than 2^64 elements"},
         /* 2^62 elements of 4 bytes: overflow of the byte count */
@@ -731,9 +729,7 @@ static void test_sizes(void **state) {
          "F32 [2147483648, 2147483648] is more than 2^64 bytes"},
         /* a product that wraps to exactly 0 modulo 2^64 must not pass as a 0-byte tensor */
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}",
-         "has more than 2^64 elements"},
-    };
-    corrupt_table(bad);
+         "has more than 2^64 elements"});
 }
 
 /* spec: Z-ST-016 */
@@ -784,7 +780,7 @@ static void test_file_size_exact(void **state) {
 /* spec: Z-ST-018 */
 static void test_metadata_strings_only(void **state) {
     (void)state;
-    static const CorruptCase bad[] = {
+    corrupt_table(
         {"{\"__metadata__\":{\"step\":7}}", "__metadata__ value of 'step' must be a string, got a number"},
         {"{\"__metadata__\":{\"x\":{}}}", "value of 'x' must be a string, got an object"},
         {"{\"__metadata__\":{\"x\":[\"a\"]}}", "value of 'x' must be a string, got an array"},
@@ -792,9 +788,7 @@ static void test_metadata_strings_only(void **state) {
         {"{\"__metadata__\":{\"x\":true}}", "value of 'x' must be a string, got a boolean"},
         {"{\"__metadata__\":[]}", "__metadata__ must be an object of strings, got an array"},
         {"{\"__metadata__\":\"pt\"}", "__metadata__ must be an object of strings, got a string"},
-        {"{\"__metadata__\":null}", "got null"},
-    };
-    corrupt_table(bad);
+        {"{\"__metadata__\":null}", "got null"});
     /* JSON-in-a-string is how structure is carried */
     put_st("{\"__metadata__\":{\"cfg\":\"{\\\"stage\\\": 2}\"}}", 0);
     ZnStFile *f = expect_open();
@@ -1241,31 +1235,39 @@ static void seq_free(SeqBytes *s) {
     for (int i = 0; i < 4; i++) free(s->b[i]);
 }
 
-/* What both save-sequence tests start from: the bytes of version 1 and 2,
- * and the folder their saves go to; seq_end removes it and frees them. */
-static void seq_begin(SeqBytes *v1, SeqBytes *v2, char *dir, size_t cap) {
-    seq_bytes("ref1", 1, v1);
-    seq_bytes("ref2", 2, v2);
-    snprintf(dir, cap, "%s/ckpt", g_dir);
+/* What both save-sequence tests work with: the bytes of version 1 (old)
+ * and 2 (new), and the folder their saves go to. seq_begin makes them,
+ * seq_end removes the folder and frees them. A save starts from the old
+ * files (from_old 1) or from an empty folder (from_old 0). */
+typedef struct {
+    SeqBytes v1, v2;
+    char dir[600];
+} Seq;
+static void seq_begin(Seq *q) {
+    seq_bytes("ref1", 1, &q->v1);
+    seq_bytes("ref2", 2, &q->v2);
+    snprintf(q->dir, sizeof q->dir, "%s/ckpt", g_dir);
 }
-static void seq_end(SeqBytes *v1, SeqBytes *v2, const char *dir) {
-    zt_rm_rf(dir);
-    seq_free(v1);
-    seq_free(v2);
+static void seq_end(Seq *q) {
+    zt_rm_rf(q->dir);
+    seq_free(&q->v1);
+    seq_free(&q->v2);
 }
 
-/* Puts dir back to the old state (old == NULL: empty). */
-static void seq_reset(const char *dir, const SeqBytes *old) {
-    zt_rm_rf(dir);
-    assert_int_equal(mkdir(dir, 0755), 0);
-    if (old)
-        for (int i = 0; i < 4; i++) put_file(join(dir, SEQ_FILES[i]), old->b[i], old->n[i]);
+/* Puts the folder back to the state a save starts from. */
+static void seq_reset(const Seq *q, int from_old) {
+    zt_rm_rf(q->dir);
+    assert_int_equal(mkdir(q->dir, 0755), 0);
+    if (from_old)
+        for (int i = 0; i < 4; i++) put_file(join(q->dir, SEQ_FILES[i]), q->v1.b[i], q->v1.n[i]);
 }
 
 /* Each file is the old version (or absent if there was none) or the whole
  * new one; files are committed in order, so a new "latest" means every rank
  * file is new. Returns how many files are new. */
-static int seq_check(const char *dir, const SeqBytes *old, const SeqBytes *nw) {
+static int seq_check(const Seq *q, int from_old) {
+    const char *dir = q->dir;
+    const SeqBytes *old = from_old ? &q->v1 : NULL, *nw = &q->v2;
     int is_new[4];
     for (int i = 0; i < 4; i++) {
         size_t n;
@@ -1298,21 +1300,20 @@ static int seq_check(const char *dir, const SeqBytes *old, const SeqBytes *nw) {
 /* spec: Z-FILE-004 */
 static void test_fault_save_sequence(void **state) {
     (void)state;
-    SeqBytes v1, v2;
-    char dir[600];
-    seq_begin(&v1, &v2, dir, sizeof dir);
+    Seq q;
+    seq_begin(&q);
     for (int from_old = 0; from_old < 2; from_old++) {
         for (int sticky = 0; sticky < 2; sticky++) {
             int last_new = 0;
             for (long at = 1;; at++) {
-                seq_reset(dir, from_old ? &v1 : NULL);
+                seq_reset(&q, from_old);
                 ZnErr err = {0};
                 zn_fault_set(at, sticky, 0);
-                int rc = save_sequence(dir, 2, &err);
+                int rc = save_sequence(q.dir, 2, &err);
                 long ops = zn_fault_ops();
                 zn_fault_set(0, 0, 0);
-                int nnew = seq_check(dir, from_old ? &v1 : NULL, &v2);
-                assert_int_equal(count_temps(dir), 0);
+                int nnew = seq_check(&q, from_old);
+                assert_int_equal(count_temps(q.dir), 0);
                 assert_true(nnew >= last_new);   /* a later fault never leaves less done */
                 last_new = nnew;
                 if (at > ops) {
@@ -1326,7 +1327,7 @@ static void test_fault_save_sequence(void **state) {
             }
         }
     }
-    seq_end(&v1, &v2, dir);
+    seq_end(&q);
 }
 
 /* A power cut at every op: a forked child runs the save with
@@ -1337,13 +1338,12 @@ static void test_fault_save_sequence(void **state) {
 /* spec: Z-FILE-005 */
 static void test_crash_save_sequence(void **state) {
     (void)state;
-    SeqBytes v1, v2;
-    char dir[600];
-    seq_begin(&v1, &v2, dir, sizeof dir);
+    Seq q;
+    seq_begin(&q);
     for (int from_old = 0; from_old < 2; from_old++) {
         int crashes = 0;
         for (long at = 1;; at++) {
-            seq_reset(dir, from_old ? &v1 : NULL);
+            seq_reset(&q, from_old);
             fflush(NULL);   /* the child must not flush the parent's buffers again */
             pid_t pid = fork();
             assert_true(pid >= 0);
@@ -1353,32 +1353,32 @@ static void test_crash_save_sequence(void **state) {
                 setenv("ZINC_FAULT", spec, 1);
                 ZnErr err = {0};
                 if (zn_fault_from_env(&err)) _exit(3);
-                _exit(save_sequence(dir, 2, &err) == ZN_OK ? 0 : 4);
+                _exit(save_sequence(q.dir, 2, &err) == ZN_OK ? 0 : 4);
             }
             int status;
             assert_int_equal(waitpid(pid, &status, 0), pid);
             assert_true(WIFEXITED(status));
             int code = WEXITSTATUS(status);
-            int nnew = seq_check(dir, from_old ? &v1 : NULL, &v2);
+            int nnew = seq_check(&q, from_old);
             if (code == 0) {
                 assert_int_equal(nnew, 4);
-                assert_int_equal(count_temps(dir), 0);
+                assert_int_equal(count_temps(q.dir), 0);
                 break;
             }
             assert_int_equal(code, ZN_FAULT_CRASH_STATUS);
             crashes++;
             /* a crash may leave "<file>.tmp.<pid>" behind; nothing else */
-            int temps = count_temps(dir);
+            int temps = count_temps(q.dir);
             assert_true(temps <= 1);
-            remove_temps(dir);
+            remove_temps(q.dir);
             /* the next save, in a new process, goes through */
             ZnErr err = {0};
-            assert_int_equal(save_sequence(dir, 2, &err), ZN_OK);
-            assert_int_equal(seq_check(dir, from_old ? &v1 : NULL, &v2), 4);
+            assert_int_equal(save_sequence(q.dir, 2, &err), ZN_OK);
+            assert_int_equal(seq_check(&q, from_old), 4);
         }
         assert_int_equal(crashes, 24);
     }
-    seq_end(&v1, &v2, dir);
+    seq_end(&q);
 }
 
 /* spec: Z-FILE-005 */

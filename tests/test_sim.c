@@ -158,6 +158,23 @@ static void run_ok(int world, ZnRankFn fn, void *arg) {
     if (zt_sim_run(world, fn, arg, 0, &err)) fail_msg("world %d: %s", world, err.msg);
 }
 
+/* Runs fn on cx->world ranks (a hang kills the test); returns the run's
+   result, its message in *err. */
+static int run_ctx(Ctx *cx, ZnRankFn fn, ZnErr *err) {
+    memset(err, 0, sizeof *err);
+    return zt_sim_run(cx->world, fn, cx, HANG_LIMIT_S, err);
+}
+
+/* Every rank but `except` (-1: none) had its own call fail with ZN_E_COMM
+   and the message want. */
+static void ranks_failed(const Ctx *cx, int except, const char *want) {
+    for (int r = 0; r < cx->world; r++) {
+        if (r == except) continue;
+        assert_int_equal(cx->rc[r], ZN_E_COMM);
+        assert_string_equal(cx->msg[r], want);
+    }
+}
+
 /* Bytes the ring model of comm.h assigns, recomputed here from its text. */
 static void model_bytes(ZnCollOp op, int rank, int world, const long *counts, long n, int root,
                         ZnDtype dt, long *sent, long *recv) {
@@ -846,10 +863,7 @@ static void mismatch_case(int kind, int world, const char *want) {
     char prefixed[1100];
     snprintf(prefixed, sizeof prefixed, "rank 0: %s", want);
     assert_string_equal(err.msg, prefixed);
-    for (int r = 0; r < world; r++) {
-        assert_int_equal(cx.rc[r], ZN_E_COMM);
-        assert_string_equal(cx.msg[r], want);
-    }
+    ranks_failed(&cx, -1, want);
     /* the same world runs again after the failure */
     Ctx ok = {.world = world};
     assert_int_equal(zn_sim_run(w, rank_broadcast, &ok, &err), 0);
@@ -908,15 +922,10 @@ static void test_failing_rank_propagates(void **state) {
     (void)state;
     for (int kind = 0; kind <= 1; kind++) {
         Ctx cx = {.world = 4, .arg_i = kind};
-        ZnErr err = {0};
-        int rc = zt_sim_run(4, rank_fail, &cx, HANG_LIMIT_S, &err);
-        assert_int_equal(rc, ZN_E_NUMERIC); /* the first-hand error, not the echoes */
+        ZnErr err;
+        assert_int_equal(run_ctx(&cx, rank_fail, &err), ZN_E_NUMERIC); /* the first-hand error, not the echoes */
         assert_string_equal(err.msg, "rank 2: loss scale at its minimum");
-        for (int r = 0; r < 4; r++) {
-            if (r == 2) continue;
-            assert_int_equal(cx.rc[r], ZN_E_COMM);
-            assert_string_equal(cx.msg[r], "rank 2 failed: loss scale at its minimum");
-        }
+        ranks_failed(&cx, 2, "rank 2 failed: loss scale at its minimum");
     }
 }
 
@@ -977,14 +986,10 @@ static void test_rank_exiting_early_is_reported(void **state) {
     (void)state;
     for (int swallow = 0; swallow <= 1; swallow++) {
         Ctx cx = {.world = 3, .arg_i = swallow};
-        ZnErr err = {0};
-        int rc = zt_sim_run(3, rank_early_exit, &cx, HANG_LIMIT_S, &err);
-        assert_int_equal(rc, ZN_E_COMM);
+        ZnErr err;
         const char *want = "rank 1 exited before joining all_reduce 'loss' (call #3)";
-        for (int r = 0; r < 3; r += 2) {
-            assert_int_equal(cx.rc[r], ZN_E_COMM);
-            assert_string_equal(cx.msg[r], want);
-        }
+        assert_int_equal(run_ctx(&cx, rank_early_exit, &err), ZN_E_COMM);
+        ranks_failed(&cx, 1, want);
         assert_str_contains(err.msg, want);
         assert_true(strncmp(err.msg, "rank 0: ", 8) == 0 || strncmp(err.msg, "rank 2: ", 8) == 0);
     }

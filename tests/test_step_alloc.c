@@ -34,27 +34,17 @@ void *__wrap_realloc(void *p, size_t n) {
 
 enum { WORLD = 2, STEPS = 4 };
 
-typedef struct {
-    ZnConfig cfg;
-    ZnModel model;
-    ZnData data;
-    long allocs[WORLD];   /* per rank, during steps 2..STEPS */
-} Ctx;
-
-static int rank_fn(int rank, ZnComm *comm, void *arg, ZnErr *err) {
-    Ctx *c = arg;
-    ZnDevice dev;
-    ZnEngine E;
-    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, NULL, err);
-    if (rc) return rc;
+/* A rank's steps: the first uncounted, then steps 2..STEPS counted into
+   allocs[rank] (arg, long[WORLD]) */
+static int count_steps(ZnEngine *E, int rank, void *arg, ZnErr *err) {
+    long *allocs = arg;
     ZnStepResult sr;
-    rc = zn_engine_train_step(&E, &sr, err);
+    int rc = zn_engine_train_step(E, &sr, err);
     counted = 0;
     counting = 1;
-    for (int t = 1; t < STEPS && !rc; t++) rc = zn_engine_train_step(&E, &sr, err);
+    for (int t = 1; t < STEPS && !rc; t++) rc = zn_engine_train_step(E, &sr, err);
     counting = 0;
-    c->allocs[rank] = counted;
-    zn_engine_free(&E);
+    allocs[rank] = counted;
     return rc;
 }
 
@@ -65,22 +55,23 @@ static void test_steps_allocate_nothing(void **state) {
     static const char *dtypes[] = {"fp32", "fp16", "bf16"};
     for (int stage = 0; stage <= 3; stage++)
         for (int d = 0; d < 3; d++) {
-            Ctx c;
-            memset(&c, 0, sizeof c);
+            ZtRig rig;
+            memset(&rig, 0, sizeof rig);
+            long allocs[WORLD] = {0};   /* per rank, during steps 2..STEPS */
             ZnErr err = {0};
-            assert_int_equal(zn_model_parse("mlp:6,8,8,8,5,tie:2=1", &c.model, &err), 0);
+            assert_int_equal(zn_model_parse("mlp:6,8,8,8,5,tie:2=1", &rig.model, &err), 0);
             ZnConfigArgs args = zt_args(WORLD, stage, 2, 2, d == 0 ? ZN_F32 : d == 1 ? ZN_F16 : ZN_BF16);
             /* small buckets and no persistence: every path of the step runs */
-            zt_config(&c.cfg, "{\"zero_optimization\": {\"reduce_bucket_size\": 40,"
-                              " \"stage3_param_persistence_threshold\": 0}}", &args);
-            assert_int_equal(zn_data_init(&c.data, 6, 5, 1234), 0);
-            int rc = zt_sim_run(WORLD, rank_fn, &c, 0, &err);
-            zn_data_free(&c.data);
+            zt_config(&rig.cfg, "{\"zero_optimization\": {\"reduce_bucket_size\": 40,"
+                                " \"stage3_param_persistence_threshold\": 0}}", &args);
+            assert_int_equal(zn_data_init(&rig.data, 6, 5, 1234), 0);
+            int rc = zt_engines_run(WORLD, &rig, count_steps, allocs, &err);
+            zn_data_free(&rig.data);
             if (rc) fail_msg("stage %d %s: %s", stage, dtypes[d], err.msg);
             for (int r = 0; r < WORLD; r++)
-                if (c.allocs[r])
+                if (allocs[r])
                     fail_msg("stage %d %s: rank %d made %ld host allocations in steps 2..%d", stage, dtypes[d], r,
-                             c.allocs[r], STEPS);
+                             allocs[r], STEPS);
         }
 }
 

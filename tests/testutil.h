@@ -23,6 +23,22 @@
 #include "engine/data.h"
 #include "comm/world.h"
 #include "app/cli.h"
+#include "io/checkpoint.h"
+
+/* The number of elements of an array (an array, not a pointer). */
+#define ZT_LEN(a) (sizeof(a) / sizeof *(a))
+
+/* A table of cases written where it is checked: calls check(&case) for each,
+ * in order. The cases are one static const array of `type`:
+ *     ZT_CASES(ErrCase, err_case,
+ *              {"[]", "ds.json: the top level must be a JSON object, got an array"},
+ *              {"3", "ds.json: the top level must be a JSON object, got 3"});
+ * (Tests that check many inputs the same way write them as such a table.) */
+#define ZT_CASES(type, check, ...)                                              \
+    do {                                                                        \
+        static const type zt_cases_[] = {__VA_ARGS__};                         \
+        for (size_t zt_k_ = 0; zt_k_ < ZT_LEN(zt_cases_); zt_k_++) check(&zt_cases_[zt_k_]); \
+    } while (0)
 
 /* bitwise float compare: equal bits, not just equal values */
 static inline int zt_same_bits(float a, float b) {
@@ -185,6 +201,70 @@ static inline int zt_sim_run(int world, ZnRankFn fn, void *arg, unsigned alarm_s
     return rc;
 }
 
+/* What every rank of an engine test shares: the config, the model and the
+   data its engine is built from. */
+typedef struct {
+    ZnConfig cfg;
+    ZnModel model;
+    ZnData data;
+} ZtRig;
+
+/* What one rank does with its engine (E, built and freed by zt_engines_run). */
+typedef int (*ZtEngineFn)(ZnEngine *E, int rank, void *arg, ZnErr *err);
+
+typedef struct {
+    const ZtRig *rig;
+    ZtEngineFn fn;
+    void *arg;
+} ZtEngines_;
+
+static inline int zt_engines_rank_(int rank, ZnComm *comm, void *p, ZnErr *err) {
+    const ZtEngines_ *x = p;
+    ZnDevice dev;
+    ZnEngine E;
+    int rc = zt_host_engine(&E, &dev, &x->rig->cfg, &x->rig->model, &x->rig->data, comm, NULL, err);
+    if (rc) return rc;
+    rc = x->fn(&E, rank, x->arg, err);
+    zn_engine_free(&E);
+    return rc;
+}
+
+/* Runs fn(E, rank, arg, err) on each rank of a fresh simulated world of
+   `world` ranks, E that rank's engine from rig on a host device of its own
+   (no hooks), freed after; returns zn_sim_run's result (its message in *err). */
+static inline int zt_engines_run(int world, const ZtRig *rig, ZtEngineFn fn, void *arg, ZnErr *err) {
+    ZtEngines_ x = {rig, fn, arg};
+    return zt_sim_run(world, zt_engines_rank_, &x, 0, err);
+}
+
+/* A checkpoint folder every rank's engine loads, and where rank 0 puts what
+   it gathers after: the master weights and both Adam moments (the model's
+   numel floats each, the caller's). */
+typedef struct {
+    const char *dir;
+    float *m, *a, *s;
+} ZtLoad;
+
+/* zt_engines_run's fn for a ZtLoad (arg): load, gather, rank 0 copies out */
+static inline int zt_load_gather(ZnEngine *E, int rank, void *arg, ZnErr *err) {
+    const ZtLoad *l = arg;
+    size_t bytes = (size_t)zn_model_numel(E->model) * sizeof(float);
+    float *m = malloc(bytes), *a = malloc(bytes), *s = malloc(bytes);
+    /* no cmocka assert here: this runs on a rank's thread */
+    int rc = m && a && s ? zn_ckpt_load(E, l->dir, NULL, 0, err) : zn_err(err, ZN_E_NOMEM, "out of memory");
+    if (!rc) rc = zn_engine_gather_params(E, m, err);
+    if (!rc) rc = zn_engine_gather_moments(E, a, s, err);
+    if (!rc && rank == 0) {
+        memcpy(l->m, m, bytes);
+        memcpy(l->a, a, bytes);
+        memcpy(l->s, s, bytes);
+    }
+    free(m);
+    free(a);
+    free(s);
+    return rc;
+}
+
 /* The flags of `zinc train --model model --steps steps --world-size world
    --stage stage` (stage -1: not given). */
 static inline ZnTrainFlags zt_train_flags(const char *model, long steps, int world, int stage) {
@@ -281,6 +361,15 @@ static inline void zt_filter_from_env(void) {
     }
 #define ZT_MAIN(...) ZT_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
 #define ZT_MAIN_TMPDIR(...) ZT_MAIN_GROUP(zt_tmpdir_setup, zt_tmpdir_teardown, __VA_ARGS__)
+
+/* A test function that takes nothing from cmocka's state (most do not):
+ *     ZT_TEST(test_defaults) { ... }
+ * listed as cmocka_unit_test(test_defaults) like any other. */
+#define ZT_TEST(name) static void name(void **zt_state_ __attribute__((unused)))
+/* One test function serving several cases, each a test of its own name:
+ * ZT_TEST_WITH("test_f16_walk", test_walk, &FMT_F16) runs test_walk with
+ * *state = &FMT_F16 under the name test_f16_walk. */
+#define ZT_TEST_WITH(name, fn, arg) {name, fn, NULL, NULL, (void *)(arg)}
 
 #define assert_str_contains(hay, needle)                                        \
     do {                                                                        \
