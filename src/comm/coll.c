@@ -32,10 +32,10 @@ static int check_copy_dtype(const ZnCollCall *k, ZnErr *err) {
     return 0;
 }
 
-static int check_count(const ZnCollCall *k, long n, const void *buf, const char *what, ZnErr *err) {
+static int check_count(const ZnComm *c, const ZnCollCall *k, long n, const void *buf, const char *what, ZnErr *err) {
     if (n < 0)
         return zn_err(err, ZN_E_USAGE, "%s '%s': negative count %ld", zn_coll_op_name(k->op), tag_str(k->tag), n);
-    if (n > 0 && !buf)
+    if (n > 0 && !buf && !c->counts_only)
         return zn_err(err, ZN_E_USAGE, "%s '%s': %s buffer is NULL for %ld elements", zn_coll_op_name(k->op),
                       tag_str(k->tag), what, n);
     return 0;
@@ -61,7 +61,9 @@ static int check_counts(ZnCollCall *k, ZnErr *err) {
 
 /* The one overlap allowed between a rank's piece and the whole buffer is the
  * exact in-place position of NCCL (Z-SIM-010). */
-static int check_alias(const ZnCollCall *k, const void *piece, long len, const void *whole, ZnErr *err) {
+static int check_alias(const ZnComm *c, const ZnCollCall *k, const void *piece, long len, const void *whole,
+                       ZnErr *err) {
+    if (c->counts_only) return 0;
     size_t es = zn_dtype_size(k->dt), np = (size_t)len * es, nw = (size_t)k->count * es;
     uintptr_t x = (uintptr_t)piece, y = (uintptr_t)whole;
     int overlap = np > 0 && nw > 0 && x < y + nw && y < x + np;
@@ -78,22 +80,22 @@ static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
     k->gi = zn_group_index(&c->world, k->grp);
     switch (k->op) {
     case ZN_OP_ALL_REDUCE:
-        if (!(rc = check_reduce(k, err))) rc = check_count(k, k->count, k->recv, "the", err);
+        if (!(rc = check_reduce(k, err))) rc = check_count(c, k, k->count, k->recv, "the", err);
         return rc;
     case ZN_OP_REDUCE_SCATTER:
         if ((rc = check_reduce(k, err)) || (rc = check_counts(k, err))) return rc;
         len = k->counts[k->gi];
-        if ((rc = check_count(k, k->count, k->send, "send", err))) return rc;
-        if ((rc = check_count(k, len, k->recv, "recv", err))) return rc;
-        return check_alias(k, k->recv, len, k->send, err);
+        if ((rc = check_count(c, k, k->count, k->send, "send", err))) return rc;
+        if ((rc = check_count(c, k, len, k->recv, "recv", err))) return rc;
+        return check_alias(c, k, k->recv, len, k->send, err);
     case ZN_OP_ALL_GATHER:
         if ((rc = check_copy_dtype(k, err)) || (rc = check_counts(k, err))) return rc;
         len = k->counts[k->gi];
-        if ((rc = check_count(k, len, k->send, "send", err))) return rc;
-        if ((rc = check_count(k, k->count, k->recv, "recv", err))) return rc;
-        return check_alias(k, k->send, len, k->recv, err);
+        if ((rc = check_count(c, k, len, k->send, "send", err))) return rc;
+        if ((rc = check_count(c, k, k->count, k->recv, "recv", err))) return rc;
+        return check_alias(c, k, k->send, len, k->recv, err);
     case ZN_OP_BROADCAST:
-        if ((rc = check_copy_dtype(k, err)) || (rc = check_count(k, k->count, k->recv, "the", err))) return rc;
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_count(c, k, k->count, k->recv, "the", err))) return rc;
         if (k->root < 0 || k->root >= c->world.size)
             return zn_err(err, ZN_E_USAGE, "broadcast '%s': root %d is not a rank of a world of %d",
                           tag_str(k->tag), k->root, c->world.size);
@@ -101,11 +103,11 @@ static int check(const ZnComm *c, ZnCollCall *k, ZnErr *err) {
     case ZN_OP_ALL_TO_ALL: {
         long n = k->count * k->grp.size;
         size_t bytes = (size_t)n * zn_dtype_size(k->dt);
-        if ((rc = check_copy_dtype(k, err)) || (rc = check_count(k, k->count, k->send, "send", err)) ||
-            (rc = check_count(k, k->count, k->recv, "recv", err)))
+        if ((rc = check_copy_dtype(k, err)) || (rc = check_count(c, k, k->count, k->send, "send", err)) ||
+            (rc = check_count(c, k, k->count, k->recv, "recv", err)))
             return rc;
         uintptr_t x = (uintptr_t)k->send, y = (uintptr_t)k->recv;
-        if (bytes > 0 && x < y + bytes && y < x + bytes)
+        if (bytes > 0 && x < y + bytes && y < x + bytes && !c->counts_only)
             return zn_err(err, ZN_E_USAGE, "all_to_all '%s': send and recv overlap", tag_str(k->tag));
         return 0;
     }
@@ -178,6 +180,7 @@ void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
     c->world = zn_world(world, rank, 0);   /* one node until the process set-up knows better */
     c->impl = impl;
     c->run = run;
+    c->counts_only = 0;
     c->watch = NULL;
     c->all_reduce = e_all_reduce;
     c->reduce_scatter = e_reduce_scatter;
@@ -375,16 +378,12 @@ ZnComm *zn_coll_proc_new(int rank, int world, void *x, const ZnXportOps *ops, Zn
         p->x = x;
         p->ops = ops;
         p->pause = pause;
-        p->recs = zn_calloc(ZN_HOST_COMM, W, sizeof *p->recs);
-        p->out = zn_calloc(ZN_HOST_COMM, W, sizeof *p->out);
-        p->in = zn_calloc(ZN_HOST_COMM, W, sizeof *p->in);
-        p->nout = zn_calloc(ZN_HOST_COMM, W, sizeof *p->nout);
-        p->nin = zn_calloc(ZN_HOST_COMM, W, sizeof *p->nin);
-        p->leaves = zn_calloc(ZN_HOST_COMM, W, sizeof *p->leaves);
-        p->even = zn_calloc(ZN_HOST_COMM, W, sizeof *p->even);
     }
     if (c) c->impl = p;
-    if (!c || !p || !p->recs || !p->out || !p->in || !p->nout || !p->nin || !p->leaves || !p->even) {
+    const ZnHostCat H = ZN_HOST_COMM;   /* every rank's exchange arguments, records, tree leaves and split */
+    if (!c || !p || !(ZN_NEW_ARRAY(H, p->recs, W) && ZN_NEW_ARRAY(H, p->out, W) && ZN_NEW_ARRAY(H, p->in, W) &&
+                      ZN_NEW_ARRAY(H, p->nout, W) && ZN_NEW_ARRAY(H, p->nin, W) && ZN_NEW_ARRAY(H, p->leaves, W) &&
+                      ZN_NEW_ARRAY(H, p->even, W))) {
         if (c && p) zn_coll_proc_free(c);
         else {
             if (ops && x) ops->free(x);

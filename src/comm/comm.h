@@ -63,6 +63,9 @@ struct ZnComm {
     void *impl;
     /* the backend's data movement for one checked call (comm/coll.h) */
     int (*run)(ZnComm *c, struct ZnCollCall *k, ZnErr *err);
+    /* a dry run's communicator (comm_meta.h): its buffers are tokens that
+       stand for any size, so the checks look at counts, not addresses */
+    int counts_only;
     /* in place on buf (count elements) */
     int (*all_reduce)(ZnComm *c, void *buf, long count, ZnDtype dt, ZnRedOp op,
                       const char *tag, ZnErr *err);

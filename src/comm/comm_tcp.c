@@ -499,20 +499,14 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
         t->rank = zn_store_rank(s);
         t->world = W;
         t->timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", ZN_COMM_TIMEOUT_DEFAULT);
-        t->fd = zn_malloc(ZN_HOST_COMM, w * sizeof *t->fd);
-        t->pr = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pr);
-        t->pfd = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pfd);
-        t->who = zn_calloc(ZN_HOST_COMM, w, sizeof *t->who);
-        t->pid = zn_calloc(ZN_HOST_COMM, w, sizeof *t->pid);
-        t->by_ref = zn_calloc(ZN_HOST_COMM, w, sizeof *t->by_ref);
-        t->can_read = zn_calloc(ZN_HOST_COMM, w, sizeof *t->can_read);
-        t->remote = zn_calloc(ZN_HOST_COMM, w, sizeof *t->remote);
-        t->node_rank = zn_calloc(ZN_HOST_COMM, w, sizeof *t->node_rank);
     }
     Addr *all = zn_calloc(ZN_HOST_COMM, w, sizeof *all);
     unsigned char *rows = zn_calloc(ZN_HOST_COMM, w * w, 1);
-    if (!t || !t->fd || !t->pr || !t->pfd || !t->who || !t->pid || !t->by_ref || !t->can_read || !t->remote ||
-        !t->node_rank || !all || !rows) {
+    const ZnHostCat H = ZN_HOST_COMM;   /* per peer: socket, progress, poll slot, and what set-up learns */
+    if (!t || !all || !rows ||
+        !(ZN_NEW_ARRAY(H, t->fd, w) && ZN_NEW_ARRAY(H, t->pr, w) && ZN_NEW_ARRAY(H, t->pfd, w) &&
+          ZN_NEW_ARRAY(H, t->who, w) && ZN_NEW_ARRAY(H, t->pid, w) && ZN_NEW_ARRAY(H, t->by_ref, w) &&
+          ZN_NEW_ARRAY(H, t->can_read, w) && ZN_NEW_ARRAY(H, t->remote, w) && ZN_NEW_ARRAY(H, t->node_rank, w))) {
         if (t && t->fd) memset(t->fd, 0xff, w * sizeof *t->fd);   /* -1 each: nothing to close */
         if (t) tcp_free(t);
         ZN_FREE_ALL(all, rows);

@@ -28,6 +28,12 @@ char *zn_strndup(ZnHostCat cat, const char *s, size_t n);   /* at most n bytes o
  * address of the array's pointer. */
 int zn_grow(ZnHostCat cat, void *pp, int *cap, int need, size_t size);
 
+/* Points p at n zeroed elements of its own type; true where that worked.
+ * For a set of arrays made all or none: ZN_NEW_ARRAY(c, a, n) &&
+ * ZN_NEW_ARRAY(c, b, n) && ... stops at the first failure, and the caller
+ * frees what was made (free(NULL) is nothing). */
+#define ZN_NEW_ARRAY(cat, p, n) (((p) = zn_calloc((cat), (n), sizeof *(p))) != NULL)
+
 /* Bytes a writer builds in memory (a pickle, a safetensors header), grown
  * by doubling as they are appended. The first failed allocation sticks:
  * the bytes are then incomplete and later appends do nothing, so a writer
