@@ -162,11 +162,11 @@ static void tmp_path(char *buf, size_t cap, const char *what) {
 /* ---- zn_store_open on a thread of its own ---- */
 
 typedef struct {
+    pthread_t th;
     ZnRdvSpec spec;
     int rank, world;
+    ZnErr err;       /* zn_store_open's message where it failed */
     ZnStore *s;
-    ZnErr err;
-    pthread_t th;
 } Opener;
 
 static void *open_main(void *p) {

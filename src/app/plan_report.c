@@ -31,6 +31,18 @@ static int first_overflow(const ZnDryRun *r, long capacity) {
 }
 
 /* the device peak of o's dry run at micro-batch mb (*peak), in a copy of o */
+/* Options to change and a dry run to fill, on the heap (a ZnDryRun is
+ * large); 0, or ZN_E_NOMEM with both NULL. */
+static int scratch_new(ZnRunOpts **u, ZnDryRun **r, ZnErr *err) {
+    *u = zn_malloc(ZN_HOST_APP, sizeof **u);
+    *r = zn_malloc(ZN_HOST_APP, sizeof **r);
+    if (*u && *r) return 0;
+    ZN_FREE_ALL(*u, *r);
+    *u = NULL;
+    *r = NULL;
+    return zn_nomem(err);
+}
+
 static int peak_at(const ZnRunOpts *o, long mb, ZnRunOpts *tmp, ZnDryRun *dr, long *peak, ZnErr *err) {
     *tmp = *o;
     tmp->cfg.micro_batch = mb;
@@ -47,13 +59,10 @@ int zn_plan_fit(const ZnRunOpts *o, const ZnDryRun *r, long capacity, ZnPlanFit 
     fit->overflow = first_overflow(r, capacity);
     fit->peak = zn_plan_device_peak(r);
     /* the peak grows with the micro-batch (activations): double, then halve */
-    ZnRunOpts *tmp = zn_malloc(ZN_HOST_APP, sizeof *tmp);
-    ZnDryRun *dr = zn_malloc(ZN_HOST_APP, sizeof *dr);
-    int rc = 0;
-    if (!tmp || !dr) {
-        rc = zn_nomem(err);
-        goto out;
-    }
+    ZnRunOpts *tmp;
+    ZnDryRun *dr;
+    int rc = scratch_new(&tmp, &dr, err);
+    if (rc) return rc;
     long lo = 0, lo_peak = 0, hi = 1, peak = 0;   /* lo fits (0: nothing known), hi to try */
     for (;;) {
         if ((rc = peak_at(o, hi, tmp, dr, &peak, err))) goto out;
@@ -311,13 +320,10 @@ static int save_svg(const ZnRunOpts *o, const ZnDryRun *r, long capacity, const 
 }
 
 int zn_plan_run(const ZnRunOpts *o, const ZnPlanOpts *po, FILE *out, ZnErr *err) {
-    ZnRunOpts *u = zn_malloc(ZN_HOST_APP, sizeof *u);
-    ZnDryRun *r = zn_malloc(ZN_HOST_APP, sizeof *r);
-    int rc = 0;
-    if (!u || !r) {
-        rc = zn_nomem(err);
-        goto out;
-    }
+    ZnRunOpts *u;
+    ZnDryRun *r;
+    int rc = scratch_new(&u, &r, err);
+    if (rc) return rc;
     *u = *o;
     u->device_memory = 0;   /* uncapped: the report says where the capacity is passed */
     const int step = o->steps > 0;

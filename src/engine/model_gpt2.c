@@ -397,8 +397,7 @@ static void gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
     const ZnKernels *k = R->k;
     ZnDevice *d = R->d;
     struct ZnGpt2Acts *g = R->g;
-    const int B = R->B, T = R->m->seq_len, C = s->n_embd, L = s->n_layer, V = s->vocab_size;
-    const int BT = B * T;
+    const int B = R->B, T = R->m->seq_len, BT = B * T, C = s->n_embd, L = s->n_layer, V = s->vocab_size;
     if (mod == 0) {
         k->embed_fwd(d, B, T, C, g->tok, W[0], W[1], g->x[0]);
         zn_run_round(R, g->x[0], (long)BT * C);
@@ -456,8 +455,7 @@ static void gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *co
     const ZnKernels *k = R->k;
     ZnDevice *d = R->d;
     struct ZnGpt2Acts *g = R->g;
-    const int B = R->B, T = R->m->seq_len, C = s->n_embd, L = s->n_layer, V = s->vocab_size;
-    const int BT = B * T;
+    const int B = R->B, T = R->m->seq_len, BT = B * T, C = s->n_embd, L = s->n_layer, V = s->vocab_size;
     const long n = (long)BT * C;
     if (mod == 2 + MODS_PER_BLOCK * L) {   /* lm_head: dwte = dlogits^T lnf, dlnf = dlogits wte */
         k->gemm_tn(d, V, C, BT, g->dlogits, g->lnf, dW[0]);
