@@ -355,7 +355,7 @@ static void test_decay_ranges(void **state) {
         for (int W = 1; W <= 3; W++) {
             ZnLayout L;
             ZnLayoutOpts lo = {0, 1000000000L, 5000};
-            assert_int_equal(zn_layout_build(&L, m->params, m->nparams, W, stage, &lo, &err), 0);
+            assert_int_equal(zn_layout_build(&L, m->params, m->nparams, W, zt_plan(stage), &lo, &err), 0);
             ZnPlan plan;
             assert_int_equal(zn_plan_build(&plan, stage, &err), 0);
             long part_n = zn_layout_master_numel(&L, &plan);

@@ -91,7 +91,7 @@ static void build(ZnLayout *L, const Cfg *c) {
     ZnErr err = {0};
     snprintf(g_ctx, sizeof g_ctx, "nparams %d world %d stage %d rr %d rbs %ld sgs %ld",
              c->m->n, c->world, c->stage, c->rr, c->rbs, c->sgs);
-    int rc = zn_layout_build(L, c->m->p, c->m->n, c->world, c->stage, &o, &err);
+    int rc = zn_layout_build(L, c->m->p, c->m->n, c->world, zt_plan(c->stage), &o, &err);
     if (rc) fail_msg("%s: build failed: %s", g_ctx, err.msg);
 }
 
@@ -471,7 +471,7 @@ static void test_deepspeed_examples(void **state) {
     long n53[] = {20, 33};
     model_set(&m, 2, n53);
     for (int stage = 1; stage <= 2; stage++) {
-        assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, stage, &o, &err), 0);
+        assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(stage), &o, &err), 0);
         assert_int_equal(L.total_numel, 53);
         assert_int_equal(L.aligned_numel, 56);
         assert_int_equal(L.part_numel, 28);
@@ -493,7 +493,7 @@ static void test_deepspeed_examples(void **state) {
     /* stage 3, a 3x5 param, W=2: pn 8, rank 1 holds 7 real + 1 pad
        (TestZero3ParamPartitioningBase) */
     ZnParamSpec p35 = {"w", 2, {3, 5}, 15};
-    assert_int_equal(zn_layout_build(&L, &p35, 1, 2, 3, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, &p35, 1, 2, zt_plan(3), &o, &err), 0);
     assert_int_equal(L.s3_pn[0], 8);
     assert_int_equal(L.s3_rank_numel, 8);
     long lo, hi, off;
@@ -510,7 +510,7 @@ static void test_deepspeed_examples(void **state) {
     /* stage 3, a rank holding only padding: N=1, W=4 -> pn 1, ranks 1..3 pad */
     long n1[] = {1, 6};
     model_set(&m, 2, n1);
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 4, 3, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 4, zt_plan(3), &o, &err), 0);
     assert_int_equal(L.s3_off[1], 1);
     assert_int_equal(L.s3_rank_numel, 3);
     zn_layout_owned(&L, 0, 2, &lo, &hi, &off);
@@ -537,7 +537,7 @@ static void test_bucket_hand_example(void **state) {
     ZnLayout L;
     ZnErr err = {0};
     strcpy(g_ctx, "hand bucket example");
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(2), &o, &err), 0);
     assert_int_equal(L.nbuckets, 2);
     ZnBucket *B = &L.buckets[0];
     assert_int_equal(B->nentries, 2);
@@ -571,7 +571,7 @@ static void test_bucket_hand_example(void **state) {
 
     /* oversized: limit 15 -> {3}, {2} oversized, {1} oversized, {0} */
     o.reduce_bucket_size = 15;
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(2), &o, &err), 0);
     assert_int_equal(L.nbuckets, 4);
     int want_over[] = {0, 1, 1, 0};
     for (int b = 0; b < 4; b++) {
@@ -584,7 +584,7 @@ static void test_bucket_hand_example(void **state) {
     /* stage 3, W=2: pn 5,10,15,3; limit 40 as above; bucket 0 = {3,2}:
        block 3+15 = 18, buf_off 0 then 3, numel 36 */
     o.reduce_bucket_size = 40;
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 3, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(3), &o, &err), 0);
     B = &L.buckets[0];
     assert_int_equal(B->block, 18);
     assert_int_equal(B->numel, 36);
@@ -607,7 +607,7 @@ static void test_recv_pieces_round_robin(void **state) {
     ZnLayoutOpts o = {1, 0, 8};  /* buckets {3,2}, {1,0} */
     ZnLayout L;
     ZnErr err = {0};
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 1, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(1), &o, &err), 0);
     assert_int_equal(L.nbuckets, 2);
     /* bucket {3,2}: param 2 at flat 4..8 (rank 0), param 3 at flat 12..16 (rank 1) */
     ZnBucket *B = &L.buckets[0];
@@ -631,7 +631,7 @@ static void test_recv_pieces_round_robin(void **state) {
     long n6[] = {2, 2, 2, 2, 2, 2};
     model_set(&m, 6, n6);
     o.reduce_bucket_size = 6;
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, zt_plan(2), &o, &err), 0);
     assert_int_equal(L.flat_offset[3], 2);
     assert_int_equal(L.flat_offset[4], 6);
     assert_int_equal(L.flat_offset[5], 10);
@@ -649,7 +649,7 @@ static void test_recv_pieces_round_robin(void **state) {
        (p1 at [6,8) is missing); rank 0 gets p2 [2,4) + p4 [4,6), rank 1 gets
        p3 [8,10) + p5 [10,12): one piece each */
     o.reduce_bucket_size = 8;
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(2), &o, &err), 0);
     B = &L.buckets[0];
     assert_int_equal(B->nentries, 4);
     assert_int_equal(B->flat_lo, -1);
@@ -668,7 +668,7 @@ static void test_recv_pieces_round_robin(void **state) {
     long n5[] = {2, 2, 2, 2, 2};
     model_set(&m, 5, n5);
     o.reduce_bucket_size = 4;
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(2), &o, &err), 0);
     assert_int_equal(L.nbuckets, 3);
     B = &L.buckets[0];
     assert_int_equal(B->e[1].param, 3);
@@ -685,7 +685,7 @@ static void test_recv_pieces_round_robin(void **state) {
     long n9[] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     model_set(&m, 9, n9);
     o.reduce_bucket_size = 3;
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, zt_plan(2), &o, &err), 0);
     B = &L.buckets[1];
     assert_int_equal(B->e[0].param, 5);
     assert_int_equal(B->counts[0], 1);
@@ -721,7 +721,7 @@ static void test_round_robin_order(void **state) {
     ZnLayout L;
     ZnErr err = {0};
     /* W=2, 5 params -> 0,2,4,1,3 (DeepSpeed _round_robin_reorder) */
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 2, zt_plan(2), &o, &err), 0);
     int want[] = {0, 2, 4, 1, 3};
     for (int k = 0; k < 5; k++) assert_int_equal(L.flat_order[k], want[k]);
     long off_want[] = {0, 12, 3, 13, 7};     /* 3 | 4 | 5 | 1 | 1 */
@@ -729,13 +729,13 @@ static void test_round_robin_order(void **state) {
     zn_layout_free(&L);
     /* W=3, 7 params -> 0,3,6,1,4,2,5 */
     model_set(&m, 7, n);
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, 1, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, zt_plan(1), &o, &err), 0);
     int want3[] = {0, 3, 6, 1, 4, 2, 5};
     for (int k = 0; k < 7; k++) assert_int_equal(L.flat_order[k], want3[k]);
     zn_layout_free(&L);
     /* stage 0 and 3 ignore round robin: model order */
     for (int stage = 0; stage <= 3; stage += 3) {
-        assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, stage, &o, &err), 0);
+        assert_int_equal(zn_layout_build(&L, m.p, m.n, 3, zt_plan(stage), &o, &err), 0);
         for (int k = 0; k < 7; k++) assert_int_equal(L.flat_order[k], k);
         zn_layout_free(&L);
     }
@@ -750,7 +750,7 @@ static void subgroups_expect(int world, int n, const long *numel, long sgs, int 
     ZnLayoutOpts o = {0, sgs, 1000};
     ZnLayout L;
     ZnErr err = {0};
-    assert_int_equal(zn_layout_build(&L, m.p, m.n, world, 3, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, m.n, world, zt_plan(3), &o, &err), 0);
     assert_int_equal(L.nsubgroups, ngroups);
     for (int g = 0; g <= ngroups; g++) assert_int_equal(L.subgroup_first[g], first[g]);
     zn_layout_free(&L);
@@ -790,11 +790,11 @@ static void test_subgroups_hand(void **state) {
 
 /* ---------------------------------------------------- (g) errors, lifetime */
 
-static void expect_usage(const ZnParamSpec *p, int n, int world, int stage,
+static void expect_usage(const ZnParamSpec *p, int n, int world, const ZnPlan *P,
                          const ZnLayoutOpts *o, const char *needle) {
     ZnLayout L;
     ZnErr err = {0};
-    assert_int_equal(zn_layout_build(&L, p, n, world, stage, o, &err), ZN_E_USAGE);
+    assert_int_equal(zn_layout_build(&L, p, n, world, P, o, &err), ZN_E_USAGE);
     assert_int_equal(err.code, ZN_E_USAGE);
     assert_str_contains(err.msg, needle);
     assert_null(L.params);                  /* nothing left allocated */
@@ -809,21 +809,20 @@ static void test_errors(void **state) {
     Model m;
     model_set(&m, 3, n);
     ZnLayoutOpts o = {0, 0, 100};
-    expect_usage(m.p, 3, 0, 1, &o, "world size 0");
-    expect_usage(m.p, 3, -2, 1, &o, "world size -2");
-    expect_usage(m.p, 3, 2, -1, &o, "stage -1");
-    expect_usage(m.p, 3, 2, 4, &o, "stage 4");
-    expect_usage(m.p, -1, 2, 1, &o, "nparams -1");
-    expect_usage(NULL, 3, 2, 1, &o, "no parameter list");
+    expect_usage(m.p, 3, 0, zt_plan(1), &o, "world size 0");
+    expect_usage(m.p, 3, -2, zt_plan(1), &o, "world size -2");
+    expect_usage(m.p, 3, 2, NULL, &o, "no plan");
+    expect_usage(m.p, -1, 2, zt_plan(1), &o, "nparams -1");
+    expect_usage(NULL, 3, 2, zt_plan(1), &o, "no parameter list");
     ZnLayoutOpts bad = {0, 0, 0};
-    expect_usage(m.p, 3, 2, 2, &bad, "reduce_bucket_size 0");
+    expect_usage(m.p, 3, 2, zt_plan(2), &bad, "reduce_bucket_size 0");
     bad.reduce_bucket_size = -5;
-    expect_usage(m.p, 3, 2, 3, &bad, "reduce_bucket_size -5");
+    expect_usage(m.p, 3, 2, zt_plan(3), &bad, "reduce_bucket_size -5");
     m.p[2].numel = -1;
-    expect_usage(m.p, 3, 2, 0, &o, "'p2' has negative numel -1");
+    expect_usage(m.p, 3, 2, zt_plan(0), &o, "'p2' has negative numel -1");
     /* a NULL error pointer is allowed */
     ZnLayout L;
-    assert_int_equal(zn_layout_build(&L, m.p, 3, 0, 1, &o, NULL), ZN_E_USAGE);
+    assert_int_equal(zn_layout_build(&L, m.p, 3, 0, zt_plan(1), &o, NULL), ZN_E_USAGE);
     zn_layout_free(&L);
 }
 
@@ -834,7 +833,7 @@ static void test_empty_and_defaults(void **state) {
     ZnErr err = {0};
     ZnLayoutOpts o = {1, 10, 100};
     for (int stage = 0; stage <= 3; stage++) {
-        assert_int_equal(zn_layout_build(&L, NULL, 0, 4, stage, &o, &err), 0);
+        assert_int_equal(zn_layout_build(&L, NULL, 0, 4, zt_plan(stage), &o, &err), 0);
         assert_int_equal(L.nparams, 0);
         assert_int_equal(L.total_numel, 0);
         assert_int_equal(L.aligned_numel, 0);
@@ -847,14 +846,14 @@ static void test_empty_and_defaults(void **state) {
     long z[] = {0, 0};
     Model m;
     model_set(&m, 2, z);
-    assert_int_equal(zn_layout_build(&L, m.p, 2, 3, 1, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, 2, 3, zt_plan(1), &o, &err), 0);
     assert_int_equal(L.part_numel, 0);
     assert_int_equal(L.nbuckets, 0);
     zn_layout_free(&L);
     /* NULL opts: DeepSpeed defaults (no round robin, 5e8 bucket, 1e9 sub-group) */
     long n[] = {100, 200, 300};
     model_set(&m, 3, n);
-    assert_int_equal(zn_layout_build(&L, m.p, 3, 2, 3, NULL, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, 3, 2, zt_plan(3), NULL, &err), 0);
     assert_int_equal(L.nbuckets, 1);
     assert_int_equal(L.nsubgroups, 1);
     assert_int_equal(zn_layout_max_param_numel(&L), 300);
@@ -867,20 +866,20 @@ static void test_empty_and_defaults(void **state) {
     zn_layout_free(NULL);
     /* two layouts side by side do not interfere (no global state) */
     ZnLayout A, B2;
-    assert_int_equal(zn_layout_build(&A, m.p, 3, 2, 2, &o, &err), 0);
-    assert_int_equal(zn_layout_build(&B2, m.p, 3, 4, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&A, m.p, 3, 2, zt_plan(2), &o, &err), 0);
+    assert_int_equal(zn_layout_build(&B2, m.p, 3, 4, zt_plan(2), &o, &err), 0);
     assert_int_equal(A.part_numel, 300);
     assert_int_equal(B2.part_numel, 150);   /* 600 = 75 * 2W */
     zn_layout_free(&A);
     zn_layout_free(&B2);
     /* the layout keeps its own copy of the params */
-    assert_int_equal(zn_layout_build(&L, m.p, 3, 2, 0, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, 3, 2, zt_plan(0), &o, &err), 0);
     m.p[0].numel = 999;
     assert_int_equal(L.params[0].numel, 100);
     zn_layout_free(&L);
     /* out-of-range queries answer "nothing" */
     model_set(&m, 3, n);
-    assert_int_equal(zn_layout_build(&L, m.p, 3, 2, 2, &o, &err), 0);
+    assert_int_equal(zn_layout_build(&L, m.p, 3, 2, zt_plan(2), &o, &err), 0);
     long lo = 7, hi = 7, off = 7;
     zn_layout_owned(&L, 3, 0, &lo, &hi, &off);
     assert_true(lo == 0 && hi == 0 && off == 0);

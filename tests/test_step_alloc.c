@@ -85,7 +85,7 @@ static void test_counter_counts(void **state) {
     ZnErr err = {0};
     counted = 0;
     counting = 1;
-    int rc = zn_layout_build(&L, ps, 2, 2, 3, NULL, &err);
+    int rc = zn_layout_build(&L, ps, 2, 2, zt_plan(3), NULL, &err);
     counting = 0;
     assert_int_equal(rc, 0);
     zn_layout_free(&L);

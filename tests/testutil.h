@@ -164,6 +164,15 @@ static inline void zt_config(ZnConfig *cfg, const char *json, const ZnConfigArgs
     if (zn_config_parse(json, strlen(json), "cfg", args, cfg, &err)) fail_msg("config: %s", err.msg);
 }
 
+/* The plan of a bare ZeRO stage 0..3 (zn_config_stage_plan), for tests that
+   build a layout or ask what a stage holds without a config. */
+static inline const ZnPlan *zt_plan(int stage) {
+    static ZnPlan P[4];
+    ZnErr err = {0};
+    if (stage < 0 || stage > 3 || zn_config_stage_plan(stage, &P[stage], &err)) fail_msg("stage %d: no plan", stage);
+    return &P[stage];
+}
+
 /* The model of a spec that must parse (malloc'd: a ZnModel is large). */
 static inline ZnModel *zt_model(const char *spec) {
     ZnModel *m = malloc(sizeof *m);

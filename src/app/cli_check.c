@@ -118,11 +118,8 @@ int zn_cmd_compare(int argc, char **argv) {
     }
     if (fault_rank >= 0) {   /* the index must fall in the rank's master partition */
         ZnLayout L;
-        ZnPlan P;
-        if (zn_plan_build(&P, test.cfg.zero.stage, &err) ||
-            zn_config_layout(&test.cfg, &test.model, test.world.size, &L, &err))
-            return usage_error(&err);
-        long n = zn_layout_master_numel(&L, &P);
+        if (zn_config_layout(&test.cfg, &test.model, test.world.size, &L, &err)) return usage_error(&err);
+        long n = zn_layout_master_numel(&L, &test.cfg.plan);
         zn_layout_free(&L);
         if (fault_index >= n) {
             zn_err(&err, ZN_E_USAGE, "--fault: index %ld is not in rank %d's master partition of %ld elements (stage %d)",
@@ -134,9 +131,8 @@ int zn_cmd_compare(int argc, char **argv) {
        parameters, to the device named; nvme swaps under a fresh directory */
     char swapdir[64] = "";
     if (offload != ZN_OFFLOAD_NONE) {
-        ZnPlan P;   /* the plan says what a stage partitions (Z-BUILD-003) */
-        if (zn_plan_build(&P, test.cfg.zero.stage, &err)) return usage_error(&err);
-        if (P.optim == ZN_HOLD_FULL) {
+        /* the plan says what a stage partitions (Z-BUILD-003) */
+        if (test.cfg.plan.optim == ZN_HOLD_FULL) {
             zn_err(&err, ZN_E_USAGE, "--offload needs --stage 1, 2 or 3 (stage 0 has no optimizer partition to offload)");
             return usage_error(&err);
         }
@@ -152,6 +148,7 @@ int zn_cmd_compare(int argc, char **argv) {
             snprintf(oo->nvme_path, sizeof oo->nvme_path, "%s", swapdir);
             snprintf(op->nvme_path, sizeof op->nvme_path, "%s", swapdir);
         }
+        if (zn_config_plan(&test.cfg, &err)) return usage_error(&err);   /* the plan with the offload */
     }
     test.record = base.record = 1;
     test.print_every = base.print_every = 0;

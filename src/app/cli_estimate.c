@@ -18,7 +18,7 @@
 static void estimators_for(const ZnEstOpts *o, int *zero2, int *zero3) {
     ZnPlan S;
     ZnErr e;
-    if (!o->have_stage || zn_plan_build(&S, o->stage, &e)) { *zero2 = *zero3 = 1; return; }
+    if (!o->have_stage || zn_config_stage_plan(o->stage, &S, &e)) { *zero2 = *zero3 = 1; return; }
     *zero3 = S.params == ZN_HOLD_PART;
     *zero2 = !*zero3;
 }

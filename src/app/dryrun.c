@@ -172,9 +172,7 @@ static void tier_lines(FILE *f, int rank, const char *tier, const char *when, co
 void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
     static const char *const tiers[ZN_DRY_NTIERS] = {"device", "host", "nvme"};
     const ZnZeroConfig *z = &o->cfg.zero;
-    ZnPlan P;   /* what the stage holds: the lines below ask it, not the stage number */
-    ZnErr perr = {0};
-    if (zn_plan_build(&P, z->stage, &perr)) return;   /* the engine ran on this stage: cannot happen */
+    const ZnPlan *P = &o->cfg.plan;   /* what the stage holds: the lines below ask it, not the stage number */
     fprintf(f, "[zinc] dry run: rank %d of %d (%d per node), stage %d, %ld parameters (%ld padded), "
                "partition %ld elements, offload optimizer %s, offload param %s\n",
             r->rank, r->world.size, r->world.per_node, z->stage, r->numel, r->padded, r->part_n,
@@ -186,7 +184,7 @@ void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
         for (int i = 0; i < r->nphases; i++)
             fprintf(f, "[zinc] dry run [rank %d] device at %s: MA %.2f GB, Max_MA %.2f GB\n", r->rank, r->phase[i].what,
                     r->phase[i].dev.cur_total / GIB, r->phase[i].dev.win_peak_total / GIB);
-        if (P.gather_per_layer) fprintf(f, "[zinc] dry run [rank %d] gathered params peak %ld elements\n", r->rank, r->gathered_peak);
+        if (P->gather_per_layer) fprintf(f, "[zinc] dry run [rank %d] gathered params peak %ld elements\n", r->rank, r->gathered_peak);
     }
     const ZnCommStats *cs[2] = {&r->comm_init, &r->comm_step};
     for (int k = 0; k < 1 + r->stepped; k++) {
@@ -207,11 +205,11 @@ void zn_dry_run_print(FILE *f, const ZnRunOpts *o, const ZnDryRun *r) {
     /* estimate_zero3 where the parameters are partitioned, estimate_zero2
        where only the optimizer state (and gradients) are; none for plain
        data parallelism */
-    const int zero3 = P.params == ZN_HOLD_PART;
+    const int zero3 = P->params == ZN_HOLD_PART;
     const char *est = zero3 ? "estimate_zero3" : "estimate_zero2";
     ZnEst e = zero3 ? zn_est_zero3(r->numel, r->largest_layer, gpn, nodes, off, offp, 1, 1.0)
                     : zn_est_zero2(r->numel, gpn, nodes, off, 1.0);
-    if (P.optim == ZN_HOLD_PART && e.gpu >= 0) {
+    if (P->optim == ZN_HOLD_PART && e.gpu >= 0) {
         fprintf(f, "[zinc] dry run [rank %d] device model states %.2f GiB | DeepSpeed %s per GPU %.2f GB\n", r->rank,
                 zn_dry_model_states(&r->init[ZN_DRY_DEVICE]) / GIB, est, e.gpu / GIB);
         fprintf(f, "[zinc] dry run [rank %d] host model states %.2f GiB | DeepSpeed %s per CPU / %d GPUs "

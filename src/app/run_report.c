@@ -94,13 +94,12 @@ double zn_run_zero_volume(const ZnRunOpts *o, long *psi, long *nbuckets) {
     ZnLayout L;
     ZnErr e;
     if (zn_config_layout(&o->cfg, &o->model, o->world.size, &L, &e)) return -1;
-    ZnPlan P;
-    if (zn_plan_build(&P, o->cfg.zero.stage, &e)) { zn_layout_free(&L); return -1; }
+    const ZnPlan *P = &o->cfg.plan;
     const int N = o->world.size;
     *psi = L.aligned_numel;   /* every rank's partition times N: Ψ with the padding */
     if (nbuckets) *nbuckets = L.nbuckets;
     zn_layout_free(&L);
-    return P.comm_volume_psi * (double)*psi * (N - 1) / N;
+    return P->comm_volume_psi * (double)*psi * (N - 1) / N;
 }
 
 void zn_report_comm(const ZnRunOpts *o, int rank, const ZnCommStats *a, const ZnCommStats *b, long steps,
@@ -112,21 +111,19 @@ void zn_report_comm(const ZnRunOpts *o, int rank, const ZnCommStats *a, const Zn
     zn_comm_tag_totals(b, "param_gather", &c, &p1, &r);
     long psi = 0;
     double vol = zn_run_zero_volume(o, &psi, NULL);
-    ZnPlan P;
-    ZnErr e;
-    if (zn_plan_build(&P, o->cfg.zero.stage, &e)) return;
+    const ZnPlan *P = &o->cfg.plan;
     const double es = (double)zn_dtype_size(o->cfg.model_dtype), N = o->world.size;
     const double total = (double)(g1 - g0 + p1 - p0) / steps;
     /* the measured volume in the paper's unit psi(N-1)/N */
     const double unit = N > 1 ? (double)psi * (N - 1) / N * es : 0.0;
     char phases[160] = "";
-    if (P.gather_per_layer)   /* stage 3: where the gathers happened (Z-S3-006) */
+    if (P->gather_per_layer)   /* stage 3: where the gathers happened (Z-S3-006) */
         snprintf(phases, sizeof phases, " (forward %.0f, backward %.0f, after the step %.0f)",
                  (double)(gb[0] - ga[0]) / steps, (double)(gb[1] - ga[1]) / steps, (double)(gb[2] - ga[2]) / steps);
     printf("[zinc] comm %s rank %d: grad_reduce %.0f B/step, param_gather %.0f B/step%s, total %.0f B/step = "
            "%.2fpsi(N-1)/N; ZeRO paper %dpsi(N-1)/N = %.0f B/step (psi=%ld with padding, %.0f B/element)\n",
            what, rank, (double)(g1 - g0) / steps, (double)(p1 - p0) / steps, phases, total,
-           unit > 0 ? total / unit : 0.0, P.comm_volume_psi, vol * es, psi, es);
+           unit > 0 ? total / unit : 0.0, P->comm_volume_psi, vol * es, psi, es);
     if (o->world.per_node < o->world.size) {   /* more than one node: what crossed (Z-GRP-003) */
         const long gi = zn_comm_tag_inter(b, "grad_reduce") - zn_comm_tag_inter(a, "grad_reduce");
         const long pi = zn_comm_tag_inter(b, "param_gather") - zn_comm_tag_inter(a, "param_gather");

@@ -102,13 +102,11 @@ static int check_comm(const CaseRun *r, char *why, size_t wn) {
     const int N = o->world.size;
     long psi, nb;
     double per_step = zn_run_zero_volume(o, &psi, &nb);
-    ZnPlan P;
-    ZnErr e;
-    if (per_step < 0 || zn_plan_build(&P, o->cfg.zero.stage, &e)) {
+    if (per_step < 0) {
         snprintf(why, wn, "layout: cannot be built");
         return 1;
     }
-    double factor = P.comm_volume_psi;
+    double factor = o->cfg.plan.comm_volume_psi;
     double expect = per_step * 4.0 * (double)o->steps;
     double total = 0;
     for (int k = 0; k < N; k++) {
@@ -121,7 +119,7 @@ static int check_comm(const CaseRun *r, char *why, size_t wn) {
         total += sent;
         /* an all-reduce of unpadded buckets (stage 0): a rank's share may
            differ from the mean by the rounding of one chunk per bucket */
-        double slack = P.boundary_all_reduce ? 2.0 * 4.0 * (double)nb * (double)o->steps : 0.0;
+        double slack = o->cfg.plan.boundary_all_reduce ? 2.0 * 4.0 * (double)nb * (double)o->steps : 0.0;
         if (fabs(sent - expect) > slack) {
             snprintf(why, wn, "rank %d sent %.0f bytes for gradients and parameters in %ld steps, "
                      "expected %.0f (%.0fΨ(N-1)/N, Ψ=%ld, N=%d)", k, sent, o->steps, expect, factor, psi, N);
@@ -144,24 +142,19 @@ static int check_memory(const CaseRun *r, char *why, size_t wn) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
-    const int N = o->world.size, stage = o->cfg.zero.stage;
-    ZnPlan P;
-    if (zn_plan_build(&P, stage, &e)) {
-        zn_layout_free(&L);
-        snprintf(why, wn, "plan: %s", e.msg);
-        return 1;
-    }
+    const int N = o->world.size;
+    const ZnPlan *P = &o->cfg.plan;
     /* the paper's table: a state held in full costs Ψ (the layout's padded
        flat size), a partitioned one Ψ/N (the rank's partition); an fp32
        run that keeps the optimizer state in full steps the working copy
        itself, without a master copy */
     const long full = L.aligned_numel * 4, part = L.part_numel * 4;
     long want[ZN_MEM_NCAT] = {0};
-    want[ZN_MEM_PARAMS16] = P.params == ZN_HOLD_FULL ? full : part;
-    want[ZN_MEM_GRADS] = P.grads == ZN_HOLD_FULL ? full : part;
-    want[ZN_MEM_MASTER32] = P.optim == ZN_HOLD_FULL ? 0 : part;
-    want[ZN_MEM_EXP_AVG] = want[ZN_MEM_EXP_AVG_SQ] = P.optim == ZN_HOLD_FULL ? full : part;
-    if (P.gather_per_layer) {
+    want[ZN_MEM_PARAMS16] = P->params == ZN_HOLD_FULL ? full : part;
+    want[ZN_MEM_GRADS] = P->grads == ZN_HOLD_FULL ? full : part;
+    want[ZN_MEM_MASTER32] = P->optim == ZN_HOLD_FULL ? 0 : part;
+    want[ZN_MEM_EXP_AVG] = want[ZN_MEM_EXP_AVG_SQ] = P->optim == ZN_HOLD_FULL ? full : part;
+    if (P->gather_per_layer) {
         /* persistent params stay gathered */
         long persisted = 0;
         for (int p = 0; p < L.nparams; p++) {
@@ -179,7 +172,7 @@ static int check_memory(const CaseRun *r, char *why, size_t wn) {
         for (size_t c = 0; c < sizeof cats / sizeof cats[0]; c++)
             if (r->res.mem_end[k].cur[cats[c]] != want[cats[c]]) {
                 snprintf(why, wn, "rank %d holds %ld bytes of %s, the stage-%d formula says %ld", k,
-                         r->res.mem_end[k].cur[cats[c]], zn_mem_cat_name(cats[c]), stage, want[cats[c]]);
+                         r->res.mem_end[k].cur[cats[c]], zn_mem_cat_name(cats[c]), P->stage, want[cats[c]]);
                 return 1;
             }
     return 0;
@@ -193,10 +186,10 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
     const ZnRunOpts *o = &can->opts;
     const int N = o->world.size;
     const long g = o->cfg.grad_accum;
-    ZnPlan P;
+    const ZnPlan *P = &o->cfg.plan;
     ZnLayout L;
     ZnErr e;
-    if (zn_plan_build(&P, o->cfg.zero.stage, &e) || zn_config_layout(&o->cfg, &o->model, N, &L, &e)) {
+    if (zn_config_layout(&o->cfg, &o->model, N, &L, &e)) {
         snprintf(why, wn, "layout: %s", e.msg);
         return 1;
     }
@@ -215,7 +208,7 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
         long c0, s0, r0, c1, s1, r1;
         zn_comm_tag_totals(&def->res.comm_end[k], "grad_reduce", &c0, &s0, &r0);
         zn_comm_tag_totals(&can->res.comm_end[k], "grad_reduce", &c1, &s1, &r1);
-        long want = P.reduce_per_micro ? s0 : g * s0;
+        long want = P->reduce_per_micro ? s0 : g * s0;
         if (s1 != want) {
             snprintf(why, wn, "rank %d: canonical mode sent %ld gradient bytes, default %ld, expected %ld", k, s1, s0, want);
             return 1;

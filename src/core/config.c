@@ -1246,6 +1246,8 @@ void zn_config_defaults(ZnConfig *c) {
     c->zero.offload_optimizer.max_in_cpu = 1e9;
     c->sched.type = ZN_SCHED_NONE;
     c->sched.warmup_type_linear = 0;
+    c->world_size = 1;
+    zn_config_plan(c, NULL);   /* stage 0: cannot fail */
 }
 #undef C
 
@@ -1398,7 +1400,7 @@ static int apply_args(Ctx *x) {
     if (a->stage != -1) {
         ZnPlan P;
         ZnErr e;
-        if (zn_plan_build(&P, a->stage, &e)) return fail(x, "--stage: expected an integer 0..3, got %d", a->stage);
+        if (zn_config_stage_plan(a->stage, &P, &e)) return fail(x, "--stage: expected an integer 0..3, got %d", a->stage);
         c->zero.stage = a->stage;
     }
     if (a->seed != -1) {
@@ -1532,26 +1534,27 @@ static int resolve(Ctx *x) {
 
     /* the DeepSpeed rules below depend on the optimizer class the stage
        builds (plan.h); the stage is in range here (its key's check) */
-    ZnPlan P;
-    if ((rc = zn_plan_build(&P, z->stage, x->err))) return zn_err_prefix(x->err, "%s: ", x->src);
-    if (z->overlap_comm == -1) z->overlap_comm = P.ds_optimizer == ZN_DS_ZERO3;
+    c->world_size = x->args->world_size;
+    if ((rc = zn_config_plan(c, x->err))) return zn_err_prefix(x->err, "%s: ", x->src);
+    const ZnPlan *P = &c->plan;
+    if (z->overlap_comm == -1) z->overlap_comm = P->ds_optimizer == ZN_DS_ZERO3;
     /* the engine sets prefetch_bucket_size to 1 when it builds the stage 3 optimizer */
-    if (z->allgather_sequential && P.ds_optimizer == ZN_DS_ZERO3) z->prefetch_bucket_size = 1;
+    if (z->allgather_sequential && P->ds_optimizer == ZN_DS_ZERO3) z->prefetch_bucket_size = 1;
     /* stage 1/2 assert 4-byte (2 fp16 elements) alignment of the all-gather bucket */
-    if (P.ds_optimizer == ZN_DS_ZERO12 && z->allgather_bucket_size % 2 != 0)
+    if (P->ds_optimizer == ZN_DS_ZERO12 && z->allgather_bucket_size % 2 != 0)
         return fail(x, "zero_optimization.allgather_bucket_size: must be even (a multiple of 2) at ZeRO stage %d,"
                     " got %ld", z->stage, z->allgather_bucket_size);
     if (!z->compute_grad_norm) {   /* DeepSpeed's checks (zero/config.py, stage_1_and_2.py) */
-        if (P.ds_optimizer != ZN_DS_ZERO12)
+        if (P->ds_optimizer != ZN_DS_ZERO12)
             return fail(x, "zero_optimization.compute_grad_norm: false is supported only with ZeRO stage 1 or 2");
         if (c->gradient_clipping > 0)
             return fail(x, "zero_optimization.compute_grad_norm: false requires gradient_clipping 0");
         if (z->offload_optimizer.device != ZN_OFFLOAD_NONE)
             return fail(x, "zero_optimization.compute_grad_norm: false does not support optimizer offload");
     }
-    if ((rc = check_offload(x, &P, &z->offload_optimizer, 0))) return rc;
-    if ((rc = check_offload(x, &P, &z->offload_param, 1))) return rc;
-    if ((rc = check_zeropp(x, &P))) return rc;
+    if ((rc = check_offload(x, P, &z->offload_optimizer, 0))) return rc;
+    if ((rc = check_offload(x, P, &z->offload_param, 1))) return rc;
+    if ((rc = check_zeropp(x, P))) return rc;
 
     if (c->fp16.enabled && c->bf16.enabled)
         return fail(x, "fp16.enabled and bf16.enabled are both true; bf16 and fp16 modes cannot be enabled together");
@@ -1563,15 +1566,15 @@ static int resolve(Ctx *x) {
             return fail(x, "fp16.min_loss_scale: must be > 0 when dynamic loss scaling is enabled"
                         " (loss_scale 0), got %.17g", c->fp16.min_loss_scale);
     }
-    if (c->fp16.fp16_master_weights_and_grads && P.ds_optimizer == ZN_DS_FP16_OPTIMIZER)
+    if (c->fp16.fp16_master_weights_and_grads && P->ds_optimizer == ZN_DS_FP16_OPTIMIZER)
         return fail(x, "fp16.fp16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    if (c->bf16.bf16_master_weights_and_grads && P.ds_optimizer == ZN_DS_FP16_OPTIMIZER)
+    if (c->bf16.bf16_master_weights_and_grads && P->ds_optimizer == ZN_DS_FP16_OPTIMIZER)
         return fail(x, "bf16.bf16_master_weights_and_grads: only supported with ZeRO stage 1, 2 or 3");
-    if (c->bf16.bf16_optimizer_states && P.ds_optimizer == ZN_DS_FP16_OPTIMIZER)
+    if (c->bf16.bf16_optimizer_states && P->ds_optimizer == ZN_DS_FP16_OPTIMIZER)
         return fail(x, "bf16.bf16_optimizer_states: only supported with ZeRO stage 1, 2 or 3");
     if (c->bf16.bf16_optimizer_states && !c->bf16.bf16_master_weights_and_grads)
         return fail(x, "bf16.bf16_optimizer_states: requires bf16.bf16_master_weights_and_grads");
-    if (c->allreduce_sum && P.ds_optimizer == ZN_DS_ZERO3)
+    if (c->allreduce_sum && P->ds_optimizer == ZN_DS_ZERO3)
         return fail(x, "gradient_allreduce_op: 'sum' is not supported with ZeRO stage 3");
 
     ZnSchedConfig *s = &c->sched;
@@ -1588,6 +1591,31 @@ static int resolve(Ctx *x) {
 
     c->model_dtype = c->fp16.enabled ? ZN_F16 : c->bf16.enabled ? ZN_BF16 : ZN_F32;
     return ZN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the plan                                                                  */
+
+int zn_config_plan(ZnConfig *c, ZnErr *err) {
+    const ZnZeroConfig *z = &c->zero;
+    ZnPlan P;
+    int rc = zn_plan_build(&P, z->stage, err);
+    if (rc) return rc;
+    zn_plan_offload(&P, (int)z->offload_optimizer.device, (int)z->offload_param.device, z->offload_optimizer.ratio);
+    zn_plan_zeropp(&P, z->zero_hpz_partition_size, z->zero_quantized_weights, z->zero_quantized_gradients,
+                   c->world_size);
+    zn_plan_mics(&P, z->mics_shard_size, z->mics_hierarchical_params_gather);
+    c->plan = P;
+    return 0;
+}
+
+int zn_config_stage_plan(int stage, ZnPlan *P, ZnErr *err) {
+    ZnConfig c;
+    zn_config_defaults(&c);
+    c.zero.stage = stage;
+    int rc = zn_config_plan(&c, err);
+    if (!rc) *P = c.plan;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

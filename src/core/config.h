@@ -8,6 +8,7 @@
 #define ZN_WD_EXCLUDE_MAX 16
 #include "core/err.h"
 #include "core/dtype.h"
+#include "core/plan.h"
 
 typedef enum { ZN_OPT_ADAM = 0, ZN_OPT_ADAMW } ZnOptType;
 typedef enum {
@@ -152,6 +153,8 @@ typedef struct {
     char wd_exclude[ZN_WD_EXCLUDE_MAX][64];
     /* derived */
     ZnDtype model_dtype;            /* fp32 unless fp16/bf16 enabled */
+    int world_size;                 /* the world the config was resolved for */
+    ZnPlan plan;                    /* the whole plan: stage, offload, ZeRO++, MiCS (zn_config_plan) */
 } ZnConfig;
 
 /* Values from the command line. A field left at its "unset" value (-1, or NaN
@@ -188,6 +191,17 @@ int zn_config_parse(const char *text, size_t len, const char *source,
                     const ZnConfigArgs *args, ZnConfig *out, ZnErr *err);
 /* Reads the file and calls zn_config_parse. */
 int zn_config_load(const char *path, const ZnConfigArgs *args, ZnConfig *out, ZnErr *err);
+
+/* Builds c->plan, the whole plan (stage, offload, ZeRO++, MiCS), from
+ * c->zero at c->world_size: the one place zinc builds a plan, so every reader
+ * sees the same one (spec Z-PLAN-003). zn_config_parse calls it; a caller
+ * that changes zero_optimization after parsing (zinc compare --offload)
+ * calls it again. ZN_E_USAGE for a stage outside 0..3. */
+int zn_config_plan(ZnConfig *c, ZnErr *err);
+/* The plan of a bare ZeRO stage, DeepSpeed's defaults otherwise, nothing
+ * offloaded: for what knows only a stage number (the estimators' --stage, a
+ * checkpoint's saved stage). */
+int zn_config_stage_plan(int stage, ZnPlan *P, ZnErr *err);
 
 /* DeepSpeed's batch triad inference and checks (reference §8.1); -1 = not given.
  * Exposed separately for the DeepSpeed TestBatchConfig matrix. */

@@ -21,17 +21,13 @@ static long lmax(long a, long b) { return a > b ? a : b; }
 
 /* ---------------------------------------------------------------- checks */
 
-static int check_args(const ZnParamSpec *params, int nparams, int world, int stage,
+static int check_args(const ZnParamSpec *params, int nparams, int world, const ZnPlan *P,
                       const ZnLayoutOpts *o, ZnErr *err) {
     if (nparams < 0) return zn_err(err, ZN_E_USAGE, "layout: nparams %d < 0", nparams);
     if (nparams > 0 && !params)
         return zn_err(err, ZN_E_USAGE, "layout: %d params but no parameter list", nparams);
     if (world < 1) return zn_err(err, ZN_E_USAGE, "layout: world size %d < 1", world);
-    ZnPlan P;
-    if (zn_plan_build(&P, stage, err)) {
-        zn_err_prefix(err, "layout: ");
-        return err->code;
-    }
+    if (!P) return zn_err(err, ZN_E_USAGE, "layout: no plan");
     if (o->reduce_bucket_size <= 0)
         return zn_err(err, ZN_E_USAGE, "layout: reduce_bucket_size %ld must be > 0",
                       o->reduce_bucket_size);
@@ -251,16 +247,15 @@ out:
 /* ------------------------------------------------------------ public */
 
 int zn_layout_build(ZnLayout *L, const ZnParamSpec *params, int nparams, int world,
-                    int stage, const ZnLayoutOpts *opts, ZnErr *err) {
+                    const ZnPlan *P, const ZnLayoutOpts *opts, ZnErr *err) {
     ZnLayoutOpts defaults = {0, DEF_SUB_GROUP_SIZE, DEF_REDUCE_BUCKET_SIZE};
     const ZnLayoutOpts *o = opts ? opts : &defaults;
     memset(L, 0, sizeof *L);
-    int rc = check_args(params, nparams, world, stage, o, err);
+    int rc = check_args(params, nparams, world, P, o, err);
     if (rc) return rc;
     L->nparams = nparams;
     L->world = world;
-    L->stage = stage;
-    L->shard = zn_plan_shard(stage);
+    L->shard = P->shard;
     size_t n = (size_t)nparams + 1;          /* +1: no zero-size allocations */
     L->params = zn_calloc(ZN_HOST_CORE, n, sizeof(ZnParamSpec));
     L->flat_order = zn_calloc(ZN_HOST_CORE, n, sizeof(int));

@@ -1,5 +1,5 @@
 /* layout.h: the partitioning core. Pure functions: given parameter sizes,
- * world size, stage and options it computes every offset zinc uses -- flat
+ * world size, the plan's cut and options it computes every offset zinc uses -- flat
  * buffer positions, padding, each rank's shard, stage-3 per-parameter
  * partitions, sub-groups and the gradient bucket plans. No memory other than
  * the layout's own tables, no I/O. Nothing else in zinc computes an offset.
@@ -53,7 +53,7 @@ typedef struct {
 typedef struct { long recv_off, part_off, n; } ZnRecvPiece;
 
 typedef struct {
-    int nparams, stage;
+    int nparams;
     int world;                  /* the partitions: the world's size (hpZ and MiCS will cut over groups) */
     ZnShard shard;              /* the stage plan's cut (plan.h) */
     ZnParamSpec *params;        /* copy, model order */
@@ -83,8 +83,10 @@ typedef struct {
     ZnBucket *buckets;
 } ZnLayout;
 
+/* The layout of the params over world ranks, cut as plan P says (P->shard:
+ * the config's plan, ZnConfig.plan). */
 int zn_layout_build(ZnLayout *L, const ZnParamSpec *params, int nparams, int world,
-                    int stage, const ZnLayoutOpts *opts, ZnErr *err);
+                    const ZnPlan *P, const ZnLayoutOpts *opts, ZnErr *err);
 void zn_layout_free(ZnLayout *L);
 
 /* Stage 1/2: rank r's padding (DeepSpeed groups_padding): elements of its

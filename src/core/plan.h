@@ -3,8 +3,11 @@
  * the plan states that choice as data, built once from the stage number.
  * The engine, the layout, checkpoints, the spec runner, the estimator and
  * the CLI read the plan's fields; plan.c is the only place that compares a
- * stage number. A future dimension (offload, hpZ, qwZ, qgZ, MiCS) is a new
- * field here, set where the plan is built, not a branch in every file.
+ * stage number. Config resolution (zn_config_plan, core/config.c) is the one
+ * caller of the builders below: it builds the whole plan once, stage,
+ * offload, ZeRO++ and MiCS, into ZnConfig.plan, and everything reads that.
+ * A future dimension is a new field here, set there, not a branch in every
+ * file.
  *
  *                          stage 0   stage 1   stage 2   stage 3
  *   shard (layout)         none      flat      flat      per param
@@ -100,9 +103,12 @@ void zn_plan_zeropp(ZnPlan *P, long hpz, int qw, int qg, int world);
  * mics_shard_size (<= 0: off), hier its mics_hierarchical_params_gather.
  * Like DeepSpeed, only stage 3 (parameters partitioned per layer). */
 void zn_plan_mics(ZnPlan *P, long shard, int hier);
-/* The shard of a stage, for the layout's callers that know only the number
-   (ZN_SHARD_NONE for a stage out of range; zn_plan_build reports those). */
-ZnShard zn_plan_shard(int stage);
-/* 1 when a and b are the same plan (a checkpoint resumes by plan, not number). */
+/* 1 when a and b are the same plan: every field equal. */
 int zn_plan_same(const ZnPlan *a, const ZnPlan *b);
+/* 1 when a and b cut and hold the states alike: the same shard, holds and
+ * sub-groups, so over the same number of partitions (MiCS: the shard group)
+ * a checkpoint saved under one is read shard for shard under the other.
+ * Where a state lives (offload) and how it travels (ZeRO++) do not change
+ * what a checkpoint holds. */
+int zn_plan_same_layout(const ZnPlan *a, const ZnPlan *b);
 #endif

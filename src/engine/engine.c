@@ -946,13 +946,9 @@ int zn_config_layout(const ZnConfig *cfg, const ZnModel *model, int world, ZnLay
     ZnLayoutOpts lo = zn_layout_opts(cfg);
     /* MiCS: the shard group splits the states (a bad shard size is the
        config check's and zn_mics_init's to report) */
-    ZnPlan P;
-    ZnErr perr = {0};
-    if (!zn_plan_build(&P, cfg->zero.stage, &perr)) {
-        zn_plan_mics(&P, cfg->zero.mics_shard_size, 0);
-        if (P.mics_shard > 0 && P.mics_shard < world && world % P.mics_shard == 0) world = P.mics_shard;
-    }
-    return zn_layout_build(L, model->params, model->nparams, world, cfg->zero.stage, &lo, err);
+    const int S = cfg->plan.mics_shard;
+    if (S > 0 && S < world && world % S == 0) world = S;
+    return zn_layout_build(L, model->params, model->nparams, world, &cfg->plan, &lo, err);
 }
 
 /* Precision set-up (Z-PREC-*): dtypes, the loss scaler, who checks overflow. */
@@ -988,8 +984,13 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->dev = dev;
     E->k = dev->k;
     E->world = comm->world;
-    int rc = zn_plan_build(&E->P, cfg->zero.stage, err);
-    if (rc) return rc;
+    /* the plan config resolution built, for the world it was resolved for
+       (hpZ's group is clamped to that world) */
+    E->P = cfg->plan;
+    if (cfg->world_size != E->world.size)
+        return zn_err(err, ZN_E_USAGE, "the config was resolved for world size %d, the engine runs on %d",
+                      cfg->world_size, E->world.size);
+    int rc;
     if ((rc = zn_mics_init(E, cfg, err))) return rc;   /* E->pw, shard, repl */
     if (hooks) E->hooks = *hooks;
     E->canonical = cfg->canonical;

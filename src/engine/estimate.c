@@ -7,7 +7,7 @@
  * double arithmetic, in Python's order, so every figure equals DeepSpeed's to
  * the byte (Z-EST-003). The ZeRO paper's formula is plain arithmetic on top. */
 #include "engine/estimate.h"
-#include "core/plan.h"
+#include "core/config.h"
 #include "engine/model.h"
 #include <limits.h>
 #include <math.h>
@@ -128,7 +128,7 @@ ZnEst zn_est_zero3(long long params, long long largest_layer, int gpus_per_node,
 double zn_paper_bytes_per_device(long long params, int nd, int stage, int K) {
     ZnPlan S;
     ZnErr e;
-    if (nd < 1 || K < 0 || params < 0 || zn_plan_build(&S, stage, &e)) return NAN;
+    if (nd < 1 || K < 0 || params < 0 || zn_config_stage_plan(stage, &S, &e)) return NAN;
     double P = (double)params, N = (double)nd, k = (double)K;
     double full = 0.0, split = 0.0;   /* bytes per parameter held in full / split */
     *(S.params == ZN_HOLD_FULL ? &full : &split) += 2.0;

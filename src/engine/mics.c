@@ -8,7 +8,6 @@
 
 int zn_mics_init(ZnEngine *E, const ZnConfig *cfg, ZnErr *err) {
     const int W = E->world.size;
-    zn_plan_mics(&E->P, cfg->zero.mics_shard_size, cfg->zero.mics_hierarchical_params_gather);
     const int S = E->P.mics_shard ? E->P.mics_shard : W;
     if (S > W || W % S)
         return zn_err(err, ZN_E_USAGE, "mics_shard_size %d does not divide the world size %d", S, W);

@@ -55,8 +55,6 @@ void zn_off_copy(ZnEngine *E, float *dst, ZnDevice *dd, const float *src, ZnDevi
 }
 
 int zn_off_init(ZnEngine *E, ZnErr *err) {
-    const ZnZeroConfig *z = &E->cfg->zero;
-    zn_plan_offload(&E->P, (int)z->offload_optimizer.device, (int)z->offload_param.device, z->offload_optimizer.ratio);
     zn_device_host_init(&E->tier_host);
     E->tier_host.name = "cpu";
     E->tier_host.meta = E->dev->meta;   /* a dry run counts the host too */

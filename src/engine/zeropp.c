@@ -17,9 +17,6 @@ int zn_zpp_gathers(const ZnEngine *E) { return E->P.hpz > 1 || E->P.quant_weight
 int zn_qgz_active(const ZnEngine *E) { return E->P.quant_grads && zn_world_nodes(&E->world) > 1; }
 
 int zn_zpp_init(ZnEngine *E, ZnErr *err) {
-    const ZnZeroConfig *z = &E->cfg->zero;
-    zn_plan_zeropp(&E->P, z->zero_hpz_partition_size, z->zero_quantized_weights, z->zero_quantized_gradients,
-                   E->world.size);
     const ZnPlan *P = &E->P;
     if (P->hpz <= 1 && !P->quant_weights && !P->quant_grads) return 0;
     if ((P->quant_weights || P->quant_grads) && (!E->k->quant || !E->k->dequant))

@@ -235,7 +235,9 @@ static int manifest_from_text(Manifest *m, const char *path, const char *text, s
     m->world = (int)x;
     if ((rc = get_long(m, doc, "stage", "", 0, &x, err))) goto out;
     ZnErr why = {0};
-    if (x != (int)x || zn_plan_build(&m->plan, (int)x, &why)) { rc = zn_err(err, ZN_E_CORRUPT, "%s: stage %ld", path, x); goto out; }
+    /* the saved files' layout depends on the stage's holds alone (zn_plan_same_layout),
+       so the manifest records the stage */
+    if (x != (int)x || zn_config_stage_plan((int)x, &m->plan, &why)) { rc = zn_err(err, ZN_E_CORRUPT, "%s: stage %ld", path, x); goto out; }
     m->stage = (int)x;
     m->dt = zn_ckpt_dtype_from_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "model_dtype")));
     if (m->dt == ZN_DTYPE_N) { rc = zn_err(err, ZN_E_CORRUPT, "%s: model_dtype: expected fp32, fp16 or bf16", path); goto out; }
@@ -514,7 +516,7 @@ static int check_file_list(const Manifest *m, ZnErr *err) {
 
 /* the saved layout, rebuilt from the manifest and checked against it */
 static int saved_layout(const Manifest *m, ZnLayout *L, ZnErr *err) {
-    int rc = zn_layout_build(L, m->params, m->nparams, m->world, m->stage, &m->lopts, err);
+    int rc = zn_layout_build(L, m->params, m->nparams, m->world, &m->plan, &m->lopts, err);
     if (rc) return zn_err_prefix(err, "%s: ", m->path);
     int bad = L->aligned_numel != m->aligned_numel || L->part_numel != m->part_numel || L->part_numel != m->rank_numel;
     for (int p = 0; p < L->nparams && !bad; p++) {
@@ -925,7 +927,7 @@ int zn_ckpt_load(ZnEngine *E, const char *dir, const char *tag_in, int universal
     }
     const long total = E->L.total_numel;
     ZnLayoutOpts mine = zn_layout_opts(E->cfg);
-    int same = !universal && m->world == E->pw.size && zn_plan_same(&m->plan, &E->P) &&
+    int same = !universal && m->world == E->pw.size && zn_plan_same_layout(&m->plan, &E->P) &&
                m->lopts.round_robin_gradients == mine.round_robin_gradients &&
                (!E->P.step_per_subgroup || m->lopts.sub_group_size == mine.sub_group_size);
     /* a shard of this layout goes straight into a host device's partitions
