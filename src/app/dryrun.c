@@ -72,7 +72,7 @@ static int dry_data(const ZnRunOpts *o, ZnData *data, ZnTokens *tokens, ZnErr *e
  * the 16-bit parameter partitions on NVMe are read for the forward and the
  * backward gathers and written once after the step (Z-DRY-009). */
 static void nvme_traffic(const ZnEngine *E, ZnDryRun *r) {
-    const ZnMemStats *m = &E->tier_nvme.mem;
+    const ZnMemStats *m = &E->off.tier_nvme.mem;
     const double opt = (double)m->cur[ZN_MEM_MASTER32] + m->cur[ZN_MEM_EXP_AVG] + m->cur[ZN_MEM_EXP_AVG_SQ];
     const double p16 = (double)m->cur[ZN_MEM_PARAMS16];
     r->nvme_read = opt + 2.0 * p16 * E->cfg->grad_accum;
@@ -107,22 +107,22 @@ int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err) {
     for (int p = 0; E.persistent && p < E.L.nparams; p++)
         if (E.persistent[p]) res->persistent += E.L.s3_pn[p] * (long)E.world.size;
     res->init[ZN_DRY_DEVICE] = dev.mem;
-    res->init[ZN_DRY_HOST] = E.tier_host.mem;
-    res->init[ZN_DRY_NVME] = E.tier_nvme.mem;
+    res->init[ZN_DRY_HOST] = E.off.tier_host.mem;
+    res->init[ZN_DRY_NVME] = E.off.tier_nvme.mem;
     res->comm_init = comm.stats;
     if (step) {
         /* the step's own peaks, and its phases from here on */
         zn_mem_reset_peak(&dev.mem);
         zn_mem_reset_window(&dev.mem);
-        zn_mem_reset_peak(&E.tier_host.mem);
-        zn_mem_reset_peak(&E.tier_nvme.mem);
+        zn_mem_reset_peak(&E.off.tier_host.mem);
+        zn_mem_reset_peak(&E.off.tier_nvme.mem);
         DryCtx ctx;
         memset(&ctx, 0, sizeof ctx);
         ctx.r = res;
         ctx.meter.phase_out = &res->calls.phase;
         E.hooks.phase = dry_phase;
         E.hooks.phase_ctx = &ctx;
-        E.live_peak = E.n_avail;
+        E.fetch.live_peak = E.fetch.n_avail;
         zn_comm_stats_reset(&comm.stats);
         zn_phase_meter_start(&ctx.meter, &E);
         zn_comm_meta_log(&comm, &res->calls);
@@ -135,10 +135,10 @@ int zn_dry_run(const ZnRunOpts *o, int step, ZnDryRun *res, ZnErr *err) {
         nvme_traffic(&E, res);
         res->stepped = 1;
         res->step[ZN_DRY_DEVICE] = dev.mem;
-        res->step[ZN_DRY_HOST] = E.tier_host.mem;
-        res->step[ZN_DRY_NVME] = E.tier_nvme.mem;
+        res->step[ZN_DRY_HOST] = E.off.tier_host.mem;
+        res->step[ZN_DRY_NVME] = E.off.tier_nvme.mem;
         res->comm_step = comm.stats;
-        res->gathered_peak = E.live_peak;
+        res->gathered_peak = E.fetch.live_peak;
     }
 out:
     zn_engine_free(&E);

@@ -14,7 +14,7 @@ const char *zn_tier_name(int t) {
 }
 
 static ZnMemStats *tier_mem(ZnEngine *E, int t) {
-    return t == ZN_TIER_DEVICE ? &E->dev->mem : t == ZN_TIER_HOST ? &E->tier_host.mem : &E->tier_nvme.mem;
+    return t == ZN_TIER_DEVICE ? &E->dev->mem : t == ZN_TIER_HOST ? &E->off.tier_host.mem : &E->off.tier_nvme.mem;
 }
 
 void zn_comm_stats_add_delta(ZnCommStats *dst, const ZnCommStats *now, const ZnCommStats *before) {
@@ -66,9 +66,9 @@ static void add_work(ZnWork *dst, const ZnWork *now, const ZnWork *before) {
 static void mark(ZnPhaseMeter *pm, ZnEngine *E) {
     pm->comm0 = E->comm->stats;
     pm->dev0 = E->dev->work;
-    pm->host0 = E->tier_host.work;
-    pm->h2d0 = (double)E->h2d_bytes;
-    pm->d2h0 = (double)E->d2h_bytes;
+    pm->host0 = E->off.tier_host.work;
+    pm->h2d0 = (double)E->off.h2d_bytes;
+    pm->d2h0 = (double)E->off.d2h_bytes;
     for (int t = 0; t < ZN_NTIERS; t++) zn_mem_reset_window(tier_mem(E, t));
 }
 
@@ -84,9 +84,9 @@ static void close_stretch(ZnPhaseMeter *pm, ZnEngine *E) {
         }
     }
     add_work(&s->dev, &E->dev->work, &pm->dev0);
-    add_work(&s->host, &E->tier_host.work, &pm->host0);
-    s->h2d += (double)E->h2d_bytes - pm->h2d0;
-    s->d2h += (double)E->d2h_bytes - pm->d2h0;
+    add_work(&s->host, &E->off.tier_host.work, &pm->host0);
+    s->h2d += (double)E->off.h2d_bytes - pm->h2d0;
+    s->d2h += (double)E->off.d2h_bytes - pm->d2h0;
     zn_comm_stats_add_delta(&s->comm, &E->comm->stats, &pm->comm0);
     mark(pm, E);
 }

@@ -125,9 +125,9 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     float *gbuf = NULL;
     res->comm_init[rank] = comm->stats;
     long gather_init[3];
-    memcpy(gather_init, E.gather_sent, sizeof gather_init);
+    memcpy(gather_init, E.fetch.gather_sent, sizeof gather_init);
     long inter_init[3], grad_inter0 = zn_comm_tag_inter(&comm->stats, "grad_reduce");
-    memcpy(inter_init, E.gather_inter, sizeof inter_init);
+    memcpy(inter_init, E.fetch.gather_inter, sizeof inter_init);
     unsigned long long moved_init[4];
     zn_report_moved(&E, moved_init);
     float *params = NULL;
@@ -150,8 +150,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         zn_mem_reset_peak(&dev->mem);
         ZnCommStats before = comm->stats;
         long gather_before[3], inter_before[3];
-        memcpy(gather_before, E.gather_sent, sizeof gather_before);
-        memcpy(inter_before, E.gather_inter, sizeof inter_before);
+        memcpy(gather_before, E.fetch.gather_sent, sizeof gather_before);
+        memcpy(inter_before, E.fetch.gather_inter, sizeof inter_before);
         unsigned long long moved_before[4];
         zn_report_moved(&E, moved_before);
         const long samples_before = E.global_samples;
@@ -180,8 +180,8 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         }
         if (rank != 0) continue;
         if (o->comm_report && report) {
-            zn_report_comm(o, rank, &before, &comm->stats, 1, "step", gather_before, E.gather_sent, inter_before,
-                           E.gather_inter);
+            zn_report_comm(o, rank, &before, &comm->stats, 1, "step", gather_before, E.fetch.gather_sent, inter_before,
+                           E.fetch.gather_inter);
             zn_report_offload(&E, "step", moved_before, 1);
         }
         res->loss[t] = sr.loss;
@@ -199,18 +199,18 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     res->comm_end[rank] = comm->stats;
     if (o->comm_report && o->steps > 0) {
         pthread_mutex_lock(&ctx->print_lock);
-        zn_report_comm(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.gather_sent,
-                       inter_init, E.gather_inter);
+        zn_report_comm(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.fetch.gather_sent,
+                       inter_init, E.fetch.gather_inter);
         if (rank == 0) zn_report_offload(&E, "run", moved_init, o->steps);
         pthread_mutex_unlock(&ctx->print_lock);
     }
     unsigned long long moved_end[4];
     zn_report_moved(&E, moved_end);
     for (int j = 0; j < 4; j++) res->moved[4 * rank + j] = moved_end[j] - moved_init[j];
-    for (int j = 0; j < 3; j++) res->inter[4 * rank + j] = E.gather_inter[j] - inter_init[j];
+    for (int j = 0; j < 3; j++) res->inter[4 * rank + j] = E.fetch.gather_inter[j] - inter_init[j];
     res->inter[4 * rank + 3] = zn_comm_tag_inter(&comm->stats, "grad_reduce") - grad_inter0;
-    res->host_end[rank] = E.tier_host.mem;
-    res->nvme_end[rank] = E.tier_nvme.mem;
+    res->host_end[rank] = E.off.tier_host.mem;
+    res->nvme_end[rank] = E.off.tier_nvme.mem;
     params = zn_malloc(ZN_HOST_APP, (size_t)(res->numel > 0 ? res->numel : 1) * sizeof(float));
     if (!params) { rc = zn_nomem(err); goto out; }
     if ((rc = zn_engine_gather_params(&E, params, err))) goto out;

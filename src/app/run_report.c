@@ -49,21 +49,21 @@ void zn_report_memory(const ZnRunOpts *o, ZnEngine *E, const char *what) {
     for (int c = 0; c < ZN_MEM_NCAT; c++) printf(" %s=%ld", zn_mem_cat_name((ZnMemCat)c), m->cur[c]);
     printf(" | MA=%ld Max_MA=%ld", m->cur_total, m->win_peak_total);
     if (E->P.gather_per_layer) {   /* stage 3's gathered parameters since the last report (Z-S3-006) */
-        printf(" | gathered params peak %ld now %ld elements", E->live_peak, E->n_avail);
-        E->live_peak = E->n_avail;
+        printf(" | gathered params peak %ld now %ld elements", E->fetch.live_peak, E->fetch.n_avail);
+        E->fetch.live_peak = E->fetch.n_avail;
     }
     printf("\n");
     cpu_memory_line();
     if (E->P.optim_tier != ZN_TIER_DEVICE || E->P.param_tier != ZN_TIER_DEVICE) {   /* Z-OFF-007 */
-        tier_line("host", &E->tier_host.mem);
-        tier_line("nvme", &E->tier_nvme.mem);
+        tier_line("host", &E->off.tier_host.mem);
+        tier_line("nvme", &E->off.tier_nvme.mem);
     }
 }
 
 /* Bytes an offloaded rank moved so far: H2D, D2H, NVMe read, NVMe write. */
 void zn_report_moved(const ZnEngine *E, unsigned long long m[4]) {
-    m[0] = E->h2d_bytes;
-    m[1] = E->d2h_bytes;
+    m[0] = E->off.h2d_bytes;
+    m[1] = E->off.d2h_bytes;
     zn_engine_nvme_stats(E, &m[2], &m[3]);
 }
 

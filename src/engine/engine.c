@@ -70,7 +70,7 @@ static void copy_or_add(ZnEngine *E, float *dst, const float *src, long n, int a
 /* dst = round_dt(src), or dst = round_dt(dst + src): a received gradient
  * entering a partition held in the model dtype */
 static void put_grad(ZnEngine *E, float *dst, const float *src, long n, int add) {
-    if (E->gdev != E->dev) {   /* an offloaded optimizer's partition: down to the host (Z-OFF-003) */
+    if (E->off.gdev != E->dev) {   /* an offloaded optimizer's partition: down to the host (Z-OFF-003) */
         zn_off_put_grad(E, dst, src, n, add);
         return;
     }
@@ -107,15 +107,15 @@ static double ms_since(double t0) { return 1e3 * (zn_now_s() - t0); }
 static int part_reduce_scatter(ZnEngine *E, const void *send, void *recv, const long *counts, ZnDtype dt,
                                ZnErr *err) {
     ZnComm *c = E->comm;
-    if (E->shard.size == E->world.size) return c->reduce_scatter(c, send, recv, counts, dt, ZN_SUM, "grad_reduce", err);
-    return zn_group_reduce_scatter(c, E->shard, send, recv, counts, dt, ZN_SUM, "grad_reduce", err);
+    if (E->mics.shard.size == E->world.size) return c->reduce_scatter(c, send, recv, counts, dt, ZN_SUM, "grad_reduce", err);
+    return zn_group_reduce_scatter(c, E->mics.shard, send, recv, counts, dt, ZN_SUM, "grad_reduce", err);
 }
 
 static int part_all_gather(ZnEngine *E, const void *send, void *recv, const long *counts, ZnDtype dt,
                            const char *tag, ZnErr *err) {
     ZnComm *c = E->comm;
-    if (E->shard.size == E->world.size) return c->all_gather(c, send, recv, counts, dt, tag, err);
-    return zn_group_all_gather(c, E->shard, send, recv, counts, dt, tag, err);
+    if (E->mics.shard.size == E->world.size) return c->all_gather(c, send, recv, counts, dt, tag, err);
+    return zn_group_all_gather(c, E->mics.shard, send, recv, counts, dt, tag, err);
 }
 
 /* Reduce-scatter over the ranks that split the states; with MiCS the
@@ -126,15 +126,15 @@ static int rs_dt(ZnEngine *E, float *buf, float *recv, const long *counts, ZnErr
     int rc;
     if (E->cdt == ZN_F32) {
         rc = part_reduce_scatter(E, buf, recv, counts, ZN_F32, err);
-        if (!rc && E->repl.size > 1) rc = zn_group_all_reduce(c, E->repl, recv, mine, ZN_F32, ZN_SUM, "grad_reduce", err);
+        if (!rc && E->mics.repl.size > 1) rc = zn_group_all_reduce(c, E->mics.repl, recv, mine, ZN_F32, ZN_SUM, "grad_reduce", err);
         return rc;
     }
     long n = prefix_count(counts, E->pw.size), off = prefix_count(counts, E->pw.rank);
     if ((rc = stage16(E, n, err))) return rc;
     E->k->pack16(E->dev, E->cdt, E->comm16, buf, n);
     rc = part_reduce_scatter(E, E->comm16, E->comm16 + off, counts, E->cdt, err);
-    if (!rc && E->repl.size > 1)
-        rc = zn_group_all_reduce(c, E->repl, E->comm16 + off, mine, E->cdt, ZN_SUM, "grad_reduce", err);
+    if (!rc && E->mics.repl.size > 1)
+        rc = zn_group_all_reduce(c, E->mics.repl, E->comm16 + off, mine, E->cdt, ZN_SUM, "grad_reduce", err);
     if (!rc) E->k->unpack16(E->dev, E->cdt, recv, E->comm16 + off, mine);
     return rc;
 }
@@ -218,8 +218,8 @@ static GatherMark gather_mark(const ZnEngine *E) {
 }
 static void gather_count(ZnEngine *E, GatherMark m) {
     const GatherMark now = gather_mark(E);
-    E->gather_sent[E->gphase] += now.sent - m.sent;
-    E->gather_inter[E->gphase] += now.inter - m.inter;
+    E->fetch.gather_sent[E->fetch.gphase] += now.sent - m.sent;
+    E->fetch.gather_inter[E->fetch.gphase] += now.inter - m.inter;
 }
 
 /* plan: gather_per_layer=1 */
@@ -229,21 +229,21 @@ int zn_engine_gather_param(ZnEngine *E, int p, ZnErr *err) {
     const long pn = L->s3_pn[p];
     E->full[p] = talloc(E, pn * E->pw.size, ZN_MEM_PARAMS16, err);
     if (!E->full[p]) return err->code;
-    const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
+    const float *send = E->off.pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
     if (!send) {
         zn_dev_free(E->dev, E->full[p]);
         E->full[p] = NULL;
         return err->code;
     }
-    if (E->pdev != E->dev) {   /* an offloaded partition goes up before its gather (Z-OFF-005) */
-        zn_off_copy(E, E->pstage, E->dev, send, E->pdev, pn, zn_dtype_size(E->dt));
-        send = E->pstage;
+    if (E->off.pdev != E->dev) {   /* an offloaded partition goes up before its gather (Z-OFF-005) */
+        zn_off_copy(E, E->off.pstage, E->dev, send, E->off.pdev, pn, zn_dtype_size(E->dt));
+        send = E->off.pstage;
     }
     const GatherMark m = gather_mark(E);
     int rc = zn_zpp_gathers(E) ? zn_zpp_gather(E, p, send, E->full[p], err)
                                : ag_dt(E, send, E->full[p], even_counts(E, pn), err);
     gather_count(E, m);
-    E->n_avail += L->params[p].numel;
+    E->fetch.n_avail += L->params[p].numel;
     return rc;
 }
 
@@ -308,13 +308,13 @@ int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
     for (int p = 0; p < L->nparams && !rc; p++) {   /* this rank's pieces, back to back */
         if (!E->persistent[p] || E->full[p]) continue;
         const long pn = L->s3_pn[p];
-        const float *send = E->pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
+        const float *send = E->off.pslot ? zn_offp_fetch(E, p, err) : E->param_part + L->s3_off[p];
         if (!send || !(E->full[p] = talloc(E, pn * W, ZN_MEM_PARAMS16, err))) {
             rc = err->code;
             break;
         }
-        zn_off_copy(E, mine + off, E->dev, send, E->pdev, pn, es);
-        E->n_avail += L->params[p].numel;
+        zn_off_copy(E, mine + off, E->dev, send, E->off.pdev, pn, es);
+        E->fetch.n_avail += L->params[p].numel;
         plist[n++] = p;
         off += pn;
     }
@@ -341,11 +341,11 @@ int zn_engine_gather_persistent(ZnEngine *E, ZnErr *err) {
 /* plan: gather_per_layer=1 */
 int zn_engine_release_param(ZnEngine *E, int p, ZnErr *err) {
     if (E->persistent[p] || !E->full[p]) return 0;
-    int kept = E->sec ? zn_hpz_on_release(E, p, err) : 0;   /* hpZ's secondary (Z-ZPP-003) */
+    int kept = E->zpp.sec ? zn_hpz_on_release(E, p, err) : 0;   /* hpZ's secondary (Z-ZPP-003) */
     if (kept < 0) return err->code;
     if (!kept) zn_dev_free(E->dev, E->full[p]);   /* else the pending copy frees it */
     E->full[p] = NULL;
-    E->n_avail -= E->L.params[p].numel;
+    E->fetch.n_avail -= E->L.params[p].numel;
     return 0;
 }
 
@@ -530,7 +530,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     phase(E, "before forward");
     double t_f = zn_now_s();
     float *W[2] = {NULL, NULL}, *dW[2] = {NULL, NULL};
-    E->gphase = 0;
+    E->fetch.gphase = 0;
     for (int k = 0; k < nm; k++) {   /* the first nm visits: forward */
         if ((rc = zn_fetch_module(E, k, W, err))) goto done;
         zn_run_forward(R, k, W);
@@ -547,9 +547,9 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
     phase(E, "before backward");
     double t_b = zn_now_s();
 
-    E->gphase = 1;
-    for (int k = nm; k < E->ntrace; k++) {
-        const ZnVisit v = E->trace[k];
+    E->fetch.gphase = 1;
+    for (int k = nm; k < E->fetch.ntrace; k++) {
+        const ZnVisit v = E->fetch.trace[k];
         const ZnModule *md = &E->model->modules[v.mod];
         if ((rc = zn_fetch_module(E, k, W, err))) goto done;
         if (v.kind == ZN_VISIT_RECOMPUTE) {   /* activation checkpointing: the same forward again */
@@ -593,7 +593,7 @@ done:
 
 /* Global norm of the averaged gradient over every rank's partition. */
 static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
-    ZnDevice *gd = E->gdev;   /* the gradient partition's tier (Z-OFF-003) */
+    ZnDevice *gd = E->off.gdev;   /* the gradient partition's tier (Z-OFF-003) */
     ZnAbsMax am = gd->k->absmax(gd, E->grad_part, E->part_n);
     float mx = am.nonfinite ? INFINITY : am.maxabs;
     if (E->P.norm_across_ranks) {   /* else every rank already holds the whole gradient */
@@ -621,7 +621,7 @@ static int global_norm(ZnEngine *E, double *norm, ZnErr *err) {
 /* Any inf/NaN in any rank's gradient partition (Z-PREC-004): every rank
  * takes the same skip decision. */
 static int global_overflow(ZnEngine *E, int *overflow, ZnErr *err) {
-    float flag = E->gdev->k->absmax(E->gdev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
+    float flag = E->off.gdev->k->absmax(E->off.gdev, E->grad_part, E->part_n).nonfinite ? 1.0f : 0.0f;
     if (E->P.norm_across_ranks) {   /* else every rank holds the same whole gradient */
         int rc = all_reduce_host_f32(E, &flag, ZN_MAX, "overflow", err);
         if (rc) return rc;
@@ -642,7 +642,7 @@ static float *working_image(ZnEngine *E) {
 }
 
 /* The tier of the working image: the stage-3 partition's, else the device. */
-static ZnDevice *working_tier(ZnEngine *E) { return E->P.params == ZN_HOLD_PART ? E->pdev : E->dev; }
+static ZnDevice *working_tier(ZnEngine *E) { return E->P.params == ZN_HOLD_PART ? E->off.pdev : E->dev; }
 
 static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     const ZnConfig *cfg = E->cfg;
@@ -706,11 +706,11 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
     const ZnLayout *L = &E->L;
     int rc = 0;
     float *work = working_image(E);
-    if (cast && (work || E->pslot) && (rc = zn_off_cast_work(E, work, working_tier(E), err))) return rc;
+    if (cast && (work || E->off.pslot) && (rc = zn_off_cast_work(E, work, working_tier(E), err))) return rc;
     if (E->P.allgather_after_step) {
         rc = ag_dt(E, work, E->flat_params, even_counts(E, L->part_numel), err);
     } else if (E->P.gather_per_layer) {
-        E->gphase = 2;
+        E->fetch.gphase = 2;
         zn_hpz_drop(E);   /* the secondaries hold the old values (DeepSpeed _post_step) */
         for (int p = 0; p < L->nparams && !rc; p++) {   /* the old values go */
             if (!E->persistent[p]) continue;
@@ -730,7 +730,7 @@ static int publish_params(ZnEngine *E, int cast, ZnErr *err) {
  * micro-batch index whatever N and GA are (Z-CANON-002) */
 
 static void canon_push(ZnEngine *E) {
-    ZnDevice *gd = E->gdev;   /* the levels live with the gradient partition */
+    ZnDevice *gd = E->off.gdev;   /* the levels live with the gradient partition */
     const float *carry = E->grad_part;
     int k = 0;
     while (E->occupied & (1ul << k)) {   /* levels[k] holds earlier micro-batches: it goes left */
@@ -746,7 +746,7 @@ static void canon_push(ZnEngine *E) {
 
 /* the total (levels from the highest, i.e. earliest, down) scaled once by 1/M */
 static void canon_finish(ZnEngine *E, long M) {
-    ZnDevice *gd = E->gdev;
+    ZnDevice *gd = E->off.gdev;
     float *g = E->grad_part;
     int first = 1;
     for (int k = E->nlevels - 1; k >= 0; k--) {
@@ -791,7 +791,7 @@ int zn_engine_train_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     if (E->canonical) {
         if (E->nlevels) canon_finish(E, ga * E->world.size);
         else if (!cfg->allreduce_sum && E->world.size > 1)   /* GA 1: just the final scale */
-            E->gdev->k->div(E->gdev, E->dt, E->grad_part, E->part_n, (float)E->world.size);
+            E->off.gdev->k->div(E->off.gdev, E->dt, E->grad_part, E->part_n, (float)E->world.size);
     } else if (!E->P.reduce_per_micro && (rc = reduce_at_boundary(E, err))) goto out;
     E->micro = 0;
     phase(E, "before step");
@@ -863,7 +863,7 @@ static int gather_via_device(ZnEngine *E, const float *src, ZnDevice *sd, int wh
     if (!rc && !src) {
         if (dev) memcpy(host, dev, (size_t)E->part_n * sizeof(float));
         else rc = zn_off_state_read(E, which, host, err);
-        if (!rc) zn_off_copy(E, tmp, E->dev, host, &E->tier_host, E->part_n, sizeof(float));
+        if (!rc) zn_off_copy(E, tmp, E->dev, host, &E->off.tier_host, E->part_n, sizeof(float));
     }
     if (!rc) rc = gather_partitions(E, tmp, out, err);
     zn_dev_free(E->dev, tmp);
@@ -881,7 +881,7 @@ int zn_engine_gather_moments(ZnEngine *E, float *exp_avg, float *exp_avg_sq, ZnE
 }
 
 int zn_engine_gather_grads(ZnEngine *E, float *out, ZnErr *err) {
-    return gather_via_device(E, E->grad_part, E->gdev, 0, out, err);
+    return gather_via_device(E, E->grad_part, E->off.gdev, 0, out, err);
 }
 
 void zn_engine_get_state(const ZnEngine *E, ZnEngineState *s) {
@@ -916,20 +916,20 @@ int zn_engine_set_state(ZnEngine *E, const ZnEngineState *s, const float *master
 
 int zn_engine_read_part(ZnEngine *E, ZnPartState which, float *host, ZnErr *err) {
     if (which != ZN_PART_PARAMS) return zn_off_state_read(E, (int)which, host, err);
-    if (E->pslot) return zn_offp_read_all(E, host, err);
-    if (E->param_part) E->pdev->k->download(E->pdev, host, E->param_part, (size_t)E->part_n * sizeof(float));
+    if (E->off.pslot) return zn_offp_read_all(E, host, err);
+    if (E->param_part) E->off.pdev->k->download(E->off.pdev, host, E->param_part, (size_t)E->part_n * sizeof(float));
     return 0;
 }
 
 float *zn_engine_part_in_place(const ZnEngine *E, ZnPartState which) {
     if (which != ZN_PART_PARAMS) return zn_off_state_in_place(E, (int)which);
-    return E->pdev && E->pdev->host_addressable && !E->pdev->meta ? E->param_part : NULL;
+    return E->off.pdev && E->off.pdev->host_addressable && !E->off.pdev->meta ? E->param_part : NULL;
 }
 
 void zn_engine_nvme_stats(const ZnEngine *E, unsigned long long *read_bytes, unsigned long long *write_bytes) {
     ZnSwapStats st = {0, 0, 0}, sp = {0, 0, 0};
-    if (E->swap) st = zn_swap_stats(E->swap);
-    if (E->pswap && E->pswap != E->swap) sp = zn_swap_stats(E->pswap);
+    if (E->off.swap) st = zn_swap_stats(E->off.swap);
+    if (E->off.pswap && E->off.pswap != E->off.swap) sp = zn_swap_stats(E->off.pswap);
     *read_bytes = st.read_bytes + sp.read_bytes;
     *write_bytes = st.write_bytes + sp.write_bytes;
 }
@@ -1097,7 +1097,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     /* the optimizer partition; with offload the master, the moments and
        (stages 2/3) the gradient partition live off the device (offload.c) */
     E->part_n = zn_layout_master_numel(L, &E->P);
-    const int grads_dt = E->gdev == dev;   /* on the host the gradient partition is fp32 (DeepSpeed's) */
+    const int grads_dt = E->off.gdev == dev;   /* on the host the gradient partition is fp32 (DeepSpeed's) */
     const float *init = NULL;              /* the master's first values (part_n floats on init_dev) */
     ZnDevice *init_dev = dev;
     if (E->P.optim == ZN_HOLD_FULL) {
@@ -1106,12 +1106,12 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     } else if (E->P.shard == ZN_SHARD_FLAT) {
         init = E->flat_params + (long)E->pw.rank * L->part_numel;
         if (E->P.grads == ZN_HOLD_FULL) E->grad_part = E->flat_grads + (long)E->pw.rank * L->part_numel;
-        else if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
+        else if (!(E->grad_part = zn_off_alloc(E, E->off.gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     } else {
-        ZnDevice *pd = E->pdev;
+        ZnDevice *pd = E->off.pdev;
         const int nvme = E->P.param_tier == ZN_TIER_NVME;   /* the partitions go to offload_param.c */
         if (!nvme && !(E->param_part = zn_off_alloc(E, pd, E->part_n, ZN_MEM_PARAMS16, 1, err))) goto fail;
-        if (!(E->grad_part = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
+        if (!(E->grad_part = zn_off_alloc(E, E->off.gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
         /* a dry run fills no values: a host copy of a billion parameters
            would be the one thing it cannot afford (Z-DRY-004) */
         if (!dev->meta) {
@@ -1126,7 +1126,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
             }
         }
         if (nvme) {   /* rounded on the host, the parameter tier's memory */
-            if (hinit) E->tier_host.k->round_dt(&E->tier_host, E->dt, hinit, E->part_n);
+            if (hinit) E->off.tier_host.k->round_dt(&E->off.tier_host, E->dt, hinit, E->part_n);
             init = hinit;
         } else {
             if (hinit) {
@@ -1141,7 +1141,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         if (pd != dev) {   /* a partition's way up to its gather */
             long maxpn = 0;
             for (int p = 0; p < L->nparams; p++) if (L->s3_pn[p] > maxpn) maxpn = L->s3_pn[p];
-            if (!(E->pstage = talloc(E, maxpn, ZN_MEM_BUCKETS, err))) goto fail;
+            if (!(E->off.pstage = talloc(E, maxpn, ZN_MEM_BUCKETS, err))) goto fail;
         }
     }
     if ((rc = zn_decay_ranges(model, cfg, L, E->pw.rank, E->part_n, &E->decay, &E->ndecay, err))) goto fail;
@@ -1160,7 +1160,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         E->levels = zn_calloc(ZN_HOST_ENGINE, (size_t)E->nlevels, sizeof(float *));
         if (!E->levels) { zn_nomem(err); goto fail; }
         for (int k = 0; k < E->nlevels; k++)
-            if (!(E->levels[k] = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
+            if (!(E->levels[k] = zn_off_alloc(E, E->off.gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     }
     phase(E, "init");
     return 0;
@@ -1188,17 +1188,17 @@ void zn_engine_free(ZnEngine *E) {
     free(E->tied_cnt);
     zn_off_free(E);
     if (E->dev) {
-        if (E->P.grads == ZN_HOLD_PART) zn_dev_free(E->gdev, E->grad_part);
+        if (E->P.grads == ZN_HOLD_PART) zn_dev_free(E->off.gdev, E->grad_part);
         zn_dev_free(E->dev, E->flat_params);
         zn_dev_free(E->dev, E->flat_grads);
-        if (E->pdev) zn_dev_free(E->pdev, E->param_part);
-        zn_dev_free(E->dev, E->pstage);
+        if (E->off.pdev) zn_dev_free(E->off.pdev, E->param_part);
+        zn_dev_free(E->dev, E->off.pstage);
         zn_dev_free(E->dev, E->bucket_buf);
         if (E->ipg_extra) zn_mem_uncharge(E->dev, (size_t)E->ipg_extra, ZN_MEM_BUCKETS);
         zn_dev_free(E->dev, E->grad_scratch);
         zn_dev_free(E->dev, E->comm16);
         zn_dev_free(E->dev, E->scratch);
-        for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->gdev, E->levels[k]);
+        for (int k = 0; k < E->nlevels && E->levels; k++) zn_dev_free(E->off.gdev, E->levels[k]);
     }
     zn_run_free(E->run);
     ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered);

@@ -22,10 +22,11 @@
 #include "io/trace.h"
 
 struct ZnEngine;
-
-/* One module visit of a micro-step: kind 0 forward, 1 the forward again
-   (activation checkpointing's recompute), 2 backward (fetch.h). */
-typedef struct { int mod, kind; } ZnVisit;
+/* the subsystems' own state, each a field of the engine */
+#include "engine/offload.h"
+#include "engine/zeropp.h"
+#include "engine/mics.h"
+#include "engine/fetch.h"
 
 typedef struct {
     double loss;        /* mean loss over the global batch */
@@ -63,13 +64,6 @@ typedef struct {
     int hpz_copy_delay;
 } ZnEngineHooks;
 
-/* Host buffers for NVMe swap I/O (offload.c, zn_off_bufs_init) */
-typedef struct {
-    void **buf;
-    int n;                  /* charged (and, unless a dry run, allocated) */
-    size_t bytes;           /* each */
-} ZnSwapBufs;
-
 typedef struct ZnEngine {
     const ZnConfig *cfg;
     const ZnModel *model;
@@ -82,8 +76,7 @@ typedef struct ZnEngine {
        this rank's shard group of S consecutive ranks (size S, rank r % S);
        repl: the ranks holding the same partition (MiCS), size 1 without */
     ZnWorld pw;
-    ZnGroup shard, repl;
-    void *mics_buf;         /* the hierarchical gather's staging (mics.c) */
+    ZnMics mics;            /* MiCS's groups and staging (mics.h) */
     ZnPlan P;               /* the stage plan: what this rank holds, when it reduces */
     /* host scratch sized at init, so a step allocates nothing on the host */
     long *counts;           /* [world] counts of a collective */
@@ -103,19 +96,7 @@ typedef struct ZnEngine {
     float *param_part;
     float **full;           /* stage 3: gathered full parameters (pn*W) or NULL */
     int *persistent;        /* stage 3: params never released (Z-S3-002) */
-    /* the micro-step's module visits in order (fetch.c): forward, then
-       backward with each checkpointed block recomputed before it */
-    int ntrace;
-    ZnVisit *trace;
-    /* stage 3 fetching (Z-S3-*) */
-    int trace_complete;     /* 0 during the first micro-step: DeepSpeed records the trace then */
-    unsigned char *keep;    /* [ntrace * 2]: keep param slot q gathered after visit k (reuse rule) */
-    int *prefetched;        /* [nparams] gathered ahead of its next use */
-    long pf_cursor;         /* next trace param slot the prefetch considers */
-    long n_avail;           /* parameter elements gathered now (persistent ones too) */
-    long live_peak;         /* the most gathered at once, this step */
-    int gphase;             /* what gathers now: 0 forward, 1 backward, 2 after the step */
-    long gather_sent[3];    /* bytes this rank sent gathering parameters, per phase, since init */
+    ZnFetch fetch;          /* the module visits and stage 3's fetching (fetch.h) */
 
     /* optimizer partition: master weights, gradients, Adam moments. The
        master and moments live in the optimizer groups (offload.h); fp32
@@ -125,24 +106,7 @@ typedef struct ZnEngine {
     struct ZnOptGroup *og;  /* [nog] ranges of the partition with their states and tier */
     int nog;
 
-    /* offload (Z-OFF-*, offload.h): the tiers besides the device */
-    ZnDevice tier_host;     /* host memory the offloaded states take (accounted like the device) */
-    ZnDevice tier_nvme;     /* NVMe: accounting only, the swap files hold the bytes */
-    ZnDevice *gdev;         /* where grad_part (and canonical levels) live: dev or &tier_host */
-    ZnDevice *pdev;         /* where param_part lives (stage 3): dev or &tier_host */
-    float *hstage, *dstage; /* chunk staging on the host and on the device */
-    float *pstage;          /* device: a host param partition on its way to the gather */
-    ZnSwapBufs swapbufs;    /* NVMe: offload_optimizer.buffer_count host buffers */
-    struct ZnSwap *swap;
-    /* stage-3 parameters on NVMe (offload_param.c): a partition is in
-       phost at pslot[p], or (pslot -1) in the swap file at pfile_off[p] */
-    long *pslot;
-    size_t *pfile_off, pfile_bytes;
-    float *phost, *pread;
-    ZnSwapBufs pbufs;       /* offload_param.buffer_count host buffers */
-    int pfid;
-    struct ZnSwap *pswap;   /* E->swap when both offloads share a path */
-    unsigned long long h2d_bytes, d2h_bytes;   /* since init, at the bytes a real run moves */
+    ZnOffload off;          /* the tiers besides the device (offload.h, Z-OFF-*) */
     /* the partition cut by weight-decay rule (decay.h): Adam runs once per range */
     struct ZnDecayRange *decay;
     int ndecay;
@@ -164,15 +128,7 @@ typedef struct ZnEngine {
     ZnLossScaler scaler;
     ZnLrSched sched;
     int check_overflow;     /* skip steps whose gradient holds inf/NaN */
-    /* ZeRO++ (zeropp.c, Z-ZPP-*) */
-    float **sec;            /* [nparams] hpZ secondary partition (pn*W/hpz values) or NULL */
-    float **sec_src;        /* [nparams] the gathered param a pending secondary copy reads */
-    int sec_pending;        /* copies not yet made (hpz_copy_delay) */
-    float *zf;              /* fp32 staging of qgZ (W * largest bucket block) */
-    unsigned char *zq;      /* codes: send half then receive half (zq_half bytes each) */
-    float *zs;              /* scales: send half then receive half (zs_half floats each) */
-    size_t zf_n, zq_half, zs_half;
-    long gather_inter[3];   /* of gather_sent, bytes sent to another node, per phase */
+    ZnZeroPP zpp;           /* hpZ's secondaries, qwZ's and qgZ's staging (zeropp.h) */
     uint16_t *comm16;       /* staging for 16-bit collectives */
     long comm16_cap;
     /* collectives on a few host values (norm pieces, the overflow flag, the

@@ -39,20 +39,20 @@ static long module_numel(const ZnEngine *E, int i) {
 static int build_trace(ZnEngine *E, ZnErr *err) {
     const ZnModel *m = E->model;
     const int n = m->nmodules, ckpt = E->cfg->activation_checkpointing;
-    E->trace = zn_calloc(ZN_HOST_ENGINE, (size_t)3 * n + 1, sizeof *E->trace);
-    if (!E->trace) return zn_nomem(err);
+    E->fetch.trace = zn_calloc(ZN_HOST_ENGINE, (size_t)3 * n + 1, sizeof *E->fetch.trace);
+    if (!E->fetch.trace) return zn_nomem(err);
     int k = 0;
-    for (int i = 0; i < n; i++) E->trace[k++] = (ZnVisit){i, ZN_VISIT_FWD};
+    for (int i = 0; i < n; i++) E->fetch.trace[k++] = (ZnVisit){i, ZN_VISIT_FWD};
     for (int i = n - 1; i >= 0; i--) {
         int b = m->modules[i].block;
         if (ckpt && b >= 0 && (i == n - 1 || m->modules[i + 1].block != b)) {
             int first = i;
             while (first > 0 && m->modules[first - 1].block == b) first--;
-            for (int j = first; j <= i; j++) E->trace[k++] = (ZnVisit){j, ZN_VISIT_RECOMPUTE};
+            for (int j = first; j <= i; j++) E->fetch.trace[k++] = (ZnVisit){j, ZN_VISIT_RECOMPUTE};
         }
-        E->trace[k++] = (ZnVisit){i, ZN_VISIT_BWD};
+        E->fetch.trace[k++] = (ZnVisit){i, ZN_VISIT_BWD};
     }
-    E->ntrace = k;
+    E->fetch.ntrace = k;
     return 0;
 }
 
@@ -69,20 +69,20 @@ static void plan_residency(ZnEngine *E) {
             persisted += n;
         }
     }
-    for (int k = 0; k < E->ntrace; k++) {
-        const ZnModule *md = &m->modules[E->trace[k].mod];
+    for (int k = 0; k < E->fetch.ntrace; k++) {
+        const ZnModule *md = &m->modules[E->fetch.trace[k].mod];
         for (int q = 0; q < md->nparams; q++) {
             int p = md->param[q], keep = 0;
             long traversed = 0;
             /* DeepSpeed checks the distance before each following module,
                then takes in all of its params */
-            for (int j = k + 1; j < E->ntrace && !keep && z->max_reuse_distance > 0; j++) {
+            for (int j = k + 1; j < E->fetch.ntrace && !keep && z->max_reuse_distance > 0; j++) {
                 if (traversed >= z->max_reuse_distance) break;
-                const ZnModule *mj = &m->modules[E->trace[j].mod];
+                const ZnModule *mj = &m->modules[E->fetch.trace[j].mod];
                 for (int r = 0; r < mj->nparams; r++) keep |= mj->param[r] == p;
-                traversed += module_numel(E, E->trace[j].mod);
+                traversed += module_numel(E, E->fetch.trace[j].mod);
             }
-            E->keep[2 * k + q] = (unsigned char)keep;
+            E->fetch.keep[2 * k + q] = (unsigned char)keep;
         }
     }
 }
@@ -92,31 +92,31 @@ int zn_fetch_init(ZnEngine *E, ZnErr *err) {
     if (rc || !E->P.gather_per_layer) return rc;
     const int np = E->L.nparams;
     E->persistent = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(int));
-    E->prefetched = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(int));
-    E->keep = zn_calloc(ZN_HOST_ENGINE, (size_t)2 * E->ntrace + 1, 1);
-    if (!E->persistent || !E->prefetched || !E->keep) return zn_nomem(err);
+    E->fetch.prefetched = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(int));
+    E->fetch.keep = zn_calloc(ZN_HOST_ENGINE, (size_t)2 * E->fetch.ntrace + 1, 1);
+    if (!E->persistent || !E->fetch.prefetched || !E->fetch.keep) return zn_nomem(err);
     plan_residency(E);
     return zn_engine_gather_persistent(E, err);   /* gathered once now, then kept */
 }
 
 void zn_fetch_free(ZnEngine *E) {
-    ZN_FREE_ALL(E->trace, E->persistent, E->prefetched, E->keep);
-    E->trace = NULL;
-    E->persistent = E->prefetched = NULL;
-    E->keep = NULL;
+    ZN_FREE_ALL(E->fetch.trace, E->persistent, E->fetch.prefetched, E->fetch.keep);
+    E->fetch.trace = NULL;
+    E->persistent = E->fetch.prefetched = NULL;
+    E->fetch.keep = NULL;
 }
 
 /* Gathers ahead along the trace from visit k + 1 (Z-S3-005). */
 static int prefetch(ZnEngine *E, int k, ZnErr *err) {
     const ZnZeroConfig *z = &E->cfg->zero;
-    long budget = z->max_live_parameters - E->n_avail;
+    long budget = z->max_live_parameters - E->fetch.n_avail;
     if (z->prefetch_bucket_size < budget) budget = z->prefetch_bucket_size;
     /* the trace's param slots: visit j's params at 2j, 2j + 1 */
     long slot = 2L * (k + 1);
-    if (E->pf_cursor > slot) slot = E->pf_cursor;
+    if (E->fetch.pf_cursor > slot) slot = E->fetch.pf_cursor;
     long fetched = 0;
-    while (slot < 2L * E->ntrace && fetched < budget) {
-        const ZnModule *md = &E->model->modules[E->trace[slot / 2].mod];
+    while (slot < 2L * E->fetch.ntrace && fetched < budget) {
+        const ZnModule *md = &E->model->modules[E->fetch.trace[slot / 2].mod];
         int q = (int)(slot % 2);
         slot++;
         if (q >= md->nparams) continue;
@@ -124,39 +124,39 @@ static int prefetch(ZnEngine *E, int k, ZnErr *err) {
         if (E->full[p]) continue;
         int rc = zn_engine_gather_param(E, p, err);
         if (rc) return rc;
-        E->prefetched[p] = 1;
+        E->fetch.prefetched[p] = 1;
         fetched += E->L.params[p].numel;
     }
-    E->pf_cursor = slot;
+    E->fetch.pf_cursor = slot;
     return 0;
 }
 
 int zn_fetch_module(ZnEngine *E, int k, float **W, ZnErr *err) {
-    const ZnModule *md = &E->model->modules[E->trace[k].mod];
+    const ZnModule *md = &E->model->modules[E->fetch.trace[k].mod];
     for (int q = 0; q < md->nparams; q++) {
         int p = md->param[q];
         if (E->P.gather_per_layer) {
-            E->prefetched[p] = 0;   /* its use is now */
+            E->fetch.prefetched[p] = 0;   /* its use is now */
             int rc = zn_engine_gather_param(E, p, err);
             if (rc) return rc;
         }
         W[q] = zn_engine_param_ptr(E, p);
     }
-    if (E->P.gather_per_layer && E->n_avail > E->live_peak) E->live_peak = E->n_avail;
-    if (E->P.gather_per_layer && E->trace_complete && E->cfg->zero.prefetch_bucket_size > 0) {
+    if (E->P.gather_per_layer && E->fetch.n_avail > E->fetch.live_peak) E->fetch.live_peak = E->fetch.n_avail;
+    if (E->P.gather_per_layer && E->fetch.trace_complete && E->cfg->zero.prefetch_bucket_size > 0) {
         int rc = prefetch(E, k, err);
         if (rc) return rc;
-        if (E->n_avail > E->live_peak) E->live_peak = E->n_avail;
+        if (E->fetch.n_avail > E->fetch.live_peak) E->fetch.live_peak = E->fetch.n_avail;
     }
     return 0;
 }
 
 int zn_fetch_release(ZnEngine *E, int k, ZnErr *err) {
     if (!E->P.gather_per_layer) return 0;
-    const ZnModule *md = &E->model->modules[E->trace[k].mod];
+    const ZnModule *md = &E->model->modules[E->fetch.trace[k].mod];
     for (int q = 0; q < md->nparams; q++) {
         int p = md->param[q];
-        if (E->prefetched[p] || (E->trace_complete && E->keep[2 * k + q])) continue;
+        if (E->fetch.prefetched[p] || (E->fetch.trace_complete && E->fetch.keep[2 * k + q])) continue;
         int rc = zn_engine_release_param(E, p, err);
         if (rc) return rc;
     }
@@ -168,11 +168,11 @@ int zn_fetch_end_micro(ZnEngine *E, ZnErr *err) {
     ZnErr spare = {0};
     int first = 0;
     for (int p = 0; p < E->L.nparams; p++) {   /* every param released, whatever fails */
-        E->prefetched[p] = 0;
+        E->fetch.prefetched[p] = 0;
         int rc = zn_engine_release_param(E, p, first || !err ? &spare : err);
         if (rc && !first) first = rc;
     }
-    E->pf_cursor = 0;
-    E->trace_complete = 1;
+    E->fetch.pf_cursor = 0;
+    E->fetch.trace_complete = 1;
     return err ? first : 0;
 }

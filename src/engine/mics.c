@@ -12,8 +12,8 @@ int zn_mics_init(ZnEngine *E, const ZnConfig *cfg, ZnErr *err) {
     if (S > W || W % S)
         return zn_err(err, ZN_E_USAGE, "mics_shard_size %d does not divide the world size %d", S, W);
     E->pw = zn_world(S, E->world.rank % S, S);
-    E->shard = zn_group(S, 1);
-    E->repl = zn_group(W / S, S);
+    E->mics.shard = zn_group(S, 1);
+    E->mics.repl = zn_group(W / S, S);
     if (!E->P.mics_shard) return 0;
     if (cfg->canonical)
         return zn_err(err, ZN_E_USAGE, "mics_shard_size with --canonical: canonical mode reduces in one tree over "
@@ -26,8 +26,8 @@ int zn_mics_init(ZnEngine *E, const ZnConfig *cfg, ZnErr *err) {
 }
 
 void zn_mics_free(ZnEngine *E) {
-    if (E->dev && E->mics_buf) zn_dev_free(E->dev, E->mics_buf);
-    E->mics_buf = NULL;
+    if (E->dev && E->mics.buf) zn_dev_free(E->dev, E->mics.buf);
+    E->mics.buf = NULL;
 }
 
 /* The staging, made at the first gather for the largest parameter: K + S
@@ -39,10 +39,10 @@ static long max_pn(const ZnEngine *E) {
     return m;
 }
 static void *staging(ZnEngine *E, int K, ZnErr *err) {
-    if (E->mics_buf) return E->mics_buf;
+    if (E->mics.buf) return E->mics.buf;
     size_t bytes = (size_t)(K + E->pw.size) * (size_t)max_pn(E) * zn_dtype_size(E->dt) + 1;
-    E->mics_buf = zn_dev_alloc(E->dev, bytes, ZN_MEM_BUCKETS, err);
-    return E->mics_buf;
+    E->mics.buf = zn_dev_alloc(E->dev, bytes, ZN_MEM_BUCKETS, err);
+    return E->mics.buf;
 }
 
 /* The two-level gather through the staging X ((K + S) * pn values in the

@@ -2,14 +2,26 @@
  * offload-and-zeropp.md §B5; DeepSpeed runtime/zero/mics.py, mics_utils.py).
  * The states are split within shard groups of S consecutive ranks and
  * replicated across the W/S groups: the layout is cut for S ranks, the
- * partition collectives run in the shard group (E->shard), and a reduced
- * gradient piece is then all-reduced across the replicas (E->repl). Private
+ * partition collectives run in the shard group (E->mics.shard), and a reduced
+ * gradient piece is then all-reduced across the replicas (E->mics.repl). Private
  * to the engine. */
 #ifndef ZN_MICS_H
 #define ZN_MICS_H
-#include "engine/engine.h"
+#include "core/err.h"
+#include "core/config.h"
+#include "core/topo.h"
 
-/* The plan's MiCS fields, E->pw, E->shard and E->repl (the whole world and
+typedef struct ZnEngine ZnEngine;   /* engine.h, which holds a ZnMics */
+
+/* MiCS's state in a rank's engine (E->mics): the shard group that splits
+   the states and the replicas that hold the same partition (size 1 without
+   MiCS). */
+typedef struct {
+    ZnGroup shard, repl;
+    void *buf;              /* the hierarchical gather's staging */
+} ZnMics;
+
+/* The plan's MiCS fields, E->pw, E->mics.shard and E->mics.repl (the whole world and
  * no replicas without MiCS); the errors a config check cannot see (the
  * node size of processes). */
 int zn_mics_init(ZnEngine *E, const ZnConfig *cfg, ZnErr *err);
@@ -23,4 +35,5 @@ int zn_mics_hier_gather(ZnEngine *E, const float *send, float *full, long pn, Zn
  * engine's staging when n fits it (it is sized for the largest parameter),
  * else through a buffer of this call's own. */
 int zn_mics_hier_gather_flat(ZnEngine *E, const float *mine, float *flat, long n, ZnErr *err);
+#include "engine/engine.h"
 #endif

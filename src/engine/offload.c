@@ -45,26 +45,26 @@ void zn_off_copy(ZnEngine *E, float *dst, ZnDevice *dd, const float *src, ZnDevi
         /* a dry run's host tier is meta tokens: no memory to write, but the
            bytes a real run moves are counted all the same (Z-DRY-004) */
         if (!dd->meta) E->k->download(E->dev, dst, src, bytes);
-        E->d2h_bytes += (unsigned long long)n * es;
+        E->off.d2h_bytes += (unsigned long long)n * es;
     } else if (dd == E->dev) {   /* host to device */
         E->k->upload(E->dev, dst, src, bytes);
-        E->h2d_bytes += (unsigned long long)n * es;
+        E->off.h2d_bytes += (unsigned long long)n * es;
     } else if (!dd->meta) {      /* host to host (two host tiers: never today) */
         memcpy(dst, src, bytes);
     }
 }
 
 int zn_off_init(ZnEngine *E, ZnErr *err) {
-    zn_device_host_init(&E->tier_host);
-    E->tier_host.name = "cpu";
-    E->tier_host.meta = E->dev->meta;   /* a dry run counts the host too */
+    zn_device_host_init(&E->off.tier_host);
+    E->off.tier_host.name = "cpu";
+    E->off.tier_host.meta = E->dev->meta;   /* a dry run counts the host too */
     /* and its host kernels do nothing either: they would read meta tokens */
-    if (E->dev->meta) E->tier_host.k = E->dev->k;
-    zn_device_host_init(&E->tier_nvme);
-    E->tier_nvme.name = "nvme";
-    E->tier_nvme.meta = 1;              /* the files hold the bytes */
-    E->gdev = E->P.grads_on_host ? &E->tier_host : E->dev;
-    E->pdev = E->P.param_tier != ZN_TIER_DEVICE ? &E->tier_host : E->dev;   /* NVMe: through host buffers */
+    if (E->dev->meta) E->off.tier_host.k = E->dev->k;
+    zn_device_host_init(&E->off.tier_nvme);
+    E->off.tier_nvme.name = "nvme";
+    E->off.tier_nvme.meta = 1;              /* the files hold the bytes */
+    E->off.gdev = E->P.grads_on_host ? &E->off.tier_host : E->dev;
+    E->off.pdev = E->P.param_tier != ZN_TIER_DEVICE ? &E->off.tier_host : E->dev;   /* NVMe: through host buffers */
     (void)err;
     return 0;
 }
@@ -73,7 +73,7 @@ int zn_off_init(ZnEngine *E, ZnErr *err) {
 /* the groups */
 
 static ZnDevice *group_mem(ZnEngine *E, const ZnOptGroup *g) {
-    return g->tier == ZN_TIER_DEVICE ? E->dev : &E->tier_host;   /* NVMe groups are worked on in host buffers */
+    return g->tier == ZN_TIER_DEVICE ? E->dev : &E->off.tier_host;   /* NVMe groups are worked on in host buffers */
 }
 
 /* fp32 stage 0 steps the model weights themselves: its master is flat_params */
@@ -127,9 +127,9 @@ int zn_off_bufs_init(ZnEngine *E, ZnSwapBufs *b, int count, size_t bytes, ZnErr 
     b->buf = zn_calloc(ZN_HOST_ENGINE, (size_t)count, sizeof(void *));
     if (!b->buf) return zn_nomem(err);
     for (int i = 0; i < count; i++) {
-        if (zn_mem_charge(&E->tier_host, bytes, ZN_MEM_BUCKETS, err)) return err->code;
+        if (zn_mem_charge(&E->off.tier_host, bytes, ZN_MEM_BUCKETS, err)) return err->code;
         if (!E->dev->meta && !(b->buf[i] = zn_swap_buf_alloc(bytes, err))) {
-            zn_mem_uncharge(&E->tier_host, bytes, ZN_MEM_BUCKETS);
+            zn_mem_uncharge(&E->off.tier_host, bytes, ZN_MEM_BUCKETS);
             return err->code;
         }
         b->n++;
@@ -140,7 +140,7 @@ int zn_off_bufs_init(ZnEngine *E, ZnSwapBufs *b, int count, size_t bytes, ZnErr 
 void zn_off_bufs_free(ZnEngine *E, ZnSwapBufs *b) {
     for (int i = 0; i < b->n; i++) {
         zn_swap_buf_free(b->buf[i]);
-        zn_mem_uncharge(&E->tier_host, b->bytes, ZN_MEM_BUCKETS);
+        zn_mem_uncharge(&E->off.tier_host, b->bytes, ZN_MEM_BUCKETS);
     }
     b->n = 0;
     free(b->buf);
@@ -174,26 +174,26 @@ static int nvme_init(ZnEngine *E, ZnErr *err) {
                       " raise buffer_count", o->buffer_count, want / 3, want, o->pipeline_read, o->pipeline_write);
     /* DeepSpeed's SwapBufferManager: buffer_count buffers of the largest
        sub-group, fp32, on the host */
-    int rc = zn_off_bufs_init(E, &E->swapbufs, (int)o->buffer_count, align_up((size_t)maxn * sizeof(float)), err);
+    int rc = zn_off_bufs_init(E, &E->off.swapbufs, (int)o->buffer_count, align_up((size_t)maxn * sizeof(float)), err);
     if (rc) return rc;
     for (int i = 0; i < E->nog; i++) {
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) continue;
         for (int s = 0; s < 3; s++)
-            if (zn_mem_charge(&E->tier_nvme, g->region, s == 0 ? ZN_MEM_MASTER32 : s == 1 ? ZN_MEM_EXP_AVG
+            if (zn_mem_charge(&E->off.tier_nvme, g->region, s == 0 ? ZN_MEM_MASTER32 : s == 1 ? ZN_MEM_EXP_AVG
                               : ZN_MEM_EXP_AVG_SQ, err)) return err->code;
     }
     if (E->dev->meta) return 0;   /* a dry run writes no file */
     ZnAioMode mode;
     if ((rc = zn_aio_mode_from_env(&mode, err))) return rc;
     FILE *log = E->world.rank == 0 && !E->hooks.quiet ? stdout : NULL;
-    if ((rc = zn_swap_open(&E->swap, o->nvme_path, E->world.rank, need, &E->cfg->aio, mode, log, err))) return rc;
+    if ((rc = zn_swap_open(&E->off.swap, o->nvme_path, E->world.rank, need, &E->cfg->aio, mode, log, err))) return rc;
     for (int i = 0; i < E->nog && !rc; i++) {
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) continue;
         char name[64];
         snprintf(name, sizeof name, "optimizer_subgroup%d.swp", i);
-        rc = zn_swap_file(E->swap, name, 3 * g->region, &g->fid, err);
+        rc = zn_swap_file(E->off.swap, name, 3 * g->region, &g->fid, err);
     }
     return rc;
 }
@@ -203,9 +203,9 @@ static int nvme_init(ZnEngine *E, ZnErr *err) {
 static int nvme_io(ZnEngine *E, const ZnOptGroup *g, int set, int write, ZnErr *err) {
     size_t n = (size_t)(g->hi - g->lo) * sizeof(float);
     for (int s = 0; s < 3; s++) {
-        float *buf = E->swapbufs.buf[3 * set + s];
-        int rc = write ? zn_swap_write(E->swap, g->fid, (size_t)s * g->region, buf, n, err)
-                       : zn_swap_read(E->swap, g->fid, (size_t)s * g->region, buf, n, err);
+        float *buf = E->off.swapbufs.buf[3 * set + s];
+        int rc = write ? zn_swap_write(E->off.swap, g->fid, (size_t)s * g->region, buf, n, err)
+                       : zn_swap_read(E->off.swap, g->fid, (size_t)s * g->region, buf, n, err);
         if (rc) return zn_err_prefix(err, "optimizer sub-group %d: ", (int)(g - E->og));
     }
     return 0;
@@ -233,19 +233,19 @@ int zn_off_groups_init(ZnEngine *E, const float *init, ZnDevice *init_dev, ZnErr
     int need_h = E->P.grads_on_host, need_d = 0;
     for (int i = 0; i < E->nog; i++) {
         ZnDevice *d = group_mem(E, &E->og[i]);
-        if (d != E->gdev && d != E->dev) need_h = 1;
-        if (d != E->gdev && d == E->dev) need_d = 1;
+        if (d != E->off.gdev && d != E->dev) need_h = 1;
+        if (d != E->off.gdev && d == E->dev) need_d = 1;
     }
-    if (need_h && !(E->hstage = zn_off_alloc(E, &E->tier_host, ZN_OFF_CHUNK, ZN_MEM_BUCKETS, 0, err))) return err->code;
-    if (need_d && !(E->dstage = zn_off_alloc(E, E->dev, ZN_OFF_CHUNK, ZN_MEM_BUCKETS, 0, err))) return err->code;
+    if (need_h && !(E->off.hstage = zn_off_alloc(E, &E->off.tier_host, ZN_OFF_CHUNK, ZN_MEM_BUCKETS, 0, err))) return err->code;
+    if (need_d && !(E->off.dstage = zn_off_alloc(E, E->dev, ZN_OFF_CHUNK, ZN_MEM_BUCKETS, 0, err))) return err->code;
     /* the NVMe groups' first contents: the masters, and zero moments */
-    for (int i = 0; i < E->nog && E->swap; i++) {
+    for (int i = 0; i < E->nog && E->off.swap; i++) {
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) continue;
-        zn_off_copy(E, E->swapbufs.buf[0], &E->tier_host, init + g->lo, init_dev, g->hi - g->lo, sizeof(float));
-        memset(E->swapbufs.buf[1], 0, E->swapbufs.bytes);
-        memset(E->swapbufs.buf[2], 0, E->swapbufs.bytes);
-        if ((rc = nvme_io(E, g, 0, 1, err)) || (rc = zn_swap_wait(E->swap, err))) return rc;
+        zn_off_copy(E, E->off.swapbufs.buf[0], &E->off.tier_host, init + g->lo, init_dev, g->hi - g->lo, sizeof(float));
+        memset(E->off.swapbufs.buf[1], 0, E->off.swapbufs.bytes);
+        memset(E->off.swapbufs.buf[2], 0, E->off.swapbufs.bytes);
+        if ((rc = nvme_io(E, g, 0, 1, err)) || (rc = zn_swap_wait(E->off.swap, err))) return rc;
     }
     return 0;
 }
@@ -260,23 +260,23 @@ void zn_off_free(ZnEngine *E) {
     }
     free(E->og);
     E->og = NULL;
-    zn_off_bufs_free(E, &E->swapbufs);
-    zn_dev_free(&E->tier_host, E->hstage);
-    if (E->dev) zn_dev_free(E->dev, E->dstage);
-    zn_swap_close(E->swap, 1);   /* the swap files go at exit (Z-NVME) */
-    E->swap = NULL;
+    zn_off_bufs_free(E, &E->off.swapbufs);
+    zn_dev_free(&E->off.tier_host, E->off.hstage);
+    if (E->dev) zn_dev_free(E->dev, E->off.dstage);
+    zn_swap_close(E->off.swap, 1);   /* the swap files go at exit (Z-NVME) */
+    E->off.swap = NULL;
 }
 
 /* ---------------------------------------------------------------------- */
 /* gradients entering the host partition */
 
 void zn_off_put_grad(ZnEngine *E, float *dst, const float *src, long n, int add) {
-    ZnDevice *h = &E->tier_host;
+    ZnDevice *h = &E->off.tier_host;
     for (long c0 = 0; c0 < n; c0 += ZN_OFF_CHUNK) {
         long c = lmin(ZN_OFF_CHUNK, n - c0);
         if (add) {
-            zn_off_copy(E, E->hstage, h, src + c0, E->dev, c, sizeof(float));
-            h->k->add(h, E->dt, dst + c0, E->hstage, c);
+            zn_off_copy(E, E->off.hstage, h, src + c0, E->dev, c, sizeof(float));
+            h->k->add(h, E->dt, dst + c0, E->off.hstage, c);
         } else {
             zn_off_copy(E, dst + c0, h, src + c0, E->dev, c, sizeof(float));
             h->k->round_dt(h, E->dt, dst + c0, c);
@@ -315,15 +315,15 @@ static void step_group(ZnEngine *E, const ZnOptGroup *g, float *const st[3], con
                        float *work, ZnDevice *wdev) {
     ZnDevice *d = group_mem(E, g);
     float *wk = wdev == d ? work : NULL;   /* fused: Adam writes the working copy */
-    if (E->gdev == d) {   /* the gradient is where the states are: one pass */
+    if (E->off.gdev == d) {   /* the gradient is where the states are: one pass */
         adam_span(E, d, g, st, g->slo, g->shi, E->grad_part + g->slo, hp, mul, wk);
         if (work && !wk) work_from_master(E, work, wdev, st[0] + (g->slo - g->lo), d, g->slo, g->shi);
         return;
     }
-    float *stage = d == E->dev ? E->dstage : E->hstage;
+    float *stage = d == E->dev ? E->off.dstage : E->off.hstage;
     for (long c0 = g->slo; c0 < g->shi; c0 += ZN_OFF_CHUNK) {
         long c1 = lmin(c0 + ZN_OFF_CHUNK, g->shi);
-        zn_off_copy(E, stage, d, E->grad_part + c0, E->gdev, c1 - c0, sizeof(float));
+        zn_off_copy(E, stage, d, E->grad_part + c0, E->off.gdev, c1 - c0, sizeof(float));
         adam_span(E, d, g, st, c0, c1, stage, hp, mul, wk);
         if (work && !wk) work_from_master(E, work, wdev, st[0] + (c0 - g->lo), d, c0, c1);
     }
@@ -331,7 +331,7 @@ static void step_group(ZnEngine *E, const ZnOptGroup *g, float *const st[3], con
 
 /* The buffers of set `set` as a group's states. */
 static void set_states(ZnEngine *E, int set, float *st[3]) {
-    for (int s = 0; s < 3; s++) st[s] = E->swapbufs.buf[3 * set + s];
+    for (int s = 0; s < 3; s++) st[s] = E->off.swapbufs.buf[3 * set + s];
 }
 
 /* the next NVMe group after i, or -1 */
@@ -349,15 +349,15 @@ int zn_off_step(ZnEngine *E, const ZnAdamParams *hp, float mul, float *work, ZnD
         ZnOptGroup *g = &E->og[i];
         if (g->tier != ZN_TIER_NVME) {
             step_group(E, g, g->st, hp, mul, work, wdev);
-            if (E->pslot && (rc = zn_offp_store(E, g->lo, g->hi, g->st[0], group_mem(E, g), err))) break;
+            if (E->off.pslot && (rc = zn_offp_store(E, g->lo, g->hi, g->st[0], group_mem(E, g), err))) break;
             continue;
         }
-        if (!E->swap) continue;   /* a dry run: no data */
+        if (!E->off.swap) continue;   /* a dry run: no data */
         set = k % nsets;
         /* the group's states into its buffers (already queued when pipelined);
            the wait also completes the previous group's writes */
         if (queued != i && (rc = nvme_io(E, g, set, 0, err))) break;
-        if ((rc = zn_swap_wait(E->swap, err))) break;
+        if ((rc = zn_swap_wait(E->off.swap, err))) break;
         /* DeepSpeed's pipeline_read: the next group's reads overlap this step */
         int nx = o->pipeline_read ? next_nvme(E, i) : -1;
         if (nx >= 0 && (rc = nvme_io(E, &E->og[nx], (k + 1) % nsets, 0, err))) break;
@@ -365,14 +365,14 @@ int zn_off_step(ZnEngine *E, const ZnAdamParams *hp, float mul, float *work, ZnD
         float *st[3];
         set_states(E, set, st);
         step_group(E, g, st, hp, mul, work, wdev);
-        if (E->pslot && (rc = zn_offp_store(E, g->lo, g->hi, st[0], &E->tier_host, err))) break;
+        if (E->off.pslot && (rc = zn_offp_store(E, g->lo, g->hi, st[0], &E->off.tier_host, err))) break;
         if ((rc = nvme_io(E, g, set, 1, err))) break;
         /* pipeline_write: the writes complete at the next wait */
-        if (!o->pipeline_write && (rc = zn_swap_wait(E->swap, err))) break;
+        if (!o->pipeline_write && (rc = zn_swap_wait(E->off.swap, err))) break;
         k++;
     }
-    if (E->swap) {
-        int rc2 = zn_swap_wait(E->swap, err);
+    if (E->off.swap) {
+        int rc2 = zn_swap_wait(E->off.swap, err);
         if (!rc) rc = rc2;
     }
     return rc ? zn_err_prefix(err, "rank %d: NVMe optimizer swap: ", E->world.rank) : 0;
@@ -388,16 +388,16 @@ static int group_load(ZnEngine *E, const ZnOptGroup *g, float *st[3], ZnErr *err
         for (int s = 0; s < 3; s++) st[s] = g->st[s];
         return 0;
     }
-    if (!E->swap) return zn_err(err, ZN_E_USAGE, "a dry run holds no optimizer state to read");
+    if (!E->off.swap) return zn_err(err, ZN_E_USAGE, "a dry run holds no optimizer state to read");
     set_states(E, 0, st);
     int rc = nvme_io(E, g, 0, 0, err);
-    return rc ? rc : zn_swap_wait(E->swap, err);
+    return rc ? rc : zn_swap_wait(E->off.swap, err);
 }
 
 static int group_store(ZnEngine *E, const ZnOptGroup *g, ZnErr *err) {
     if (g->tier != ZN_TIER_NVME) return 0;
     int rc = nvme_io(E, g, 0, 1, err);
-    return rc ? rc : zn_swap_wait(E->swap, err);
+    return rc ? rc : zn_swap_wait(E->off.swap, err);
 }
 
 /* State `which` of every group to the host array `to` (the partition's
@@ -413,12 +413,12 @@ static int state_move(ZnEngine *E, int which, float *to, const float *from, ZnEr
         const size_t bytes = (size_t)(g->hi - g->lo) * sizeof(float);
         if (to) {
             d->k->download(d, to + g->lo, st[which], bytes);
-            if (d == E->dev) E->d2h_bytes += bytes;
+            if (d == E->dev) E->off.d2h_bytes += bytes;
             continue;
         }
         if (st[which] != from + g->lo) {   /* a state read in place is there already */
             d->k->upload(d, st[which], from + g->lo, bytes);
-            if (d == E->dev) E->h2d_bytes += bytes;
+            if (d == E->dev) E->off.h2d_bytes += bytes;
         }
         if ((rc = group_store(E, g, err))) return rc;
     }
@@ -433,7 +433,7 @@ int zn_off_state_write(ZnEngine *E, int which, const float *host, ZnErr *err) {
 
 float *zn_off_state_in_place(const ZnEngine *E, int which) {
     if (E->nog != 1 || E->og[0].tier == ZN_TIER_NVME) return NULL;
-    const ZnDevice *d = E->og[0].tier == ZN_TIER_DEVICE ? E->dev : &E->tier_host;
+    const ZnDevice *d = E->og[0].tier == ZN_TIER_DEVICE ? E->dev : &E->off.tier_host;
     return d->host_addressable && !d->meta ? E->og[0].st[which] : NULL;
 }
 
@@ -443,7 +443,7 @@ int zn_off_cast_work(ZnEngine *E, float *work, ZnDevice *wdev, ZnErr *err) {
         float *st[3];
         int rc = group_load(E, g, st, err);
         if (rc) return rc;
-        if (E->pslot) rc = zn_offp_store(E, g->lo, g->hi, st[0], group_mem(E, g), err);
+        if (E->off.pslot) rc = zn_offp_store(E, g->lo, g->hi, st[0], group_mem(E, g), err);
         else if (work) work_from_master(E, work, wdev, st[0], group_mem(E, g), g->lo, g->hi);
         if (rc) return rc;
     }
@@ -461,7 +461,7 @@ int zn_off_add_master(ZnEngine *E, long i, float delta, float *work, ZnDevice *w
         d->k->download(d, &x, st[0] + (i - g->lo), sizeof x);
         x = x + delta;
         d->k->upload(d, st[0] + (i - g->lo), &x, sizeof x);
-        if (E->pslot) rc = zn_offp_store(E, g->lo, g->hi, st[0], d, err);
+        if (E->off.pslot) rc = zn_offp_store(E, g->lo, g->hi, st[0], d, err);
         else if (work) work_from_master(E, work, wdev, st[0] + (i - g->lo), d, i, i + 1);
         return rc ? rc : group_store(E, g, err);
     }

@@ -2,7 +2,7 @@
  * Engine-private (engine.c and checkpoint code through engine.h).
  *
  * Three tiers hold a rank's states: the device (E->dev), host memory
- * (E->tier_host) and NVMe (E->tier_nvme: accounting only, the bytes are in
+ * (E->off.tier_host) and NVMe (E->off.tier_nvme: accounting only, the bytes are in
  * swap files, io/swap.h). The plan (plan.h) says where the optimizer state,
  * the gradient partition and the stage-3 parameter partition live.
  *
@@ -17,7 +17,40 @@
  * unchanged: an offloaded run computes the bits of the run without it. */
 #ifndef ZN_OFFLOAD_H
 #define ZN_OFFLOAD_H
-#include "engine/engine.h"
+#include "core/err.h"
+#include "core/plan.h"
+#include "device/device.h"
+
+typedef struct ZnEngine ZnEngine;   /* engine.h, which holds a ZnOffload */
+
+/* Host buffers for NVMe swap I/O (zn_off_bufs_init) */
+typedef struct {
+    void **buf;
+    int n;                  /* charged (and, unless a dry run, allocated) */
+    size_t bytes;           /* each */
+} ZnSwapBufs;
+
+/* The offload state of a rank's engine (E->off): the tiers besides the
+   device and what moves between them. */
+typedef struct {
+    ZnDevice tier_host;     /* host memory the offloaded states take (accounted like the device) */
+    ZnDevice tier_nvme;     /* NVMe: accounting only, the swap files hold the bytes */
+    ZnDevice *gdev;         /* where grad_part (and canonical levels) live: dev or &tier_host */
+    ZnDevice *pdev;         /* where param_part lives (stage 3): dev or &tier_host */
+    float *hstage, *dstage; /* chunk staging on the host and on the device */
+    float *pstage;          /* device: a host param partition on its way to the gather */
+    ZnSwapBufs swapbufs;    /* NVMe: offload_optimizer.buffer_count host buffers */
+    struct ZnSwap *swap;
+    /* stage-3 parameters on NVMe (offload_param.c): a partition is in
+       phost at pslot[p], or (pslot -1) in the swap file at pfile_off[p] */
+    long *pslot;
+    size_t *pfile_off, pfile_bytes;
+    float *phost, *pread;
+    ZnSwapBufs pbufs;       /* offload_param.buffer_count host buffers */
+    int pfid;
+    struct ZnSwap *pswap;   /* swap when both offloads share a path */
+    unsigned long long h2d_bytes, d2h_bytes;   /* since init, at the bytes a real run moves */
+} ZnOffload;
 
 typedef struct ZnOptGroup {
     long lo, hi;            /* storage: partition elements [lo, hi) */
@@ -74,4 +107,5 @@ const float *zn_offp_fetch(ZnEngine *E, int p, ZnErr *err);
 int zn_offp_store(ZnEngine *E, long lo, long hi, const float *master, ZnDevice *md, ZnErr *err);
 int zn_offp_read_all(ZnEngine *E, float *host, ZnErr *err);
 
+#include "engine/engine.h"
 #endif

@@ -7,7 +7,7 @@
  * swappable partitions in host memory, in model order, while they fit in
  * offload_param.max_in_cpu elements, and puts the rest in one swap file
  * (each partition at an aligned offset, in the model dtype's bytes). The
- * others stay in host memory (E->phost, packed).
+ * others stay in host memory (E->off.phost, packed).
  *
  * A gather reads the partition into one of buffer_count aligned buffers
  * (each able to hold the largest swapped partition: DeepSpeed asserts
@@ -30,13 +30,13 @@ static size_t dt_bytes(const ZnEngine *E, long n) { return (size_t)n * zn_dtype_
 
 /* Packs n floats (grid values of the model dtype) into the dtype's bytes. */
 static void pack(const ZnEngine *E, void *dst, const float *src, long n) {
-    const ZnDevice *h = &E->tier_host;
+    const ZnDevice *h = &E->off.tier_host;
     if (E->dt == ZN_F32) memcpy(dst, src, (size_t)n * sizeof(float));
     else h->k->pack16((ZnDevice *)h, E->dt, dst, src, n);
 }
 
 static void unpack(const ZnEngine *E, float *dst, const void *src, long n) {
-    const ZnDevice *h = &E->tier_host;
+    const ZnDevice *h = &E->off.tier_host;
     if (E->dt == ZN_F32) memcpy(dst, src, (size_t)n * sizeof(float));
     else h->k->unpack16((ZnDevice *)h, E->dt, dst, src, n);
 }
@@ -45,9 +45,9 @@ int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err) {
     const ZnLayout *L = &E->L;
     const ZnOffloadConfig *o = &E->cfg->zero.offload_param;
     const int np = L->nparams;
-    E->pslot = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(long));
-    E->pfile_off = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(size_t));
-    if (!E->pslot || !E->pfile_off) return zn_nomem(err);
+    E->off.pslot = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(long));
+    E->off.pfile_off = zn_calloc(ZN_HOST_ENGINE, (size_t)np + 1, sizeof(size_t));
+    if (!E->off.pslot || !E->off.pfile_off) return zn_nomem(err);
     const long min_bytes = ZN_OFF_MIN_SWAP_BYTES > E->cfg->aio.block_size ? ZN_OFF_MIN_SWAP_BYTES : E->cfg->aio.block_size;
     long in_cpu = 0, host_n = 0, maxpn = 0;
     size_t file = 0;
@@ -59,91 +59,91 @@ int zn_offp_init(ZnEngine *E, const float *h, ZnErr *err) {
             swappable = 0;
         }
         if (!swappable) {
-            E->pslot[p] = host_n;
+            E->off.pslot[p] = host_n;
             host_n += pn;
             continue;
         }
-        E->pslot[p] = -1;
-        E->pfile_off[p] = file;
+        E->off.pslot[p] = -1;
+        E->off.pfile_off[p] = file;
         file += align_up(dt_bytes(E, pn));
         if (pn > maxpn) maxpn = pn;
         if ((double)pn > o->buffer_size)
             return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_param.buffer_size: %.0f elements cannot hold the "
                           "partition of '%s' (%ld elements); raise buffer_size", o->buffer_size, L->params[p].name, pn);
     }
-    if (!(E->phost = zn_off_alloc(E, &E->tier_host, host_n, ZN_MEM_PARAMS16, 1, err))) return err->code;
+    if (!(E->off.phost = zn_off_alloc(E, &E->off.tier_host, host_n, ZN_MEM_PARAMS16, 1, err))) return err->code;
     /* a dry run has no values (h NULL) and its host tier no memory (Z-DRY-004) */
     for (int p = 0; p < np && !E->dev->meta; p++)
-        if (E->pslot[p] >= 0) memcpy(E->phost + E->pslot[p], h + L->s3_off[p], (size_t)L->s3_pn[p] * sizeof(float));
+        if (E->off.pslot[p] >= 0) memcpy(E->off.phost + E->off.pslot[p], h + L->s3_off[p], (size_t)L->s3_pn[p] * sizeof(float));
     if (file == 0) return 0;   /* everything fits in host memory */
-    if (zn_mem_charge(&E->tier_nvme, file, ZN_MEM_PARAMS16, err)) return err->code;
-    E->pfile_bytes = file;
+    if (zn_mem_charge(&E->off.tier_nvme, file, ZN_MEM_PARAMS16, err)) return err->code;
+    E->off.pfile_bytes = file;
     /* the buffers: DeepSpeed's buffer_count, each for the largest swapped partition */
     const int nbuf = (int)o->buffer_count;
     if (nbuf < 1)
         return zn_err(err, ZN_E_USAGE, "zero_optimization.offload_param.buffer_count: parameters on NVMe need at least one buffer");
-    int rc = zn_off_bufs_init(E, &E->pbufs, nbuf, align_up(dt_bytes(E, maxpn)), err);
+    int rc = zn_off_bufs_init(E, &E->off.pbufs, nbuf, align_up(dt_bytes(E, maxpn)), err);
     if (rc) return rc;
-    if (!(E->pread = zn_off_alloc(E, &E->tier_host, maxpn, ZN_MEM_BUCKETS, 0, err))) return err->code;
+    if (!(E->off.pread = zn_off_alloc(E, &E->off.tier_host, maxpn, ZN_MEM_BUCKETS, 0, err))) return err->code;
     if (E->dev->meta) return 0;
     /* the parameters' swap space: shared with the optimizer's at the same path */
-    if (E->swap && !strcmp(o->nvme_path, E->cfg->zero.offload_optimizer.nvme_path) &&
+    if (E->off.swap && !strcmp(o->nvme_path, E->cfg->zero.offload_optimizer.nvme_path) &&
         E->P.optim_tier == ZN_TIER_NVME) {
-        E->pswap = E->swap;
+        E->off.pswap = E->off.swap;
     } else {
         ZnAioMode mode;
         FILE *log = E->world.rank == 0 && !E->hooks.quiet ? stdout : NULL;
         if ((rc = zn_aio_mode_from_env(&mode, err)) ||
-            (rc = zn_swap_open(&E->pswap, o->nvme_path, E->world.rank, file, &E->cfg->aio, mode, log, err)))
+            (rc = zn_swap_open(&E->off.pswap, o->nvme_path, E->world.rank, file, &E->cfg->aio, mode, log, err)))
             return rc;
     }
-    if ((rc = zn_swap_file(E->pswap, "params.swp", file, &E->pfid, err))) return rc;
+    if ((rc = zn_swap_file(E->off.pswap, "params.swp", file, &E->off.pfid, err))) return rc;
     /* the first contents, a buffer at a time */
     int b = 0;
     for (int p = 0; p < np && !rc; p++) {
-        if (E->pslot[p] >= 0) continue;
-        if (b == E->pbufs.n && (rc = zn_swap_wait(E->pswap, err))) break;
-        if (b == E->pbufs.n) b = 0;
-        pack(E, E->pbufs.buf[b], h + L->s3_off[p], L->s3_pn[p]);
-        rc = zn_swap_write(E->pswap, E->pfid, E->pfile_off[p], E->pbufs.buf[b], dt_bytes(E, L->s3_pn[p]), err);
+        if (E->off.pslot[p] >= 0) continue;
+        if (b == E->off.pbufs.n && (rc = zn_swap_wait(E->off.pswap, err))) break;
+        if (b == E->off.pbufs.n) b = 0;
+        pack(E, E->off.pbufs.buf[b], h + L->s3_off[p], L->s3_pn[p]);
+        rc = zn_swap_write(E->off.pswap, E->off.pfid, E->off.pfile_off[p], E->off.pbufs.buf[b], dt_bytes(E, L->s3_pn[p]), err);
         b++;
     }
-    int rc2 = zn_swap_wait(E->pswap, err);
+    int rc2 = zn_swap_wait(E->off.pswap, err);
     return rc ? rc : rc2;
 }
 
 void zn_offp_free(ZnEngine *E) {
-    if (E->pswap && E->pswap != E->swap) zn_swap_close(E->pswap, 1);
-    E->pswap = NULL;
-    zn_off_bufs_free(E, &E->pbufs);
-    if (E->pfile_bytes) zn_mem_uncharge(&E->tier_nvme, E->pfile_bytes, ZN_MEM_PARAMS16);
-    E->pfile_bytes = 0;
-    zn_dev_free(&E->tier_host, E->pread);
-    zn_dev_free(&E->tier_host, E->phost);
-    E->pread = E->phost = NULL;
-    ZN_FREE_ALL(E->pslot, E->pfile_off);
-    E->pslot = NULL;
-    E->pfile_off = NULL;
+    if (E->off.pswap && E->off.pswap != E->off.swap) zn_swap_close(E->off.pswap, 1);
+    E->off.pswap = NULL;
+    zn_off_bufs_free(E, &E->off.pbufs);
+    if (E->off.pfile_bytes) zn_mem_uncharge(&E->off.tier_nvme, E->off.pfile_bytes, ZN_MEM_PARAMS16);
+    E->off.pfile_bytes = 0;
+    zn_dev_free(&E->off.tier_host, E->off.pread);
+    zn_dev_free(&E->off.tier_host, E->off.phost);
+    E->off.pread = E->off.phost = NULL;
+    ZN_FREE_ALL(E->off.pslot, E->off.pfile_off);
+    E->off.pslot = NULL;
+    E->off.pfile_off = NULL;
 }
 
 const float *zn_offp_fetch(ZnEngine *E, int p, ZnErr *err) {
     const ZnLayout *L = &E->L;
-    if (E->pslot[p] >= 0) return E->phost + E->pslot[p];
+    if (E->off.pslot[p] >= 0) return E->off.phost + E->off.pslot[p];
     /* a dry run reads nothing: its meta buffer stands for the partition,
        and the gather after it is counted as a real one (Z-DRY-003) */
-    if (!E->pswap && E->dev->meta) return E->pread;
-    if (!E->pswap) {
+    if (!E->off.pswap && E->dev->meta) return E->off.pread;
+    if (!E->off.pswap) {
         zn_err(err, ZN_E_INTERNAL, "parameter '%s' is on NVMe but no swap space is open", L->params[p].name);
         return NULL;
     }
-    int rc = zn_swap_read(E->pswap, E->pfid, E->pfile_off[p], E->pbufs.buf[0], dt_bytes(E, L->s3_pn[p]), err);
-    if (!rc) rc = zn_swap_wait(E->pswap, err);
+    int rc = zn_swap_read(E->off.pswap, E->off.pfid, E->off.pfile_off[p], E->off.pbufs.buf[0], dt_bytes(E, L->s3_pn[p]), err);
+    if (!rc) rc = zn_swap_wait(E->off.pswap, err);
     if (rc) {
         zn_err_prefix(err, "rank %d: NVMe parameter '%s': ", E->world.rank, L->params[p].name);
         return NULL;
     }
-    unpack(E, E->pread, E->pbufs.buf[0], L->s3_pn[p]);
-    return E->pread;
+    unpack(E, E->off.pread, E->off.pbufs.buf[0], L->s3_pn[p]);
+    return E->off.pread;
 }
 
 int zn_offp_store(ZnEngine *E, long lo, long hi, const float *master, ZnDevice *md, ZnErr *err) {
@@ -152,19 +152,19 @@ int zn_offp_store(ZnEngine *E, long lo, long hi, const float *master, ZnDevice *
     for (int p = 0; p < L->nparams && !rc; p++) {
         long off = L->s3_off[p], pn = L->s3_pn[p];
         if (off < lo || off + pn > hi || pn == 0) continue;   /* sub-groups hold whole parameters */
-        float *dst = E->pslot[p] >= 0 ? E->phost + E->pslot[p] : E->pread;
+        float *dst = E->off.pslot[p] >= 0 ? E->off.phost + E->off.pslot[p] : E->off.pread;
         /* the working copy: the master rounded to the model dtype */
-        zn_off_copy(E, dst, &E->tier_host, master + (off - lo), md, pn, sizeof(float));
-        E->tier_host.k->round_dt(&E->tier_host, E->dt, dst, pn);
-        if (E->pslot[p] >= 0 || !E->pswap) continue;
-        if (b == E->pbufs.n && (rc = zn_swap_wait(E->pswap, err))) break;
-        if (b == E->pbufs.n) b = 0;
-        pack(E, E->pbufs.buf[b], dst, pn);
-        rc = zn_swap_write(E->pswap, E->pfid, E->pfile_off[p], E->pbufs.buf[b], dt_bytes(E, pn), err);
+        zn_off_copy(E, dst, &E->off.tier_host, master + (off - lo), md, pn, sizeof(float));
+        E->off.tier_host.k->round_dt(&E->off.tier_host, E->dt, dst, pn);
+        if (E->off.pslot[p] >= 0 || !E->off.pswap) continue;
+        if (b == E->off.pbufs.n && (rc = zn_swap_wait(E->off.pswap, err))) break;
+        if (b == E->off.pbufs.n) b = 0;
+        pack(E, E->off.pbufs.buf[b], dst, pn);
+        rc = zn_swap_write(E->off.pswap, E->off.pfid, E->off.pfile_off[p], E->off.pbufs.buf[b], dt_bytes(E, pn), err);
         b++;
     }
-    if (E->pswap) {
-        int rc2 = zn_swap_wait(E->pswap, err);
+    if (E->off.pswap) {
+        int rc2 = zn_swap_wait(E->off.pswap, err);
         if (!rc) rc = rc2;
     }
     return rc ? zn_err_prefix(err, "rank %d: NVMe parameter write-back: ", E->world.rank) : 0;

@@ -46,7 +46,7 @@ int zn_zpp_init(ZnEngine *E, ZnErr *err) {
         long B = 0;
         for (int b = 0; b < L->nbuckets; b++) if (L->buckets[b].block > B) B = L->buckets[b].block;
         const long n1 = (long)nodes * B;
-        E->zf_n = (size_t)(W * B);
+        E->zpp.zf_n = (size_t)(W * B);
         codes = max_z(codes, (size_t)(per * zn_q4_bytes(n1)));
         codes = max_z(codes, (size_t)(nodes * zn_q4_bytes(B)));
         scales = max_z(scales, (size_t)(per * zn_quant_ngroups(n1, ZN_Q4_GROUP)));
@@ -57,30 +57,30 @@ int zn_zpp_init(ZnEngine *E, ZnErr *err) {
                "(the quantized all-to-all needs more than one node; --ranks-per-node sets the simulator's)\n",
                E->world.size);
     }
-    E->zq_half = codes;
-    E->zs_half = scales;
-    if (codes && !(E->zq = zn_dev_alloc(E->dev, 2 * codes, ZN_MEM_BUCKETS, err))) return err->code;
-    if (scales && !(E->zs = zn_dev_alloc(E->dev, 2 * scales * sizeof(float), ZN_MEM_BUCKETS, err))) return err->code;
-    if (E->zf_n && !(E->zf = zn_dev_alloc(E->dev, E->zf_n * sizeof(float), ZN_MEM_BUCKETS, err))) return err->code;
+    E->zpp.zq_half = codes;
+    E->zpp.zs_half = scales;
+    if (codes && !(E->zpp.zq = zn_dev_alloc(E->dev, 2 * codes, ZN_MEM_BUCKETS, err))) return err->code;
+    if (scales && !(E->zpp.zs = zn_dev_alloc(E->dev, 2 * scales * sizeof(float), ZN_MEM_BUCKETS, err))) return err->code;
+    if (E->zpp.zf_n && !(E->zpp.zf = zn_dev_alloc(E->dev, E->zpp.zf_n * sizeof(float), ZN_MEM_BUCKETS, err))) return err->code;
     if (P->hpz > 1) {
-        E->sec = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
-        E->sec_src = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
-        if (!E->sec || !E->sec_src) return zn_nomem(err);
+        E->zpp.sec = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
+        E->zpp.sec_src = zn_calloc(ZN_HOST_ENGINE, (size_t)L->nparams + 1, sizeof(float *));
+        if (!E->zpp.sec || !E->zpp.sec_src) return zn_nomem(err);
     }
     return 0;
 }
 
 void zn_zpp_free(ZnEngine *E) {
-    if (E->sec) zn_hpz_drop(E);
-    ZN_FREE_ALL(E->sec, E->sec_src);
-    E->sec = E->sec_src = NULL;
+    if (E->zpp.sec) zn_hpz_drop(E);
+    ZN_FREE_ALL(E->zpp.sec, E->zpp.sec_src);
+    E->zpp.sec = E->zpp.sec_src = NULL;
     if (E->dev) {
-        zn_dev_free(E->dev, E->zq);
-        zn_dev_free(E->dev, E->zs);
-        zn_dev_free(E->dev, E->zf);
+        zn_dev_free(E->dev, E->zpp.zq);
+        zn_dev_free(E->dev, E->zpp.zs);
+        zn_dev_free(E->dev, E->zpp.zf);
     }
-    E->zq = NULL;
-    E->zs = E->zf = NULL;
+    E->zpp.zq = NULL;
+    E->zpp.zs = E->zpp.zf = NULL;
 }
 
 /* ------------------------------------------------------------------ hpZ */
@@ -94,17 +94,17 @@ static long sec_start(const ZnEngine *E, int p) {
 int zn_hpz_on_release(ZnEngine *E, int p, ZnErr *err) {
     /* after the step the parameters are about to change: no secondary
        (DeepSpeed's _post_step invalidates them) */
-    if (E->P.hpz <= 1 || E->sec[p] || E->gphase == 2) return 0;
+    if (E->P.hpz <= 1 || E->zpp.sec[p] || E->fetch.gphase == 2) return 0;
     const long S = sec_numel(E, p);
     float *sec = zn_dev_alloc_as(E->dev, (size_t)(S > 0 ? S : 1) * sizeof(float),
                                  (size_t)S * zn_dtype_size(E->dt), ZN_MEM_HPZ, err);
     if (!sec) return -1;
     /* DeepSpeed zero-fills, then copies the group's slice of the full param */
     E->k->zero(E->dev, sec, (size_t)S * sizeof(float));
-    E->sec[p] = sec;
+    E->zpp.sec[p] = sec;
     if (E->hooks.hpz_copy_delay) {   /* the copy is queued, its source kept */
-        E->sec_src[p] = E->full[p];
-        E->sec_pending++;
+        E->zpp.sec_src[p] = E->full[p];
+        E->zpp.sec_pending++;
         return 1;
     }
     if (S) E->k->copy(E->dev, sec, E->full[p] + sec_start(E, p), (size_t)S * sizeof(float));
@@ -112,22 +112,22 @@ int zn_hpz_on_release(ZnEngine *E, int p, ZnErr *err) {
 }
 
 void zn_hpz_sync(ZnEngine *E) {
-    for (int p = 0; E->sec_pending && p < E->L.nparams; p++) {
-        if (!E->sec_src[p]) continue;
+    for (int p = 0; E->zpp.sec_pending && p < E->L.nparams; p++) {
+        if (!E->zpp.sec_src[p]) continue;
         const long S = sec_numel(E, p);
-        if (S) E->k->copy(E->dev, E->sec[p], E->sec_src[p] + sec_start(E, p), (size_t)S * sizeof(float));
-        zn_dev_free(E->dev, E->sec_src[p]);
-        E->sec_src[p] = NULL;
-        E->sec_pending--;
+        if (S) E->k->copy(E->dev, E->zpp.sec[p], E->zpp.sec_src[p] + sec_start(E, p), (size_t)S * sizeof(float));
+        zn_dev_free(E->dev, E->zpp.sec_src[p]);
+        E->zpp.sec_src[p] = NULL;
+        E->zpp.sec_pending--;
     }
 }
 
 void zn_hpz_drop(ZnEngine *E) {
-    if (!E->sec) return;
+    if (!E->zpp.sec) return;
     zn_hpz_sync(E);
     for (int p = 0; p < E->L.nparams; p++) {
-        zn_dev_free(E->dev, E->sec[p]);
-        E->sec[p] = NULL;
+        zn_dev_free(E->dev, E->zpp.sec[p]);
+        E->zpp.sec[p] = NULL;
     }
 }
 
@@ -137,13 +137,13 @@ int zn_zpp_gather(ZnEngine *E, int p, const float *send, float *full, ZnErr *err
     const long pn = E->L.s3_pn[p];
     ZnGroup g = zn_group(E->world.size, 1);
     long piece = pn;
-    if (E->sec && E->sec[p]) {   /* hpZ: inside the group, from the secondaries */
+    if (E->zpp.sec && E->zpp.sec[p]) {   /* hpZ: inside the group, from the secondaries */
         /* the secondary must be complete before a peer reads it: the
            synchronize DeepSpeed added for the race of #5059 (PR #5216) */
-        if (E->sec_pending) zn_hpz_sync(E);
+        if (E->zpp.sec_pending) zn_hpz_sync(E);
         g = zn_group(E->P.hpz, 1);
         piece = sec_numel(E, p);
-        send = E->sec[p];
+        send = E->zpp.sec[p];
     }
     ZnComm *c = E->comm;
     const ZnKernels *k = E->k;
@@ -151,7 +151,7 @@ int zn_zpp_gather(ZnEngine *E, int p, const float *send, float *full, ZnErr *err
     for (int j = 0; j < g.size; j++) E->counts[j] = piece;
     if (!E->P.quant_weights) {
         if (E->dt == ZN_F32) return zn_group_all_gather(c, g, send, full, E->counts, ZN_F32, "param_gather", err);
-        uint16_t *st = (uint16_t *)E->zq;   /* real 16-bit values travel, as in ag_dt */
+        uint16_t *st = (uint16_t *)E->zpp.zq;   /* real 16-bit values travel, as in ag_dt */
         k->pack16(E->dev, E->dt, st + gi * piece, send, piece);
         int rc = zn_group_all_gather(c, g, st + gi * piece, st, E->counts, E->dt, "param_gather", err);
         if (!rc) k->unpack16(E->dev, E->dt, full, st, piece * g.size);
@@ -160,8 +160,8 @@ int zn_zpp_gather(ZnEngine *E, int p, const float *send, float *full, ZnErr *err
     /* qwZ: int8 codes and fp32 scales of this rank's piece, gathered in
        place; every piece, this rank's too, comes back dequantized */
     const long ng = zn_quant_ngroups(piece, ZN_Q8_GROUP);
-    unsigned char *q = E->zq;
-    float *s = E->zs;
+    unsigned char *q = E->zpp.zq;
+    float *s = E->zpp.zs;
     k->quant(E->dev, 8, send, piece, ZN_Q8_GROUP, q + gi * piece, s + gi * ng);
     int rc = zn_group_all_gather(c, g, q + gi * piece, q, E->counts, ZN_U8, "param_gather", err);
     for (int j = 0; j < g.size; j++) E->counts[j] = ng;
@@ -236,8 +236,8 @@ static void tree_sum(ZnEngine *E, float *x, int lo, int n, long len) {
 static int hop(ZnEngine *E, ZnGroup g, float *f, long len, ZnErr *err) {
     const ZnKernels *k = E->k;
     const long nb = zn_q4_bytes(len), ng = zn_quant_ngroups(len, ZN_Q4_GROUP);
-    unsigned char *qs = E->zq, *qr = E->zq + E->zq_half;
-    float *ss = E->zs, *sr = E->zs + E->zs_half;
+    unsigned char *qs = E->zpp.zq, *qr = E->zpp.zq + E->zpp.zq_half;
+    float *ss = E->zpp.zs, *sr = E->zpp.zs + E->zpp.zs_half;
     for (int j = 0; j < g.size; j++) k->quant(E->dev, 4, f + j * len, len, ZN_Q4_GROUP, qs + j * nb, ss + j * ng);
     int rc = zn_group_all_to_all(E->comm, g, qs, qr, nb, ZN_U8, "grad_reduce", err);
     if (!rc) rc = zn_group_all_to_all(E->comm, g, ss, sr, ng, ZN_F32, "grad_reduce", err);
@@ -250,7 +250,7 @@ static int hop(ZnEngine *E, ZnGroup g, float *f, long len, ZnErr *err) {
 int zn_qgz_reduce(ZnEngine *E, const ZnBucket *bk, float *buf, float *mine, ZnErr *err) {
     const int per = E->world.per_node, nodes = zn_world_nodes(&E->world);
     const long B = bk->block, n1 = (long)nodes * B;
-    float *f = E->zf;
+    float *f = E->zpp.zf;
     /* the piece for local peer j: the blocks of every node's rank j, in node
        order (DeepSpeed's swizzle) */
     for (int j = 0; j < per; j++)

@@ -12,7 +12,22 @@
  * Private to the engine. */
 #ifndef ZN_ZEROPP_H
 #define ZN_ZEROPP_H
-#include "engine/engine.h"
+#include <stddef.h>
+#include "core/err.h"
+#include "core/layout.h"
+
+typedef struct ZnEngine ZnEngine;   /* engine.h, which holds a ZnZeroPP */
+
+/* ZeRO++'s state in a rank's engine (E->zpp). */
+typedef struct {
+    float **sec;            /* [nparams] hpZ secondary partition (pn*W/hpz values) or NULL */
+    float **sec_src;        /* [nparams] the gathered param a pending secondary copy reads */
+    int sec_pending;        /* copies not yet made (hpz_copy_delay) */
+    float *zf;              /* fp32 staging of qgZ (W * largest bucket block) */
+    unsigned char *zq;      /* codes: send half then receive half (zq_half bytes each) */
+    float *zs;              /* scales: send half then receive half (zs_half floats each) */
+    size_t zf_n, zq_half, zs_half;
+} ZnZeroPP;
 
 /* Checks what the plan asks against the run (devices, canonical mode) and
  * sizes the staging; nothing to do without ZeRO++. */
@@ -44,4 +59,5 @@ int zn_qgz_active(const ZnEngine *E);
  * divided by the world size) reduced into mine (bk->block values, rounded
  * to the communication dtype). */
 int zn_qgz_reduce(ZnEngine *E, const ZnBucket *bk, float *buf, float *mine, ZnErr *err);
+#include "engine/engine.h"
 #endif
