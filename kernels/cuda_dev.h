@@ -87,24 +87,12 @@ void zn_cuda_adam(ZnDevice *d, long n, float *p, const float *g, float *m, float
 float zn_cuda_softmax_xent(ZnDevice *d, int B, int C, const float *logits, const int *labels, float grad_scale,
                            float *dlogits);
 /* the language-model kernels (lm.cu), exact twins shared by both tables */
-void zn_cuda_add_bias(ZnDevice *d, int M, int N, const float *b, float *y);
-void zn_cuda_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte, const float *wpe,
-                       float *out);
-void zn_cuda_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
-                       float *dwte, float *dwpe);
-void zn_cuda_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b, float *out,
-                           float *mean, float *rstd);
-void zn_cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
-                           const float *mean, const float *rstd, float *dx, float *dw, float *db);
-void zn_cuda_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out);
-void zn_cuda_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
-                      const float *att, float *dqkv, float *scratch);
-void zn_cuda_gelu_fwd(ZnDevice *d, long n, const float *x, float *y);
-void zn_cuda_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx);
-void zn_cuda_gemm_nt_exact(ZnDevice *d, int M, int N, int K, const float *A, const float *B, const float *bias,
-                           float *C);
-void zn_cuda_gemm_nn_exact(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);
-void zn_cuda_gemm_tn_exact(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);
+extern const ZnLmKernels zn_cuda_lm_kernels;
+/* the exact GEMMs (gemm.cu) and cuBLAS's (the fast table's) */
+void zn_cuda_gemm_nt(ZnDevice *d, int M, int N, int K, const float *A, const float *B, const float *bias,
+                     float *C);
+void zn_cuda_gemm_nn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);
+void zn_cuda_gemm_tn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);
 void zn_cuda_gemm_nt_fast(ZnDevice *d, int M, int N, int K, const float *A, const float *B, const float *bias,
                           float *C);
 void zn_cuda_gemm_nn_fast(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C);

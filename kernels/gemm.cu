@@ -83,14 +83,14 @@ static void gemm_exact(ZnDevice *d, int M, int N, int K, const float *A, long sa
 }
 
 /* The strides of device.h's three shapes (the host twins' gemm_strided). */
-extern "C" void zn_cuda_gemm_nt_exact(ZnDevice *d, int M, int N, int K, const float *A, const float *B,
-                                      const float *bias, float *C) {
+extern "C" void zn_cuda_gemm_nt(ZnDevice *d, int M, int N, int K, const float *A, const float *B,
+                                const float *bias, float *C) {
     gemm_exact(d, M, N, K, A, K, 1, B, K, 1, bias, C);
 }
-extern "C" void zn_cuda_gemm_nn_exact(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
+extern "C" void zn_cuda_gemm_nn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
     gemm_exact(d, M, N, K, A, K, 1, B, 1, N, NULL, C);
 }
-extern "C" void zn_cuda_gemm_tn_exact(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
+extern "C" void zn_cuda_gemm_tn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
     gemm_exact(d, M, N, K, A, 1, M, B, 1, N, NULL, C);
 }
 

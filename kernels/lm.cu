@@ -121,27 +121,27 @@ __global__ void k_gelu_bwd(long n, const float *x, const float *dy, float *dx) {
 
 /* ------------------------------------------------------- entry points */
 
-extern "C" void zn_cuda_add_bias(ZnDevice *d, int M, int N, const float *b, float *y) {
+static void cuda_add_bias(ZnDevice *d, int M, int N, const float *b, float *y) {
     const long n = (long)M * N;
     if (n > 0) LAUNCH(d, n, "add_bias", k_add_bias, n, N, b, y);
 }
 
-extern "C" void zn_cuda_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte,
-                                  const float *wpe, float *out) {
+static void cuda_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte,
+                           const float *wpe, float *out) {
     const long n = (long)B * T * C;
     if (n > 0) LAUNCH(d, n, "embed_fwd", k_embed_fwd, n, T, C, tok, wte, wpe, out);
 }
 
-extern "C" void zn_cuda_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok,
-                                  const float *dout, float *dwte, float *dwpe) {
+static void cuda_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok,
+                           const float *dout, float *dwte, float *dwpe) {
     /* every element starts from 0.0f, as the host's memset */
     zn_cuda_zero(d, dwte, (size_t)V * C * sizeof(float));
     zn_cuda_zero(d, dwpe, (size_t)P * C * sizeof(float));
     if ((long)B * T > 0 && C > 0) LAUNCH(d, C, "embed_bwd", k_embed_bwd_cols, B, T, C, tok, dout, dwte, dwpe);
 }
 
-extern "C" void zn_cuda_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b,
-                                      float *out, float *mean, float *rstd) {
+static void cuda_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b,
+                               float *out, float *mean, float *rstd) {
     const long n = (long)N * C;
     /* each launch over its own count: rows get statistics even with no
        columns, as on the host */
@@ -150,9 +150,9 @@ extern "C" void zn_cuda_layernorm_fwd(ZnDevice *d, int N, int C, const float *x,
     if (n > 0) LAUNCH(d, n, "layernorm_fwd", k_ln_out, n, C, x, w, b, mean, rstd, out);
 }
 
-extern "C" void zn_cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x,
-                                      const float *w, const float *mean, const float *rstd, float *dx, float *dw,
-                                      float *db) {
+static void cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x,
+                               const float *w, const float *mean, const float *rstd, float *dx, float *dw,
+                               float *db) {
     if (C <= 0) return;
     const long n = (long)N * C;
     if (n > 0) {
@@ -166,8 +166,8 @@ extern "C" void zn_cuda_layernorm_bwd(ZnDevice *d, int N, int C, const float *do
     LAUNCH(d, C, "layernorm_bwd dw db", k_ln_dwdb, N, C, dout, x, mean, rstd, dw, db);
 }
 
-extern "C" void zn_cuda_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att,
-                                 float *out) {
+static void cuda_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att,
+                          float *out) {
     const long rows = (long)B * NH * T, na = rows * T, n = (long)B * T * C;
     if (rows <= 0) return;
     /* each row's max and sum: kernel scratch */
@@ -181,8 +181,8 @@ extern "C" void zn_cuda_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const
     if (n > 0) LAUNCH(d, n, "attn_fwd out", k_attn_out, n, T, C, NH, qkv, att, out);
 }
 
-extern "C" void zn_cuda_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
-                                 const float *att, float *dqkv, float *scratch) {
+static void cuda_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
+                          const float *att, float *dqkv, float *scratch) {
     const long rows = (long)B * NH * T, na = rows * T, n = (long)B * T * 3 * C;
     if (rows <= 0) return;
     float *dots = (float *)zn_cuda_scratch(d, (size_t)rows * sizeof(float), "attn_bwd scratch");
@@ -193,10 +193,13 @@ extern "C" void zn_cuda_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const
     if (n > 0) LAUNCH(d, n, "attn_bwd dqkv", k_attn_dqkv, n, T, C, NH, dout, qkv, att, scratch, dqkv);
 }
 
-extern "C" void zn_cuda_gelu_fwd(ZnDevice *d, long n, const float *x, float *y) {
+static void cuda_gelu_fwd(ZnDevice *d, long n, const float *x, float *y) {
     if (n > 0) LAUNCH(d, n, "gelu_fwd", k_gelu_fwd, n, x, y);
 }
 
-extern "C" void zn_cuda_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx) {
+static void cuda_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx) {
     if (n > 0) LAUNCH(d, n, "gelu_bwd", k_gelu_bwd, n, x, dy, dx);
 }
+
+/* the table both kernel tables point at (tables.cu) */
+extern "C" constinit const ZnLmKernels zn_cuda_lm_kernels = {ZN_LM_KERNELS_BY_PREFIX(cuda)};

@@ -513,8 +513,9 @@ static void bench_lm(void) {
           *dwpe = lm_buf((long)P * C, 0.0f);
     ZnDevice d;
     zn_device_host_init(&d);
-    zn_host_kernels.attn_fwd(&d, B, T, C, NH, qkv, att, out);   /* real probabilities for backward */
-    zn_host_kernels.layernorm_fwd(&d, (int)BT, C, x, w, b, out, mean, rstd);
+    const ZnLmKernels *lm = &zn_host_lm_kernels;
+    lm->attn_fwd(&d, B, T, C, NH, qkv, att, out);   /* real probabilities for backward */
+    lm->layernorm_fwd(&d, (int)BT, C, x, w, b, out, mean, rstd);
     double total[2] = {0, 0};
     /* the calls of one step: per layer ln_1, ln_2, attention, GELU and the
        biases of c_attn, attn.c_proj, c_fc, mlp.c_proj; ln_f; embeddings */
@@ -530,16 +531,15 @@ static void bench_lm(void) {
         }                                                                                         \
         row(name, "step/s", 1.0 / t_[0], "scalar_1thread", 1.0 / t_[1]);                         \
     } while (0)
-    LM_ROW("lm_attn_fwd_gpt2", L, zn_host_kernels.attn_fwd(&d, B, T, C, NH, qkv, scr, out));
-    LM_ROW("lm_attn_bwd_gpt2", L, zn_host_kernels.attn_bwd(&d, B, T, C, NH, g, qkv, att, dqkv, scr));
-    LM_ROW("lm_layernorm_fwd_gpt2", 2 * L + 1, zn_host_kernels.layernorm_fwd(&d, (int)BT, C, x, w, b, out, mean, rstd));
-    LM_ROW("lm_layernorm_bwd_gpt2", 2 * L + 1,
-           zn_host_kernels.layernorm_bwd(&d, (int)BT, C, g, x, w, mean, rstd, out, dw, db));
-    LM_ROW("lm_gelu_fwd_gpt2", L, zn_host_kernels.gelu_fwd(&d, BT * 4 * C, x, out));
-    LM_ROW("lm_gelu_bwd_gpt2", L, zn_host_kernels.gelu_bwd(&d, BT * 4 * C, x, g, out));
-    LM_ROW("lm_add_bias_gpt2", L, zn_host_kernels.add_bias(&d, (int)BT, 9 * C, b9, out));
-    LM_ROW("lm_embed_fwd_gpt2", 1, zn_host_kernels.embed_fwd(&d, B, T, C, tok, wte, wpe, out));
-    LM_ROW("lm_embed_bwd_gpt2", 1, zn_host_kernels.embed_bwd(&d, B, T, C, V, P, tok, g, dwte, dwpe));
+    LM_ROW("lm_attn_fwd_gpt2", L, lm->attn_fwd(&d, B, T, C, NH, qkv, scr, out));
+    LM_ROW("lm_attn_bwd_gpt2", L, lm->attn_bwd(&d, B, T, C, NH, g, qkv, att, dqkv, scr));
+    LM_ROW("lm_layernorm_fwd_gpt2", 2 * L + 1, lm->layernorm_fwd(&d, (int)BT, C, x, w, b, out, mean, rstd));
+    LM_ROW("lm_layernorm_bwd_gpt2", 2 * L + 1, lm->layernorm_bwd(&d, (int)BT, C, g, x, w, mean, rstd, out, dw, db));
+    LM_ROW("lm_gelu_fwd_gpt2", L, lm->gelu_fwd(&d, BT * 4 * C, x, out));
+    LM_ROW("lm_gelu_bwd_gpt2", L, lm->gelu_bwd(&d, BT * 4 * C, x, g, out));
+    LM_ROW("lm_add_bias_gpt2", L, lm->add_bias(&d, (int)BT, 9 * C, b9, out));
+    LM_ROW("lm_embed_fwd_gpt2", 1, lm->embed_fwd(&d, B, T, C, tok, wte, wpe, out));
+    LM_ROW("lm_embed_bwd_gpt2", 1, lm->embed_bwd(&d, B, T, C, V, P, tok, g, dwte, dwpe));
 #undef LM_ROW
     zn_lm_host_set_isa(ZN_ISA_N);
     zn_set_host_threads(0);

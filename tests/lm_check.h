@@ -99,7 +99,7 @@ static void lm_check_bias(const LmTwin *tw, int M, int N) {
     tw->bias(M, N, b, want);
     FOR_PATHS(tw->max_threads, {
         memcpy(got, y0, (size_t)n * sizeof(float));
-        zn_host_add_bias(NULL, M, N, b, got);
+        zn_host_lm_kernels.add_bias(NULL, M, N, b, got);
         same(got, want, n, "add_bias", isa, threads);
     })
     free(b); free(y0); free(want); free(got);
@@ -118,8 +118,8 @@ static void lm_check_embed(const LmTwin *tw, int B, int T, int C, int V, int P) 
     FOR_PATHS(tw->max_threads, {
         for (long i = 0; i < nv; i++) dwteh[i] = 5.0f;   /* stale values: the kernel zeroes */
         for (long i = 0; i < np; i++) dwpeh[i] = 5.0f;
-        zn_host_embed_fwd(NULL, B, T, C, tok, wte, wpe, outh);
-        zn_host_embed_bwd(NULL, B, T, C, V, P, tok, dout, dwteh, dwpeh);
+        zn_host_lm_kernels.embed_fwd(NULL, B, T, C, tok, wte, wpe, outh);
+        zn_host_lm_kernels.embed_bwd(NULL, B, T, C, V, P, tok, dout, dwteh, dwpeh);
         same(outh, oute, BT * C, "embed_fwd", isa, threads);
         same(dwteh, dwtee, nv, "embed_bwd dwte", isa, threads);
         same(dwpeh, dwpee, np, "embed_bwd dwpe", isa, threads);
@@ -140,12 +140,12 @@ static void lm_check_layernorm(const LmTwin *tw, int N, int C) {
     tw->ln_fwd(N, C, x, w, b, oute, me, re);
     tw->ln_bwd(N, C, g, x, w, me, re, dxe, dwe, dbe);
     FOR_PATHS(tw->max_threads, {
-        zn_host_layernorm_fwd(NULL, N, C, x, w, b, outh, mh, rh);
+        zn_host_lm_kernels.layernorm_fwd(NULL, N, C, x, w, b, outh, mh, rh);
         same(outh, oute, NC, "layernorm_fwd out", isa, threads);
         same(mh, me, N, "layernorm_fwd mean", isa, threads);
         same(rh, re, N, "layernorm_fwd rstd", isa, threads);
         for (long i = 0; i < C; i++) dwh[i] = dbh[i] = 9.0f;
-        zn_host_layernorm_bwd(NULL, N, C, g, x, w, mh, rh, dxh, dwh, dbh);
+        zn_host_lm_kernels.layernorm_bwd(NULL, N, C, g, x, w, mh, rh, dxh, dwh, dbh);
         same(dxh, dxe, NC, "layernorm_bwd dx", isa, threads);
         same(dwh, dwe, C, "layernorm_bwd dw", isa, threads);
         same(dbh, dbe, C, "layernorm_bwd db", isa, threads);
@@ -171,13 +171,13 @@ static void lm_check_attention(const LmTwin *tw, int B, int T, int C, int NH, fl
             zn_lm_host_test_no_buffer(nobuf);
             for (long i = 0; i < na; i++) atth[i] = 3.0f;   /* stale values above the diagonal */
             for (long i = 0; i < no; i++) outh[i] = 5.0f;
-            zn_host_attn_fwd(NULL, B, T, C, NH, qkv, atth, outh);
+            zn_host_lm_kernels.attn_fwd(NULL, B, T, C, NH, qkv, atth, outh);
             snprintf(what, sizeof what, "attn_fwd att%s", how);
             same(atth, atte, na, what, isa, threads);
             snprintf(what, sizeof what, "attn_fwd out%s", how);
             same(outh, oute, no, what, isa, threads);
             for (long i = 0; i < nq; i++) dqkvh[i] = 4.0f;
-            zn_host_attn_bwd(NULL, B, T, C, NH, dout, qkv, atth, dqkvh, sh);
+            zn_host_lm_kernels.attn_bwd(NULL, B, T, C, NH, dout, qkv, atth, dqkvh, sh);
             snprintf(what, sizeof what, "attn_bwd dqkv%s", how);
             same(dqkvh, dqkve, nq, what, isa, threads);
             /* the scratch: dS on and below the diagonal (above it the
@@ -223,12 +223,12 @@ static void lm_check_gelu(const LmTwin *tw) {
         dxe[i] = tw->gelu_grad(x[i], dy[i]);
     }
     FOR_PATHS(tw->max_threads, {
-        zn_host_gelu_fwd(NULL, n, x, yh);
-        zn_host_gelu_bwd(NULL, n, x, dy, dxh);
+        zn_host_lm_kernels.gelu_fwd(NULL, n, x, yh);
+        zn_host_lm_kernels.gelu_bwd(NULL, n, x, dy, dxh);
         same(yh, ye, n, "gelu_fwd", isa, threads);
         same(dxh, dxe, n, "gelu_bwd", isa, threads);
         memcpy(dxh, dy, (size_t)n * sizeof(float));
-        zn_host_gelu_bwd(NULL, n, x, dxh, dxh);   /* dx aliasing dy */
+        zn_host_lm_kernels.gelu_bwd(NULL, n, x, dxh, dxh);   /* dx aliasing dy */
         same(dxh, dxe, n, "gelu_bwd in place", isa, threads);
     })
     free(x); free(dy); free(ye); free(dxe); free(yh); free(dxh);

@@ -67,13 +67,15 @@ static void test_meta_device(void **state) {
     const ZnKernels *k = d.k;
     void *const *fn = (void *const *)k;
     for (size_t i = 0; i < sizeof *k / sizeof(void *); i++) assert_non_null(fn[i]);
+    void *const *lm_fn = (void *const *)k->lm;
+    for (size_t i = 0; i < sizeof *k->lm / sizeof(void *); i++) assert_non_null(lm_fn[i]);
     k->upload(&d, a, "x", 1);
     k->copy(&d, a, b, 1000);
     k->zero(&d, a, big);
     k->round_dt(&d, ZN_F16, a, 1L << 38);
     k->adam(&d, 1000, a, b, a, a, NULL, 1, 1.0f, b, ZN_F16);
     k->gemm_nt(&d, 1000, 1000, 1000, a, b, NULL, a);
-    k->attn_fwd(&d, 4, 1024, 1600, 25, a, a, b);
+    k->lm->attn_fwd(&d, 4, 1024, 1600, 25, a, a, b);
     /* what comes back to the host is defined: zero, finite, loss 0 */
     ZnAbsMax m = k->absmax(&d, a, 1000);
     assert_true(m.maxabs == 0.0f && m.nonfinite == 0);

@@ -300,9 +300,9 @@ static void test_lm_bias_embed_exact(void **state) {
     lm_up(dgwte, stale_v, (size_t)V * C * 4); lm_up(dgwpe, stale_p, (size_t)P * C * 4);
     for (int d = 0; d < 3; d++) {
         ZnDevice *dv = lm_devs[d];
-        dv->k->embed_fwd(dv, B, T, C, dtok[d], dwte[d], dwpe[d], dout[d]);
-        dv->k->add_bias(dv, (int)BT, C, dbias[d], dout[d]);
-        dv->k->embed_bwd(dv, B, T, C, V, P, dtok[d], dg[d], dgwte[d], dgwpe[d]);
+        dv->k->lm->embed_fwd(dv, B, T, C, dtok[d], dwte[d], dwpe[d], dout[d]);
+        dv->k->lm->add_bias(dv, (int)BT, C, dbias[d], dout[d]);
+        dv->k->lm->embed_bwd(dv, B, T, C, V, P, dtok[d], dg[d], dgwte[d], dgwpe[d]);
     }
     lm_same(dout, BT * C, "embed_fwd + add_bias");
     lm_same(dgwte, (long)V * C, "embed_bwd dwte");
@@ -329,8 +329,8 @@ static void test_lm_layernorm_exact(void **state) {
         lm_up(gx, stale, NC * 4); lm_up(gw, stale, C * 4); lm_up(gb, stale, C * 4);
         for (int d = 0; d < 3; d++) {
             ZnDevice *dv = lm_devs[d];
-            dv->k->layernorm_fwd(dv, N, C, dx[d], dw[d], db[d], out[d], mean[d], rstd[d]);
-            dv->k->layernorm_bwd(dv, N, C, dg[d], dx[d], dw[d], mean[d], rstd[d], gx[d], gw[d], gb[d]);
+            dv->k->lm->layernorm_fwd(dv, N, C, dx[d], dw[d], db[d], out[d], mean[d], rstd[d]);
+            dv->k->lm->layernorm_bwd(dv, N, C, dg[d], dx[d], dw[d], mean[d], rstd[d], gx[d], gw[d], gb[d]);
         }
         lm_same(out, NC, "layernorm_fwd out");
         lm_same(mean, N, "layernorm_fwd mean");
@@ -362,8 +362,8 @@ static void test_lm_attention_exact(void **state) {
         lm_up(dqkv, stale, nq * 4); lm_up(scratch, stale, na * 4);
         for (int d = 0; d < 3; d++) {
             ZnDevice *dv = lm_devs[d];
-            dv->k->attn_fwd(dv, B, T, C, NH, dqkv_in[d], att[d], out[d]);
-            dv->k->attn_bwd(dv, B, T, C, NH, dg[d], dqkv_in[d], att[d], dqkv[d], scratch[d]);
+            dv->k->lm->attn_fwd(dv, B, T, C, NH, dqkv_in[d], att[d], out[d]);
+            dv->k->lm->attn_bwd(dv, B, T, C, NH, dg[d], dqkv_in[d], att[d], dqkv[d], scratch[d]);
         }
         lm_same(att, na, "attn_fwd att");
         lm_same(out, no, "attn_fwd out");
@@ -388,9 +388,9 @@ static void test_lm_gelu_exact(void **state) {
     lm_up(dx, x, n * 4); lm_up(ddy, dy, n * 4); lm_up(y, NULL, n * 4); lm_up(gx, NULL, n * 4);
     for (int d = 0; d < 3; d++) {
         ZnDevice *dv = lm_devs[d];
-        dv->k->gelu_fwd(dv, n, dx[d], y[d]);
-        dv->k->gelu_bwd(dv, n, dx[d], ddy[d], gx[d]);
-        dv->k->gelu_bwd(dv, n, dx[d], ddy[d], ddy[d]);   /* dx aliasing dy, as the engine calls it */
+        dv->k->lm->gelu_fwd(dv, n, dx[d], y[d]);
+        dv->k->lm->gelu_bwd(dv, n, dx[d], ddy[d], gx[d]);
+        dv->k->lm->gelu_bwd(dv, n, dx[d], ddy[d], ddy[d]);   /* dx aliasing dy, as the engine calls it */
     }
     lm_same(y, n, "gelu_fwd");
     lm_same(gx, n, "gelu_bwd");

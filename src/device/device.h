@@ -87,6 +87,42 @@ void zn_host_free_uncharged(void *p);
 void zn_mem_reset_peak(ZnMemStats *m);
 void zn_mem_reset_window(ZnMemStats *m);
 
+/* The language-model kernels (GPT-2, spec Z-GPT-*), a table of their own
+ * that ZnKernels points at: each backend keeps them static beside their
+ * helpers (device/lm_host.c, kernels/lm.cu, device_meta.c) and exports only
+ * this table, so their signatures are written here alone. Rows are the B*T
+ * positions, row r = b*T + t. Every sum runs in the order stated, from
+ * 0.0f; outputs are fp32 (the caller rounds to the model dtype). */
+typedef struct {
+    /* y[i][j] = y[i][j] + b[j] */
+    void (*add_bias)(ZnDevice *d, int M, int N, const float *b, float *y);
+    /* out[r][c] = wte[tok[r]][c] + wpe[r mod T][c] */
+    void (*embed_fwd)(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte,
+                      const float *wpe, float *out);
+    /* dwpe (P rows) and dwte (V rows) zeroed; dwpe[t][c] = sum over b in
+       order of dout[b*T+t][c]; dwte[tok[r]][c] += dout[r][c] for r = 0..B*T-1
+       in order */
+    void (*embed_bwd)(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
+                      float *dwte, float *dwpe);
+    /* per row: mean = sum(x)/C, var = sum((x-mean)^2)/C, rstd = 1/sqrtf(var + 1e-5f),
+       out = ((x - mean) * rstd) * w + b; mean and rstd kept (fp32) for backward */
+    void (*layernorm_fwd)(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b,
+                          float *out, float *mean, float *rstd);
+    /* dx written; dw[c], db[c] = sums over rows in order (Z-GPT-004) */
+    void (*layernorm_bwd)(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
+                          const float *mean, const float *rstd, float *dx, float *dw, float *db);
+    /* causal self-attention of NH heads over qkv [B*T, 3C] (q | k | v, head h
+       at columns h*C/NH); att [B, NH, T, T] keeps the probabilities (zero
+       above the diagonal); out [B*T, C] (Z-GPT-005) */
+    void (*attn_fwd)(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out);
+    /* dqkv [B*T, 3C] written; scratch [B, NH, T, T] (Z-GPT-006) */
+    void (*attn_bwd)(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
+                     const float *att, float *dqkv, float *scratch);
+    /* GELU, tanh form: y = 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3))) (Z-GPT-007) */
+    void (*gelu_fwd)(ZnDevice *d, long n, const float *x, float *y);
+    void (*gelu_bwd)(ZnDevice *d, long n, const float *x, const float *dy, float *dx);
+} ZnLmKernels;
+
 /* The math and data movement the engine, the model and the optimizer need,
  * on buffers that live in the device's memory. The engine never dereferences
  * a device buffer: it moves data with upload/download/copy and computes with
@@ -164,38 +200,34 @@ struct ZnKernels {
     float (*softmax_xent)(ZnDevice *d, int B, int C, const float *logits, const int *labels,
                           float grad_scale, float *dlogits);
 
-    /* --- the language model (GPT-2, spec Z-GPT-*); NULL on a backend
-       without them, which then refuses a GPT-2 run at init. Rows are the
-       B*T positions, row r = b*T + t. Every sum runs in the order stated,
-       from 0.0f; outputs are fp32 (the caller rounds to the model dtype). */
-    /* y[i][j] = y[i][j] + b[j] */
-    void (*add_bias)(ZnDevice *d, int M, int N, const float *b, float *y);
-    /* out[r][c] = wte[tok[r]][c] + wpe[r mod T][c] */
-    void (*embed_fwd)(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte,
-                      const float *wpe, float *out);
-    /* dwpe (P rows) and dwte (V rows) zeroed; dwpe[t][c] = sum over b in
-       order of dout[b*T+t][c]; dwte[tok[r]][c] += dout[r][c] for r = 0..B*T-1
-       in order */
-    void (*embed_bwd)(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
-                      float *dwte, float *dwpe);
-    /* per row: mean = sum(x)/C, var = sum((x-mean)^2)/C, rstd = 1/sqrtf(var + 1e-5f),
-       out = ((x - mean) * rstd) * w + b; mean and rstd kept (fp32) for backward */
-    void (*layernorm_fwd)(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b,
-                          float *out, float *mean, float *rstd);
-    /* dx written; dw[c], db[c] = sums over rows in order (Z-GPT-004) */
-    void (*layernorm_bwd)(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
-                          const float *mean, const float *rstd, float *dx, float *dw, float *db);
-    /* causal self-attention of NH heads over qkv [B*T, 3C] (q | k | v, head h
-       at columns h*C/NH); att [B, NH, T, T] keeps the probabilities (zero
-       above the diagonal); out [B*T, C] (Z-GPT-005) */
-    void (*attn_fwd)(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out);
-    /* dqkv [B*T, 3C] written; scratch [B, NH, T, T] (Z-GPT-006) */
-    void (*attn_bwd)(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
-                     const float *att, float *dqkv, float *scratch);
-    /* GELU, tanh form: y = 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3))) (Z-GPT-007) */
-    void (*gelu_fwd)(ZnDevice *d, long n, const float *x, float *y);
-    void (*gelu_bwd)(ZnDevice *d, long n, const float *x, const float *dy, float *dx);
+    /* --- the language model: NULL on a backend without it, which then
+       refuses a GPT-2 run at init --- */
+    const ZnLmKernels *lm;
 };
+
+/* A backend's entries upload .. relu_bwd, from its kernels' names: p_upload,
+ * p_download, ... The list is written once for every backend, so a kernel
+ * added to the seam is added to each table here, and a backend that lacks
+ * it fails to build instead of leaving a NULL in silence (the build allows
+ * missing initializers). Each table then names softmax_xent and lm by hand,
+ * since a backend may keep those in another file (the host's are in
+ * lm_host.c). In declaration order: C++ (kernels/tables.cu) requires it. */
+#define ZN_KERNELS_BY_PREFIX(p)                                                 \
+    .upload = p##_upload, .download = p##_download, .copy = p##_copy,           \
+    .zero = p##_zero, .round_dt = p##_round_dt, .add = p##_add,                 \
+    .div = p##_div, .pack16 = p##_pack16, .unpack16 = p##_unpack16,             \
+    .quant = p##_quant, .dequant = p##_dequant, .absmax = p##_absmax,           \
+    .sumsq_fixed = p##_sumsq_fixed, .adam = p##_adam,                           \
+    .gemm_nt = p##_gemm_nt, .gemm_nn = p##_gemm_nn, .gemm_tn = p##_gemm_tn,     \
+    .colsum = p##_colsum, .relu_fwd = p##_relu_fwd, .relu_bwd = p##_relu_bwd
+
+/* A backend's whole ZnLmKernels from its kernels' names (p_add_bias, ...),
+ * for the same reasons. */
+#define ZN_LM_KERNELS_BY_PREFIX(p)                                              \
+    .add_bias = p##_add_bias, .embed_fwd = p##_embed_fwd,                       \
+    .embed_bwd = p##_embed_bwd, .layernorm_fwd = p##_layernorm_fwd,             \
+    .layernorm_bwd = p##_layernorm_bwd, .attn_fwd = p##_attn_fwd,               \
+    .attn_bwd = p##_attn_bwd, .gelu_fwd = p##_gelu_fwd, .gelu_bwd = p##_gelu_bwd
 
 extern const ZnKernels zn_host_kernels;
 

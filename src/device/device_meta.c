@@ -88,6 +88,11 @@ static void meta_gemm_nn(ZnDevice *d, int M, int N, int K, const float *A, const
     (void)A, (void)B, (void)C;
     work(d, 2.0 * M * N * K, (double)M * K + (double)K * N + (double)M * N);
 }
+/* the same shape of arguments and the same count as gemm_nn; a name of its
+   own so that the table is ZN_KERNELS_BY_PREFIX's */
+static void meta_gemm_tn(ZnDevice *d, int M, int N, int K, const float *A, const float *B, float *C) {
+    meta_gemm_nn(d, M, N, K, A, B, C);
+}
 static void meta_colsum(ZnDevice *d, int M, int N, const float *A, float *out) {
     (void)A, (void)out;
     work(d, 0, (double)M * N + N);
@@ -145,39 +150,14 @@ static void meta_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, 
     work(d, 0, 3.0 * n);
 }
 
+static const ZnLmKernels meta_lm_kernels = {ZN_LM_KERNELS_BY_PREFIX(meta)};
+
 /* Every entry set: the language-model ones too, so a GPT-2 model is
    accepted (a backend without them refuses GPT-2 at init). */
 const ZnKernels zn_meta_kernels = {
-    .upload = meta_upload,
-    .download = meta_download,
-    .copy = meta_copy,
-    .zero = meta_zero,
-    .round_dt = meta_round_dt,
-    .add = meta_add,
-    .div = meta_div,
-    .pack16 = meta_pack16,
-    .unpack16 = meta_unpack16,
-    .quant = meta_quant,
-    .dequant = meta_dequant,
-    .absmax = meta_absmax,
-    .sumsq_fixed = meta_sumsq_fixed,
-    .adam = meta_adam,
-    .gemm_nt = meta_gemm_nt,
-    .gemm_nn = meta_gemm_nn,
-    .gemm_tn = meta_gemm_nn,   /* the same shape of arguments and the same count */
-    .colsum = meta_colsum,
-    .relu_fwd = meta_relu_fwd,
-    .relu_bwd = meta_relu_bwd,
+    ZN_KERNELS_BY_PREFIX(meta),
     .softmax_xent = meta_softmax_xent,
-    .add_bias = meta_add_bias,
-    .embed_fwd = meta_embed_fwd,
-    .embed_bwd = meta_embed_bwd,
-    .layernorm_fwd = meta_layernorm_fwd,
-    .layernorm_bwd = meta_layernorm_bwd,
-    .attn_fwd = meta_attn_fwd,
-    .attn_bwd = meta_attn_bwd,
-    .gelu_fwd = meta_gelu_fwd,
-    .gelu_bwd = meta_gelu_bwd,
+    .lm = &meta_lm_kernels,
 };
 
 void zn_device_meta_init(ZnDevice *d) {

@@ -177,7 +177,7 @@ static void bias_rows(const LmJob *j, long lo, long hi) {
     for (long i = lo; i < hi; i++) j->op->add_row(j->C, j->b, j->out + i * j->C);
 }
 
-void zn_host_add_bias(ZnDevice *d, int M, int N, const float *b, float *y) {
+static void host_add_bias(ZnDevice *d, int M, int N, const float *b, float *y) {
     (void)d;
     LmJob j = {.C = N, .b = b, .out = y};
     lm_par(&j, bias_rows, M, 4096 / (N > 0 ? N : 1) + 1);
@@ -189,8 +189,8 @@ static void embed_rows(const LmJob *j, long lo, long hi) {
         j->op->sum_row(C, j->x + (long)j->tok[r] * C, j->w + (r % j->T) * C, j->out + r * C);
 }
 
-void zn_host_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte, const float *wpe,
-                       float *out) {
+static void host_embed_fwd(ZnDevice *d, int B, int T, int C, const int *tok, const float *wte, const float *wpe,
+                           float *out) {
     (void)d;
     LmJob j = {.T = T, .C = C, .tok = tok, .x = wte, .w = wpe, .out = out};
     lm_par(&j, embed_rows, (long)B * T, 4096 / (C > 0 ? C : 1) + 1);
@@ -219,8 +219,8 @@ static void embed_bwd_cols(const LmJob *j, long lo, long hi) {
     }
 }
 
-void zn_host_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
-                       float *dwte, float *dwpe) {
+static void host_embed_bwd(ZnDevice *d, int B, int T, int C, int V, int P, const int *tok, const float *dout,
+                           float *dwte, float *dwpe) {
     (void)d;
     LmJob j = {.B = B, .T = T, .C = C, .V = V, .P = P, .tok = tok, .g = dout, .out = dwte, .out2 = dwpe};
     lm_par(&j, embed_bwd_zero, (long)V + P, 16);
@@ -249,8 +249,8 @@ static void ln_fwd_rows(const LmJob *j, long lo, long hi) {
     }
 }
 
-void zn_host_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b, float *out,
-                           float *mean, float *rstd) {
+static void host_layernorm_fwd(ZnDevice *d, int N, int C, const float *x, const float *w, const float *b, float *out,
+                               float *mean, float *rstd) {
     (void)d;
     LmJob j = {.C = C, .x = x, .w = w, .b = b, .out = out, .out2 = mean, .out3 = rstd};
     lm_par(&j, ln_fwd_rows, N, 8);
@@ -286,8 +286,8 @@ static void ln_bwd_cols(const LmJob *j, long lo, long hi) {
         j->op->ln_dwdb(c1 - c0, j->x + r * C + c0, j->g + r * C + c0, j->mean[r], j->rstd[r], dw, db);
 }
 
-void zn_host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
-                           const float *mean, const float *rstd, float *dx, float *dw, float *db) {
+static void host_layernorm_bwd(ZnDevice *d, int N, int C, const float *dout, const float *x, const float *w,
+                               const float *mean, const float *rstd, float *dx, float *dw, float *db) {
     (void)d;
     LmJob j = {.C = C, .n = N, .x = x, .w = w, .g = dout, .mean = mean, .rstd = rstd, .out = dx, .out2 = dw,
                .out3 = db};
@@ -396,7 +396,7 @@ static void attn_fwd_pairs(const LmJob *j, long lo, long hi) { attn_heads(j, lo,
 /* Row t of one head: scores s[t2] = (q_t . k_t2) * scale for t2 <= t (the
  * dot product summed over the head's columns in order), softmax over them
  * (zn_softmax_row's max and sum, then each exp divided by the sum). */
-void zn_host_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out) {
+static void host_attn_fwd(ZnDevice *d, int B, int T, int C, int NH, const float *qkv, float *att, float *out) {
     (void)d;
     LmJob j = {.B = B, .T = T, .C = C, .NH = NH, .x = qkv, .out = att, .out2 = out};
     lm_par(&j, attn_fwd_pairs, (long)B * NH, 1);
@@ -431,8 +431,8 @@ static void attn_bwd_pairs(const LmJob *j, long lo, long hi) { attn_heads(j, lo,
  *   dv_t2     = sum_{t >= t2} P[t][t2] dO_t                (t ascending)
  * Every element of dqkv belongs to one (batch, head) pair and is written
  * whole by it. */
-void zn_host_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
-                      const float *att, float *dqkv, float *scratch) {
+static void host_attn_bwd(ZnDevice *d, int B, int T, int C, int NH, const float *dout, const float *qkv,
+                          const float *att, float *dqkv, float *scratch) {
     (void)d;
     LmJob j = {.B = B, .T = T, .C = C, .NH = NH, .x = qkv, .g = dout, .y = att, .out = dqkv, .out2 = scratch};
     lm_par(&j, attn_bwd_pairs, (long)B * NH, 1);
@@ -451,17 +451,20 @@ static void gelu_bwd_blocks(const LmJob *j, long lo, long hi) {
     j->op->gelu_bwd(e0, e1, j->x, j->g, j->out);
 }
 
-void zn_host_gelu_fwd(ZnDevice *d, long n, const float *x, float *y) {
+static void host_gelu_fwd(ZnDevice *d, long n, const float *x, float *y) {
     (void)d;
     LmJob j = {.n = n, .x = x, .out = y};
     lm_par(&j, gelu_fwd_blocks, (n + LM_EB - 1) / LM_EB, 4);
 }
 
-void zn_host_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx) {
+static void host_gelu_bwd(ZnDevice *d, long n, const float *x, const float *dy, float *dx) {
     (void)d;
     LmJob j = {.n = n, .x = x, .g = dy, .out = dx};
     lm_par(&j, gelu_bwd_blocks, (n + LM_EB - 1) / LM_EB, 4);
 }
+
+/* the table zn_host_kernels.lm points at */
+const ZnLmKernels zn_host_lm_kernels = {ZN_LM_KERNELS_BY_PREFIX(host)};
 
 /* ------------------------------------------------------------------------ */
 /* softmax cross-entropy (Z-MOD-009) */

@@ -278,8 +278,9 @@ static int gpt2_run_init(ZnModelRun *R, ZnErr *err) {
     const ZnKernels *k = R->k;
     /* the host and both CUDA tables have them (spec Z-CUDA-009); a table
        without them (a new backend) is told here, not by a NULL call */
-    if (!k->embed_fwd || !k->embed_bwd || !k->layernorm_fwd || !k->layernorm_bwd || !k->attn_fwd || !k->attn_bwd ||
-        !k->gelu_fwd || !k->gelu_bwd || !k->add_bias)
+    const ZnLmKernels *lm = k->lm;
+    if (!lm || !lm->embed_fwd || !lm->embed_bwd || !lm->layernorm_fwd || !lm->layernorm_bwd || !lm->attn_fwd ||
+        !lm->attn_bwd || !lm->gelu_fwd || !lm->gelu_bwd || !lm->add_bias)
         return zn_err(err, ZN_E_USAGE, "the %s device has no GPT-2 kernels in this build (the MLP runs on it)",
                       R->d->name);
     const int L = R->m->gpt2.n_layer;
@@ -364,7 +365,7 @@ static int gpt2_run_begin(ZnModelRun *R, const ZnData *data, long first, ZnErr *
    means and rstd kept (fp32) for the backward */
 static void layernorm(ZnModelRun *R, int BT, int C, const float *x, float *const *W, float *out, float *mean,
                       float *rstd) {
-    R->k->layernorm_fwd(R->d, BT, C, x, W[0], W[1], out, mean, rstd);
+    R->k->lm->layernorm_fwd(R->d, BT, C, x, W[0], W[1], out, mean, rstd);
     zn_run_round(R, out, (long)BT * C);
 }
 
@@ -372,14 +373,14 @@ static void layernorm(ZnModelRun *R, int BT, int C, const float *x, float *const
    dx = round(its input's gradient) */
 static void layernorm_bwd(ZnModelRun *R, int BT, int C, const float *dy, const float *x, float *const *W,
                           const float *mean, const float *rstd, float *const *dW, float *dx) {
-    R->k->layernorm_bwd(R->d, BT, C, dy, x, W[0], mean, rstd, dx, dW[0], dW[1]);
+    R->k->lm->layernorm_bwd(R->d, BT, C, dy, x, W[0], mean, rstd, dx, dW[0], dW[1]);
     zn_run_round(R, dx, (long)BT * C);
 }
 
 /* y[BT, N] = round(x[BT, K] . W[K, N] + b) (a Conv1D) */
 static void conv1d(ZnModelRun *R, int BT, int K, int N, const float *x, const float *W, const float *b, float *y) {
     R->k->gemm_nn(R->d, BT, N, K, x, W, y);
-    R->k->add_bias(R->d, BT, N, b, y);
+    R->k->lm->add_bias(R->d, BT, N, b, y);
     zn_run_round(R, y, (long)BT * N);
 }
 
@@ -399,7 +400,7 @@ static void gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
     struct ZnGpt2Acts *g = R->g;
     const int B = R->B, T = R->m->seq_len, BT = B * T, C = s->n_embd, L = s->n_layer, V = s->vocab_size;
     if (mod == 0) {
-        k->embed_fwd(d, B, T, C, g->tok, W[0], W[1], g->x[0]);
+        k->lm->embed_fwd(d, B, T, C, g->tok, W[0], W[1], g->x[0]);
         zn_run_round(R, g->x[0], (long)BT * C);
         return;
     }
@@ -419,7 +420,7 @@ static void gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
         break;
     case 1:   /* attn.c_attn, then the attention */
         conv1d(R, BT, C, 3 * C, g->ln1[l], W[0], W[1], g->qkv[l]);
-        k->attn_fwd(d, B, T, C, s->n_head, g->qkv[l], g->att[l], g->atty[l]);
+        k->lm->attn_fwd(d, B, T, C, s->n_head, g->qkv[l], g->att[l], g->atty[l]);
         zn_run_round(R, g->att[l], (long)B * s->n_head * T * T);
         zn_run_round(R, g->atty[l], (long)BT * C);
         break;
@@ -432,7 +433,7 @@ static void gpt2_run_forward(ZnModelRun *R, int mod, float *const *W) {
         break;
     case 4:   /* mlp.c_fc, then the GELU */
         conv1d(R, BT, C, 4 * C, g->ln2[l], W[0], W[1], g->fch[l]);
-        k->gelu_fwd(d, (long)BT * 4 * C, g->fch[l], g->fchg[l]);
+        k->lm->gelu_fwd(d, (long)BT * 4 * C, g->fch[l], g->fchg[l]);
         zn_run_round(R, g->fchg[l], (long)BT * 4 * C);
         break;
     default:  /* mlp.c_proj, then the residual: x[l+1] = res2 + proj */
@@ -468,7 +469,7 @@ static void gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *co
         return;
     }
     if (mod == 0) {
-        k->embed_bwd(d, B, T, C, V, s->n_positions, g->tok, g->dres, dW[0], dW[1]);
+        k->lm->embed_bwd(d, B, T, C, V, s->n_positions, g->tok, g->dres, dW[0], dW[1]);
         return;
     }
     const int l = (mod - 1) / MODS_PER_BLOCK;
@@ -477,7 +478,7 @@ static void gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *co
         conv1d_bwd(R, BT, 4 * C, C, g->fchg[l], W[0], g->dres, dW[0], dW[1], g->dbig);
         break;
     case 4:   /* the GELU, then mlp.c_fc */
-        k->gelu_bwd(d, (long)BT * 4 * C, g->fch[l], g->dbig, g->dbig);
+        k->lm->gelu_bwd(d, (long)BT * 4 * C, g->fch[l], g->dbig, g->dbig);
         zn_run_round(R, g->dbig, (long)BT * 4 * C);
         conv1d_bwd(R, BT, C, 4 * C, g->ln2[l], W[0], g->dbig, dW[0], dW[1], g->dtmp);
         break;
@@ -489,7 +490,7 @@ static void gpt2_run_backward(ZnModelRun *R, int mod, float *const *W, float *co
         conv1d_bwd(R, BT, C, C, g->atty[l], W[0], g->dres, dW[0], dW[1], g->dtmp);
         break;
     case 1:   /* the attention, then attn.c_attn */
-        k->attn_bwd(d, B, T, C, s->n_head, g->dtmp, g->qkv[l], g->att[l], g->dqkv, g->datt);
+        k->lm->attn_bwd(d, B, T, C, s->n_head, g->dtmp, g->qkv[l], g->att[l], g->dqkv, g->datt);
         zn_run_round(R, g->dqkv, (long)BT * 3 * C);
         conv1d_bwd(R, BT, C, 3 * C, g->ln1[l], W[0], g->dqkv, dW[0], dW[1], g->dtmp);
         break;
