@@ -57,6 +57,11 @@ cmp=$(grep -rnE '[a-z_.>-]*stage *(==|!=|<=|>=|<|>) *[0-9]|[0-9] *(==|!=|<=|>=|<
       src --include='*.c' --include='*.h' | grep -v '^src/core/plan\.c:' || true)
 if [ -z "$cmp" ]; then ok "Z-BUILD-003 the stage number is compared only in src/core/plan.c"
 else bad Z-BUILD-003-stage "$cmp"; fi
+# spec: Z-PLAN-003 the plan is built only where the config resolves
+bld=$(grep -rnE '\bzn_plan_(build|offload|zeropp|mics) *\(' src sim kernels --include='*.c' --include='*.h' --include='*.cu' |
+      grep -vE '^src/core/(plan\.[ch]|config\.c):' || true)
+if [ -z "$bld" ]; then ok "Z-PLAN-003 the plan is built only in src/core/config.c (zn_config_plan)"
+else bad Z-PLAN-003-built "$bld"; fi
 
 # spec: Z-BUILD-004 libzinc references no symbol of the layers above it
 # (libzinc_app, libzinc_sim, libzinc_cuda): the link needs no --start-group
