@@ -10,9 +10,10 @@
 # exit 0 with anything wrong, or a broken `latest` fails the campaign.
 # Prints one line of counts per campaign, then "alloc: N passed, N failed".
 #   sh tests/alloc_test.sh [BUILD]        (BUILD holds zinc and tests/libfailmalloc.so)
-# (sh tests/alloc_test.sh --one K: one point, with the campaign in the environment)
+# (sh tests/alloc_test.sh --one K...: those points, with the campaign in the environment)
 if [ "$1" = "--one" ]; then
-  ONE=$2
+  shift
+  POINTS="$*"
 else
 B=${1:-build}
 ZINC=${ZINC:-$B/zinc}
@@ -52,15 +53,19 @@ one() {
   if [ -n "$SEED" ]; then cp -r "$SEED" "$d"; else mkdir -p "$d"; fi
   extra=""
   [ -n "$SEED" ] && extra="--resume"
-  # the shim goes to zinc alone (env after timeout), not to timeout itself
-  timeout 30 env ZN_FAIL_ALLOC=$k ZN_FAIL_ALLOC_REPORT="$d.rep" LD_PRELOAD="$SHIM" \
-    "$ZINC" $ARGS --checkpoint-dir "$d" --checkpoint-interval 1 $extra >"$d.out" 2>"$d.err"
+  # the shim counts and fails zinc's allocations alone (ZN_FAIL_ALLOC_PROG),
+  # not timeout's
+  ZN_FAIL_ALLOC=$k ZN_FAIL_ALLOC_REPORT="$d.rep" ZN_FAIL_ALLOC_PROG=zinc LD_PRELOAD="$SHIM" \
+    timeout 30 "$ZINC" $ARGS --checkpoint-dir "$d" --checkpoint-interval 1 $extra >"$d.out" 2>"$d.err"
   rc=$?
   if [ ! -f "$d.rep" ] && [ "$rc" -lt 124 ]; then echo "crash"; return; fi
-  if grep -q "fired 0" "$d.rep" 2>/dev/null && [ "$rc" = 0 ]; then echo "beyond"; rm -rf "$d" "$d.rep" "$d.out" "$d.err"; return; fi
+  fired=1
+  [ -f "$d.rep" ] && read -r _ _ _ fired <"$d.rep"   # "allocations N fired F", read by the shell itself
+  if [ "$fired" = 0 ] && [ "$rc" = 0 ]; then echo "beyond"; rm -rf "$d" "$d.rep" "$d.out" "$d.err"; return; fi
   latest_ok=1
   if [ -f "$d/latest" ]; then
-    "$ZINC" ckpt inspect "$d/$(cat "$d/latest")" >/dev/null 2>&1 || latest_ok=0
+    read -r tag <"$d/latest"
+    "$ZINC" ckpt inspect "$d/$tag" >/dev/null 2>&1 || latest_ok=0
   fi
   if [ "$rc" = 124 ]; then w=hang
   elif [ "$rc" -gt 124 ]; then w=crash
@@ -81,13 +86,21 @@ campaign() {   # name, args, seed checkpoint (or "")
   WANT=$(digest "$T/$NAME.want")
   export NAME ARGS SEED WANT ZINC SHIM T
   : >"$T/$NAME.words"
-  k=1
-  while :; do   # blocks of 100 points, two at a time, until a block passes the end
-    seq $k $((k + 99)) | xargs -P 2 -n 1 sh "$0" --one >>"$T/$NAME.words"
-    grep -q beyond "$T/$NAME.words" && break
-    k=$((k + 100))
-    [ $k -gt 20000 ] && { echo "  $NAME: more than 20000 allocations?" >&2; break; }
-  done
+  # how many allocations the run makes: one counting run (ZN_FAIL_ALLOC=0),
+  # then every point 1..N, two at a time, 25 points to a shell
+  d="$T/$NAME.count"
+  mkdir -p "$d"
+  [ -n "$SEED" ] && { rm -rf "$d"; cp -r "$SEED" "$d"; }
+  extra=""
+  [ -n "$SEED" ] && extra="--resume"
+  ZN_FAIL_ALLOC=0 ZN_FAIL_ALLOC_REPORT="$d.rep" ZN_FAIL_ALLOC_PROG=zinc LD_PRELOAD="$SHIM" \
+    "$ZINC" $ARGS --checkpoint-dir "$d" --checkpoint-interval 1 $extra >/dev/null 2>&1
+  n=0
+  [ -f "$d.rep" ] && read -r _ n _ <"$d.rep"
+  rm -rf "$d" "$d.rep"
+  [ "$n" -gt 20000 ] && { echo "  $NAME: more than 20000 allocations?" >&2; n=20000; }
+  # one point past the end, to see the run finish untouched
+  seq 1 $((n + 1)) | xargs -P 2 -n 25 sh "$0" --one >>"$T/$NAME.words"
   tried=$(grep -vc beyond "$T/$NAME.words")
   c() { grep -cx "$1" "$T/$NAME.words"; }
   bad=$(( $(c crash) + $(c hang) + $(c silent) + $(c broken-latest) + $(c unexplained) ))
@@ -97,7 +110,10 @@ campaign() {   # name, args, seed checkpoint (or "")
   else echo "FAIL Z-CKPT-012 $NAME: $bad bad points of $tried"; fail=$((fail + 1)); fi
 }
 
-if [ -n "$ONE" ]; then one "$ONE"; exit 0; fi
+if [ -n "$POINTS" ]; then
+  for k in $POINTS; do one "$k"; done
+  exit 0
+fi
 
 # spec: Z-CKPT-012 the loop over every allocation of a run that saves a
 # checkpoint at every step, at every stage and dtype, and of a resume;
