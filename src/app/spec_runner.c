@@ -16,11 +16,16 @@
  *               "finite": false}}
  * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
  * non-finite gradient element on rank r at those steps (Z-PREC-006).
- * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
- * steps, config (deep-merged into the case's config). */
+ * Run keys: stage, world, per_node (the simulator's ranks per node, as
+ * --ranks-per-node), grad_accum, micro_batch, train_batch_size, model,
+ * steps, config (deep-merged into the case's config).
+ * "nvme": true gives the case a fresh folder under /tmp, removed after it:
+ * every offload section of a run's config with device "nvme" and no
+ * nvme_path gets it (cases run side by side must not share swap files). */
 #include "app/cli.h"
 #include "app/run_report.h"
 #include "core/alloc.h"
+#include "core/covmark.h"
 #include "core/json_track.h"
 #include "core/layout.h"
 #include "engine/lr_schedule.h"
@@ -224,6 +229,21 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
     return 0;
 }
 
+/* The case's NVMe folder ("nvme": true), else empty. */
+static char nvme_dir[64];
+
+/* Points config's NVMe offload sections without a path at nvme_dir. */
+static void fill_nvme_path(cJSON *config) {
+    cJSON *z = cJSON_GetObjectItemCaseSensitive(config, "zero_optimization");
+    const char *sec[] = {"offload_optimizer", "offload_param"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *o = cJSON_GetObjectItemCaseSensitive(z, sec[i]);
+        const char *dev = jstr(o, "device");
+        if (dev && !strcmp(dev, "nvme") && !cJSON_GetObjectItemCaseSensitive(o, "nvme_path"))
+            zn_json_add(o, "nvme_path", cJSON_CreateString(nvme_dir));
+    }
+}
+
 /* Resolves one run of a case: the case's settings, the run's overrides. */
 static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     ZnTrainFlags f;
@@ -233,6 +253,7 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     f.seq_len = jint(run, "seq_len", jint(cs, "seq_len", 0));
     f.steps = jint(run, "steps", jint(cs, "steps", 10));
     f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
+    f.ranks_per_node = (int)jint(run, "per_node", jint(cs, "per_node", 0));
     f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
     f.args.grad_accum = jint(run, "grad_accum", jint(cs, "grad_accum", -1));
     f.args.micro_batch = jint(run, "micro_batch", jint(cs, "micro_batch", -1));
@@ -246,6 +267,7 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
         if (!base) base = cJSON_CreateObject();
         const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
         if (patch) merge(base, patch);
+        if (nvme_dir[0]) fill_nvme_path(base);
         text = zn_json_print(base, 0);
         cJSON_Delete(base);
     }
@@ -363,17 +385,9 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     return fail;
 }
 
-/* ZINC_SPEC_STAGE=k (used by `make coverage` for the per-stage table) runs
- * only the runs of stage k and checks no expectations. */
-static int stage_filter(void) {
-    const char *s = getenv("ZINC_SPEC_STAGE");
-    return s && *s ? atoi(s) : -1;
-}
-
-/* Runs one case; returns 0 pass, 1 fail (why filled). */
-static int run_case(const cJSON *cs, char *why, size_t wn) {
-    const int only = stage_filter();
-    if (cJSON_GetObjectItemCaseSensitive(cs, "checkpoint")) return only >= 0 ? 0 : run_ckpt_case(cs, why, wn);
+/* Runs one case in its NVMe folder, if any; returns 0 pass, 1 fail (why filled). */
+static int run_case_in(const cJSON *cs, char *why, size_t wn) {
+    if (cJSON_GetObjectItemCaseSensitive(cs, "checkpoint")) return run_ckpt_case(cs, why, wn);
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(cs, "expect");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
     const char *experr = jstr(expect, "error");
@@ -385,12 +399,6 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
     for (int i = 0; i < nruns && !fail; i++) {
         const cJSON *run = cJSON_IsArray(runs) ? cJSON_GetArrayItem(runs, i) : NULL;
         resolve_run(cs, run, &cr[i]);
-        if (only >= 0) {   /* coverage mode: exercise, do not judge */
-            if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !case_run(&cr[i].opts, &cr[i].res, &cr[i].err))
-                zn_run_result_free(&cr[i].res);
-            cr[i].rc = 1;
-            continue;
-        }
         if (!cr[i].rc) {
             cr[i].opts.out = NULL;
             cr[i].rc = case_run(&cr[i].opts, &cr[i].res, &cr[i].err);
@@ -409,7 +417,7 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
             fail = 1;
         }
     }
-    if (!fail && !experr && only < 0) {
+    if (!fail && !experr) {
         const CaseRun *a = &cr[0];
         const cJSON *close = cJSON_GetObjectItemCaseSensitive(expect, "close");
         const cJSON *falls = cJSON_GetObjectItemCaseSensitive(expect, "loss_falls");
@@ -538,6 +546,21 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
         zn_run_opts_free(&cr[i].opts);
     }
     free(cr);
+    return fail;
+}
+
+/* Runs one case; returns 0 pass, 1 fail (why filled). */
+static int run_case(const cJSON *cs, char *why, size_t wn) {
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "nvme"))) return run_case_in(cs, why, wn);
+    snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zinc-nvme-XXXXXX");
+    if (!mkdtemp(nvme_dir)) {
+        nvme_dir[0] = 0;
+        snprintf(why, wn, "cannot make a temporary folder");
+        return 1;
+    }
+    int fail = run_case_in(cs, why, wn);
+    nftw(nvme_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    nvme_dir[0] = 0;
     return fail;
 }
 
@@ -763,6 +786,7 @@ int zn_cmd_spec(int argc, char **argv) {
                 return 2;
             } else break;
         }
+        zn_cov_spec();   /* the coverage build: these are conformance cases */
         return spec_run(argc - k, argv + k);
     }
     if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();

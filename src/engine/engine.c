@@ -17,6 +17,7 @@
  * accumulation all stages produce the same bits. */
 #include "engine/engine.h"
 #include "core/alloc.h"
+#include "core/covmark.h"
 #include "core/hash.h"
 #include "core/ipg.h"
 #include "engine/fetch.h"
@@ -988,6 +989,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->dev = dev;
     E->k = dev->k;
     E->world = comm->world;
+    zn_cov_engine(cfg, &E->world);   /* the coverage build's per-plan counts (core/covmark.h) */
     int rc = zn_plan_build(&E->P, cfg->zero.stage, err);
     if (rc) return rc;
     if ((rc = zn_mics_init(E, cfg, err))) return rc;   /* E->pw, shard, repl */
@@ -1203,4 +1205,5 @@ void zn_engine_free(ZnEngine *E) {
     ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered);
     zn_layout_free(&E->L);
     memset(E, 0, sizeof *E);
+    zn_cov_engine_end();
 }
