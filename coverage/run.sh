@@ -7,8 +7,9 @@ set -u
 find "$B" -name '*.gcda' -delete
 rm -rf "$B/covkeys" "$B/covsets"
 # every process writes its counts under $B/covkeys/: those of a plan's engines
-# under that plan's key (src/core/covmark.h), the rest under "none". The
-# strip drops the object folder from the compiled-in absolute .gcda paths.
+# under that plan's key (src/core/covmark.h), the rest under "none" (a
+# program without covmark.c, too, by these). The strip drops the object
+# folder from the compiled-in absolute .gcda paths.
 obj=$(pwd)/$B
 GCOV_PREFIX=$obj/covkeys/none
 GCOV_PREFIX_STRIP=$(printf %s "$obj" | tr -cd / | wc -c)

@@ -16,7 +16,9 @@ RUNS: the lines (and branch outcomes) that some run of its keys executes,
 anywhere in the suite. What its OWN cases reach: the same, over its "spec"
 keys only. The row's figures are own/runs; the lines and branch outcomes
 it runs that its own cases never reach are listed by file:line, and so are
-the branch outcomes on lines it runs that none of its runs ever takes.
+the branch outcomes on lines it runs that none of its runs ever takes. The
+rows count src/ but src/app/ (the command line, its reports and the spec
+runner are no plan's code) and sim/.
 
 Writes coverage/coverage.json (the whole tree: every key merged, gcovr's
 JSON, as `make coverage` always wrote), coverage/stages.txt (the table and
@@ -101,10 +103,18 @@ class Sets:
         return self.cache[fk]
 
 
-def counts(data):
+def in_rows(path):
+    """The rows count the library and the simulator: src/app (the command
+    line, its reports, the spec runner itself) is no plan's code."""
+    return not path.startswith('src/app/')
+
+
+def counts(data, keep=lambda path: True):
     """{(file, line): (count, [branch counts])} of the code lines of gcovr's JSON."""
     out = {}
     for f in data['files']:
+        if not keep(f['file']):
+            continue
         for ln in f['lines']:
             if ln.get('gcovr/noncode'):
                 continue
@@ -174,7 +184,8 @@ def write(rows, tree, keys, path, cut):
                 'runs: the lines and branch outcomes the whole suite executes while an engine of the\n'
                 'row\'s plan is alive; own: those its own conformance cases (zinc spec run) reach.\n'
                 'untaken: branch outcomes on lines the row runs that none of its runs takes.\n'
-                'Scope: src/ and sim/.\n\n')
+                'Scope: the rows src/ but src/app/ (the command line, its reports, the spec runner),\n'
+                'and sim/; the whole tree src/ and sim/.\n\n')
         o.write(f'{"row":24} {"keys":>9} {"lines own/runs":>22} {"branches own/runs":>22} {"untaken":>8}\n')
         for r in rows:
             (lo, lr), (bo, br) = r['lines'], r['branches']
@@ -210,7 +221,7 @@ def main(build):
     for name, has in ROWS:
         ks = [n for n, k in keys.items() if k and has(k)]
         own = [n for n in ks if keys[n]['origin'] == 'spec']
-        r = row(name, counts(sets.json(ks)), counts(sets.json(own)))
+        r = row(name, counts(sets.json(ks), in_rows), counts(sets.json(own), in_rows))
         r['keys'] = f'{len(own)}/{len(ks)}'
         rows.append(r)
     write(rows, whole(tree), len(names), 'coverage/stages.txt', CUT)

@@ -11,35 +11,23 @@
 /* libgcov (linked by --coverage): write the counts so far, clear them */
 extern void __gcov_dump(void);
 extern void __gcov_reset(void);
+/* tests/failmalloc.c when LD_PRELOADed (tests/alloc_test.sh): a switch
+   allocates (setenv, libgcov), and those allocations are not zinc's to fail */
+extern void zn_failmalloc_hold(int on) __attribute__((weak));
 
 #define KEY_N 96
-static char cur[KEY_N];      /* where the counts go now; "" the object folder */
-static char saved[KEY_N];    /* cur before the world began */
-static char noted[KEY_N];    /* the key a rank's engine named in this world */
+static char cur[KEY_N] = "none";   /* the key the counts go to now */
+static char saved[KEY_N];          /* cur before the world began */
+static char noted[KEY_N];          /* the key a rank's engine named in this world */
 static int in_world, spec;
-static int have_env;         /* env0 holds the process's own GCOV_PREFIX */
-static char env0[512], strip0[16];
 /* the rank threads of a world name its key together */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Points libgcov's next dump (at a switch or at exit) at key's folder and
  * makes it cur. GCOV_PREFIX and GCOV_PREFIX_STRIP are read at every dump:
  * the strip drops the object folder from the compiled-in absolute .gcda
- * path, the prefix puts the key's folder in its place; no key: the
- * process's own settings (none: the object folder). */
+ * path, the prefix puts <objdir>/covkeys/<key> in its place. */
 static void aim(const char *key) {
-    if (!have_env) {
-        const char *p = getenv("GCOV_PREFIX"), *s = getenv("GCOV_PREFIX_STRIP");
-        snprintf(env0, sizeof env0, "%s", p ? p : "");
-        snprintf(strip0, sizeof strip0, "%s", s ? s : "");
-        have_env = 1;
-    }
-    snprintf(cur, sizeof cur, "%s", key);
-    if (!*key) {
-        if (*env0) setenv("GCOV_PREFIX", env0, 1); else unsetenv("GCOV_PREFIX");
-        if (*strip0) setenv("GCOV_PREFIX_STRIP", strip0, 1); else unsetenv("GCOV_PREFIX_STRIP");
-        return;
-    }
     const char *obj = ZN_COVERAGE;
     int strip = 0;
     for (const char *c = obj; *c; c++) strip += *c == '/';
@@ -48,6 +36,7 @@ static void aim(const char *key) {
     snprintf(s, sizeof s, "%d", strip);
     setenv("GCOV_PREFIX", dir, 1);
     setenv("GCOV_PREFIX_STRIP", s, 1);
+    snprintf(cur, sizeof cur, "%s", key);
 }
 
 /* Writes the counts so far under cur's folder, clears them, and sends the
@@ -59,6 +48,10 @@ static void switch_to(const char *key) {
     aim(key);
 }
 
+/* Every process starts with no key, whatever GCOV_PREFIX it inherited from
+   a parent that was inside one. */
+__attribute__((constructor)) static void start(void) { aim("none"); }
+
 static const char *tier(ZnTier t) { return t == ZN_TIER_HOST ? "cpu" : t == ZN_TIER_NVME ? "nvme" : "dev"; }
 
 /* The key of cfg's plan in world w: the rows of the table it belongs to
@@ -67,7 +60,7 @@ static void plan_key(const ZnConfig *cfg, const ZnWorld *w, char *key) {
     const ZnZeroConfig *z = &cfg->zero;
     ZnPlan P;
     ZnErr e = {0};
-    if (zn_plan_build(&P, z->stage, &e)) { key[0] = 0; return; }   /* refused: the init fails */
+    if (zn_plan_build(&P, z->stage, &e)) { snprintf(key, KEY_N, "none"); return; }   /* the init refused it */
     zn_plan_offload(&P, (int)z->offload_optimizer.device, (int)z->offload_param.device, z->offload_optimizer.ratio);
     zn_plan_zeropp(&P, z->zero_hpz_partition_size, z->zero_quantized_weights, z->zero_quantized_gradients, w->size);
     zn_plan_mics(&P, z->mics_shard_size, z->mics_hierarchical_params_gather);
@@ -76,30 +69,45 @@ static void plan_key(const ZnConfig *cfg, const ZnWorld *w, char *key) {
              P.mics_shard > 0, cfg->grad_accum > 1, zn_dtype_name(cfg->model_dtype));
 }
 
+static void hold(int on) {
+    if (zn_failmalloc_hold) zn_failmalloc_hold(on);
+}
+
 void zn_cov_world(int begin) {
+    hold(1);
     if (begin) {
         snprintf(saved, sizeof saved, "%s", cur);
-        noted[0] = 0;
-        switch_to("");   /* what ran before the world is not its plan's */
+        snprintf(noted, sizeof noted, "none");
+        switch_to("none");   /* what ran before the world is not its plan's */
         in_world = 1;
     } else {
         in_world = 0;
         aim(noted);   /* the world's counts belong to its engines' plan */
         switch_to(saved);
     }
+    hold(0);
 }
 
 void zn_cov_engine(const ZnConfig *cfg, const ZnWorld *w) {
     char key[KEY_N];
+    if (in_world) {
+        plan_key(cfg, w, key);
+        pthread_mutex_lock(&mu);
+        if (!strcmp(noted, "none")) snprintf(noted, sizeof noted, "%s", key);   /* every rank has the same plan */
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    hold(1);
     plan_key(cfg, w, key);
-    if (!in_world) { switch_to(key); return; }
-    pthread_mutex_lock(&mu);
-    if (!noted[0]) snprintf(noted, sizeof noted, "%s", key);   /* every rank has the same plan */
-    pthread_mutex_unlock(&mu);
+    switch_to(key);
+    hold(0);
 }
 
 void zn_cov_engine_end(void) {
-    if (!in_world) switch_to("");
+    if (in_world) return;
+    hold(1);
+    switch_to("none");
+    hold(0);
 }
 
 void zn_cov_spec(void) { spec = 1; }

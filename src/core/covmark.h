@@ -9,11 +9,11 @@
  * (e.g. "spec-s3-ocpu-pdev-h0-w1-g0-m0-a1-bf16"). At each switch the counts
  * so far are written (__gcov_dump) under the old key's folder,
  * <objdir>/covkeys/<key>/, laid out like the object folder, and cleared
- * (__gcov_reset); counts outside any engine go to the object folder itself.
- * A switch happens only where no rank thread runs: around a simulated
- * world's run (zn_sim_run, whose rank engines name the key), and where an
- * engine is built or freed outside such a run (one rank per process, a dry
- * run, a test's lone engine). */
+ * (__gcov_reset); counts outside any engine go to the key "none", where
+ * every process starts. A switch happens only where no rank thread runs:
+ * around a simulated world's run (zn_sim_run, whose rank engines name the
+ * key), and where an engine is built (its init succeeded) or freed outside
+ * such a run (one rank per process, a dry run, a test's lone engine). */
 #ifndef ZN_COVMARK_H
 #define ZN_COVMARK_H
 #include "core/config.h"
@@ -22,7 +22,8 @@
 #ifdef ZN_COVERAGE
 /* zn_sim_run: begin 1 before its rank threads start, 0 after they end */
 void zn_cov_world(int begin);
-/* zn_engine_init: this engine's plan (built from cfg and w) names the key */
+/* zn_engine_init, once it succeeded: this engine's plan (built from cfg
+   and w) names the key */
 void zn_cov_engine(const ZnConfig *cfg, const ZnWorld *w);
 /* zn_engine_free: outside a world, the counts go back to no key */
 void zn_cov_engine_end(void);

@@ -989,7 +989,6 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
     E->dev = dev;
     E->k = dev->k;
     E->world = comm->world;
-    zn_cov_engine(cfg, &E->world);   /* the coverage build's per-plan counts (core/covmark.h) */
     int rc = zn_plan_build(&E->P, cfg->zero.stage, err);
     if (rc) return rc;
     if ((rc = zn_mics_init(E, cfg, err))) return rc;   /* E->pw, shard, repl */
@@ -1163,6 +1162,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         for (int k = 0; k < E->nlevels; k++)
             if (!(E->levels[k] = zn_off_alloc(E, E->gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     }
+    zn_cov_engine(cfg, &E->world);   /* the coverage build's per-plan counts (core/covmark.h) */
     phase(E, "init");
     return 0;
 fail:
