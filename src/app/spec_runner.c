@@ -13,7 +13,7 @@
  *               "comm_volume": true, "memory": true, "error": "substring", "exit": 1|2,
  *               "scale_after": [per-step loss scale after the update],
  *               "skipped": [1-based steps skipped], "lr_follows_schedule": true,
- *               "finite": false}}
+ *               "finite": false, "dry_run": true}}
  * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
  * non-finite gradient element on rank r at those steps (Z-PREC-006).
  * Run keys: stage, world, per_node (the simulator's ranks per node, as
@@ -24,6 +24,8 @@
  * nvme_path gets it (cases run side by side must not share swap files). */
 #include "app/cli.h"
 #include "app/run_report.h"
+#include "app/dryrun.h"
+#include "comm/comm_seq.h"
 #include "core/alloc.h"
 #include "core/covmark.h"
 #include "core/json_track.h"
@@ -244,6 +246,51 @@ static void fill_nvme_path(cJSON *config) {
     }
 }
 
+/* Z-DRY-003: the dry run of a run's options (0 steps: init only; 1: one
+ * step) holds what rank 0 of the real run holds, category by category, on
+ * the device and the host (and NVMe after init), and makes its collectives;
+ * after a step, the step's device peaks too (the buckets' aside: the run's
+ * final gather allocates its own). */
+static int check_dry(const CaseRun *r, char *why, size_t wn) {
+    static const char *tier[ZN_DRY_NTIERS] = {"device", "host", "nvme"};
+    const ZnRunResult *res = &r->res;
+    const int step = r->opts.steps > 0;
+    if (r->opts.steps > 1) { snprintf(why, wn, "dry_run: a run of 0 or 1 steps"); return 1; }
+    ZnDryRun *dr = zn_calloc(ZN_HOST_APP, 1, sizeof *dr);
+    ZnErr e = {0};
+    if (!dr) { snprintf(why, wn, "out of memory"); return 1; }
+    int fail = 0;
+    if (zn_dry_run(&r->opts, step, dr, &e)) { snprintf(why, wn, "dry run: %s", e.msg); free(dr); return 1; }
+    const ZnMemStats *got = step ? dr->step : dr->init;
+    const ZnMemStats *want[ZN_DRY_NTIERS] = {&res->mem_end[0], &res->host_end[0], &res->nvme_end[0]};
+    for (int t = 0; t < ZN_DRY_NTIERS - step && !fail; t++)
+        for (int c = 0; c < ZN_MEM_NCAT && !fail; c++)
+            if (got[t].cur[c] != want[t]->cur[c]) {
+                snprintf(why, wn, "dry run: %s %s holds %ld bytes, the run's rank 0 %ld", tier[t],
+                         zn_mem_cat_name((ZnMemCat)c), got[t].cur[c], want[t]->cur[c]);
+                fail = 1;
+            }
+    for (int c = 0; c < ZN_MEM_NCAT && step && !fail; c++)
+        if (c != ZN_MEM_BUCKETS && got[ZN_DRY_DEVICE].peak[c] != want[ZN_DRY_DEVICE]->peak[c]) {
+            snprintf(why, wn, "dry run: the step's device peak of %s is %ld bytes, the run's %ld",
+                     zn_mem_cat_name((ZnMemCat)c), got[ZN_DRY_DEVICE].peak[c], want[ZN_DRY_DEVICE]->peak[c]);
+            fail = 1;
+        }
+    /* the collectives: init's, or the step's (the run's totals less init's) */
+    const ZnCommStats *dc = step ? &dr->comm_step : &dr->comm_init;
+    for (int op = 0; op < ZN_OP_N && !fail; op++) {
+        long calls = res->comm_init[0].calls[op], sent = res->comm_init[0].bytes_sent[op];
+        if (step) calls = res->comm_end[0].calls[op] - calls, sent = res->comm_end[0].bytes_sent[op] - sent;
+        if (dc->calls[op] != calls || dc->bytes_sent[op] != sent) {
+            snprintf(why, wn, "dry run: %s: %ld calls sending %ld bytes, the run's rank 0 %ld sending %ld",
+                     zn_coll_op_name((ZnCollOp)op), dc->calls[op], dc->bytes_sent[op], calls, sent);
+            fail = 1;
+        }
+    }
+    free(dr);
+    return fail;
+}
+
 /* Resolves one run of a case: the case's settings, the run's overrides. */
 static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     ZnTrainFlags f;
@@ -291,13 +338,28 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
     return remove(p);
 }
 
+/* `zinc ckpt` with argv (argc of them), its report line to /dev/null; its exit status */
+static int quiet_ckpt(int argc, char **argv) {
+    fflush(stdout);
+    int saved = dup(1), devnull = open("/dev/null", 1);
+    dup2(devnull, 1);
+    int rc = zn_cmd_ckpt(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(devnull);
+    return rc;
+}
+
 /* A checkpoint case (Z-CKPT-*):
  *   "checkpoint": {"save_at": K, "save": {run keys}, "universal": true|false,
- *                  "resume": [{run keys, "universal": bool}, ...]}
+ *                  "deepspeed": true|false,
+ *                  "resume": [{run keys, "universal": bool, "deepspeed": bool}, ...]}
  * Run 0 ("runs"[0] or the case itself) trains without interruption; the save
  * run trains the first K steps with a checkpoint at K; each resume run
- * starts from it (or from its universal conversion) and must reproduce run
- * 0's losses after step K and its final parameters bit for bit. */
+ * starts from it (or from its universal conversion, or from the DeepSpeed
+ * folder `zinc ckpt to-deepspeed` wrote of it, Z-DSCK-009) and must
+ * reproduce run 0's losses after step K and its final parameters bit for bit. */
 static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cs, "checkpoint");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
@@ -323,23 +385,22 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
         }
         if (save.rc) { snprintf(why, wn, "saving run: %s", save.err.msg); fail = 1; }
     }
-    char tag[64], utag[80];
+    char tag[64], utag[80], in[128], out[128], dsdir[64];
     snprintf(tag, sizeof tag, "global_step%ld", save_at);
     snprintf(utag, sizeof utag, "global_step%ld_universal", save_at);
+    snprintf(in, sizeof in, "%s/%s", dir, tag);
     if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "universal"))) {
-        char in[128], out[128];
-        snprintf(in, sizeof in, "%s/%s", dir, tag);
         snprintf(out, sizeof out, "%s/%s", dir, utag);
         char *argv[] = {"to-universal", "--input-folder", in, "--output-folder", out, "--num-workers", "2", NULL};
-        fflush(stdout);
-        int saved = dup(1), devnull = open("/dev/null", 1);
-        dup2(devnull, 1);
-        int rc = zn_cmd_ckpt(7, argv);
-        fflush(stdout);
-        dup2(saved, 1);
-        close(saved);
-        close(devnull);
+        int rc = quiet_ckpt(7, argv);
         if (rc) { snprintf(why, wn, "zinc ckpt to-universal failed (%d)", rc); fail = 1; }
+    }
+    /* DeepSpeed's folder beside zinc's: its own latest, its own tag */
+    snprintf(dsdir, sizeof dsdir, "%s/ds", dir);
+    if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "deepspeed"))) {
+        char *argv[] = {"to-deepspeed", "--input", in, "--output-folder", dsdir, NULL};
+        int rc = quiet_ckpt(5, argv);
+        if (rc) { snprintf(why, wn, "zinc ckpt to-deepspeed failed (%d)", rc); fail = 1; }
     }
     const cJSON *item;
     int k = 0;
@@ -349,8 +410,9 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
         memset(&r, 0, sizeof r);
         resolve_run(cs, item, &r);
         int uni = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "universal"));
+        int ds = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "deepspeed"));
         if (!r.rc) {
-            r.opts.ckpt_dir = dir;
+            r.opts.ckpt_dir = ds ? dsdir : dir;
             r.opts.resume = 1;
             r.opts.universal = uni;
             r.opts.ckpt_tag = uni ? utag : tag;
@@ -363,13 +425,13 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             for (long t = save_at; t < base.res.steps && !fail; t++)
                 if (!same_bits_d(base.res.loss[t], r.res.loss[t])) {
                     snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s) step %ld: loss %.17g, uninterrupted %.17g",
-                             k, r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                             k, r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : ds ? ", deepspeed" : "",
                              t + 1, r.res.loss[t], base.res.loss[t]);
                     fail = 1;
                 }
             if (!fail && (r.res.digest != base.res.digest || r.res.first_step != save_at)) {
                 snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s): digest %016llx, uninterrupted %016llx", k,
-                         r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                         r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : ds ? ", deepspeed" : "",
                          (unsigned long long)r.res.digest, (unsigned long long)base.res.digest);
                 fail = 1;
             }
@@ -539,6 +601,8 @@ static int run_case_in(const cJSON *cs, char *why, size_t wn) {
                 fail = check_comm(r, why, wn);
             if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "memory")))
                 fail = check_memory(r, why, wn);
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "dry_run")))
+                fail = check_dry(r, why, wn);
         }
     }
     for (int i = 0; i < nruns; i++) {
