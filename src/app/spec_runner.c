@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "core/fileio.h"
 #include <math.h>
 #include <errno.h>
@@ -351,15 +352,48 @@ static int quiet_ckpt(int argc, char **argv) {
     return rc;
 }
 
+/* Z-CKPT-008: tag (a checkpoint of r's run) verifies, and its consolidation
+ * (written to out) holds r's final fp32 parameters, each under its name. */
+static int check_consolidate(const CaseRun *r, char *tag, char *out, char *why, size_t wn) {
+    char *inspect[] = {"inspect", tag, NULL};
+    char *cons[] = {"consolidate", "--input", tag, "--output", out, NULL};
+    if (quiet_ckpt(2, inspect)) { snprintf(why, wn, "zinc ckpt inspect %s: not OK", tag); return 1; }
+    if (quiet_ckpt(5, cons)) { snprintf(why, wn, "zinc ckpt consolidate failed"); return 1; }
+    ZnStFile *f = NULL;
+    ZnErr e = {0};
+    if (zn_st_open(&f, out, &e)) { snprintf(why, wn, "consolidated file: %s", e.msg); return 1; }
+    const ZnModel *m = &r->opts.model;
+    int fail = 0;
+    long off = 0;
+    for (int p = 0; p < m->nparams && !fail; p++) {
+        const ZnStTensor *t = zn_st_find(f, m->params[p].name);
+        const long n = m->params[p].numel;
+        float *got = t && t->dtype == ZN_F32 && (long)t->numel == n ? zn_malloc(ZN_HOST_APP, (size_t)n * 4 + 1) : NULL;
+        if (!got || zn_st_read(f, t, got, (size_t)n * 4, &e)) {
+            snprintf(why, wn, "consolidated file: no fp32 tensor '%s' of %ld elements", m->params[p].name, n);
+            fail = 1;
+        } else if (memcmp(got, r->res.params + off, (size_t)n * 4)) {
+            snprintf(why, wn, "consolidated '%s' differs from the saving run's parameters", m->params[p].name);
+            fail = 1;
+        }
+        free(got);
+        off += n;
+    }
+    zn_st_close(f);
+    return fail;
+}
+
 /* A checkpoint case (Z-CKPT-*):
  *   "checkpoint": {"save_at": K, "save": {run keys}, "universal": true|false,
- *                  "deepspeed": true|false,
+ *                  "deepspeed": true|false, "consolidate": true|false,
  *                  "resume": [{run keys, "universal": bool, "deepspeed": bool}, ...]}
  * Run 0 ("runs"[0] or the case itself) trains without interruption; the save
  * run trains the first K steps with a checkpoint at K; each resume run
  * starts from it (or from its universal conversion, or from the DeepSpeed
  * folder `zinc ckpt to-deepspeed` wrote of it, Z-DSCK-009) and must
- * reproduce run 0's losses after step K and its final parameters bit for bit. */
+ * reproduce run 0's losses after step K and its final parameters bit for bit.
+ * "consolidate": the checkpoint must verify (`zinc ckpt inspect`) and
+ * consolidate to the saving run's final parameters, bit for bit (Z-CKPT-008). */
 static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cs, "checkpoint");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
@@ -381,7 +415,6 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             save.opts.ckpt_dir = dir;
             save.opts.ckpt_interval = save_at;
             save.rc = case_run(&save.opts, &save.res, &save.err);
-            if (!save.rc) zn_run_result_free(&save.res);
         }
         if (save.rc) { snprintf(why, wn, "saving run: %s", save.err.msg); fail = 1; }
     }
@@ -389,6 +422,10 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     snprintf(tag, sizeof tag, "global_step%ld", save_at);
     snprintf(utag, sizeof utag, "global_step%ld_universal", save_at);
     snprintf(in, sizeof in, "%s/%s", dir, tag);
+    snprintf(out, sizeof out, "%s/consolidated.safetensors", dir);
+    if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "consolidate")))
+        fail = check_consolidate(&save, in, out, why, wn);
+    if (!save.rc) zn_run_result_free(&save.res);
     if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "universal"))) {
         snprintf(out, sizeof out, "%s/%s", dir, utag);
         char *argv[] = {"to-universal", "--input-folder", in, "--output-folder", out, "--num-workers", "2", NULL};
