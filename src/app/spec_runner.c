@@ -13,12 +13,14 @@
  *               "comm_volume": true, "memory": true, "error": "substring", "exit": 1|2,
  *               "scale_after": [per-step loss scale after the update],
  *               "skipped": [1-based steps skipped], "lr_follows_schedule": true,
- *               "finite": false, "dry_run": true}}
+ *               "finite": false, "dry_run": true,
+ *               "first_step": K (every run resumed at step K)}}
  * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
  * non-finite gradient element on rank r at those steps (Z-PREC-006).
  * Run keys: stage, world, per_node (the simulator's ranks per node, as
  * --ranks-per-node), grad_accum, micro_batch, train_batch_size, model,
- * steps, config (deep-merged into the case's config).
+ * steps, config (deep-merged into the case's config), resume (a checkpoint
+ * folder, zinc's or DeepSpeed's, the run starts from; it saves nothing there).
  * "nvme": true gives the case a fresh folder under /tmp, removed after it:
  * every offload section of a run's config with device "nvme" and no
  * nvme_path gets it (cases run side by side must not share swap files). */
@@ -322,6 +324,11 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     f.config_path = "case-config";
     c->rc = zn_train_resolve(&f, text, &c->opts, &c->err);
     free(text);
+    const char *from = jstr(run, "resume") ? jstr(run, "resume") : jstr(cs, "resume");
+    if (!c->rc && from) {   /* the case's JSON outlives the run */
+        c->opts.ckpt_dir = from;
+        c->opts.resume = 1;
+    }
     const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
     if (!c->rc && inj) {
         const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
@@ -640,6 +647,11 @@ static int run_case_in(const cJSON *cs, char *why, size_t wn) {
                 fail = check_memory(r, why, wn);
             if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "dry_run")))
                 fail = check_dry(r, why, wn);
+            const long first = jint(expect, "first_step", -1);
+            if (!fail && first >= 0 && r->res.first_step != first) {
+                snprintf(why, wn, "run %d started after step %ld, expected %ld", i, r->res.first_step, first);
+                fail = 1;
+            }
         }
     }
     for (int i = 0; i < nruns; i++) {
