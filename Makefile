@@ -157,11 +157,14 @@ test-nodes: $(BUILD)/zinc
 	@ZINC=$(BUILD)/zinc sh tests/nodes_test.sh
 
 # Coverage: the suite built with gcov, a gcovr report (HTML under
-# coverage/html, text summary in coverage/summary.txt) and the per-stage table
-# (coverage/stages.txt).
+# coverage/html, per-file lines and branches in coverage/lines.txt and
+# coverage/branches.txt) and the table per stage and per plan feature
+# (coverage/stages.txt, coverage/stages-unreached.txt). ZN_COVERAGE names the
+# object folder: the build's counts are split by plan under it
+# (src/core/covmark.h).
 coverage:
-	$(MAKE) BUILD=build-cov OPT=-O0 EXTRA_CFLAGS="--coverage -fprofile-update=atomic -DZN_LIGHT_TESTS" \
-	        EXTRA_LDFLAGS=--coverage tests
+	$(MAKE) BUILD=build-cov OPT=-O0 EXTRA_CFLAGS="--coverage -fprofile-update=atomic -DZN_LIGHT_TESTS \
+	        -DZN_COVERAGE='\"$(CURDIR)/build-cov\"'" EXTRA_LDFLAGS=--coverage tests
 	ZINC_REHEARSE=0 sh coverage/run.sh build-cov
 
 # Valgrind: memcheck over the unit tests and a short run of every stage,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "sim_world.h"
 #include "core/alloc.h"
+#include "core/covmark.h"
 
 /* ---------------------------------------------------------------- world */
 
@@ -328,8 +329,10 @@ int zn_sim_run(ZnSimWorld *w, ZnRankFn fn, void *arg, ZnErr *err) {
     if (!w || !fn) return zn_err(err, ZN_E_USAGE, "zn_sim_run: no world or no rank function");
     int rc = run_begin(w, fn, arg, err);
     if (rc) return rc;
+    zn_cov_world(1);   /* the coverage build: this world's counts go to its plan (core/covmark.h) */
     int started = start_threads(w);
     rank_body(&w->ranks[0]);
     for (int r = 1; r < started; r++) pthread_join(w->ranks[r].thread, NULL);
+    zn_cov_world(0);
     return run_end(w, err);
 }

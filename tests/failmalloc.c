@@ -6,7 +6,9 @@
  * dynamic loader and the libraries' constructors allocate before main is
  * not counted: failing it would test glibc and OpenMPI, not zinc; nor is
  * what runs at exit (gcov writing its profile in a coverage build). The
- * shim finds main by wrapping __libc_start_main. At exit it writes "allocations N fired F" to the file
+ * shim finds main by wrapping __libc_start_main. Nor, in the coverage
+ * build, what its per-plan switch allocates (zn_failmalloc_hold, called
+ * by src/core/covmark.c): setenv and gcov writing its counts mid-run. At exit it writes "allocations N fired F" to the file
  * ZN_FAIL_ALLOC_REPORT names, so the loop knows when k has passed the end
  * of the run. (SQLite's malloc test loop is the model.) */
 #define _GNU_SOURCE
@@ -27,6 +29,7 @@ static atomic_long count;
 static atomic_int fired;
 static int armed;
 static int counting;   /* this process is the one counted (ZN_FAIL_ALLOC_PROG) */
+static atomic_int held;   /* zn_failmalloc_hold: nothing counted or failed */
 
 static int (*real_main)(int, char **, char **);
 
@@ -69,9 +72,13 @@ __attribute__((destructor)) static void report(void) {
     fclose(f);
 }
 
+/* The coverage build's switch of gcov's counts (src/core/covmark.c) holds
+   the count while it runs: on 1 holds, 0 releases. */
+void zn_failmalloc_hold(int on) { atomic_store(&held, on); }
+
 /* 1 if this allocation is the one to fail */
 static int fail_now(void) {
-    if (!armed) return 0;
+    if (!armed || atomic_load(&held)) return 0;
     long n = atomic_fetch_add(&count, 1) + 1;
     if (n != fail_at) return 0;
     atomic_store(&fired, 1);

@@ -2,11 +2,7 @@
  *
  * The expected table is written out here from the ZeRO paper (Rajbhandari
  * et al. 2020, §5: Pos, Pos+g, Pos+g+p) and DeepSpeed's engine (which
- * optimizer class each stage builds), not computed from plan.c's rules.
- *
- *   test_plan --dump   prints every stage's plan, one "key=value" line per
- *                      stage; coverage/stage_table.py reads it to know which
- *                      engine functions a stage's plan selects. */
+ * optimizer class each stage builds), not computed from plan.c's rules. */
 #include <fcntl.h>
 #include <limits.h>
 #include "testutil.h"
@@ -71,22 +67,6 @@ static void test_plan_bad_stage(void **state) {
         snprintf(want, sizeof want, "ZeRO stage %d not in 0..3", bad[i]);
         assert_string_equal(err.msg, want);
         assert_int_equal(zn_config_stage_plan(bad[i], &P, &err), ZN_E_USAGE);
-    }
-}
-
-static void dump(void) {
-    static const char *shard[] = {"none", "flat", "param"}, *hold[] = {"full", "part"},
-                      *ds[] = {"fp16_optimizer", "zero12", "zero3"};
-    for (int s = 0; s < 4; s++) {
-        ZnPlan P;
-        ZnErr err = {0};
-        if (zn_plan_build(&P, s, &err)) return;
-        printf("stage=%d shard=%s params=%s grads=%s optim=%s reduce_per_micro=%d boundary_all_reduce=%d "
-               "allgather_after_step=%d gather_per_layer=%d step_per_subgroup=%d norm_across_ranks=%d "
-               "ds_optimizer=%s ckpt_param_partition=%d comm_volume_psi=%d\n",
-               s, shard[P.shard], hold[P.params], hold[P.grads], hold[P.optim], P.reduce_per_micro,
-               P.boundary_all_reduce, P.allgather_after_step, P.gather_per_layer, P.step_per_subgroup,
-               P.norm_across_ranks, ds[P.ds_optimizer], P.ckpt_param_partition, P.comm_volume_psi);
     }
 }
 
@@ -273,11 +253,7 @@ static void test_plan_bare_stage_and_replan(void **st) {
     assert_string_equal(err.msg, "ZeRO stage 9 not in 0..3");
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "--dump")) {
-        dump();
-        return 0;
-    }
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_table),
         cmocka_unit_test(test_plan_bad_stage),

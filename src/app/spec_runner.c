@@ -13,14 +13,23 @@
  *               "comm_volume": true, "memory": true, "error": "substring", "exit": 1|2,
  *               "scale_after": [per-step loss scale after the update],
  *               "skipped": [1-based steps skipped], "lr_follows_schedule": true,
- *               "finite": false}}
+ *               "finite": false, "dry_run": true,
+ *               "first_step": K (every run resumed at step K)}}
  * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
  * non-finite gradient element on rank r at those steps (Z-PREC-006).
- * Run keys: stage, world, grad_accum, micro_batch, train_batch_size, model,
- * steps, config (deep-merged into the case's config). */
+ * Run keys: stage, world, per_node (the simulator's ranks per node, as
+ * --ranks-per-node), grad_accum, micro_batch, train_batch_size, model,
+ * steps, config (deep-merged into the case's config), resume (a checkpoint
+ * folder, zinc's or DeepSpeed's, the run starts from; it saves nothing there).
+ * "nvme": true gives the case a fresh folder under /tmp, removed after it:
+ * every offload section of a run's config with device "nvme" and no
+ * nvme_path gets it (cases run side by side must not share swap files). */
 #include "app/cli.h"
 #include "app/run_report.h"
+#include "app/dryrun.h"
+#include "comm/comm_seq.h"
 #include "core/alloc.h"
+#include "core/covmark.h"
 #include "core/json_track.h"
 #include "core/layout.h"
 #include "engine/lr_schedule.h"
@@ -33,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "core/fileio.h"
 #include <math.h>
 #include <errno.h>
@@ -217,6 +227,66 @@ static int check_canonical_cost(const CaseRun *def, const CaseRun *can, char *wh
     return 0;
 }
 
+/* The case's NVMe folder ("nvme": true), else empty. */
+static char nvme_dir[64];
+
+/* Points config's NVMe offload sections without a path at nvme_dir. */
+static void fill_nvme_path(cJSON *config) {
+    cJSON *z = cJSON_GetObjectItemCaseSensitive(config, "zero_optimization");
+    const char *sec[] = {"offload_optimizer", "offload_param"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *o = cJSON_GetObjectItemCaseSensitive(z, sec[i]);
+        const char *dev = jstr(o, "device");
+        if (dev && !strcmp(dev, "nvme") && !cJSON_GetObjectItemCaseSensitive(o, "nvme_path"))
+            zn_json_add(o, "nvme_path", cJSON_CreateString(nvme_dir));
+    }
+}
+
+/* Z-DRY-003: the dry run of a run's options (0 steps: init only; 1: one
+ * step) holds what rank 0 of the real run holds, category by category, on
+ * the device and the host (and NVMe after init), and makes its collectives;
+ * after a step, the step's device peaks too (the buckets' aside: the run's
+ * final gather allocates its own). */
+static int check_dry(const CaseRun *r, char *why, size_t wn) {
+    static const char *tier[ZN_DRY_NTIERS] = {"device", "host", "nvme"};
+    const ZnRunResult *res = &r->res;
+    const int step = r->opts.steps > 0;
+    if (r->opts.steps > 1) { snprintf(why, wn, "dry_run: a run of 0 or 1 steps"); return 1; }
+    ZnDryRun *dr = zn_calloc(ZN_HOST_APP, 1, sizeof *dr);
+    ZnErr e = {0};
+    if (!dr) { snprintf(why, wn, "out of memory"); return 1; }
+    int fail = 0;
+    if (zn_dry_run(&r->opts, step, dr, &e)) { snprintf(why, wn, "dry run: %s", e.msg); free(dr); return 1; }
+    const ZnMemStats *got = step ? dr->step : dr->init;
+    const ZnMemStats *want[ZN_DRY_NTIERS] = {&res->mem_end[0], &res->host_end[0], &res->nvme_end[0]};
+    for (int t = 0; t < ZN_DRY_NTIERS - step && !fail; t++)
+        for (int c = 0; c < ZN_MEM_NCAT && !fail; c++)
+            if (got[t].cur[c] != want[t]->cur[c]) {
+                snprintf(why, wn, "dry run: %s %s holds %ld bytes, the run's rank 0 %ld", tier[t],
+                         zn_mem_cat_name((ZnMemCat)c), got[t].cur[c], want[t]->cur[c]);
+                fail = 1;
+            }
+    for (int c = 0; c < ZN_MEM_NCAT && step && !fail; c++)
+        if (c != ZN_MEM_BUCKETS && got[ZN_DRY_DEVICE].peak[c] != want[ZN_DRY_DEVICE]->peak[c]) {
+            snprintf(why, wn, "dry run: the step's device peak of %s is %ld bytes, the run's %ld",
+                     zn_mem_cat_name((ZnMemCat)c), got[ZN_DRY_DEVICE].peak[c], want[ZN_DRY_DEVICE]->peak[c]);
+            fail = 1;
+        }
+    /* the collectives: init's, or the step's (the run's totals less init's) */
+    const ZnCommStats *dc = step ? &dr->comm_step : &dr->comm_init;
+    for (int op = 0; op < ZN_OP_N && !fail; op++) {
+        long calls = res->comm_init[0].calls[op], sent = res->comm_init[0].bytes_sent[op];
+        if (step) calls = res->comm_end[0].calls[op] - calls, sent = res->comm_end[0].bytes_sent[op] - sent;
+        if (dc->calls[op] != calls || dc->bytes_sent[op] != sent) {
+            snprintf(why, wn, "dry run: %s: %ld calls sending %ld bytes, the run's rank 0 %ld sending %ld",
+                     zn_coll_op_name((ZnCollOp)op), dc->calls[op], dc->bytes_sent[op], calls, sent);
+            fail = 1;
+        }
+    }
+    free(dr);
+    return fail;
+}
+
 /* Resolves one run of a case: the case's settings, the run's overrides. */
 static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     ZnTrainFlags f;
@@ -226,6 +296,7 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     f.seq_len = jint(run, "seq_len", jint(cs, "seq_len", 0));
     f.steps = jint(run, "steps", jint(cs, "steps", 10));
     f.args.world_size = (int)jint(run, "world", jint(cs, "world", 1));
+    f.ranks_per_node = (int)jint(run, "per_node", jint(cs, "per_node", 0));
     f.args.stage = (int)jint(run, "stage", jint(cs, "stage", -1));
     f.args.grad_accum = jint(run, "grad_accum", jint(cs, "grad_accum", -1));
     f.args.micro_batch = jint(run, "micro_batch", jint(cs, "micro_batch", -1));
@@ -239,12 +310,18 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
         if (!base) base = cJSON_CreateObject();
         const cJSON *patch = cJSON_GetObjectItemCaseSensitive(run, "config");
         if (patch) merge(base, patch);
+        if (nvme_dir[0]) fill_nvme_path(base);
         text = zn_json_print(base, 0);
         cJSON_Delete(base);
     }
     f.config_path = "case-config";
     c->rc = zn_train_resolve(&f, text, &c->opts, &c->err);
     free(text);
+    const char *from = jstr(run, "resume") ? jstr(run, "resume") : jstr(cs, "resume");
+    if (!c->rc && from) {   /* the case's JSON outlives the run */
+        c->opts.ckpt_dir = from;
+        c->opts.resume = 1;
+    }
     const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
     if (!c->rc && inj) {
         const cJSON *steps = cJSON_GetObjectItemCaseSensitive(inj, "steps");
@@ -262,13 +339,61 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
     return remove(p);
 }
 
+/* `zinc ckpt` with argv (argc of them), its report line to /dev/null; its exit status */
+static int quiet_ckpt(int argc, char **argv) {
+    fflush(stdout);
+    int saved = dup(1), devnull = open("/dev/null", 1);
+    dup2(devnull, 1);
+    int rc = zn_cmd_ckpt(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(devnull);
+    return rc;
+}
+
+/* Z-CKPT-008: tag (a checkpoint of r's run) verifies, and its consolidation
+ * (written to out) holds r's final fp32 parameters, each under its name. */
+static int check_consolidate(const CaseRun *r, char *tag, char *out, char *why, size_t wn) {
+    char *inspect[] = {"inspect", tag, NULL};
+    char *cons[] = {"consolidate", "--input", tag, "--output", out, NULL};
+    if (quiet_ckpt(2, inspect)) { snprintf(why, wn, "zinc ckpt inspect %s: not OK", tag); return 1; }
+    if (quiet_ckpt(5, cons)) { snprintf(why, wn, "zinc ckpt consolidate failed"); return 1; }
+    ZnStFile *f = NULL;
+    ZnErr e = {0};
+    if (zn_st_open(&f, out, &e)) { snprintf(why, wn, "consolidated file: %s", e.msg); return 1; }
+    const ZnModel *m = &r->opts.model;
+    int fail = 0;
+    long off = 0;
+    for (int p = 0; p < m->nparams && !fail; p++) {
+        const ZnStTensor *t = zn_st_find(f, m->params[p].name);
+        const long n = m->params[p].numel;
+        float *got = t && t->dtype == ZN_F32 && (long)t->numel == n ? zn_malloc(ZN_HOST_APP, (size_t)n * 4 + 1) : NULL;
+        if (!got || zn_st_read(f, t, got, (size_t)n * 4, &e)) {
+            snprintf(why, wn, "consolidated file: no fp32 tensor '%s' of %ld elements", m->params[p].name, n);
+            fail = 1;
+        } else if (memcmp(got, r->res.params + off, (size_t)n * 4)) {
+            snprintf(why, wn, "consolidated '%s' differs from the saving run's parameters", m->params[p].name);
+            fail = 1;
+        }
+        free(got);
+        off += n;
+    }
+    zn_st_close(f);
+    return fail;
+}
+
 /* A checkpoint case (Z-CKPT-*):
  *   "checkpoint": {"save_at": K, "save": {run keys}, "universal": true|false,
- *                  "resume": [{run keys, "universal": bool}, ...]}
+ *                  "deepspeed": true|false, "consolidate": true|false,
+ *                  "resume": [{run keys, "universal": bool, "deepspeed": bool}, ...]}
  * Run 0 ("runs"[0] or the case itself) trains without interruption; the save
  * run trains the first K steps with a checkpoint at K; each resume run
- * starts from it (or from its universal conversion) and must reproduce run
- * 0's losses after step K and its final parameters bit for bit. */
+ * starts from it (or from its universal conversion, or from the DeepSpeed
+ * folder `zinc ckpt to-deepspeed` wrote of it, Z-DSCK-009) and must
+ * reproduce run 0's losses after step K and its final parameters bit for bit.
+ * "consolidate": the checkpoint must verify (`zinc ckpt inspect`) and
+ * consolidate to the saving run's final parameters, bit for bit (Z-CKPT-008). */
 static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cs, "checkpoint");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
@@ -290,27 +415,29 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             save.opts.ckpt_dir = dir;
             save.opts.ckpt_interval = save_at;
             save.rc = case_run(&save.opts, &save.res, &save.err);
-            if (!save.rc) zn_run_result_free(&save.res);
         }
         if (save.rc) { snprintf(why, wn, "saving run: %s", save.err.msg); fail = 1; }
     }
-    char tag[64], utag[80];
+    char tag[64], utag[80], in[128], out[128], dsdir[64];
     snprintf(tag, sizeof tag, "global_step%ld", save_at);
     snprintf(utag, sizeof utag, "global_step%ld_universal", save_at);
+    snprintf(in, sizeof in, "%s/%s", dir, tag);
+    snprintf(out, sizeof out, "%s/consolidated.safetensors", dir);
+    if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "consolidate")))
+        fail = check_consolidate(&save, in, out, why, wn);
+    if (!save.rc) zn_run_result_free(&save.res);
     if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "universal"))) {
-        char in[128], out[128];
-        snprintf(in, sizeof in, "%s/%s", dir, tag);
         snprintf(out, sizeof out, "%s/%s", dir, utag);
         char *argv[] = {"to-universal", "--input-folder", in, "--output-folder", out, "--num-workers", "2", NULL};
-        fflush(stdout);
-        int saved = dup(1), devnull = open("/dev/null", 1);
-        dup2(devnull, 1);
-        int rc = zn_cmd_ckpt(7, argv);
-        fflush(stdout);
-        dup2(saved, 1);
-        close(saved);
-        close(devnull);
+        int rc = quiet_ckpt(7, argv);
         if (rc) { snprintf(why, wn, "zinc ckpt to-universal failed (%d)", rc); fail = 1; }
+    }
+    /* DeepSpeed's folder beside zinc's: its own latest, its own tag */
+    snprintf(dsdir, sizeof dsdir, "%s/ds", dir);
+    if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ck, "deepspeed"))) {
+        char *argv[] = {"to-deepspeed", "--input", in, "--output-folder", dsdir, NULL};
+        int rc = quiet_ckpt(5, argv);
+        if (rc) { snprintf(why, wn, "zinc ckpt to-deepspeed failed (%d)", rc); fail = 1; }
     }
     const cJSON *item;
     int k = 0;
@@ -320,8 +447,9 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
         memset(&r, 0, sizeof r);
         resolve_run(cs, item, &r);
         int uni = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "universal"));
+        int ds = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "deepspeed"));
         if (!r.rc) {
-            r.opts.ckpt_dir = dir;
+            r.opts.ckpt_dir = ds ? dsdir : dir;
             r.opts.resume = 1;
             r.opts.universal = uni;
             r.opts.ckpt_tag = uni ? utag : tag;
@@ -334,13 +462,13 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
             for (long t = save_at; t < base.res.steps && !fail; t++)
                 if (!same_bits_d(base.res.loss[t], r.res.loss[t])) {
                     snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s) step %ld: loss %.17g, uninterrupted %.17g",
-                             k, r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                             k, r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : ds ? ", deepspeed" : "",
                              t + 1, r.res.loss[t], base.res.loss[t]);
                     fail = 1;
                 }
             if (!fail && (r.res.digest != base.res.digest || r.res.first_step != save_at)) {
                 snprintf(why, wn, "resume %d (world %d, GA %ld, stage %d%s): digest %016llx, uninterrupted %016llx", k,
-                         r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : "",
+                         r.opts.world.size, r.opts.cfg.grad_accum, r.opts.cfg.zero.stage, uni ? ", universal" : ds ? ", deepspeed" : "",
                          (unsigned long long)r.res.digest, (unsigned long long)base.res.digest);
                 fail = 1;
             }
@@ -356,17 +484,9 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     return fail;
 }
 
-/* ZINC_SPEC_STAGE=k (used by `make coverage` for the per-stage table) runs
- * only the runs of stage k and checks no expectations. */
-static int stage_filter(void) {
-    const char *s = getenv("ZINC_SPEC_STAGE");
-    return s && *s ? atoi(s) : -1;
-}
-
-/* Runs one case; returns 0 pass, 1 fail (why filled). */
-static int run_case(const cJSON *cs, char *why, size_t wn) {
-    const int only = stage_filter();
-    if (cJSON_GetObjectItemCaseSensitive(cs, "checkpoint")) return only >= 0 ? 0 : run_ckpt_case(cs, why, wn);
+/* Runs one case in its NVMe folder, if any; returns 0 pass, 1 fail (why filled). */
+static int run_case_in(const cJSON *cs, char *why, size_t wn) {
+    if (cJSON_GetObjectItemCaseSensitive(cs, "checkpoint")) return run_ckpt_case(cs, why, wn);
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(cs, "expect");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
     const char *experr = jstr(expect, "error");
@@ -378,12 +498,6 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
     for (int i = 0; i < nruns && !fail; i++) {
         const cJSON *run = cJSON_IsArray(runs) ? cJSON_GetArrayItem(runs, i) : NULL;
         resolve_run(cs, run, &cr[i]);
-        if (only >= 0) {   /* coverage mode: exercise, do not judge */
-            if (!cr[i].rc && cr[i].opts.cfg.zero.stage == only && !case_run(&cr[i].opts, &cr[i].res, &cr[i].err))
-                zn_run_result_free(&cr[i].res);
-            cr[i].rc = 1;
-            continue;
-        }
         if (!cr[i].rc) {
             cr[i].opts.out = NULL;
             cr[i].rc = case_run(&cr[i].opts, &cr[i].res, &cr[i].err);
@@ -402,7 +516,7 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
             fail = 1;
         }
     }
-    if (!fail && !experr && only < 0) {
+    if (!fail && !experr) {
         const CaseRun *a = &cr[0];
         const cJSON *close = cJSON_GetObjectItemCaseSensitive(expect, "close");
         const cJSON *falls = cJSON_GetObjectItemCaseSensitive(expect, "loss_falls");
@@ -524,6 +638,13 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
                 fail = check_comm(r, why, wn);
             if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "memory")))
                 fail = check_memory(r, why, wn);
+            if (!fail && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "dry_run")))
+                fail = check_dry(r, why, wn);
+            const long first = jint(expect, "first_step", -1);
+            if (!fail && first >= 0 && r->res.first_step != first) {
+                snprintf(why, wn, "run %d started after step %ld, expected %ld", i, r->res.first_step, first);
+                fail = 1;
+            }
         }
     }
     for (int i = 0; i < nruns; i++) {
@@ -531,6 +652,21 @@ static int run_case(const cJSON *cs, char *why, size_t wn) {
         zn_run_opts_free(&cr[i].opts);
     }
     free(cr);
+    return fail;
+}
+
+/* Runs one case; returns 0 pass, 1 fail (why filled). */
+static int run_case(const cJSON *cs, char *why, size_t wn) {
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "nvme"))) return run_case_in(cs, why, wn);
+    snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zinc-nvme-XXXXXX");
+    if (!mkdtemp(nvme_dir)) {
+        nvme_dir[0] = 0;
+        snprintf(why, wn, "cannot make a temporary folder");
+        return 1;
+    }
+    int fail = run_case_in(cs, why, wn);
+    nftw(nvme_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    nvme_dir[0] = 0;
     return fail;
 }
 
@@ -756,6 +892,7 @@ int zn_cmd_spec(int argc, char **argv) {
                 return 2;
             } else break;
         }
+        zn_cov_spec();   /* the coverage build: these are conformance cases */
         return spec_run(argc - k, argv + k);
     }
     if (argc >= 1 && !strcmp(argv[0], "coverage")) return spec_coverage();

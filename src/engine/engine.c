@@ -17,6 +17,7 @@
  * accumulation all stages produce the same bits. */
 #include "engine/engine.h"
 #include "core/alloc.h"
+#include "core/covmark.h"
 #include "core/hash.h"
 #include "core/ipg.h"
 #include "engine/fetch.h"
@@ -1162,6 +1163,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         for (int k = 0; k < E->nlevels; k++)
             if (!(E->levels[k] = zn_off_alloc(E, E->off.gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     }
+    zn_cov_engine(cfg, &E->world);   /* the coverage build's per-plan counts (core/covmark.h) */
     phase(E, "init");
     return 0;
 fail:
@@ -1204,4 +1206,5 @@ void zn_engine_free(ZnEngine *E) {
     ZN_FREE_ALL(E->levels, E->counts, E->pieces, E->norm_all, E->losses, E->loss_all, E->loss_ordered);
     zn_layout_free(&E->L);
     memset(E, 0, sizeof *E);
+    zn_cov_engine_end();
 }
