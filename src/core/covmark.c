@@ -57,16 +57,11 @@ static const char *tier(ZnTier t) { return t == ZN_TIER_HOST ? "cpu" : t == ZN_T
 /* The key of cfg's plan in world w: the rows of the table it belongs to
  * (coverage/stage_table.py reads the same fields back). */
 static void plan_key(const ZnConfig *cfg, const ZnWorld *w, char *key) {
-    const ZnZeroConfig *z = &cfg->zero;
-    ZnPlan P;
-    ZnErr e = {0};
-    if (zn_plan_build(&P, z->stage, &e)) { snprintf(key, KEY_N, "none"); return; }   /* the init refused it */
-    zn_plan_offload(&P, (int)z->offload_optimizer.device, (int)z->offload_param.device, z->offload_optimizer.ratio);
-    zn_plan_zeropp(&P, z->zero_hpz_partition_size, z->zero_quantized_weights, z->zero_quantized_gradients, w->size);
-    zn_plan_mics(&P, z->mics_shard_size, z->mics_hierarchical_params_gather);
-    snprintf(key, KEY_N, "%s-s%d-o%s-p%s-h%d-w%d-g%d-m%d-a%d-%s", spec ? "spec" : "suite", P.stage,
-             tier(P.optim_tier), tier(P.param_tier), P.hpz > 1, P.quant_weights != 0, P.quant_grads != 0,
-             P.mics_shard > 0, cfg->grad_accum > 1, zn_dtype_name(cfg->model_dtype));
+    (void)w;   /* the config's plan was resolved for the engine's world (Z-PLAN-003) */
+    const ZnPlan *P = &cfg->plan;
+    snprintf(key, KEY_N, "%s-s%d-o%s-p%s-h%d-w%d-g%d-m%d-a%d-%s", spec ? "spec" : "suite", P->stage,
+             tier(P->optim_tier), tier(P->param_tier), P->hpz > 1, P->quant_weights != 0, P->quant_grads != 0,
+             P->mics_shard > 0, cfg->grad_accum > 1, zn_dtype_name(cfg->model_dtype));
 }
 
 static void hold(int on) {
