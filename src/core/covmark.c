@@ -54,10 +54,9 @@ __attribute__((constructor)) static void start(void) { aim("none"); }
 
 static const char *tier(ZnTier t) { return t == ZN_TIER_HOST ? "cpu" : t == ZN_TIER_NVME ? "nvme" : "dev"; }
 
-/* The key of cfg's plan in world w: the rows of the table it belongs to
+/* The key of cfg's plan: the rows of the table it belongs to
  * (coverage/stage_table.py reads the same fields back). */
-static void plan_key(const ZnConfig *cfg, const ZnWorld *w, char *key) {
-    (void)w;   /* the config's plan was resolved for the engine's world (Z-PLAN-003) */
+static void plan_key(const ZnConfig *cfg, char *key) {
     const ZnPlan *P = &cfg->plan;
     snprintf(key, KEY_N, "%s-s%d-o%s-p%s-h%d-w%d-g%d-m%d-a%d-%s", spec ? "spec" : "suite", P->stage,
              tier(P->optim_tier), tier(P->param_tier), P->hpz > 1, P->quant_weights != 0, P->quant_grads != 0,
@@ -83,17 +82,17 @@ void zn_cov_world(int begin) {
     hold(0);
 }
 
-void zn_cov_engine(const ZnConfig *cfg, const ZnWorld *w) {
+void zn_cov_engine(const ZnConfig *cfg) {
     char key[KEY_N];
     if (in_world) {
-        plan_key(cfg, w, key);
+        plan_key(cfg, key);
         pthread_mutex_lock(&mu);
         if (!strcmp(noted, "none")) snprintf(noted, sizeof noted, "%s", key);   /* every rank has the same plan */
         pthread_mutex_unlock(&mu);
         return;
     }
     hold(1);
-    plan_key(cfg, w, key);
+    plan_key(cfg, key);
     switch_to(key);
     hold(0);
 }

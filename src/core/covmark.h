@@ -17,21 +17,20 @@
 #ifndef ZN_COVMARK_H
 #define ZN_COVMARK_H
 #include "core/config.h"
-#include "core/topo.h"
 
 #ifdef ZN_COVERAGE
 /* zn_sim_run: begin 1 before its rank threads start, 0 after they end */
 void zn_cov_world(int begin);
-/* zn_engine_init, once it succeeded: this engine's plan (built from cfg
-   and w) names the key */
-void zn_cov_engine(const ZnConfig *cfg, const ZnWorld *w);
+/* zn_engine_init, once it succeeded: this engine's plan (cfg->plan) names
+   the key */
+void zn_cov_engine(const ZnConfig *cfg);
 /* zn_engine_free: outside a world, the counts go back to no key */
 void zn_cov_engine_end(void);
 /* zinc spec run: this process runs conformance cases (the keys say "spec") */
 void zn_cov_spec(void);
 #else
 static inline void zn_cov_world(int begin) { (void)begin; }
-static inline void zn_cov_engine(const ZnConfig *cfg, const ZnWorld *w) { (void)cfg, (void)w; }
+static inline void zn_cov_engine(const ZnConfig *cfg) { (void)cfg; }
 static inline void zn_cov_engine_end(void) {}
 static inline void zn_cov_spec(void) {}
 #endif

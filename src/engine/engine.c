@@ -1163,7 +1163,7 @@ int zn_engine_init(ZnEngine *E, const ZnConfig *cfg, const ZnModel *model, const
         for (int k = 0; k < E->nlevels; k++)
             if (!(E->levels[k] = zn_off_alloc(E, E->off.gdev, E->part_n, ZN_MEM_GRADS, grads_dt, err))) goto fail;
     }
-    zn_cov_engine(cfg, &E->world);   /* the coverage build's per-plan counts (core/covmark.h) */
+    zn_cov_engine(cfg);   /* the coverage build's per-plan counts (core/covmark.h) */
     phase(E, "init");
     return 0;
 fail:
