@@ -62,6 +62,10 @@ bld=$(grep -rnE '\bzn_plan_(build|offload|zeropp|mics) *\(' src sim kernels --in
       grep -vE '^src/core/(plan\.[ch]|config\.c):' || true)
 if [ -z "$bld" ]; then ok "Z-PLAN-003 the plan is built only in src/core/config.c (zn_config_plan)"
 else bad Z-PLAN-003-built "$bld"; fi
+# spec: Z-ENG-018 the step names none of the drills it can be hooked with
+drl=$(grep -nE '\b(inject|fault)|repeat_(on|layer)|hpz_copy_delay' src/engine/engine.c || true)
+if [ -z "$drl" ]; then ok "Z-ENG-018 src/engine/engine.c holds no drill (they are step hooks of src/engine/drill.c)"
+else bad Z-ENG-018-drill "$drl"; fi
 
 # spec: Z-BUILD-004 libzinc references no symbol of the layers above it
 # (libzinc_app, libzinc_sim, libzinc_cuda): the link needs no --start-group

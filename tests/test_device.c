@@ -7,6 +7,7 @@
 #include "device/device.h"
 #include "core/half.h"
 #include "engine/engine.h"
+#include "engine/drill.h"
 #include "io/checkpoint.h"
 #include "comm/world.h"
 #include <float.h>
@@ -546,6 +547,7 @@ typedef struct {
     long steps;
     const char *ckdir;      /* set: save after steps - 1, reload, take the last step */
     ZnEngineHooks hooks;
+    ZnDrill drill;          /* the planted fault and inf (hooks.step) */
     float *params;          /* out: rank 0's gathered master weights */
     double loss[8];         /* out: rank 0's losses */
     size_t scratch_bytes;   /* out: rank 0 */
@@ -642,9 +644,10 @@ static long far_ctx_init_off(FarCtx *c, int far, int world, int stage, ZnDtype d
 
 /* the fault both far tests plant: step 2 adds 0.25 to master element 3 */
 static void plant_fault(FarCtx *c) {
-    c->hooks.fault_step = 2;
-    c->hooks.fault_index = 3;
-    c->hooks.fault_delta = 0.25f;
+    c->drill.fault_step = 2;
+    c->drill.fault_index = 3;
+    c->drill.fault_delta = 0.25f;
+    c->hooks.step = zn_drill_hooks(&c->drill);
 }
 
 static void far_ctx_free(FarCtx *c) {
@@ -685,9 +688,10 @@ static void far_sweep(int first_stage, int offload) {
                     n = far_ctx_init_off(&c[f], f, world, stage, dts[k], canonical, 4, offload ? f : 0);
                     plant_fault(&c[f]);
                     static const long inject[1] = {3};
-                    c[f].hooks.inject_steps = inject;
-                    c[f].hooks.ninject = !offload && dts[k] == ZN_F16;
-                    c[f].hooks.inject_value = INFINITY;
+                    c[f].drill.inject_steps = inject;
+                    c[f].drill.ninject = !offload && dts[k] == ZN_F16;
+                    c[f].drill.inject_value = INFINITY;
+                    c[f].hooks.step = zn_drill_hooks(&c[f].drill);
                 }
                 far_pair(c, world, n, stage, k, canonical);
                 if (!offload) {

@@ -5,6 +5,7 @@
 #include "app/cli.h"
 #include "engine/data.h"
 #include "engine/engine.h"
+#include "engine/drill.h"
 #include "comm/world.h"
 #include <unistd.h>
 
@@ -253,7 +254,8 @@ typedef struct {
 
 static int divergent_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     DivCtx *c = arg;
-    ZnEngineHooks hooks = {.repeat_on = rank == 1, .repeat_layer = 0};
+    ZnDrill drill = {.repeat_on = rank == 1, .repeat_layer = 0};
+    ZnEngineHooks hooks = {.step = zn_drill_hooks(&drill)};
     ZnDevice dev;
     ZnEngine E;
     int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, &hooks, err);
@@ -285,10 +287,81 @@ static void test_divergent_control_flow(void **st) {
     assert_str_contains(err.msg, "rank 0 all_gather fp32 n=42 'param_gather' vs rank 1 all_gather fp32 n=48 'param_gather'");
 }
 
+/* What a recording rank saw through its step hooks: every call in order,
+ * "F m" (forward), "B m" (backward, its first gradient on the device) and
+ * "U s" (masters updated at global step s), and the weights at the end. */
+typedef struct {
+    char seen[2][512];
+    float params[2][128];
+    int hooked;
+} SeamCtx;
+
+static int seam_forward(void *ctx, const ZnEngine *E, int m) {
+    char *s = ((SeamCtx *)ctx)->seen[E->world.rank];
+    snprintf(s + strlen(s), 512 - strlen(s), "F%d ", m);
+    return 0;
+}
+
+static void seam_backward(void *ctx, ZnEngine *E, int m, float *const *dW) {
+    char *s = ((SeamCtx *)ctx)->seen[E->world.rank];
+    snprintf(s + strlen(s), 512 - strlen(s), "B%d%s ", m, dW[0] ? "" : "?");
+}
+
+static int seam_updated(void *ctx, ZnEngine *E, float *work, ZnDevice *tier, ZnErr *err) {
+    (void)work, (void)tier, (void)err;
+    char *s = ((SeamCtx *)ctx)->seen[E->world.rank];
+    snprintf(s + strlen(s), 512 - strlen(s), "U%ld ", E->global_step);
+    return 0;
+}
+
+static int seam_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+    const ZtRig *rig = ((void **)arg)[0];
+    SeamCtx *c = ((void **)arg)[1];
+    ZnEngineHooks hooks = {.step = {seam_forward, seam_backward, seam_updated, c}};
+    ZnDevice dev;
+    ZnEngine E;
+    int rc = zt_host_engine(&E, &dev, &rig->cfg, &rig->model, &rig->data, comm, c->hooked ? &hooks : NULL, err);
+    if (rc) return rc;
+    ZnStepResult sr;
+    for (int t = 0; t < 2 && !rc; t++) rc = zn_engine_train_step(&E, &sr, err);
+    if (!rc) rc = zn_engine_gather_params(&E, c->params[rank], err);
+    zn_engine_free(&E);
+    return rc;
+}
+
+/* spec: Z-ENG-018 the step hooks: after every module's forward (in model
+ * order) and backward (reverse order, with its gradient) of every
+ * micro-step, and once per optimizer step after the masters' update; hooks
+ * that change nothing leave every bit of the run as without them */
+static void test_step_hooks(void **st) {
+    (void)st;
+    ZtRig rig;
+    ZnErr err;
+    assert_int_equal(zn_model_parse("mlp:6,8,5,4", &rig.model, &err), 0);
+    assert_true(zn_model_numel(&rig.model) <= 128);
+    ZnConfigArgs args = zt_args(2, 3, 2, 2, -1);   /* world 2, stage 3, GA 2 */
+    zt_config(&rig.cfg, "{\"zero_optimization\": {\"stage3_param_persistence_threshold\": 0}}", &args);
+    assert_int_equal(zn_data_init(&rig.data, 6, 4, 1234), 0);
+    static SeamCtx with, without;
+    void *a[2] = {&rig, &with}, *b[2] = {&rig, &without};
+    with.hooked = 1;
+    assert_int_equal(zt_sim_run(2, seam_rank, a, 60, &err), 0);
+    assert_int_equal(zt_sim_run(2, seam_rank, b, 60, &err), 0);
+    zn_data_free(&rig.data);
+    const char *want = "F0 F1 F2 B2 B1 B0 F0 F1 F2 B2 B1 B0 U0 "
+                       "F0 F1 F2 B2 B1 B0 F0 F1 F2 B2 B1 B0 U1 ";
+    for (int r = 0; r < 2; r++) {
+        assert_string_equal(with.seen[r], want);
+        assert_string_equal(without.seen[r], "");
+    }
+    assert_memory_equal(with.params, without.params, sizeof with.params);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_clipped_update),
     cmocka_unit_test(test_unclipped_norm),
     cmocka_unit_test(test_data_slices),
     cmocka_unit_test(test_digest),
     cmocka_unit_test(test_tied_gradient),
-    cmocka_unit_test(test_divergent_control_flow))
+    cmocka_unit_test(test_divergent_control_flow),
+    cmocka_unit_test(test_step_hooks))

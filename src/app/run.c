@@ -4,6 +4,7 @@
 #include "app/phase_meter.h"
 #include "core/alloc.h"
 #include "engine/engine.h"
+#include "engine/drill.h"
 #include "engine/data.h"
 #include "engine/lr_schedule.h"
 #include "io/trace.h"
@@ -95,13 +96,12 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     if (rc) return rc;
     if (o->device_memory > 0) dev->capacity = o->device_memory;   /* --device-memory (Z-OFF-008) */
     ZnEngine E;
-    ZnEngineHooks hooks = {&ctx->sched, o->hooks.inject_steps, rank == o->hooks.inject_rank ? o->hooks.ninject : 0,
-                           o->hooks.inject_value, o->out == NULL, memory_phase, ctx,
-                           ctx->traces ? &ctx->traces[rank] : NULL,
-                           rank == o->hooks.fault_rank ? o->hooks.fault_step : 0, o->hooks.fault_index, o->hooks.fault_delta};
-    hooks.repeat_on = o->hooks.repeat_on && rank == o->hooks.repeat_rank;
-    hooks.repeat_layer = o->hooks.repeat_layer;
-    hooks.hpz_copy_delay = o->hooks.hpz_copy_delay;
+    /* what the tests plant in this rank (drill.h) */
+    ZnDrill drill = {o->hooks.inject_steps, rank == o->hooks.inject_rank ? o->hooks.ninject : 0, o->hooks.inject_value,
+                     rank == o->hooks.fault_rank ? o->hooks.fault_step : 0, o->hooks.fault_index, o->hooks.fault_delta,
+                     o->hooks.repeat_on && rank == o->hooks.repeat_rank, o->hooks.repeat_layer};
+    ZnEngineHooks hooks = {&ctx->sched, o->out == NULL, memory_phase, ctx, ctx->traces ? &ctx->traces[rank] : NULL,
+                           zn_drill_hooks(&drill), o->hooks.hpz_copy_delay};
     /* with a trace, the tracer watches every collective */
     ZnTraceWatch tw;
     long trace_step = 0;

@@ -27,7 +27,7 @@ typedef struct {
     long fault_step, fault_index;
     int fault_rank;
     float fault_delta;
-    int hpz_copy_delay;    /* Z-ZPP-004: hpZ's secondary copies stay pending until synchronised */
+    int hpz_copy_delay;    /* Z-ZPP-004: hpZ's secondary copies stay pending until synchronised (ZnEngineHooks.hpz_async_copy) */
 } ZnRunTestHooks;
 
 typedef struct {

@@ -485,14 +485,6 @@ float *zn_engine_param_ptr(ZnEngine *E, int p) {
     return E->P.gather_per_layer ? E->full[p] : E->flat_params + E->L.flat_offset[p];
 }
 
-/* Test hook (Z-PREC-006): is this optimizer step one where this rank plants
- * a non-finite gradient? */
-static int inject_now(const ZnEngine *E) {
-    for (int i = 0; i < E->hooks.ninject; i++)
-        if (E->hooks.inject_steps[i] == E->global_step + 1) return 1;
-    return 0;
-}
-
 /* A param's gradient from module l's backward. A weight several modules
  * share adds up the contributions of the later modules (in backward order:
  * the highest module first) and reaches its bucket once, with the sum, at
@@ -536,10 +528,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         if ((rc = zn_fetch_module(E, k, W, err))) goto done;
         zn_run_forward(R, k, W);
         if ((rc = zn_fetch_release(E, k, err))) goto done;
-        if (E->hooks.repeat_on && k == E->hooks.repeat_layer) {   /* the divergent-control-flow hook */
-            E->hooks.repeat_on = 0;
-            k--;
-        }
+        if (E->hooks.step.forward && E->hooks.step.forward(E->hooks.step.ctx, E, k)) k--;
     }
     *loss = zn_run_loss(R, grad_scale);
     E->t_fwd += ms_since(t_f);
@@ -565,8 +554,7 @@ static int micro_step(ZnEngine *E, long first_sample, float grad_scale, float *l
         }
         zn_run_backward(R, v.mod, W, dW);
         for (int q = 0; q < md->nparams; q++) round_dt(E, dW[q], E->L.params[md->param[q]].numel);
-        if (v.mod == nm - 1 && E->micro == 0 && inject_now(E))   /* dW[0][0] = inject_value */
-            E->k->upload(E->dev, dW[0], &E->hooks.inject_value, sizeof(float));
+        if (E->hooks.step.backward) E->hooks.step.backward(E->hooks.step.ctx, E, v.mod, dW);
         if ((rc = zn_fetch_release(E, k, err))) goto done;
         /* backward order: a module's params last to first (reverse model order) */
         for (int q = md->nparams - 1; q >= 0; q--)
@@ -690,10 +678,7 @@ static int optimizer_step(ZnEngine *E, ZnStepResult *res, ZnErr *err) {
     float *work = working_image(E);
     if ((rc = zn_off_step(E, &hp, mul, work, working_tier(E), err))) return rc;
     zn_sched_step(&E->sched);
-    /* the planted fault of Z-REP-001: master[i] += delta after the step, and
-       the working copy follows, as if the fault had come from the step */
-    if (E->hooks.fault_step == E->global_step + 1 && E->hooks.fault_index >= 0 && E->hooks.fault_index < E->part_n &&
-        (rc = zn_off_add_master(E, E->hooks.fault_index, E->hooks.fault_delta, work, working_tier(E), err)))
+    if (E->hooks.step.updated && (rc = E->hooks.step.updated(E->hooks.step.ctx, E, work, working_tier(E), err)))
         return rc;
     res->grad_norm = gs < 0.0 ? -1.0 : gs / S_report;
     return publish_params(E, 0, err);

@@ -37,12 +37,23 @@ typedef struct {
     long samples;       /* samples seen after this step */
 } ZnStepResult;
 
+/* Hooks into the step, as PyTorch's module and optimizer hooks (NULL:
+ * none). The drills of drill.h plant their faults through them. */
+typedef struct {
+    /* after module m's forward: 1 runs that forward again */
+    int (*forward)(void *ctx, const struct ZnEngine *E, int module);
+    /* after module m's backward, before its gradients reach their buckets:
+       dW[q] is its q-th parameter's gradient, on the device */
+    void (*backward)(void *ctx, struct ZnEngine *E, int module, float *const *dW);
+    /* after the optimizer updated the masters, before the working weights
+       are published: work is the working image on tier (offload.h) */
+    int (*updated)(void *ctx, struct ZnEngine *E, float *work, ZnDevice *tier, ZnErr *err);
+    void *ctx;
+} ZnStepHooks;
+
 /* Optional inputs of zn_engine_init (NULL: none). */
 typedef struct {
     const ZnLrSched *sched;     /* a scheduler built once for the run (copied); NULL: built here */
-    const long *inject_steps;   /* test hook (Z-PREC-006): at these optimizer steps (1-based) */
-    int ninject;                /* this rank's first gradient element becomes inject_value */
-    float inject_value;
     int quiet;                  /* 1: no overflow lines */
     /* called at DeepSpeed's see_memory_usage points: "init", "before forward",
        "after forward", "before backward", "after backward", "before step",
@@ -50,18 +61,11 @@ typedef struct {
     void (*phase)(void *ctx, struct ZnEngine *E, const char *what);
     void *phase_ctx;
     ZnTrace *trace;             /* forward / backward / step events, or NULL */
-    /* test hook (Z-REP-001): after optimizer step fault_step (1-based), add
-       fault_delta to element fault_index of this rank's master partition */
-    long fault_step, fault_index;
-    float fault_delta;
-    /* test hook (Z-SIM-006): this rank runs layer repeat_layer's forward
-       twice (a module called a different number of times on one rank, the
-       stage-3 deadlock DeepSpeed users report); -1 or 0 with repeat_on 0: off */
-    int repeat_on, repeat_layer;
-    /* test hook (Z-ZPP-004): hpZ's secondary copies stay pending until the
-       engine synchronises before a secondary gather, as an asynchronous
-       device copy would (the race of DeepSpeed #5059) */
-    int hpz_copy_delay;
+    ZnStepHooks step;
+    /* hpZ's secondary copies are queued, as an asynchronous device copy is,
+       and made when the engine synchronises before a secondary gather
+       (zeropp.h; the race of DeepSpeed #5059, Z-ZPP-004); 0: made at once */
+    int hpz_async_copy;
 } ZnEngineHooks;
 
 typedef struct ZnEngine {

@@ -102,7 +102,7 @@ int zn_hpz_on_release(ZnEngine *E, int p, ZnErr *err) {
     /* DeepSpeed zero-fills, then copies the group's slice of the full param */
     E->k->zero(E->dev, sec, (size_t)S * sizeof(float));
     E->zpp.sec[p] = sec;
-    if (E->hooks.hpz_copy_delay) {   /* the copy is queued, its source kept */
+    if (E->hooks.hpz_async_copy) {   /* the copy is queued, its source kept */
         E->zpp.sec_src[p] = E->full[p];
         E->zpp.sec_pending++;
         return 1;

@@ -22,7 +22,7 @@ typedef struct ZnEngine ZnEngine;   /* engine.h, which holds a ZnZeroPP */
 typedef struct {
     float **sec;            /* [nparams] hpZ secondary partition (pn*W/hpz values) or NULL */
     float **sec_src;        /* [nparams] the gathered param a pending secondary copy reads */
-    int sec_pending;        /* copies not yet made (hpz_copy_delay) */
+    int sec_pending;        /* copies not yet made (hpz_async_copy) */
     float *zf;              /* fp32 staging of qgZ (W * largest bucket block) */
     unsigned char *zq;      /* codes: send half then receive half (zq_half bytes each) */
     float *zs;              /* scales: send half then receive half (zs_half floats each) */
