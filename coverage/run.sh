@@ -20,6 +20,19 @@ status=0
 # lock, and -fprofile-update=atomic keeps a process's threads' counts whole, so
 # the totals are those of a run one part after another
 sh ci/run_tests.sh "$B" || status=1
+# zinc stepper and zinc compare --peer deepspeed (src/app/cli_peer.c) need
+# DeepSpeed itself: where the peers' venv is made (make test-deepspeed; CI
+# makes it before this step), their checks (tests/peer_deepspeed.py) run on
+# this build too; where it is not, the table's lines say so
+VENV=${PEER_VENV:-build/peer-venv}
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import deepspeed' >/dev/null 2>&1; then
+  echo "coverage: zinc stepper/compare --peer deepspeed on this build (log: $B/peer-cov.log)"
+  PATH="$(pwd)/$VENV/bin:$PATH" DS_ACCELERATOR=cpu "$VENV/bin/python" tests/peer_deepspeed.py --zinc "$B/zinc" \
+    --work "$B/deepspeed-cov" --only stepper,compare >"$B/peer-cov.log" 2>&1 ||
+    { status=1; grep -v '^\[20' "$B/peer-cov.log" | tail -n 20; }
+else
+  echo "coverage: no DeepSpeed venv at $VENV (make test-deepspeed makes it): src/app/cli_peer.c's runs are not counted"
+fi
 unset GCOV_PREFIX GCOV_PREFIX_STRIP
 mkdir -p coverage/html
 # the keys merged: coverage/coverage.json (src/ and sim/), then the table
