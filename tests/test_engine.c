@@ -246,24 +246,24 @@ static void test_tied_gradient(void **st) {
     }
 }
 
-typedef struct {
-    ZnConfig cfg;
-    ZnModel model;
-    ZnData data;
-} DivCtx;
-
-static int divergent_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
-    DivCtx *c = arg;
-    ZnDrill drill = {.repeat_on = rank == 1, .repeat_layer = 0};
-    ZnEngineHooks hooks = {.step = zn_drill_hooks(&drill)};
+/* Two training steps of rig's engine on this rank with hooks (or none);
+ * params (or NULL) gets the weights after them. */
+static int two_steps(const ZtRig *rig, ZnComm *comm, const ZnEngineHooks *hooks, float *params, ZnErr *err) {
     ZnDevice dev;
     ZnEngine E;
-    int rc = zt_host_engine(&E, &dev, &c->cfg, &c->model, &c->data, comm, &hooks, err);
+    int rc = zt_host_engine(&E, &dev, &rig->cfg, &rig->model, &rig->data, comm, hooks, err);
     if (rc) return rc;
     ZnStepResult sr;
     for (int t = 0; t < 2 && !rc; t++) rc = zn_engine_train_step(&E, &sr, err);
+    if (!rc && params) rc = zn_engine_gather_params(&E, params, err);
     zn_engine_free(&E);
     return rc;
+}
+
+static int divergent_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+    ZnDrill drill = {.repeat_on = rank == 1, .repeat_layer = 0};
+    ZnEngineHooks hooks = {.step = zn_drill_hooks(&drill)};
+    return two_steps(arg, comm, &hooks, NULL, err);
 }
 
 /* spec: Z-SIM-006 divergent control flow: one rank calls a layer twice in
@@ -271,7 +271,7 @@ static int divergent_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
  * differing collective of both sides instead of hanging */
 static void test_divergent_control_flow(void **st) {
     (void)st;
-    DivCtx c;
+    ZtRig c;
     ZnErr err;
     assert_int_equal(zn_model_parse("mlp:6,8,5,4", &c.model, &err), 0);
     ZnConfigArgs args = zt_args(3, 3, 2, -1, -1);
@@ -315,18 +315,9 @@ static int seam_updated(void *ctx, ZnEngine *E, float *work, ZnDevice *tier, ZnE
 }
 
 static int seam_rank(int rank, ZnComm *comm, void *arg, ZnErr *err) {
-    const ZtRig *rig = ((void **)arg)[0];
     SeamCtx *c = ((void **)arg)[1];
     ZnEngineHooks hooks = {.step = {seam_forward, seam_backward, seam_updated, c}};
-    ZnDevice dev;
-    ZnEngine E;
-    int rc = zt_host_engine(&E, &dev, &rig->cfg, &rig->model, &rig->data, comm, c->hooked ? &hooks : NULL, err);
-    if (rc) return rc;
-    ZnStepResult sr;
-    for (int t = 0; t < 2 && !rc; t++) rc = zn_engine_train_step(&E, &sr, err);
-    if (!rc) rc = zn_engine_gather_params(&E, c->params[rank], err);
-    zn_engine_free(&E);
-    return rc;
+    return two_steps(((void **)arg)[0], comm, c->hooked ? &hooks : NULL, c->params[rank], err);
 }
 
 /* spec: Z-ENG-018 the step hooks: after every module's forward (in model
