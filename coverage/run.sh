@@ -34,6 +34,8 @@ else
   echo "coverage: no DeepSpeed venv at $VENV (make test-deepspeed makes it): src/app/cli_peer.c's runs are not counted"
 fi
 unset GCOV_PREFIX GCOV_PREFIX_STRIP
+# the counts by plan are what the table says they are (Z-BUILD-006)
+sh tests/coverage_keys_test.sh "$B" || status=1
 mkdir -p coverage/html
 # the keys merged: coverage/coverage.json (src/ and sim/), then the table
 python3 coverage/stage_table.py "$B" || status=1

@@ -25,7 +25,7 @@ JSON, as `make coverage` always wrote), coverage/stages.txt (the table and
 the lists, long ones cut) and coverage/stages-unreached.txt (the lists in
 full). Tools: gcov-tool merges a set of keys' counts, gcovr reads them
 (src/ and sim/, but src/core/covmark.c, the coverage build's own)."""
-import json, os, subprocess, sys
+import json, os, shutil, subprocess, sys, tempfile
 
 FIELDS = ('origin', 'stage', 'optim', 'param', 'hpz', 'qwz', 'qgz', 'mics', 'ga', 'dtype')
 
@@ -211,6 +211,33 @@ def write(rows, tree, keys, path, cut):
                     o.write(f'  ... {len(lst) - cut} more in coverage/stages-unreached.txt\n')
 
 
+def main_counted(build, key):
+    """How often src/app/main.c's main() ran while key's counts were being
+    kept: gcov on that key's main.gcda, beside the object folder's .gcno."""
+    gcda = os.path.join(build, 'covkeys', key, 'src/app/main.gcda')
+    if not os.path.exists(gcda):
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(gcda, tmp)
+        shutil.copy(os.path.join(build, 'src/app/main.gcno'), tmp)
+        out = subprocess.run(['gcov', '-t', '-o', tmp, 'src/app/main.c'], capture_output=True, text=True).stdout
+    for ln in out.splitlines():
+        count, _, rest = ln.partition(':')
+        src = rest.partition(':')[2]
+        if src.startswith('int main('):
+            count = count.strip().rstrip('*')
+            return int(count) if count.isdigit() else 0
+    return 0
+
+
+def check_attribution(build, names):
+    """Every process starts with no key and main() runs before any world or
+    engine, so a plan's key that counted main() was handed what ran before
+    its engines (the command's parsing and loading): the rows' figures would
+    count it as the plan's code. Returns the keys that did."""
+    return [n for n in names if n != 'none' and main_counted(build, n)]
+
+
 def main(build):
     kdir = os.path.join(build, 'covkeys')
     names = sorted(os.listdir(kdir))
@@ -228,7 +255,8 @@ def main(build):
         rows.append(r)
     write(rows, whole(tree), len(names), 'coverage/stages.txt', CUT)
     write(rows, whole(tree), len(names), 'coverage/stages-unreached.txt', None)
+    return 0
 
 
 if __name__ == '__main__':
-    main(sys.argv[1])
+    sys.exit(main(sys.argv[1]))
