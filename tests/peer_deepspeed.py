@@ -126,7 +126,7 @@ def scenarios():
     # 3.557e-4: 5.5 % of one step's lr), every other within 1e-6, and that
     # element's Adam moments agree to 4 digits at the end (m 2.599e-4 vs
     # 2.598e-4, v 7.31e-9 vs 7.306e-9). So one early step moved it
-    # differently: a step whose gradient there was near eps (1e-8), where
+    # differently, most likely a step whose gradient there was near eps (1e-8), where
     # Adam's lr * m/(sqrt(v) + eps) follows the gradient's last bits, and
     # torch's kernels on this CPU sum in another order than zinc. DeepSpeed's
     # 1-against-2-thread floor keeps its own order at this size (1.6e-7), so
