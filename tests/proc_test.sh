@@ -396,6 +396,17 @@ if [ "$rc" = 1 ] && [ $((t1 - t0)) -le 20 ] && grep -qx "FAIL comm-volume-s3-w4 
    tail -n 1 "$T/skill" | grep -qx "spec: 0 passed, 1 failed, 0 skipped (tcp)"; then
   ok "Z-SPEC-005 a killed rank fails the case in $((t1 - t0)) s, named with its signal"
 else bad Z-SPEC-005-kill "exit $rc after $((t1 - t0)) s: $(tail -n 2 "$T/skill")"; fi
+# spec: Z-SPEC-005 a run that hangs (rank 1 frozen before its second loss
+# gather: ZINC_COMM_PAUSE) is killed after ZINC_SPEC_TIMEOUT seconds, naming
+# the ranks still running
+t0=$(date +%s)
+ZINC_SPEC_TIMEOUT=2 ZINC_COMM_PAUSE=1:loss:2 $TO "$ZINC" spec run --backend tcp \
+  spec/cases/comm/Z-COMM-001-comm-volume-s3-w4.json >"$T/shang" 2>&1
+rc=$?; t1=$(date +%s)
+if [ "$rc" = 1 ] && [ $((t1 - t0)) -le 20 ] &&
+   grep -q "ranks in processes failed: ranks 0, 1, 2, 3 did not finish within 2 s (ZINC_SPEC_TIMEOUT): the ranks were killed$" "$T/shang"; then
+  ok "Z-SPEC-005 a hanging run is killed after ZINC_SPEC_TIMEOUT, its ranks named"
+else bad Z-SPEC-005-timeout "exit $rc after $((t1 - t0)) s: $(tail -n 2 "$T/shang")"; fi
 # spec: Z-SPEC-005 "tcp_skip": skipped with its reason under --backend tcp,
 # run (here: refused, no batch size) without it, whose closing line is unchanged
 echo '{"id": "skip-me", "world": 2, "steps": 1, "tcp_skip": "needs the simulator"}' >"$T/skip.json"

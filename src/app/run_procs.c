@@ -102,6 +102,15 @@ static void set_identity(const ZnRunOpts *o, int rank) {
     set_int_env("GROUP_RANK", rank / pn);
 }
 
+/* ZINC_SPEC_KILL=R: rank R dies once it joined (the test of a dying rank,
+ * Z-SPEC-005); unset, empty or not a number: no rank. */
+static int kill_me(int rank) {
+    const char *s = getenv("ZINC_SPEC_KILL");
+    char *end = NULL;
+    long r = s && *s ? strtol(s, &end, 10) : -1;
+    return r == rank && end && !*end;
+}
+
 /* Rank `rank`'s process: joins, runs, sends its message, exits. It leaves
  * by exit(), not _exit(), so a coverage build writes its counts. */
 static void child_main(const ZnRunOpts *o, int rank, const char *rdv, int fd) {
@@ -112,8 +121,7 @@ static void child_main(const ZnRunOpts *o, int rank, const char *rdv, int fd) {
     ZnRunResult rr;
     int rc = zn_proc_start(ZN_BACKEND_TCP, rdv, o->world.size, &proc, &e);
     if (rc) zn_err_prefix(&e, "rank %d: ", rank);
-    const char *kill_rank = getenv("ZINC_SPEC_KILL");   /* the test of a dying rank (Z-SPEC-005) */
-    if (!rc && kill_rank && atoi(kill_rank) == rank) raise(SIGKILL);
+    if (!rc && kill_me(rank)) raise(SIGKILL);
     if (!rc) {
         zn_proc_config_timeout(&proc, o->cfg.comm_timeout);
         ZnRunOpts ro = *o;
@@ -195,8 +203,12 @@ static int collect(Child *k, int n, ZnRunResult *res, const ZnRunOpts *o, ZnErr 
         if (!m || rc) break;
         const double left = end - zn_comm_now_s();
         if (left <= 0) {
-            rc = zn_err(err, ZN_E_COMM, "rank %d did not finish within %g s (ZINC_SPEC_TIMEOUT): the ranks were "
-                        "killed", who[0], limit);
+            char open_ranks[256] = "";   /* every rank still running: which one hangs, its peers wait for */
+            for (int j = 0; j < m; j++)
+                snprintf(open_ranks + strlen(open_ranks), sizeof open_ranks - strlen(open_ranks), "%s%d",
+                         j ? ", " : "", who[j]);
+            rc = zn_err(err, ZN_E_COMM, "rank%s %s did not finish within %g s (ZINC_SPEC_TIMEOUT): the ranks were "
+                        "killed", m > 1 ? "s" : "", open_ranks, limit);
             break;
         }
         if (poll(pf, (nfds_t)m, left > 1.0 ? 1000 : (int)(left * 1000) + 1) < 0 && errno != EINTR) {
