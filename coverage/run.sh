@@ -20,6 +20,13 @@ status=0
 # lock, and -fprofile-update=atomic keeps a process's threads' counts whole, so
 # the totals are those of a run one part after another
 sh ci/run_tests.sh "$B" || status=1
+# every conformance case again with each rank in its own process over tcp,
+# beside the simulator's run (Z-SPEC-005; make test runs a subset in
+# tests/proc_test.sh): the transports' counts (comm_tcp.c, the process
+# exchange of coll.c, store.c) then go to the rows' own "spec-..." keys
+echo "== zinc spec run --backend tcp"
+"$B/zinc" spec run --backend tcp >"$B/spec-tcp.log" 2>&1 || status=1
+grep -E '^(FAIL|skip|spec:) ' "$B/spec-tcp.log"
 # zinc stepper and zinc compare --peer deepspeed (src/app/cli_peer.c) need
 # DeepSpeed itself: where the peers' venv is made (make test-deepspeed; CI
 # makes it before this step), their checks (tests/peer_deepspeed.py) run on

@@ -156,11 +156,11 @@ else bad "Z-REP-006 stepper intervals" "exit $rc: $(cat "$T/st")"; fi
 
 # ---- zinc spec run / zinc spec: the command line ---------------------------
 # spec: Z-CLI-006 `zinc spec` without run or coverage prints its usage line, exit 2; --backend takes sim or cuda
-U="usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage"
+U="usage: zinc spec run [--backend sim|cuda|tcp] [--exact] [CASE.json...] | zinc spec coverage"
 usage_err "Z-CLI-006 spec without a command" 2 "$U" -- spec
 usage_err "Z-CLI-006 spec unknown command" 2 "$U" -- spec frob
-usage_err "Z-CLI-006 spec run --backend gloo" 2 "zinc: error: zinc spec run --backend: expected sim or cuda" -- spec run --backend gloo
-usage_err "Z-CLI-006 spec run --backend without value" 2 "zinc: error: zinc spec run --backend: expected sim or cuda" -- spec run --backend
+usage_err "Z-CLI-006 spec run --backend gloo" 2 "zinc: error: zinc spec run --backend: expected sim, cuda or tcp" -- spec run --backend gloo
+usage_err "Z-CLI-006 spec run --backend without value" 2 "zinc: error: zinc spec run --backend: expected sim, cuda or tcp" -- spec run --backend
 # spec: Z-SPEC-001 a file argument runs that file's case, after the options
 # (--backend sim, --backend cuda and --exact accepted: a config-error case
 # needs no device)

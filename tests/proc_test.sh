@@ -365,6 +365,58 @@ expect_fail Z-RDV-009-config-range 2 "zinc.comm_timeout: expected a number >= 1,
 # spec: Z-RDV-009 --comm-timeout takes seconds, at least 1
 expect_fail Z-RDV-009-flag 2 "--comm-timeout" -- "$ZINC" train --comm-timeout 0.5
 
+# spec: Z-SPEC-005 the conformance cases with each rank in its own process
+# over tcp give the simulator's results bit for bit (losses, parameters,
+# counters, memory): here one case per stage and of offload (host, NVMe),
+# ZeRO++ (hpZ, qgZ on 2 nodes), MiCS (hierarchical), GA, fp16, bf16, a
+# checkpoint, GPT-2, a dry run, canonical mode and an error in the ranks;
+# make coverage runs them all (coverage/run.sh)
+SUB="comm/Z-COMM-001-comm-volume-s0-w4 comm/Z-COMM-001-comm-volume-s1-w4 comm/Z-COMM-001-comm-volume-s2-w4
+  comm/Z-COMM-001-comm-volume-s3-w4 memory/Z-MEM-010-memory-s3-w4 engine/Z-ENG-001-stages-bitwise-fp32-w4
+  engine/Z-ENG-010-stages-ga2-pairs-w2-01 offload/Z-OFF-001-offload-ga2-fp16-s3-w3 offload/Z-OFF-001-offload-nvme-bf16-w2
+  zeropp/Z-ZPP-002-hpz-bitwise-bf16-w4-ga2 zeropp/Z-ZPP-006-qgz-close-bf16-w4-n2 mics/Z-MICS-003-mics-bitwise-fp32-w4-s2
+  mics/Z-MICS-002-mics-hierarchical-bf16-w8 precision/Z-PREC-004-scaler-some-overflow
+  precision/Z-PREC-001-bf16-stages-bitwise-w4 checkpoint/Z-CKPT-001-resume-exact-bf16-s3-w4 gpt2/Z-GPT-011-loss-falls
+  dryrun/Z-DRY-003-dry-equals-run-nvme-steps1 scaler/Z-SCALE-009-scaler-error-at-minimum
+  canonical/Z-CANON-004-canonical-cost-bf16"
+cases=""; n=0
+for c in $SUB; do cases="$cases spec/cases/$c.json"; n=$((n + 1)); done
+# shellcheck disable=SC2086 # the paths have no spaces
+$TO "$ZINC" spec run --backend tcp $cases >"$T/stcp" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && tail -n 1 "$T/stcp" | grep -qx "spec: $n passed, 0 failed, 0 skipped (tcp)"; then
+  ok "Z-SPEC-005 $n conformance cases with ranks in processes give the simulator's results"
+else bad Z-SPEC-005 "exit $rc: $(grep -v '^ok ' "$T/stcp" | tail -n 5)"; fi
+# spec: Z-SPEC-005 a rank whose process dies fails its run at once, named
+# with its signal; its peers are killed, not waited for
+t0=$(date +%s)
+ZINC_SPEC_KILL=1 $TO "$ZINC" spec run --backend tcp spec/cases/comm/Z-COMM-001-comm-volume-s3-w4.json >"$T/skill" 2>&1
+rc=$?; t1=$(date +%s)
+if [ "$rc" = 1 ] && [ $((t1 - t0)) -le 20 ] && grep -qx "FAIL comm-volume-s3-w4 \[spec/cases/comm/Z-COMM-001-comm-volume-s3-w4.json\]: run 0 failed: the simulator succeeded, ranks in processes failed: rank 1's process was killed by signal 9 (Killed) before it sent its result" "$T/skill" &&
+   tail -n 1 "$T/skill" | grep -qx "spec: 0 passed, 1 failed, 0 skipped (tcp)"; then
+  ok "Z-SPEC-005 a killed rank fails the case in $((t1 - t0)) s, named with its signal"
+else bad Z-SPEC-005-kill "exit $rc after $((t1 - t0)) s: $(tail -n 2 "$T/skill")"; fi
+# spec: Z-SPEC-005 a run that hangs (rank 1 frozen before its second loss
+# gather: ZINC_COMM_PAUSE) is killed after ZINC_SPEC_TIMEOUT seconds, naming
+# the ranks still running
+t0=$(date +%s)
+ZINC_SPEC_TIMEOUT=2 ZINC_COMM_PAUSE=1:loss:2 $TO "$ZINC" spec run --backend tcp \
+  spec/cases/comm/Z-COMM-001-comm-volume-s3-w4.json >"$T/shang" 2>&1
+rc=$?; t1=$(date +%s)
+if [ "$rc" = 1 ] && [ $((t1 - t0)) -le 20 ] &&
+   grep -q "ranks in processes failed: ranks 0, 1, 2, 3 did not finish within 2 s (ZINC_SPEC_TIMEOUT): the ranks were killed$" "$T/shang"; then
+  ok "Z-SPEC-005 a hanging run is killed after ZINC_SPEC_TIMEOUT, its ranks named"
+else bad Z-SPEC-005-timeout "exit $rc after $((t1 - t0)) s: $(tail -n 2 "$T/shang")"; fi
+# spec: Z-SPEC-005 "tcp_skip": skipped with its reason under --backend tcp,
+# run (here: refused, no batch size) without it, whose closing line is unchanged
+echo '{"id": "skip-me", "world": 2, "steps": 1, "tcp_skip": "needs the simulator"}' >"$T/skip.json"
+"$ZINC" spec run --backend tcp "$T/skip.json" >"$T/skip.tcp" 2>&1; rt=$?
+"$ZINC" spec run "$T/skip.json" >"$T/skip.sim" 2>&1; rs=$?
+if [ "$rt" = 0 ] && [ "$(cat "$T/skip.tcp")" = "skip skip-me: needs the simulator
+spec: 0 passed, 0 failed, 1 skipped (tcp)" ] && [ "$rs" = 1 ] && tail -n 1 "$T/skip.sim" | grep -qx "spec: 0 passed, 1 failed"; then
+  ok "Z-SPEC-005 tcp_skip: skipped with its reason over tcp, run on the simulator"
+else bad Z-SPEC-005-skip "tcp exit $rt: $(cat "$T/skip.tcp"); sim exit $rs: $(tail -n 1 "$T/skip.sim")"; fi
+
 # spec: Z-LAUNCH-001 usage errors
 expect_fail Z-LAUNCH-001-cmd 2 "give the command after '--'" -- "$ZINC" launch --nproc-per-node 2
 expect_fail Z-LAUNCH-001-n 2 "--nproc-per-node: expected an integer" -- "$ZINC" launch --nproc-per-node 0 -- zinc train

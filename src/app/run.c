@@ -236,14 +236,8 @@ out:
     return rc;
 }
 
-int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
+int zn_run_result_alloc(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     memset(res, 0, sizeof *res);
-    RunCtx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.o = o;
-    ctx.res = res;
-    pthread_mutex_init(&ctx.print_lock, NULL);
-    int rc = 0;
     res->steps = o->steps;
     res->numel = zn_model_numel(&o->model);
     res->loss = zn_calloc(ZN_HOST_APP, (size_t)o->steps + 1, sizeof(double));
@@ -275,6 +269,17 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         zn_run_result_free(res);
         return zn_nomem(err);
     }
+    return 0;
+}
+
+int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
+    RunCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.o = o;
+    ctx.res = res;
+    pthread_mutex_init(&ctx.print_lock, NULL);
+    int rc = 0;
+    if ((rc = zn_run_result_alloc(o, res, err))) return rc;
     if (zn_sched_init(&ctx.sched, &o->cfg.sched, o->cfg.lr, o->cfg.beta1, o->cfg.beta2, err)) {
         zn_run_result_free(res);
         return err->code;

@@ -94,6 +94,11 @@ typedef struct {
 
 int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
 
+/* A result with every array of o's run allocated and zeroed, as zn_run
+ * starts it (its rank slots for o->world.size ranks); ZN_E_NOMEM frees
+ * what it got. */
+int zn_run_result_alloc(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
+
 void zn_run_result_free(ZnRunResult *res);
 
 #endif

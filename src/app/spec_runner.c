@@ -1,7 +1,8 @@
 /* spec_runner.c: `zinc spec run [CASE...]` runs the data-driven conformance
  * cases of spec/cases/ (one case per .json file, at any depth: spec/cases/<area>/<clause>-<case>.json)
- * on the simulator; `zinc spec coverage` lists the
- * clauses of spec/SPEC.md that no case or test names.
+ * on the simulator (or the GPU, or, with --backend tcp, with each rank in
+ * its own process beside the simulator's run: Z-SPEC-005); `zinc spec
+ * coverage` lists the clauses of spec/SPEC.md that no case or test names.
  *
  * A case:
  *   {"id": "...", "clauses": ["Z-ENG-001", ...], "description": "...",
@@ -21,12 +22,15 @@
  * --ranks-per-node), grad_accum, micro_batch, train_batch_size, model,
  * steps, config (deep-merged into the case's config), resume (a checkpoint
  * folder, zinc's or DeepSpeed's, the run starts from; it saves nothing there).
+ * "tcp_skip": "why" -- the case cannot run with its ranks in processes;
+ * `--backend tcp` prints "skip ID: why" instead (Z-SPEC-005).
  * "nvme": true gives the case a fresh folder under /tmp, removed after it:
  * every offload section of a run's config with device "nvme" and no
  * nvme_path gets it (cases run side by side must not share swap files). */
 #include "app/cli.h"
 #include "app/run_report.h"
 #include "app/dryrun.h"
+#include "app/run_procs.h"
 #include "comm/comm_seq.h"
 #include "core/alloc.h"
 #include "core/covmark.h"
@@ -88,13 +92,15 @@ static const char *jstr(const cJSON *o, const char *k) {
 }
 
 /* `zinc spec run --backend cuda [--exact]` runs every case's ranks on the
- * GPU (Z-CUDA-006); the bitwise expectations then need --exact. */
-static int spec_cuda, spec_exact;
+ * GPU (Z-CUDA-006); the bitwise expectations then need --exact.
+ * `--backend tcp` runs each rank of every run in its own process over the
+ * tcp transport (Z-SPEC-005), and the same checks read the result. */
+static int spec_cuda, spec_exact, spec_tcp;
 
 static int case_run(ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     o->device_cuda = spec_cuda;
     if (spec_exact) o->cfg.exact = 1;
-    return zn_run(o, res, err);
+    return spec_tcp ? zn_run_procs_vs_sim(o, res, err) : zn_run(o, res, err);
 }
 
 typedef struct {
@@ -655,8 +661,15 @@ static int run_case_in(const cJSON *cs, char *why, size_t wn) {
     return fail;
 }
 
-/* Runs one case; returns 0 pass, 1 fail (why filled). */
+/* Runs one case; returns 0 pass, 1 fail, 2 skipped (why filled). A case
+ * that cannot run with its ranks in processes says why in "tcp_skip"
+ * (Z-SPEC-005); --backend tcp skips it, the other backends run it. */
 static int run_case(const cJSON *cs, char *why, size_t wn) {
+    const char *skip = jstr(cs, "tcp_skip");
+    if (spec_tcp && skip) {
+        snprintf(why, wn, "%s", skip);
+        return 2;
+    }
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "nvme"))) return run_case_in(cs, why, wn);
     snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zinc-nvme-XXXXXX");
     if (!mkdtemp(nvme_dir)) {
@@ -742,7 +755,7 @@ static int spec_run(int argc, char **argv) {
         free(files);
         return 2;
     }
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < n; i++) {
         size_t len;
         char *text;
@@ -770,7 +783,8 @@ static int spec_run(int argc, char **argv) {
                 const char *id = jstr(cs, "id");
                 char why[1400] = "";
                 int f = run_case(cs, why, sizeof why);
-                if (f) { printf("FAIL %s [%s]: %s\n", id ? id : "?", files[i], why); failed++; }
+                if (f == 2) { printf("skip %s: %s\n", id ? id : "?", why); skipped++; }
+                else if (f) { printf("FAIL %s [%s]: %s\n", id ? id : "?", files[i], why); failed++; }
                 else { printf("ok   %s\n", id ? id : "?"); passed++; }
                 fflush(stdout);
             }
@@ -780,7 +794,8 @@ static int spec_run(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) free(files[i]);
     free(files);
-    printf("spec: %d passed, %d failed\n", passed, failed);
+    if (spec_tcp) printf("spec: %d passed, %d failed, %d skipped (tcp)\n", passed, failed, skipped);
+    else printf("spec: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
 
@@ -825,7 +840,7 @@ static void note_ids(const char *path, char used[][24], int *nu) {
 
 static void print_spec_usage(FILE *f) {
     /* one line: a usage error prints exactly this (tests/cli_cover_test.sh) */
-    fprintf(f, "usage: zinc spec run [--backend sim|cuda] [--exact] [CASE.json...] | zinc spec coverage\n");
+    fprintf(f, "usage: zinc spec run [--backend sim|cuda|tcp] [--exact] [CASE.json...] | zinc spec coverage\n");
 }
 
 static int spec_coverage(void) {
@@ -880,15 +895,19 @@ static int spec_coverage(void) {
     return uncovered || unknown || twice ? 1 : 0;
 }
 
+static int is_backend(const char *s) { return !strcmp(s, "sim") || !strcmp(s, "cuda") || !strcmp(s, "tcp"); }
+
 int zn_cmd_spec(int argc, char **argv) {
     if (argc >= 1 && !strcmp(argv[0], "run")) {
         int k = 1;
         for (; k < argc; k++) {   /* options first, then case files */
             if (!strcmp(argv[k], "--exact")) spec_exact = 1;
-            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && !strcmp(argv[k + 1], "cuda")) spec_cuda = 1, k++;
-            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && !strcmp(argv[k + 1], "sim")) k++;
-            else if (!strcmp(argv[k], "--backend")) {
-                fprintf(stderr, "zinc: error: zinc spec run --backend: expected sim or cuda\n");
+            else if (!strcmp(argv[k], "--backend") && k + 1 < argc && is_backend(argv[k + 1])) {
+                spec_cuda = !strcmp(argv[k + 1], "cuda");   /* the last --backend counts */
+                spec_tcp = !strcmp(argv[k + 1], "tcp");
+                k++;
+            } else if (!strcmp(argv[k], "--backend")) {
+                fprintf(stderr, "zinc: error: zinc spec run --backend: expected sim, cuda or tcp\n");
                 return 2;
             } else break;
         }

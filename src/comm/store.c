@@ -328,10 +328,12 @@ static int connect_to(ZnStore *s, const ZnRdvSpec *spec, double deadline, ZnErr 
     int port = spec->port;
     snprintf(host, sizeof host, "%s", spec->host);
     char last[1400] = "rank 0 was not reachable";
+    int nap = 1;   /* rank 0 started beside us mostly writes the file within ms: look again soon, then every 50 ms */
     while (zn_comm_now_s() < deadline) {
         if (spec->file && !read_rdv_file(spec->path, host, sizeof host, &port)) {
             snprintf(last, sizeof last, "%s does not name rank 0 yet", spec->path);
-            sleep_ms(50);
+            sleep_ms(nap);
+            nap = nap < 25 ? 2 * nap : 50;
             continue;
         }
         char ps[16];

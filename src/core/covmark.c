@@ -111,4 +111,6 @@ void zn_cov_engine_end(void) {
 }
 
 void zn_cov_spec(void) { spec = 1; }
+
+void zn_cov_forked(void) { __gcov_reset(); }
 #endif

@@ -28,10 +28,14 @@ void zn_cov_engine(const ZnConfig *cfg);
 void zn_cov_engine_end(void);
 /* zinc spec run: this process runs conformance cases (the keys say "spec") */
 void zn_cov_spec(void);
+/* a forked child (zinc spec run --backend tcp): drops the counts inherited
+   from its parent, which the parent writes itself */
+void zn_cov_forked(void);
 #else
 static inline void zn_cov_world(int begin) { (void)begin; }
 static inline void zn_cov_engine(const ZnConfig *cfg) { (void)cfg; }
 static inline void zn_cov_engine_end(void) {}
 static inline void zn_cov_spec(void) {}
+static inline void zn_cov_forked(void) {}
 #endif
 #endif
