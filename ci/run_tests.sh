@@ -42,7 +42,7 @@ for t in "$B"/tests/test_*; do
   case $name in *_gpu) continue ;; esac   # need a GPU: make test-gpu runs them
   order="$order $name"
 done
-order="$order spec cli clicover mutants fuzz proc fault alloc adamref build progress clihelp readme readmefigures launchgroup"
+order="$order spec cli clicover climore mutants fuzz proc fault alloc adamref build progress clihelp readme readmefigures launchgroup"
 # the rehearsal checks shell scripts driving ordinary simulator runs, which
 # the other parts already hold to the sanitizers and gcov: make sanitize and
 # make coverage leave it out (ZINC_REHEARSE=0), to keep CI under its hour
@@ -56,6 +56,7 @@ cmd() {
     spec) "$ZINC" spec run ;;
     cli) sh tests/cli_test.sh ;;
     clicover) sh tests/cli_cover_test.sh ;;
+    climore) sh tests/cli_more_test.sh ;;
     mutants) sh tests/mutants_test.sh ;;
     fuzz) sh tests/fuzz/replay.sh "$B" ;;
     proc) sh tests/proc_test.sh ;;

@@ -50,7 +50,7 @@ usage_err "Z-CLI-006 compare unknown flag with value" 2 "zinc: error: unknown fl
 usage_err "Z-CLI-006 compare --stage 9" 2 "zinc: error: --stage: expected an integer in 0..3, got '9'" -- compare $M --stage 9
 usage_err "Z-CLI-005 compare bad model" 2 "zinc: error: model spec 'mlp:4,x': 'x' is not a positive integer" -- compare --model mlp:4,x --stage 1
 # spec: Z-CLI-006 a log file that cannot be opened fails the baseline run, exit 1
-usage_err "Z-CLI-006 compare unwritable log" 1 "zinc: error: baseline: cannot open log file '$T/no/x.csv'" -- compare $M --stage 1 --steps 2 --log "$T/no/x.csv"
+usage_err "Z-CLI-006 compare unwritable log" 1 "zinc: error: baseline: cannot open log file '$T/no/x.csv': No such file or directory" -- compare $M --stage 1 --steps 2 --log "$T/no/x.csv"
 # spec: Z-SCALE-009 a stage-K run that fails (here: a planted huge fault makes
 # fp16 overflow with the scale already at its minimum) ends compare with the
 # stage's error, exit 1

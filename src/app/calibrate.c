@@ -250,7 +250,16 @@ int zn_cmd_calibrate(int argc, char **argv) {
             if (!strcmp(a, "-o")) out = v;
             else if (!strcmp(a, "--backend")) backend_s = v;
             else if (!strcmp(a, "--rendezvous")) rendezvous = v;
-            else if (!strcmp(a, "--name")) name = v;
+            else if (!strcmp(a, "--name")) {
+                /* checked here, not after the measuring: a name the machine
+                   file cannot hold is refused, never cut short */
+                if (!zn_machine_name_ok(v)) {
+                    char m[160];
+                    snprintf(m, sizeof m, "--name: expected 1 to 63 bytes of printable UTF-8, got '%.100s'", v);
+                    return usage(m, NULL);
+                }
+                name = v;
+            }
             else if (!strcmp(a, "--world-size") && parse_int(v, 1, 4096, &world)) return usage("--world-size: expected 1..4096, got", v);
             else if (!strcmp(a, "--threads") && parse_int(v, 1, ZN_MAX_HOST_THREADS, &threads)) return usage("--threads: expected 1..256, got", v);
         } else if (!strcmp(a, "--quick")) {

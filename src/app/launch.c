@@ -269,7 +269,11 @@ int zn_cmd_launch(int argc, char **argv) {
         else if (!strcmp(a, "--nnodes")) rc = parse_int(a, v, 1, 65536, &nnodes);
         else if (!strcmp(a, "--node-rank")) rc = parse_int(a, v, 0, 65535, &node_rank);
         else if (!strcmp(a, "--master-port")) rc = parse_int(a, v, 1, 65535, &port);
-        else if (!strcmp(a, "--master-addr")) addr = v;
+        else if (!strcmp(a, "--master-addr")) {
+            /* every rank would refuse an empty MASTER_ADDR: say so once, naming the flag */
+            if (!*v) { fprintf(stderr, "zinc: error: zinc launch: --master-addr: expected a host name or address, got ''\n"); return 2; }
+            addr = v;
+        }
         else {
             fprintf(stderr, "zinc: error: zinc launch: unknown flag '%s'\n", a);
             print_launch_usage(stderr);

@@ -168,6 +168,8 @@ static int name_ok(const char *s) {
     return 1;
 }
 
+int zn_machine_name_ok(const char *s) { return name_ok(s); }
+
 static int figure_ok(double d) { return isfinite(d) && d > 0; }
 
 /* where: the file name (or "machine") that messages start with */

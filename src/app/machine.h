@@ -58,6 +58,9 @@ typedef struct {
     double nvme_bw;         /* bytes/s one rank reads or writes on NVMe */
 } ZnMachine;
 
+/* 1 when s is a machine's name: 1 to 63 bytes of printable UTF-8 (what the
+ * loader and the writer accept; zinc calibrate checks --name with it). */
+int zn_machine_name_ok(const char *s);
 /* The presets' names, comma-separated ("dgx-h100, dgx-a100"). */
 const char *zn_machine_preset_names(void);
 /* A preset by name; ZN_E_USAGE naming the presets when there is none. */

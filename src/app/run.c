@@ -17,6 +17,7 @@
 #endif
 #include "engine/data_text.h"
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -316,7 +317,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
     if (o->log_path && my_rank == 0) {   /* rank 0 writes the log */
         ctx.csv = fopen(o->log_path, "w");
         if (!ctx.csv) {
-            rc = zn_err(err, ZN_E_IO, "cannot open log file '%s'", o->log_path);
+            rc = zn_err(err, ZN_E_IO, "cannot open log file '%s': %s", o->log_path, strerror(errno));
             goto out;
         }
         size_t pl = strlen(o->log_path);

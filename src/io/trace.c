@@ -3,6 +3,7 @@
 #include "core/alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,7 +81,7 @@ int zn_trace_write(const char *path, ZnTrace *const *traces, int n, ZnErr *err) 
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
-    if (!f) return zn_err(err, ZN_E_IO, "cannot write trace file '%s'", path);
+    if (!f) return zn_err(err, ZN_E_IO, "cannot write trace file '%s': %s", path, strerror(errno));
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
     int first = 1;
     for (int r = 0; r < n; r++) {   /* one track (thread) per rank, named */
