@@ -192,7 +192,10 @@ last_err "Z-CLI-007 --log under a regular file" 1 "zinc: error: cannot open log 
 # spec: Z-CLI-007 a log whose writes fail (a full disk) fails the run, exit 1
 last_err "Z-CLI-007 --log on a full disk" 1 "zinc: error: writing log file '/dev/full' failed" -- train $M --steps 2 --log /dev/full
 # spec: Z-REP-004 a trace that cannot be written names the path and the reason
-last_err "Z-REP-004 --trace under a regular file" 1 "zinc: error: cannot write trace file '/etc/passwd/t.json': Not a directory" -- train $M --steps 1 --trace /etc/passwd/t.json
+last_err "Z-REP-004 --trace under a regular file" 1 "zinc: error: cannot write trace file '/etc/passwd/t.json': Not a directory" -- train $M --steps 3 --steps-per-print 1 --trace /etc/passwd/t.json
+# ... before the training, not after it: no step ran
+if grep -q '^step=\|^digest=' "$T/out"; then bad "Z-REP-004 --trace checked first" "$(cat "$T/out")"
+else ok "Z-REP-004 --trace checked before the first step"; fi
 # spec: Z-FILE-007 Z-CKPT-001 a checkpoint folder under a regular file, or
 # with a component too long, fails the first save naming the path (exit 1)
 last_err "Z-FILE-007 --checkpoint-dir under a regular file" 1 "zinc: error: rank 0: /etc/passwd: exists and is not a directory" -- train $M --steps 0 --checkpoint-dir /etc/passwd/ck

@@ -314,6 +314,7 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
                     "it is not available");
         goto out;
     }
+    if (o->trace_path && (rc = zn_trace_check(o->trace_path, err))) goto out;   /* before, not after, the training */
     if (o->log_path && my_rank == 0) {   /* rank 0 writes the log */
         ctx.csv = fopen(o->log_path, "w");
         if (!ctx.csv) {

@@ -77,11 +77,27 @@ void zn_trace_watch_init(ZnTraceWatch *tw, ZnTrace *trace, const long *step) {
 
 /* ---- writer */
 
+/* The trace's temporary file beside path, opened for writing. */
+static FILE *open_tmp(const char *path, char *tmp, size_t n, ZnErr *err) {
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) zn_err(err, ZN_E_IO, "cannot write trace file '%s': %s", path, strerror(errno));
+    return f;
+}
+
+int zn_trace_check(const char *path, ZnErr *err) {
+    char tmp[4096];
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return err->code;
+    fclose(f);
+    remove(tmp);
+    return 0;
+}
+
 int zn_trace_write(const char *path, ZnTrace *const *traces, int n, ZnErr *err) {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return zn_err(err, ZN_E_IO, "cannot write trace file '%s': %s", path, strerror(errno));
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return err->code;
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
     int first = 1;
     for (int r = 0; r < n; r++) {   /* one track (thread) per rank, named */

@@ -40,6 +40,10 @@ typedef struct {
 } ZnTraceWatch;
 void zn_trace_watch_init(ZnTraceWatch *tw, ZnTrace *trace, const long *step);
 
+/* Whether the trace can be written at path: its temporary file is made and
+ * removed again, before the run, so a path that cannot be written costs no
+ * training (ZN_E_IO naming it and the system's reason, as zn_trace_write). */
+int zn_trace_check(const char *path, ZnErr *err);
 /* Writes all ranks' traces as one JSON file (atomically: temp + rename). */
 int zn_trace_write(const char *path, ZnTrace *const *traces, int n, ZnErr *err);
 
