@@ -528,6 +528,18 @@ static void test_universal(void **state) {
     assert_int_equal(unlink(p), 0);
     assert_int_not_equal(describe(d, text, sizeof text, &err), 0);
     assert_str_contains(err.msg, "zero/layers.0.bias/exp_avg.pt: missing");
+    /* the first parameter's step.pt: absent, the step is unknown; present
+     * but not a torch.save file, refused naming it */
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/zero/layers.0.weight/step.pt", d);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(zn_ds_open(&ck, d, &err), 0);
+    assert_int_equal(ck.adam_step, -1);
+    zn_ds_close(&ck);
+    zt_write_text(p, "PK");
+    assert_int_equal(zn_ds_open(&ck, d, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "zero/layers.0.weight/step.pt: ");
+    assert_str_contains(err.msg, d);
     assert_int_equal(system(cmd), 0);
     snprintf(p, sizeof p, "%s/zero/layers.0.weight/fp32.pt", d);
     ZnPt f;

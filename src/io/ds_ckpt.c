@@ -412,16 +412,20 @@ static int open_universal(ZnDsCkpt *ck, ZnErr *err) {
     if (!rc) rc = read_params(ck, err);
     if (rc) return rc;
     ck->per_param = PER_PARAM[ck->stage];
-    /* the optimizer's step: the first parameter's step.pt, a plain integer */
-    char name[4400];
+    /* the optimizer's step: the first parameter's step.pt, a plain integer;
+     * unknown (-1) without the file, an error when the file is there but
+     * cannot be read */
+    char name[4400], p[8600];
     ZnPt f;
     long long v;
+    struct stat st;
     ck->adam_step = -1;
     snprintf(name, sizeof name, "zero/%s/step.pt", ck->param[0].name);
-    if (!open_file(&f, ck->path, name, err)) {
-        ck->adam_step = as_int(f.root, &v) ? -1 : v;
-        zn_pt_close(&f);
-    }
+    snprintf(p, sizeof p, "%s/%s", ck->path, name);
+    if (stat(p, &st)) return 0;
+    if ((rc = open_file(&f, ck->path, name, err))) return rc;
+    ck->adam_step = as_int(f.root, &v) ? -1 : v;
+    zn_pt_close(&f);
     return 0;
 }
 
