@@ -11,6 +11,7 @@
 #include "io/ds_ckpt.h"
 #include "io/safetensors.h"
 #include "io/torch_file.h"
+#include "io/zipwrite.h"
 
 #define DSCK "tests/data/dsck/"
 
@@ -30,12 +31,10 @@ static void num(Pk *p, long long v) {   /* LONG1 of 8 bytes: any 64-bit integer 
     raw(p, b, 10);
 }
 
-/* _rebuild_tensor_v2(persid(('storage', torch.<type>, key, 'cpu', numel)), off, size, stride, False, ()) */
-static void tensor_pickle(Pk *p, const char *type, const char *key, long long numel, long long off, int nd,
-                          const long long *size, const long long *stride) {
-    p->n = 0;
-    static const char HEAD[] = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n((";
-    raw(p, HEAD, sizeof HEAD - 1);
+/* _rebuild_tensor_v2's arguments: (persid(('storage', torch.<type>, key, 'cpu', numel)), off, size, stride, False, ()) */
+static void tensor_args(Pk *p, const char *type, const char *key, long long numel, long long off, int nd,
+                        const long long *size, const long long *stride) {
+    raw(p, "((", 2);
     str(p, "storage");
     raw(p, "ctorch\n", 7);
     raw(p, type, strlen(type));
@@ -49,7 +48,17 @@ static void tensor_pickle(Pk *p, const char *type, const char *key, long long nu
     for (int i = 0; i < nd; i++) num(p, size[i]);
     raw(p, "t(", 2);
     for (int i = 0; i < nd; i++) num(p, stride[i]);
-    raw(p, "t\x89)tR.", 6);
+    raw(p, "t\x89)t", 4);
+}
+
+/* _rebuild_tensor_v2(tensor_args) as a whole pickle */
+static void tensor_pickle(Pk *p, const char *type, const char *key, long long numel, long long off, int nd,
+                          const long long *size, const long long *stride) {
+    p->n = 0;
+    static const char HEAD[] = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n";
+    raw(p, HEAD, sizeof HEAD - 1);
+    tensor_args(p, type, key, numel, off, nd, size, stride);
+    raw(p, "R.", 2);
 }
 
 /* zn_pt_tensor on a pickle of our own over a real file's storages */
@@ -128,6 +137,118 @@ static void test_torch_tensors(void **state) {
     assert_str_contains(err.msg, "x: expected a tensor");
     zn_pickle_free(&pk);
     zn_pt_close(&f);
+}
+
+/* a torch.save file of our own: data.pkl, then (name, text) entries */
+static void pt_file(const char *path, const char *pkl_name, const Pk *pkl, int n, const char *const *entries) {
+    ZnZipW z;
+    ZnErr err = {0};
+    assert_int_equal(zn_zipw_open(&z, path, &err), 0);
+    assert_int_equal(zn_zipw_add(&z, pkl_name, (ZnZipPart[]){{pkl->b, pkl->n}}, 1, &err), 0);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(zn_zipw_add(&z, entries[2 * i], (ZnZipPart[]){{entries[2 * i + 1], strlen(entries[2 * i + 1])}},
+                                     1, &err), 0);
+    assert_int_equal(zn_zipw_commit(&z, &err), 0);
+}
+
+/* opening path fails with ZN_E_CORRUPT naming it and want */
+static void pt_refused(const char *path, const char *want) {
+    ZnPt f;
+    ZnErr err = {0};
+    assert_int_equal(zn_pt_open(&f, path, &err), ZN_E_CORRUPT);
+    char full[1024];
+    snprintf(full, sizeof full, "%s: %s", path, want);
+    assert_str_contains(err.msg, full);
+}
+
+/* spec: Z-DSCK-003 the file's records, the tensor wrappers torch writes,
+ * and what is refused in them */
+static void test_torch_records(void **state) {
+    (void)state;
+    const char *path = zt_path("t.pt");
+    static Pk p;
+    static const char DOT[] = "\x80\x02K\x01.";
+    p.n = 0;
+    raw(&p, DOT, sizeof DOT - 1);
+    /* no ARCHIVE/data.pkl: at the root, or with an empty folder name */
+    pt_file(path, "data.pkl", &p, 0, NULL);
+    pt_refused(path, "no entry 'ARCHIVE/data.pkl': not a file torch.save writes");
+    pt_file(path, "/data.pkl", &p, 0, NULL);
+    pt_refused(path, "no entry 'ARCHIVE/data.pkl'");
+    /* byteorder: big-endian, or not a word at all */
+    pt_file(path, "a/data.pkl", &p, 1, (const char *const[]){"a/byteorder", "big"});
+    pt_refused(path, "entry 'a/byteorder' says the tensors are 'big'-endian; zinc reads little-endian files");
+    pt_file(path, "a/data.pkl", &p, 1, (const char *const[]){"a/byteorder", "little-endian-please"});
+    pt_refused(path, "entry 'a/byteorder' is 20 bytes, not 'little' or 'big'");
+    /* little, or no byteorder at all (torch before 1.13): read */
+    ZnPt f;
+    ZnErr err = {0};
+    pt_file(path, "a/data.pkl", &p, 1, (const char *const[]){"a/byteorder", "little"});
+    assert_int_equal(zn_pt_open(&f, path, &err), 0);
+    assert_string_equal(f.archive, "a");
+    assert_int_equal(f.root->i, 1);
+    zn_pt_close(&f);
+
+    /* tensors over a real file's storage '0' (13 float32) */
+    assert_int_equal(zn_pt_open(&f, DSCK "z3/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt", &err), 0);
+    ZnPtTensor t;
+    const long long one = 13, unit = 1;
+    /* _rebuild_parameter(tensor, False, OrderedDict()): the tensor inside */
+    p.n = 0;
+    static const char PARAM[] = "\x80\x02" "ctorch._utils\n_rebuild_parameter\n(ctorch._utils\n_rebuild_tensor_v2\n";
+    raw(&p, PARAM, sizeof PARAM - 1);
+    tensor_args(&p, "FloatStorage", "0", 13, 0, 1, &one, &unit);
+    raw(&p, "R\x89" "ccollections\nOrderedDict\n)RtR.", 32);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), 0);
+    assert_int_equal(t.numel, 13);
+    /* _rebuild_from_type_v2(func, type, args, state): a subclass, read as the tensor its args make */
+    static const char SUB[] = "\x80\x02" "ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n_rebuild_tensor_v2\n"
+                              "ctorch\nTensor\n";
+    p.n = 0;
+    raw(&p, SUB, sizeof SUB - 1);
+    tensor_args(&p, "FloatStorage", "0", 13, 0, 1, &one, &unit);
+    raw(&p, "}tR.", 4);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), 0);
+    assert_int_equal(t.numel, 13);
+    float x[13];
+    assert_int_equal(zn_pt_read(&f, &t, 13, 0, x, &err), 0);   /* an empty run at the end */
+    assert_int_equal(zn_pt_read(&f, &t, 14, 0, x, &err), ZN_E_INTERNAL);
+    assert_str_contains(err.msg, "a read of elements [14, +0) of a contiguous tensor of 13");
+    zn_pt_advise(&f, &t, 0, 13);   /* a hint: nothing to check but that it returns */
+    /* ... rebuilt by something else */
+    static const char SUB2[] = "\x80\x02" "ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n_rebuild_parameter\n"
+                               "ctorch\nTensor\n";
+    p.n = 0;
+    raw(&p, SUB2, sizeof SUB2 - 1);
+    tensor_args(&p, "FloatStorage", "0", 13, 0, 1, &one, &unit);
+    raw(&p, "}tR.", 4);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "optim_states.pt: t: a tensor subclass rebuilt by something other than _rebuild_tensor_v2");
+    /* too few arguments, a storage that is no persistent id, a dtype where a storage type goes */
+    static const char FEW[] = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n(K\x00tR.";
+    p.n = 0;
+    raw(&p, FEW, sizeof FEW - 1);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "optim_states.pt: t: _rebuild_tensor_v2 without (storage, offset, size, stride)");
+    static const char NOPID[] = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n(K\x00QK\x00)\x89)tR.";
+    p.n = 0;
+    raw(&p, NOPID, sizeof NOPID - 1);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "optim_states.pt: t: the storage is not ('storage', type, key, location, numel)");
+    tensor_pickle(&p, "float16", "0", 13, 0, 1, &one, &unit);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "optim_states.pt: t: storage type 'torch float16' is not one zinc reads");
+    zn_pt_close(&f);
+    /* the element types: torch's names and sizes, the floating ones as zinc's dtypes */
+    static const struct { ZnPtType t; const char *name; size_t size; ZnDtype dt; } TY[] = {
+        {ZN_PT_F32, "float32", 4, ZN_F32}, {ZN_PT_F16, "float16", 2, ZN_F16}, {ZN_PT_BF16, "bfloat16", 2, ZN_BF16},
+        {ZN_PT_F64, "float64", 8, ZN_F64}, {ZN_PT_I64, "int64", 8, ZN_DTYPE_N}, {ZN_PT_BOOL, "bool", 1, ZN_DTYPE_N},
+        {ZN_PT_TYPE_N, "?", 0, ZN_DTYPE_N}};
+    for (size_t i = 0; i < ZT_LEN(TY); i++) {
+        assert_string_equal(zn_pt_type_name(TY[i].t), TY[i].name);
+        assert_int_equal(zn_pt_type_size(TY[i].t), TY[i].size);
+        assert_int_equal(zn_pt_float_dtype(TY[i].t), TY[i].dt);
+    }
 }
 
 /* ---- DeepSpeed folders -------------------------------------------------- */
@@ -600,6 +721,7 @@ static void test_every_byte(void **state) {
 
 ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_torch_tensors),
+    cmocka_unit_test(test_torch_records),
     cmocka_unit_test(test_layouts),
     cmocka_unit_test(test_consolidate_as_zero_to_fp32),
     cmocka_unit_test(test_inspect),
