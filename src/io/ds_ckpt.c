@@ -223,7 +223,7 @@ static int read_meta(ZnDsCkpt *ck, ZnErr *err) {
     ck->nshared = sh ? sh->n / 2 : 0;
     ck->shared = zn_calloc(ZN_HOST_IO, (size_t)ck->nshared * 2 + 1, sizeof *ck->shared);
     if (!ck->shared) return zn_nomem(err);
-    for (int i = 0; i < sh->n; i++) {
+    for (int i = 0; sh && i < sh->n; i++) {
         if (sh->item[i]->kind != ZN_PY_STR) return fail(file_of(m), "shared_params holds a name that is not a string");
         if (!(ck->shared[i] = zn_strdup(ZN_HOST_IO, sh->item[i]->s))) return zn_nomem(err);
     }
@@ -467,7 +467,11 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     ck->path = zn_strdup(ZN_HOST_IO, resolve(path, where, sizeof where) ? path : where);
     if (!ck->path) return zn_nomem(err);
     const char *slash = strrchr(ck->path, '/');
-    if (!(ck->tag = zn_strdup(ZN_HOST_IO, slash ? slash + 1 : ck->path))) return zn_nomem(err);
+    if (!(ck->tag = zn_strdup(ZN_HOST_IO, slash ? slash + 1 : ck->path))) {
+        rc = zn_nomem(err);
+        zn_ds_close(ck);
+        return rc;
+    }
     if (is_universal(ck->path)) {
         if ((rc = open_universal(ck, err))) zn_ds_close(ck);
         return rc;
