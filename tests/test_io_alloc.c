@@ -12,6 +12,7 @@
 #include "io/ds_ckpt.h"
 #include "io/pickle.h"
 #include "io/safetensors.h"
+#include "io/swap.h"
 #include "io/torch_file.h"
 #include "io/zipread.h"
 
@@ -94,10 +95,16 @@ static int op_torch(const void *arg, ZnErr *err) {
     return rc;
 }
 
+typedef struct {
+    const char *dir;
+    int consolidate;   /* consolidate syncs its file: once is enough */
+} Folder;
+
 /* open, every state of every parameter read, describe, consolidate */
 static int op_folder(const void *arg, ZnErr *err) {
+    const Folder *fo = arg;
     ZnDsCkpt ck;
-    int rc = zn_ds_open(&ck, arg, err);
+    int rc = zn_ds_open(&ck, fo->dir, err);
     if (rc) return rc;
     for (int w = 0; !rc && w < 3; w++) {
         if (!zn_ds_has_state(&ck, w)) continue;
@@ -121,7 +128,7 @@ static int op_folder(const void *arg, ZnErr *err) {
     snprintf(out, sizeof out, "%s/out.safetensors", zt_tmpdir());
     int nt;
     long long ne;
-    if (!rc) rc = zn_ds_consolidate(&ck, out, ZN_BF16, 1, &nt, &ne, err);
+    if (!rc && fo->consolidate) rc = zn_ds_consolidate(&ck, out, ZN_BF16, 1, &nt, &ne, err);
     if (rc && zt_file_exists(out)) {   /* only a complete file, when the failure came after its rename */
         const long at = pause_failing();
         ZnStFile *st;
@@ -170,7 +177,58 @@ static int op_write(const void *arg, ZnErr *err) {
     return rc;
 }
 
+/* a swap space opened on the I/O path mode names, three files written,
+ * read back, closed and removed */
+static int op_swap(const void *arg, ZnErr *err) {
+    const ZnAioMode mode = *(const ZnAioMode *)arg;
+    char base[512];
+    snprintf(base, sizeof base, "%s/nvme", zt_tmpdir());
+    ZnSwap *s;
+    ZnAioConfig aio;
+    zn_aio_config_default(&aio);
+    aio.intra_op_parallelism = 2;
+    int rc = zn_swap_open(&s, base, 0, 1 << 20, &aio, mode, NULL, err);
+    if (rc) return rc;
+    unsigned char *b = zn_swap_buf_alloc(3 * ZN_SWAP_ALIGN, err);
+    if (!b) rc = err->code;
+    for (int i = 0; !rc && i < 3; i++) {
+        char name[16];
+        int id;
+        snprintf(name, sizeof name, "t%d", i);
+        memset(b, 'a' + i, 3 * ZN_SWAP_ALIGN);
+        rc = zn_swap_file(s, name, 3 * ZN_SWAP_ALIGN, &id, err);
+        if (!rc) rc = zn_swap_write(s, id, 0, b, 3 * ZN_SWAP_ALIGN, err);
+        if (!rc) rc = zn_swap_wait(s, err);
+        memset(b, 0, 3 * ZN_SWAP_ALIGN);
+        if (!rc) rc = zn_swap_read(s, id, ZN_SWAP_ALIGN, b, ZN_SWAP_ALIGN, err);
+        if (!rc) rc = zn_swap_wait(s, err);
+        if (!rc) assert_int_equal(b[0] + b[ZN_SWAP_ALIGN - 1], 2 * ('a' + i));
+    }
+    zn_swap_buf_free(b);
+    zn_swap_close(s, 1);
+    return rc;
+}
+
 /* ---- the tests ----------------------------------------------------------- */
+
+/* spec: Z-DSCK-010 the NVMe swap space, on either I/O path */
+static void test_swap(void **state) {
+    (void)state;
+    static const ZnAioMode THREADS = ZN_AIO_THREADS, URING = ZN_AIO_URING;
+    assert_true(sweep("swap (threads)", op_swap, &THREADS) > 0);
+    ZnSwap *s;
+    ZnErr err = {0};
+    char base[512];
+    snprintf(base, sizeof base, "%s/nvme", zt_tmpdir());
+    if (zn_swap_open(&s, base, 0, 0, NULL, ZN_AIO_URING, NULL, &err)) {
+        printf("test_swap: no io_uring here (%s): the threads path only\n", err.msg);
+        return;
+    }
+    zn_swap_close(s, 1);
+    assert_true(sweep("swap (io_uring)", op_swap, &URING) > 0);
+}
+
+
 
 /* spec: Z-DSCK-010 pickles, torch.save files and zips */
 static void test_readers(void **state) {
@@ -186,8 +244,8 @@ static void test_readers(void **state) {
 /* spec: Z-DSCK-010 DeepSpeed folders: opened, read, described, consolidated */
 static void test_folders(void **state) {
     (void)state;
-    static const char *DIRS[] = {DSCK "z2", DSCK "z3", DSCK "z2-universal"};
-    for (size_t k = 0; k < ZT_LEN(DIRS); k++) assert_true(sweep(DIRS[k], op_folder, DIRS[k]) > 0);
+    static const Folder DIRS[] = {{DSCK "z2", 0}, {DSCK "z3", 1}, {DSCK "z2-universal", 0}};
+    for (size_t k = 0; k < ZT_LEN(DIRS); k++) assert_true(sweep(DIRS[k].dir, op_folder, &DIRS[k]) > 0);
     const char *st = DSCK "z3/expected.safetensors";
     assert_true(sweep(st, op_safetensors, st) > 0);
 }
@@ -213,4 +271,5 @@ static void test_to_deepspeed(void **state) {
 ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_readers),
     cmocka_unit_test(test_folders),
-    cmocka_unit_test(test_to_deepspeed))
+    cmocka_unit_test(test_to_deepspeed),
+    cmocka_unit_test(test_swap))
