@@ -604,6 +604,65 @@ static void count_none(ZnPy *r) { *slot(OSD(r), "partition_count") = &NONE; }
 static void count_big(ZnPy *r) { *slot(OSD(r), "partition_count") = &BIG; }
 static void no_flat(ZnPy *r) { drop(OSD(r), "single_partition_of_fp32_groups"); }
 static void flat_one_group(ZnPy *r) { (*slot(OSD(r), "single_partition_of_fp32_groups"))->n = 1; }
+static void no_meta(ZnPy *r) {
+    static const char *const KEYS[] = {"global_steps", "global_samples", "skipped_steps", "ds_version", "lr_scheduler"};
+    for (size_t k = 0; k < ZT_LEN(KEYS); k++) drop(r, KEYS[k]);
+}
+static void no_scaler(ZnPy *r) {
+    drop(OSD(r), "dynamic_loss_scale");
+    drop(OSD(r), "loss_scaler");
+}
+static void pad_int(ZnPy *r) { *slot(OSD(r), "param_alignment_paddings") = &INT7; }
+static void pad_none(ZnPy *r) { *slot(OSD(r), "param_alignment_paddings") = &NONE; }
+static void pad_group_int(ZnPy *r) { (*slot(OSD(r), "param_alignment_paddings"))->item[0] = &INT7; }
+static void pad_short(ZnPy *r) {   /* group 1 (the two biases) given group 0's one count */
+    ZnPy *p = *slot(OSD(r), "param_alignment_paddings");
+    p->item[1] = p->item[0];
+}
+static void pad_long(ZnPy *r) {   /* group 0 (one weight) given group 1's two counts */
+    ZnPy *p = *slot(OSD(r), "param_alignment_paddings");
+    p->item[0] = p->item[1];
+}
+static ZnPy INT99 = {.kind = ZN_PY_INT, .i = 99};
+static ZnPy SHAPE99 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT99}, .n = 1};
+/* param_shapes' first parameter (a torch.Size call) made (99,) */
+static void shape_99(ZnPy *r) { (*slot(r, "param_shapes"))->item[0]->item[1]->item[1]->item[0] = &SHAPE99; }
+static ZnPy *moments(ZnPy *r, int g) {
+    ZnPy *st = *slot(*slot(OSD(r), "base_optimizer_state"), "state");
+    for (int k = 0; k < st->n; k += 2)
+        if (st->item[k]->i == g) return st->item[k + 1];
+    fail_msg("no state of group %d", g);
+    return NULL;
+}
+static void no_exp_avg(ZnPy *r) { drop(moments(r, 0), "exp_avg"); }
+static void exp_avg_short(ZnPy *r) { *slot(moments(r, 0), "exp_avg") = *slot(moments(r, 1), "exp_avg"); }
+static void flat_swapped(ZnPy *r) {
+    ZnPy *l = *slot(OSD(r), "single_partition_of_fp32_groups"), *t = l->item[0];
+    l->item[0] = l->item[1];
+    l->item[1] = t;
+}
+
+static void meta_defaults(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->global_steps, -1);
+    assert_int_equal(ck->global_samples, -1);
+    assert_int_equal(ck->skipped_steps, -1);
+    assert_string_equal(ck->ds_version, "?");
+    assert_int_equal(ck->sched_t, -2);   /* no scheduler: global_steps - 1 */
+    assert_string_equal(ck->lr_scheduler, "<null>");
+}
+static void scaler_defaults(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->dynamic_scale, 0);
+    assert_true(ck->cur_scale == 1.0);
+    assert_int_equal(ck->scaler_cur_iter, -1);
+    assert_int_equal(ck->scaler_hysteresis, -1);
+}
+static void no_shared_names(const ZnDsCkpt *ck) { assert_int_equal(ck->nshared, 0); }
+static void opens(const ZnDsCkpt *ck) { assert_int_equal(ck->nparams, 3); }
+static void no_moments(const ZnDsCkpt *ck) {
+    assert_false(zn_ds_has_state(ck, ZN_DS_EXP_AVG));
+    assert_false(zn_ds_has_state(ck, ZN_DS_EXP_AVG_SQ));
+    assert_true(zn_ds_has_state(ck, ZN_DS_FP32));
+}
 
 /* spec: Z-DSCK-005 a model-states or optimizer file that is a torch.save
  * file but not what DeepSpeed writes: refused naming the file and the key */
@@ -612,9 +671,32 @@ static void test_edited_files(void **state) {
     static const struct {
         const char *file;
         void (*edit)(ZnPy *);
-        const char *want;   /* NULL: opens */
+        const char *want;   /* NULL: opens, and check holds */
+        void (*check)(const ZnDsCkpt *);
     } CASES[] = {
-        {"mp_rank_00_model_states.pt", no_shared, NULL},
+        {"mp_rank_00_model_states.pt", no_shared, NULL, no_shared_names},
+        {"mp_rank_00_model_states.pt", no_meta, NULL, meta_defaults},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_scaler, NULL, scaler_defaults},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_none, NULL, opens},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_exp_avg, NULL, no_moments},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_int,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings is not a list of 2 groups"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_group_int,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings[0] has no count for parameter 0"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_short,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings[1] has no count for parameter 1"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_long,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings[0] has 2 counts for 1 parameters"},
+        {"mp_rank_00_model_states.pt", shape_99, "zero_pp_rank_0_mp_rank_00_optim_states.pt: group 0: its parameters "
+         "take 99 elements, the ranks' partitions hold 25: param_shapes and the partitions disagree"},
+        {"zero_pp_rank_1_mp_rank_00_optim_states.pt", no_exp_avg, "zero_pp_rank_1_mp_rank_00_optim_states.pt: "
+         "optimizer state of group 0 has no 'exp_avg' where rank 0's group 0 has one"},
+        /* group 0's 25 elements padded to 28 (a multiple of 2W): 14 a rank, rank 1's fp32 slice saved as 11;
+         * group 1's 10 padded to 12: 6 a rank */
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", exp_avg_short, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer state 0 'exp_avg' is float32 of 6 elements; the fp32 partition has 14 float32"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", flat_swapped, "zero_pp_rank_1_mp_rank_00_optim_states.pt: "
+         "optimizer_state_dict.single_partition_of_fp32_groups[0] holds 11 elements, rank 0's 6: the partitions disagree"},
         {"mp_rank_00_model_states.pt", shared_int, "mp_rank_00_model_states.pt: shared_params is not a dict"},
         {"mp_rank_00_model_states.pt", buffers_int, "mp_rank_00_model_states.pt: buffer_names is not a list"},
         {"mp_rank_00_model_states.pt", no_param_shapes,
@@ -651,8 +733,7 @@ static void test_edited_files(void **state) {
         const int rc = zn_ds_open(&ck, d, &err);
         if (!CASES[k].want) {
             if (rc) fail_msg("case %zu: %s", k, err.msg);
-            assert_int_equal(ck.nshared, 0);   /* no shared_params: no shared names */
-            assert_int_equal(ck.nparams, 3);
+            CASES[k].check(&ck);
             zn_ds_close(&ck);
             continue;
         }
@@ -660,6 +741,43 @@ static void test_edited_files(void **state) {
         assert_str_contains(err.msg, d);
         assert_str_contains(err.msg, CASES[k].want);
     }
+    /* stage 3: each parameter takes ceil(numel / W) of every rank's partition,
+     * 13 + 3 + 3 = 19; with the weight 99 long, 50 + 3 + 3 */
+    copy_fixture("z3", d);
+    snprintf(file, sizeof file, "%s/zero_pp_rank_0_mp_rank_00_model_states.pt", d);
+    edit_pt(file, shape_99);
+    refused(d, 0, "zero_pp_rank_0_mp_rank_00_optim_states.pt: the parameters take 56 elements of every rank's "
+                  "partition, which holds 19: param_shapes and the partitions disagree");
+}
+
+/* spec: Z-DSCK-004 what names a folder: its `latest` (a name, trimmed of
+ * line ends and spaces, without '/'), or the folder itself */
+static void test_folder_names(void **state) {
+    (void)state;
+    const char *d = zt_path("names");
+    char p[512], cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp -r " DSCK "z2/global_step2 %s/", d, d, d);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/latest", d);
+    static const struct { const char *text; int folder; } LATEST[] = {
+        {"global_step2", 1}, {"global_step2\r\n ", 1}, {"", 0}, {" \n", 0}, {"x/global_step2", 0}, {"nope", 0}};
+    for (size_t k = 0; k < ZT_LEN(LATEST); k++) {
+        zt_write_text(p, LATEST[k].text);
+        if (zn_ds_is_folder(d) != LATEST[k].folder) fail_msg("latest '%s': is_folder %d", LATEST[k].text, !LATEST[k].folder);
+    }
+    unlink(p);
+    /* no optimizer files, or no folder at all */
+    ZnDsCkpt ck;
+    ZnErr err = {0};
+    char want[600];
+    assert_int_equal(zn_ds_open(&ck, d, &err), ZN_E_CORRUPT);
+    snprintf(want, sizeof want, "%s: no *_optim_states.pt files: not a DeepSpeed ZeRO checkpoint", d);
+    assert_string_equal(err.msg, want);
+    snprintf(p, sizeof p, "%s/none", d);
+    assert_false(zn_ds_is_folder(p));
+    assert_int_equal(zn_ds_open(&ck, p, &err), ZN_E_IO);
+    snprintf(want, sizeof want, "%s: cannot open the folder (No such file or directory)", p);
+    assert_string_equal(err.msg, want);
 }
 
 /* spec: Z-DSCK-005 */
@@ -906,6 +1024,7 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_inspect),
     cmocka_unit_test(test_damaged_folders),
     cmocka_unit_test(test_edited_files),
+    cmocka_unit_test(test_folder_names),
     cmocka_unit_test(test_finite_over_own_elements),
     cmocka_unit_test(test_resume_any_world_and_stage),
     cmocka_unit_test(test_universal),
