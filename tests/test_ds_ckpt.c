@@ -750,6 +750,58 @@ static void test_edited_files(void **state) {
                   "partition, which holds 19: param_shapes and the partitions disagree");
 }
 
+static void no_module(ZnPy *r) { drop(r, "module"); }
+static void module_no_bias(ZnPy *r) { drop(*slot(r, "module"), "layers.0.bias"); }
+static void module_weight_is_bias(ZnPy *r) {
+    ZnPy *m = *slot(r, "module");
+    *slot(m, "layers.0.weight") = *slot(m, "layers.0.bias");
+}
+static void module_weight_int(ZnPy *r) { *slot(*slot(r, "module"), "layers.0.weight") = &INT7; }
+static ZnPy BUF_NAME = {.kind = ZN_PY_STR, .s = "running_mean", .len = 12};
+static ZnPy ONE_BUFFER = {.kind = ZN_PY_LIST, .item = (ZnPy *[]){&BUF_NAME}, .n = 1};
+static void one_buffer(ZnPy *r) { *slot(r, "buffer_names") = &ONE_BUFFER; }
+
+/* spec: Z-DSCK-005 what `ckpt inspect` checks beyond opening: the module's
+ * tensors against param_shapes; consolidate refuses buffers */
+static void test_edited_describe(void **state) {
+    (void)state;
+    static const struct {
+        void (*edit)(ZnPy *);
+        const char *want;
+    } CASES[] = {
+        {no_module, "mp_rank_00_model_states.pt: no 'module' dict"},
+        {module_no_bias, "mp_rank_00_model_states.pt: module['layers.0.bias'] is missing; param_shapes lists it"},
+        {module_weight_is_bias, "mp_rank_00_model_states.pt: module['layers.0.weight'] has 1 dimensions (first 5), "
+                                "param_shapes says 2 (first 5)"},
+        {module_weight_int, "mp_rank_00_model_states.pt: module['layers.0.weight']: expected a tensor"},
+    };
+    const char *d = zt_path("edit");
+    char file[512], text[4096];
+    for (size_t k = 0; k < ZT_LEN(CASES); k++) {
+        copy_fixture("z2", d);
+        snprintf(file, sizeof file, "%s/mp_rank_00_model_states.pt", d);
+        edit_pt(file, CASES[k].edit);
+        refused(d, 1, CASES[k].want);
+    }
+    copy_fixture("z2", d);
+    edit_pt(file, one_buffer);
+    ZnDsCkpt ck;
+    ZnErr err = {0};
+    assert_int_equal(zn_ds_open(&ck, d, &err), 0);
+    assert_int_equal(ck.nbuffers, 1);
+    int n;
+    long long elements;
+    const char *out = zt_path("buf.safetensors");
+    assert_int_equal(zn_ds_consolidate(&ck, out, ZN_F32, 0, &n, &elements, &err), ZN_E_USAGE);
+    char want[600];
+    snprintf(want, sizeof want, "%s: 0 frozen parameters and 1 buffers: zinc consolidates trainable parameters only", d);
+    assert_string_equal(err.msg, want);
+    assert_false(zt_file_exists(out));
+    zn_ds_close(&ck);
+    assert_int_equal(describe(d, text, sizeof text, &err), 0);
+    assert_str_contains(text, "0 frozen; 1 buffers");
+}
+
 /* spec: Z-DSCK-004 what names a folder: its `latest` (a name, trimmed of
  * line ends and spaces, without '/'), or the folder itself */
 static void test_folder_names(void **state) {
@@ -1025,6 +1077,7 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_damaged_folders),
     cmocka_unit_test(test_edited_files),
     cmocka_unit_test(test_folder_names),
+    cmocka_unit_test(test_edited_describe),
     cmocka_unit_test(test_finite_over_own_elements),
     cmocka_unit_test(test_resume_any_world_and_stage),
     cmocka_unit_test(test_universal),
