@@ -9,6 +9,7 @@
  * binary too. */
 #include "testutil.h"
 #include "core/alloc.h"
+#include "core/fileio.h"
 #include "io/ds_ckpt.h"
 #include "io/pickle.h"
 #include "io/safetensors.h"
@@ -248,9 +249,39 @@ static void test_folders(void **state) {
     for (size_t k = 0; k < ZT_LEN(DIRS); k++) assert_true(sweep(DIRS[k].dir, op_folder, &DIRS[k]) > 0);
     const char *st = DSCK "z3/expected.safetensors";
     assert_true(sweep(st, op_safetensors, st) > 0);
+    /* consolidate with each I/O operation failing in turn: ZN_E_IO naming
+     * the fault, and no file but a complete one */
+    ZnDsCkpt ck;
+    ZnErr err = {0};
+    assert_int_equal(zn_ds_open(&ck, DSCK "z3", &err), 0);
+    const char *out = zt_path("io.safetensors");
+    long op = 1;
+    for (;; op++) {
+        int n;
+        long long ne;
+        zn_fault_set(op, 0, 0);
+        int rc = zn_ds_consolidate(&ck, out, ZN_F32, 0, &n, &ne, &err);
+        const long ops = zn_fault_ops();
+        zn_fault_set(0, 0, 0);
+        if (ops < op) {
+            if (rc) fail_msg("consolidate without a fault: %s", err.msg);
+            break;
+        }
+        if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+            fail_msg("consolidate, I/O op %ld failing: rc %d: %s", op, rc, err.msg);
+        ZnStFile *f;
+        ZnErr e2 = {0};
+        if (zt_file_exists(out) && (!strstr(err.msg, "renamed into place") || zn_st_open(&f, out, &e2)))
+            fail_msg("consolidate failed at I/O op %ld (%s) and left %s (%s)", op, err.msg, out, e2.msg);
+        if (zt_file_exists(out)) zn_st_close(f);
+        unlink(out);
+    }
+    assert_true(op > 3);
+    zn_ds_close(&ck);
 }
 
-/* spec: Z-DSCK-010 zinc's checkpoint written as DeepSpeed's */
+/* spec: Z-DSCK-010 zinc's checkpoint written as DeepSpeed's, out of memory
+ * and with each I/O operation failing */
 static void test_to_deepspeed(void **state) {
     (void)state;
     char dir[512], tag[600];
@@ -266,6 +297,23 @@ static void test_to_deepspeed(void **state) {
     zn_run_opts_free(&o);
     snprintf(tag, sizeof tag, "%s/global_step1", dir);
     assert_true(sweep("to-deepspeed", op_write, tag) > 0);
+    /* and every I/O operation (core/fileio.h's: open, read, write, fsync,
+     * rename, mkdir) failing in turn, once: a clean ZN_E_IO naming the
+     * injected fault, `latest` only where its folder opens */
+    long op = 1;
+    for (;; op++) {
+        zn_fault_set(op, 0, 0);
+        int rc = op_write(tag, &err);
+        const long ops = zn_fault_ops();
+        zn_fault_set(0, 0, 0);
+        if (ops < op) {
+            if (rc) fail_msg("to-deepspeed without a fault: %s", err.msg);
+            break;
+        }
+        if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+            fail_msg("to-deepspeed, I/O op %ld failing: rc %d: %s", op, rc, err.msg);
+    }
+    assert_true(op > 10);
 }
 
 ZT_MAIN_TMPDIR(
