@@ -231,7 +231,8 @@ static void test_swap(void **state) {
 
 
 
-/* spec: Z-DSCK-010 pickles, torch.save files and zips */
+/* spec: Z-DSCK-010 pickles, torch.save files and zips, out of memory and
+ * with each I/O operation failing */
 static void test_readers(void **state) {
     (void)state;
     static const char *PKL[] = {"tests/fuzz/dsck/plain-proto2.pkl", "tests/fuzz/dsck/shared-proto3.pkl", "tests/fuzz/dsck/ordered.pkl",
@@ -240,6 +241,24 @@ static void test_readers(void **state) {
     static const char *PT[] = {"tests/fuzz/dsck/torch-save.pt", "tests/fuzz/dsck/deepspeed-z3-optim.pt",
                                "tests/fuzz/dsck/deepspeed-universal-fp32.pt"};
     for (size_t k = 0; k < ZT_LEN(PT); k++) assert_true(sweep(PT[k], op_torch, PT[k]) > 0);
+    /* each I/O operation failing in turn: ZN_E_IO naming the fault */
+    for (size_t k = 0; k < ZT_LEN(PT); k++) {
+        long op = 1;
+        for (;; op++) {
+            ZnErr err = {0};
+            zn_fault_set(op, 0, 0);
+            int rc = op_torch(PT[k], &err);
+            const long ops = zn_fault_ops();
+            zn_fault_set(0, 0, 0);
+            if (ops < op) {
+                if (rc) fail_msg("%s without a fault: %s", PT[k], err.msg);
+                break;
+            }
+            if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+                fail_msg("%s, I/O op %ld failing: rc %d: %s", PT[k], op, rc, err.msg);
+        }
+        assert_true(op > 3);
+    }
 }
 
 /* spec: Z-DSCK-010 DeepSpeed folders: opened, read, described, consolidated */
