@@ -953,6 +953,55 @@ static void test_resume_any_world_and_stage(void **state) {
     zn_data_free(&c.data);
 }
 
+static ZnPy NAME_X = {.kind = ZN_PY_STR, .s = "x", .len = 1};
+static void rename_bias(ZnPy *r) { (*slot(r, "param_shapes"))->item[1]->item[0] = &NAME_X; }
+
+/* spec: Z-DSCK-007 a folder that is not this run's, or lacks what a resume
+ * needs: refused naming it */
+static void test_resume_refusals(void **state) {
+    (void)state;
+    Resume c;
+    ZnErr err = {0};
+    memset(&c, 0, sizeof c);
+    ZnConfigArgs args = zt_args(1, 1, -1, -1, -1);
+    zt_config(&c.cfg, CFG32, &args);
+    /* the same names, another width: mlp:6,6,6's first weight is 6 x 6 */
+    c.dir = DSCK "z2";
+    assert_int_equal(zn_model_parse("mlp:6,6,6,tie:1=0", &c.model, &err), 0);
+    assert_int_equal(zn_data_init(&c.data, 6, 6, 1234), 0);
+    assert_int_equal(zt_sim_run(1, resume_rank, &c, 60, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "tests/data/dsck/z2/global_step2: parameter 'layers.0.weight' has 2 dimensions (first 5) "
+                                 "in the checkpoint, 2 (first 6) in this model");
+    zn_data_free(&c.data);
+    assert_int_equal(zn_model_parse("mlp:5,5,5,tie:1=0", &c.model, &err), 0);
+    assert_int_equal(zn_data_init(&c.data, 5, 5, 1234), 0);
+    static const struct {
+        const char *file;
+        void (*edit)(ZnPy *);
+        int rc;
+        const char *want;
+    } CASES[] = {
+        {"mp_rank_00_model_states.pt", rename_bias, ZN_E_USAGE,
+         "this model's parameter 'layers.0.bias' is not in the checkpoint (its first is 'layers.0.weight')"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_exp_avg, ZN_E_USAGE,
+         "no Adam state (exp_avg, exp_avg_sq, step): zinc resumes Adam and AdamW"},
+        {"mp_rank_00_model_states.pt", no_meta, ZN_E_CORRUPT,
+         "global_steps, global_samples or skipped_steps missing from "},
+    };
+    const char *d = zt_path("redit");
+    char file[512];
+    for (size_t k = 0; k < ZT_LEN(CASES); k++) {
+        copy_fixture("z2", d);
+        snprintf(file, sizeof file, "%s/%s", d, CASES[k].file);
+        edit_pt(file, CASES[k].edit);
+        c.dir = d;
+        assert_int_equal(zt_sim_run(1, resume_rank, &c, 60, &err), CASES[k].rc);
+        assert_str_contains(err.msg, d);
+        assert_str_contains(err.msg, CASES[k].want);
+    }
+    zn_data_free(&c.data);
+}
+
 /* spec: Z-DSCK-008 */
 static void test_universal(void **state) {
     (void)state;
@@ -1080,5 +1129,6 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_edited_describe),
     cmocka_unit_test(test_finite_over_own_elements),
     cmocka_unit_test(test_resume_any_world_and_stage),
+    cmocka_unit_test(test_resume_refusals),
     cmocka_unit_test(test_universal),
     cmocka_unit_test(test_every_byte))
