@@ -7,10 +7,12 @@
  * zinc's own checkpoint. `make test-deepspeed` has DeepSpeed resume them. */
 #include "testutil.h"
 #include "app/cli.h"
+#include "core/fileio.h"
 #include "io/checkpoint.h"
 #include "io/ds_ckpt.h"
 #include "io/pickle_write.h"
 #include "io/torch_file.h"
+#include "io/zipread.h"
 #include "io/zipwrite.h"
 
 #define DSCK "tests/data/dsck/"
@@ -203,6 +205,63 @@ static void test_zip64(void **state) {
     zn_pt_close(&f);
 }
 
+/* a zip of 1100 small entries and one of 70000 zero bytes: its writes
+ * span several of the writer's 64 KiB flushes, in the entries and in the
+ * directory */
+static int big_zip(const char *path, uint64_t zip64_at, ZnErr *err) {
+    ZnZipW z;
+    int rc = zn_zipw_open(&z, path, err);
+    if (rc) return rc;
+    z.zip64_at = zip64_at;
+    static const char TEXT[50] = "fifty bytes of an entry, the same in every one...";
+    for (int i = 0; i < 1100 && !rc; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "archive/data/%d", i);
+        rc = zn_zipw_add(&z, name, (ZnZipPart[]){{TEXT, sizeof TEXT}}, 1, err);
+    }
+    if (!rc) rc = zn_zipw_add(&z, "archive/zeros", (ZnZipPart[]){{TEXT, 10}, {NULL, 70000}}, 2, err);
+    if (!rc) return zn_zipw_commit(&z, err);
+    zn_zipw_abort(&z);
+    return rc;
+}
+
+/* spec: Z-DSCK-009 — the zip writer with each I/O operation failing in
+ * turn: ZN_E_IO naming the fault, and nothing left under the name */
+static void test_zip_writer_faults(void **state) {
+    (void)state;
+    const char *path = zt_path("big.zip");
+    for (int v = 0; v < 2; v++) {
+        const uint64_t zip64_at = v ? 8 : 0xFFFFFFFFu;
+        long op = 1;
+        for (;; op++) {
+            ZnErr err = {0};
+            zn_fault_set(op, 0, 0);
+            int rc = big_zip(path, zip64_at, &err);
+            const long ops = zn_fault_ops();
+            zn_fault_set(0, 0, 0);
+            if (ops < op) {
+                if (rc) fail_msg("without a fault: %s", err.msg);
+                break;
+            }
+            if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+                fail_msg("I/O op %ld failing: rc %d: %s", op, rc, err.msg);
+            if (zt_file_exists(path) && !strstr(err.msg, "renamed into place"))
+                fail_msg("I/O op %ld failing (%s) left %s", op, err.msg, path);
+            unlink(path);
+        }
+        assert_true(op > 6);
+        /* the file written whole reads back: 1101 entries, the last all zeros past its 10 bytes */
+        ZnZip z;
+        ZnErr err = {0};
+        assert_int_equal(zn_zip_open(&z, path, &err), 0);
+        assert_int_equal(z.n, 1101);
+        for (int i = 0; i < z.n; i++) assert_int_equal(zn_zip_check_crc(&z, &z.e[i], &err), 0);
+        assert_int_equal(z.e[1100].size, 70010);
+        zn_zip_close(&z);
+        unlink(path);
+    }
+}
+
 /* zinc trains MODEL for steps at world 2 and stage with the config cfg
  * (a whole ds_config) and saves into dir */
 static void train_cfg(const char *dir, int stage, const char *cfg, long steps) {
@@ -338,6 +397,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_zip64),
+        cmocka_unit_test(test_zip_writer_faults),
         cmocka_unit_test(test_fp16_scheduler_subgroups),
         cmocka_unit_test(test_cli),
     };
