@@ -422,6 +422,12 @@ static void test_write_rejects(void **state) {
         {{{.name = "a", .dtype = ZN_U8, .ndim = 3, .shape = {1 << 20, 1 << 20, 1 << 20}, .data = v}}, 1, "2^53 bytes"},
         {{{.name = "a", .dtype = ZN_U8, .ndim = 2, .shape = {(int64_t)1 << 53, (int64_t)1 << 53}, .data = v}}, 1,
          "too many elements"},
+        {{{.name = "a", .dtype = ZN_U8, .ndim = 1, .shape = {((int64_t)1 << 53) + 1}, .data = v}}, 1,
+         "tensor 'a': dimension 0 is 9007199254740993"},
+        /* 2^52 and 3 * 2^51 bytes, each under 2^53, together 2^53 + 2^51: checked as the offsets add up */
+        {{{.name = "a", .dtype = ZN_U8, .ndim = 1, .shape = {(int64_t)1 << 52}, .data = v},
+          {.name = "b", .dtype = ZN_U8, .ndim = 2, .shape = {(int64_t)1 << 51, 3}, .data = v}}, 2,
+         "tensors total more than 2^53 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
@@ -443,6 +449,22 @@ static void test_write_rejects(void **state) {
         assert_str_contains(err.msg, needles[i]);
         assert_false(exists(g_path));
     }
+    /* past the metadata-entry limit; an empty list is no __metadata__ at all */
+    const char **many = malloc(sizeof *many * (2 * (ZN_ST_MAX_META + 1) + 1));
+    assert_non_null(many);
+    for (int i = 0; i < 2 * (ZN_ST_MAX_META + 1); i++) many[i] = "k";
+    many[2 * (ZN_ST_MAX_META + 1)] = NULL;
+    assert_int_equal(zn_st_write(g_path, &ok, 1, many, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "more than 65536 metadata entries");
+    assert_false(exists(g_path));
+    free(many);
+    const char *none[] = {NULL};
+    assert_int_equal(zn_st_write(g_path, &ok, 1, none, &err), 0);
+    ZnStFile *f;
+    assert_int_equal(zn_st_open(&f, g_path, &err), 0);
+    assert_int_equal(zn_st_meta_count(f), 0);
+    zn_st_close(f);
+    unlink(g_path);
     assert_int_equal(zn_st_write(g_path, &ok, -1, NULL, &err), ZN_E_USAGE);
     assert_int_equal(zn_st_write(g_path, NULL, 1, NULL, &err), ZN_E_USAGE);
     assert_int_equal(zn_st_write(g_path, &ok, ZN_ST_MAX_TENSORS + 1, NULL, &err), ZN_E_USAGE);
