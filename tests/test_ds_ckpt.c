@@ -189,6 +189,33 @@ static void test_torch_records(void **state) {
     assert_int_equal(f.root->i, 1);
     zn_pt_close(&f);
 
+    /* a data.pkl past 256 MiB: refused before it is read (a sparse file:
+     * the local header, a hole of 2^28 + 1 bytes, the directory) */
+    {
+        const uint32_t big = (256u << 20) + 1;
+        unsigned char loc[30 + 10] = {0x50, 0x4b, 0x03, 0x04, 20}, cen[46 + 10] = {0x50, 0x4b, 0x01, 0x02, 20, 0, 20},
+                      end[22] = {0x50, 0x4b, 0x05, 0x06};
+        for (int i = 0; i < 4; i++) {
+            loc[18 + i] = loc[22 + i] = cen[20 + i] = cen[24 + i] = (unsigned char)(big >> (8 * i));
+        }
+        loc[26] = cen[28] = 10;   /* the name's length */
+        memcpy(loc + 30, "a/data.pkl", 10);
+        memcpy(cen + 46, "a/data.pkl", 10);
+        const uint64_t cd_at = sizeof loc + (uint64_t)big;
+        end[8] = end[10] = 1;   /* one entry */
+        end[12] = sizeof cen;
+        for (int i = 0; i < 4; i++) end[16 + i] = (unsigned char)(cd_at >> (8 * i));
+        FILE *w = fopen(path, "wb");
+        assert_non_null(w);
+        assert_int_equal(fwrite(loc, 1, sizeof loc, w), sizeof loc);
+        assert_int_equal(fseeko(w, (off_t)cd_at, SEEK_SET), 0);
+        assert_int_equal(fwrite(cen, 1, sizeof cen, w), sizeof cen);
+        assert_int_equal(fwrite(end, 1, sizeof end, w), sizeof end);
+        assert_int_equal(fclose(w), 0);
+        pt_refused(path, "entry 'a/data.pkl' is 268435457 bytes, more than the 268435456-byte limit of a "
+                         "checkpoint's pickle");
+        unlink(path);
+    }
     /* tensors over a real file's storage '0' (13 float32) */
     assert_int_equal(zn_pt_open(&f, DSCK "z3/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt", &err), 0);
     ZnPtTensor t;
