@@ -613,6 +613,7 @@ static void drop(ZnPy *d, const char *key) {
     d->n -= 2;
 }
 
+static ZnPy NAME_FROZEN = {.kind = ZN_PY_STR, .s = "frozen.weight", .len = 13};
 static ZnPy INT7 = {.kind = ZN_PY_INT, .i = 7}, NEG = {.kind = ZN_PY_INT, .i = -1}, NONE = {.kind = ZN_PY_NONE};
 static ZnPy BIG = {.kind = ZN_PY_INT, .i = (1 << 20) + 1}, EMPTY_LIST = {.kind = ZN_PY_LIST};
 static ZnPy *OSD(ZnPy *root) { return *slot(root, "optimizer_state_dict"); }
@@ -669,6 +670,45 @@ static void flat_swapped(ZnPy *r) {
     l->item[1] = t;
 }
 
+static ZnPy INT2 = {.kind = ZN_PY_INT, .i = 2}, INT14 = {.kind = ZN_PY_INT, .i = 14}, INT3 = {.kind = ZN_PY_INT, .i = 3};
+static ZnPy SHAPE_2x7 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT2, &(ZnPy){.kind = ZN_PY_INT, .i = 7}}, .n = 2};
+static ZnPy STRIDE_7x1 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&(ZnPy){.kind = ZN_PY_INT, .i = 7},
+                                                                 &(ZnPy){.kind = ZN_PY_INT, .i = 1}}, .n = 2};
+static ZnPy COUNTS_3 = {.kind = ZN_PY_LIST, .item = (ZnPy *[]){&INT3, &INT3}, .n = 2};
+static ZnPy FROZEN = {.kind = ZN_PY_DICT, .item = (ZnPy *[]){&NAME_FROZEN, &NONE}, .n = 2};
+/* rank 0's group-0 partition (14 float32) viewed as 2 x 7 */
+static void flat_2d(ZnPy *r) {
+    ZnPy *t = (*slot(OSD(r), "single_partition_of_fp32_groups"))->item[0];
+    t->item[1]->item[2] = &SHAPE_2x7;
+    t->item[1]->item[3] = &STRIDE_7x1;
+}
+static void flat_int(ZnPy *r) { (*slot(OSD(r), "single_partition_of_fp32_groups"))->item[0] = &INT7; }
+static void exp_avg_int(ZnPy *r) { *slot(moments(r, 0), "exp_avg") = &INT7; }
+static void no_step(ZnPy *r) { drop(moments(r, 0), "step"); }
+static void version_int(ZnPy *r) { *slot(r, "ds_version") = &INT7; }
+static void shared_value_int(ZnPy *r) { (*slot(r, "shared_params"))->item[1] = &INT7; }
+static void frozen_one(ZnPy *r) { *slot(r, "frozen_param_shapes") = &FROZEN; }
+static void stage_plain(ZnPy *r) { *slot(OSD(r), "zero_stage") = &INT2; }
+static void count_plain(ZnPy *r) { *slot(OSD(r), "partition_count") = &INT2; }
+static void counts_3(ZnPy *r) { *slot(OSD(r), "partition_count") = &COUNTS_3; }
+static void scale_int(ZnPy *r) {
+    ZnPy *ls = *slot(OSD(r), "loss_scaler");
+    assert_int_equal(ls->kind, ZN_PY_CALL);
+    *slot(ls->item[2], "cur_scale") = &INT14;
+}
+
+static void version_unknown(const ZnDsCkpt *ck) { assert_string_equal(ck->ds_version, "?"); }
+static void one_frozen(const ZnDsCkpt *ck) { assert_int_equal(ck->nfrozen, 1); }
+static void stage2_world2(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->stage, 2);
+    assert_int_equal(ck->world, 2);
+}
+static void no_adam_step(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->adam_step, -1);
+    assert_true(zn_ds_has_state(ck, ZN_DS_EXP_AVG));
+}
+static void scale_14(const ZnDsCkpt *ck) { assert_true(ck->cur_scale == 14.0); }
+
 static void meta_defaults(const ZnDsCkpt *ck) {
     assert_int_equal(ck->global_steps, -1);
     assert_int_equal(ck->global_samples, -1);
@@ -706,6 +746,23 @@ static void test_edited_files(void **state) {
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_scaler, NULL, scaler_defaults},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_none, NULL, opens},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_exp_avg, NULL, no_moments},
+        {"mp_rank_00_model_states.pt", version_int, NULL, version_unknown},
+        {"mp_rank_00_model_states.pt", frozen_one, NULL, one_frozen},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", stage_plain, NULL, stage2_world2},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", count_plain, NULL, stage2_world2},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_step, NULL, no_adam_step},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scale_int, NULL, scale_14},
+        {"mp_rank_00_model_states.pt", shared_value_int,
+         "mp_rank_00_model_states.pt: shared_params holds a name that is not a string"},
+        {"zero_pp_rank_1_mp_rank_00_optim_states.pt", counts_3,
+         "zero_pp_rank_1_mp_rank_00_optim_states.pt: stage 2 of 3 ranks, rank 0's file stage 2 of 2"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", flat_2d, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer_state_dict.single_partition_of_fp32_groups[0] is float32 with 2 dimensions; DeepSpeed writes a "
+         "flat float32 vector"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", flat_int, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer_state_dict.single_partition_of_fp32_groups[0]: expected a tensor"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", exp_avg_int, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer state 0 'exp_avg': expected a tensor"},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_int,
          "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings is not a list of 2 groups"},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_group_int,
