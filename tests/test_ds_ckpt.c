@@ -5,6 +5,7 @@
  * bf16, 2 ranks), each beside DeepSpeed's own zero_to_fp32 result and Adam
  * moments; and on damaged copies of them. */
 #include "testutil.h"
+#include <fcntl.h>
 #include "core/alloc.h"
 #include "core/half.h"
 #include "io/checkpoint.h"
@@ -886,6 +887,41 @@ static void test_edited_describe(void **state) {
     assert_str_contains(text, "0 frozen; 1 buffers");
 }
 
+/* spec: Z-DSCK-005 a folder refused part-way through opening closes what
+ * it opened and nothing else: descriptor 0 (any descriptor the process
+ * holds) is left open, and no file stays open */
+static void test_refusal_closes_only_its_files(void **state) {
+    (void)state;
+    if (fcntl(0, F_GETFD) < 0) assert_int_equal(open("/dev/null", O_RDONLY), 0);
+    const char *d = zt_path("fds");
+    char p[512];
+    struct {
+        const char *fix, *file;
+        void (*edit)(ZnPy *);   /* NULL: the file removed */
+    } CASES[] = {
+        {"z3", "zero_pp_rank_1_mp_rank_00_model_states.pt", NULL},   /* model[1] never opened */
+        {"z2", "zero_pp_rank_1_mp_rank_00_optim_states.pt", NULL},    /* optim[1] never opened */
+        {"z2", "zero_pp_rank_0_mp_rank_00_optim_states.pt", stage_7}, /* optim[0] opened, then refused */
+    };
+    for (size_t k = 0; k < ZT_LEN(CASES); k++) {
+        copy_fixture(CASES[k].fix, d);
+        snprintf(p, sizeof p, "%s/%s", d, CASES[k].file);
+        if (CASES[k].edit) edit_pt(p, CASES[k].edit);
+        else assert_int_equal(unlink(p), 0);
+        if (k == 1) assert_int_equal(mkdir(p, 0755), 0);   /* rank 1's name kept by a folder, so that the count agrees */
+        const int before = open("/dev/null", O_RDONLY);   /* the lowest free descriptor */
+        assert_true(before > 0);
+        close(before);
+        ZnDsCkpt ck;
+        ZnErr err = {0};
+        assert_int_not_equal(zn_ds_open(&ck, d, &err), 0);
+        if (fcntl(0, F_GETFD) < 0) fail_msg("%s: refusing the folder closed descriptor 0 (%s)", CASES[k].file, err.msg);
+        const int after = open("/dev/null", O_RDONLY);
+        close(after);
+        if (after != before) fail_msg("%s: refusing the folder left descriptor %d open (%s)", CASES[k].file, before, err.msg);
+    }
+}
+
 /* spec: Z-DSCK-004 what names a folder: its `latest` (a name, trimmed of
  * line ends and spaces, without '/'), or the folder itself */
 static void test_folder_names(void **state) {
@@ -1210,6 +1246,7 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_damaged_folders),
     cmocka_unit_test(test_edited_files),
     cmocka_unit_test(test_folder_names),
+    cmocka_unit_test(test_refusal_closes_only_its_files),
     cmocka_unit_test(test_edited_describe),
     cmocka_unit_test(test_finite_over_own_elements),
     cmocka_unit_test(test_resume_any_world_and_stage),

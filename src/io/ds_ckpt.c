@@ -395,6 +395,14 @@ static int layout(ZnDsCkpt *ck, ZnErr *err) {
     return 0;
 }
 
+/* n files not opened yet: zn_ds_close may close any of them (a zeroed one
+ * would close descriptor 0) */
+static ZnPt *new_files(int n) {
+    ZnPt *f = zn_calloc(ZN_HOST_IO, (size_t)n, sizeof *f);
+    for (int i = 0; f && i < n; i++) f[i].zip.fd = -1;
+    return f;
+}
+
 /* A universal folder (ds_to_universal): zero/optimizer_state.pt holds
  * what the optimizer files shared, mp_rank_00_model_states.pt the model
  * states, and zero/NAME/{fp32,exp_avg,exp_avg_sq}.pt each parameter's
@@ -402,8 +410,8 @@ static int layout(ZnDsCkpt *ck, ZnErr *err) {
 static int open_universal(ZnDsCkpt *ck, ZnErr *err) {
     ck->universal = 1;
     ck->world = ck->nmodel = 1;   /* files held open: one of each */
-    ck->optim = zn_calloc(ZN_HOST_IO, 1, sizeof *ck->optim);
-    ck->model = zn_calloc(ZN_HOST_IO, 1, sizeof *ck->model);
+    ck->optim = new_files(1);
+    ck->model = new_files(1);
     if (!ck->optim || !ck->model) return zn_nomem(err);
     int rc = open_file(&ck->optim[0], ck->path, "zero/optimizer_state.pt", err);
     if (!rc) rc = read_stage_world(&ck->optim[0], &ck->stage, &ck->saved_world, err);
@@ -478,7 +486,7 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     }
     int count = 0;
     if ((rc = find_optim_files(ck, &count, err))) goto out;
-    ck->optim = zn_calloc(ZN_HOST_IO, (size_t)count, sizeof *ck->optim);
+    ck->optim = new_files(count);
     if (!ck->optim) {
         rc = zn_nomem(err);
         goto out;
@@ -486,7 +494,10 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     char name[128];
     optim_name(ck, 0, name, sizeof name);
     if ((rc = open_file(&ck->optim[0], ck->path, name, err))) goto out;
-    if ((rc = read_stage_world(&ck->optim[0], &ck->stage, &ck->world, err))) goto out;
+    ck->world = 1;   /* optim[0] is open: zn_ds_close closes it */
+    int world;
+    if ((rc = read_stage_world(&ck->optim[0], &ck->stage, &world, err))) goto out;
+    ck->world = world;
     ck->per_param = PER_PARAM[ck->stage];
     if (ck->world != count) {
         struct stat st;
@@ -518,7 +529,7 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
         }
     }
     ck->nmodel = ck->per_param ? ck->world : 1;
-    ck->model = zn_calloc(ZN_HOST_IO, (size_t)ck->nmodel, sizeof *ck->model);
+    ck->model = new_files(ck->nmodel);
     if (!ck->model) {
         rc = zn_nomem(err);
         goto out;
