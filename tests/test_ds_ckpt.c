@@ -885,6 +885,15 @@ static void test_edited_describe(void **state) {
     zn_ds_close(&ck);
     assert_int_equal(describe(d, text, sizeof text, &err), 0);
     assert_str_contains(text, "0 frozen; 1 buffers");
+    /* no shared names, no Adam moments: the lines say so */
+    copy_fixture("z2", d);
+    edit_pt(file, no_shared);
+    snprintf(file, sizeof file, "%s/zero_pp_rank_0_mp_rank_00_optim_states.pt", d);
+    edit_pt(file, no_exp_avg);
+    assert_int_equal(describe(d, text, sizeof text, &err), 0);
+    assert_str_contains(text, "  3 parameters, 35 elements; 0 shared; 0 frozen; 0 buffers\n");
+    assert_str_contains(text, "  3 files: every entry's CRC-32, the shapes, the partitions of 2 ranks, the fp32 masters "
+                              "finite: ok\n");
 }
 
 /* spec: Z-DSCK-005 a folder refused part-way through opening closes what
