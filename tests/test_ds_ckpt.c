@@ -266,6 +266,26 @@ static void test_torch_records(void **state) {
     tensor_pickle(&p, "float16", "0", 13, 0, 1, &one, &unit);
     assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
     assert_str_contains(err.msg, "optim_states.pt: t: storage type 'torch float16' is not one zinc reads");
+    /* a storage key past 290 bytes names no entry (cut at 200 in the message) */
+    char key[301];
+    memset(key, 'k', 300);
+    key[300] = 0;
+    tensor_pickle(&p, "FloatStorage", key, 13, 0, 1, &one, &unit);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    key[200] = 0;
+    char want[400];
+    snprintf(want, sizeof want, "t: storage '%s' has no entry in the archive", key);
+    assert_str_contains(err.msg, want);
+    zn_pt_close(&f);
+    /* an archive folder of 510 bytes: ARCHIVE/data/0 is past the names zinc looks up */
+    char arch[530];
+    memset(arch, 'a', 510);
+    snprintf(arch + 510, sizeof arch - 510, "/data.pkl");
+    tensor_pickle(&p, "FloatStorage", "0", 1, 0, 1, &unit, &unit);
+    pt_file(path, arch, &p, 0, NULL);
+    assert_int_equal(zn_pt_open(&f, path, &err), 0);
+    assert_int_equal(zn_pt_tensor(&f, f.root, "t", &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "t: storage '0' has no entry in the archive");
     zn_pt_close(&f);
     /* the element types: torch's names and sizes, the floating ones as zinc's dtypes */
     static const struct { ZnPtType t; const char *name; size_t size; ZnDtype dt; } TY[] = {
