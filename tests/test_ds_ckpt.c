@@ -951,6 +951,43 @@ static void test_refusal_closes_only_its_files(void **state) {
     }
 }
 
+static ZnPy SHAPE3 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT3}, .n = 1};
+static void param_int(ZnPy *r) { *slot(r, "param") = &INT7; }
+static void param_short(ZnPy *r) { (*slot(r, "param"))->item[1]->item[2] = &SHAPE3; }
+static void param_bare(ZnPy *r) { drop(r, "param"); }
+
+/* spec: Z-DSCK-008 a universal folder's state file that does not hold the
+ * parameter's tensor: refused naming the file when the state is read */
+static void test_edited_universal(void **state) {
+    (void)state;
+    static const struct {
+        void (*edit)(ZnPy *);
+        const char *want;
+    } CASES[] = {
+        {param_int, "zero/layers.0.bias/fp32.pt: 'param': expected a tensor"},
+        {param_bare, "zero/layers.0.bias/fp32.pt: 'param': expected a tensor"},
+        {param_short, "zero/layers.0.bias/fp32.pt: 'param' is float32 of 3 elements; 'layers.0.bias' has 5 float32"},
+    };
+    const char *d = zt_path("uedit");
+    char cmd[600], file[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r " DSCK "z2-universal/global_step2_universal %s", d, d);
+    snprintf(file, sizeof file, "%s/zero/layers.0.bias/fp32.pt", d);
+    for (size_t k = 0; k < ZT_LEN(CASES); k++) {
+        assert_int_equal(system(cmd), 0);
+        edit_pt(file, CASES[k].edit);
+        ZnDsCkpt ck;
+        ZnErr err = {0};
+        assert_int_equal(zn_ds_open(&ck, d, &err), 0);   /* the state files are read as they are needed */
+        const int i = zn_ds_find(&ck, "layers.0.bias");
+        assert_true(i >= 0);
+        float x[5];
+        assert_int_equal(zn_ds_read_state(&ck, ZN_DS_FP32, i, x, &err), ZN_E_CORRUPT);
+        assert_str_contains(err.msg, d);
+        assert_str_contains(err.msg, CASES[k].want);
+        zn_ds_close(&ck);
+    }
+}
+
 /* spec: Z-DSCK-004 what names a folder: its `latest` (a name, trimmed of
  * line ends and spaces, without '/'), or the folder itself */
 static void test_folder_names(void **state) {
@@ -1275,6 +1312,7 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_damaged_folders),
     cmocka_unit_test(test_edited_files),
     cmocka_unit_test(test_folder_names),
+    cmocka_unit_test(test_edited_universal),
     cmocka_unit_test(test_refusal_closes_only_its_files),
     cmocka_unit_test(test_edited_describe),
     cmocka_unit_test(test_finite_over_own_elements),
