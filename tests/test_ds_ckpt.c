@@ -287,6 +287,52 @@ static void test_torch_records(void **state) {
     assert_int_equal(zn_pt_tensor(&f, f.root, "t", &t, &err), ZN_E_CORRUPT);
     assert_str_contains(err.msg, "t: storage '0' has no entry in the archive");
     zn_pt_close(&f);
+    /* every part of _rebuild_tensor_v2's arguments that is not what torch writes */
+    assert_int_equal(zn_pt_open(&f, DSCK "z3/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt", &err), 0);
+    enum { PID_SHORT, PID_INT, PID_BLOB, PID_TYPE_STR, PID_KEY_INT, PID_NUMEL_STR, PID_NUMEL_NEG, SIZE_INT, SIZE_9,
+           SIZE_STR, STRIDE_1, OFF_STR, OFF_NEG, NCASE };
+    for (int c = 0; c < NCASE; c++) {
+        p.n = 0;
+        static const char HEAD[] = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n((";
+        raw(&p, HEAD, sizeof HEAD - 1);
+        if (c == PID_INT) num(&p, 1);
+        else str(&p, c == PID_BLOB ? "blob" : "storage");
+        if (c == PID_TYPE_STR) str(&p, "FloatStorage");
+        else raw(&p, "ctorch\nFloatStorage\n", strlen("ctorch\nFloatStorage\n"));
+        if (c == PID_KEY_INT) num(&p, 0);
+        else str(&p, "0");
+        str(&p, "cpu");
+        if (c == PID_NUMEL_STR) str(&p, "13");
+        else if (c != PID_SHORT) num(&p, c == PID_NUMEL_NEG ? -1 : 13);
+        raw(&p, "tQ", 2);
+        if (c == OFF_STR) str(&p, "0");
+        else num(&p, c == OFF_NEG ? -1 : 0);
+        if (c == SIZE_INT) num(&p, 13);
+        else if (c == SIZE_9) {
+            raw(&p, "(", 1);
+            for (int i = 0; i < 9; i++) num(&p, 1);
+            raw(&p, "t", 1);
+        } else if (c == SIZE_STR) {
+            raw(&p, "(", 1);
+            str(&p, "13");
+            raw(&p, "t", 1);
+        } else {
+            raw(&p, "(", 1);
+            num(&p, 13);
+            if (c == STRIDE_1) num(&p, 1);
+            raw(&p, "t", 1);
+        }
+        raw(&p, "(", 1);
+        num(&p, 1);
+        raw(&p, "t\x89)tR.", 6);
+        assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+        assert_str_contains(err.msg, "zero_pp_rank_0_mp_rank_00_optim_states.pt: t: ");
+        const char *why = c <= PID_NUMEL_NEG ? "the storage is not ('storage', type, key, location, numel)"
+                        : c <= STRIDE_1     ? "size and stride are not tuples of as many non-negative integers (at most 8)"
+                                            : "_rebuild_tensor_v2 without (storage, offset, size, stride)";
+        if (!strstr(err.msg, why)) fail_msg("case %d: '%s', wanted '%s'", c, err.msg, why);
+    }
+    zn_pt_close(&f);
     /* the element types: torch's names and sizes, the floating ones as zinc's dtypes */
     static const struct { ZnPtType t; const char *name; size_t size; ZnDtype dt; } TY[] = {
         {ZN_PT_F32, "float32", 4, ZN_F32}, {ZN_PT_F16, "float16", 2, ZN_F16}, {ZN_PT_BF16, "bfloat16", 2, ZN_BF16},
