@@ -776,6 +776,21 @@ static void no_adam_step(const ZnDsCkpt *ck) {
 }
 static void scale_14(const ZnDsCkpt *ck) { assert_true(ck->cur_scale == 14.0); }
 
+/* stage 3 (z3): group 0 is the weight's 13 elements a rank, group 1 the biases' 3 + 3 */
+static void flat3_swapped(ZnPy *r) {
+    ZnPy *l = *slot(OSD(r), "fp32_flat_groups"), *t = l->item[0];
+    l->item[0] = l->item[1];
+    l->item[1] = t;
+}
+static ZnPy *moments3(ZnPy *r, int g) {
+    ZnPy *st = *slot(*slot(OSD(r), "optimizer_state_dict"), "state");
+    for (int k = 0; k < st->n; k += 2)
+        if (st->item[k]->i == g) return st->item[k + 1];
+    fail_msg("no state of group %d", g);
+    return NULL;
+}
+static void exp_avg3_short(ZnPy *r) { *slot(moments3(r, 0), "exp_avg") = *slot(moments3(r, 1), "exp_avg"); }
+
 static void meta_defaults(const ZnDsCkpt *ck) {
     assert_int_equal(ck->global_steps, -1);
     assert_int_equal(ck->global_samples, -1);
@@ -891,6 +906,23 @@ static void test_edited_files(void **state) {
         if (rc != ZN_E_CORRUPT) fail_msg("case %zu: rc %d (%s), wanted '%s'", k, rc, err.msg, CASES[k].want);
         assert_str_contains(err.msg, d);
         assert_str_contains(err.msg, CASES[k].want);
+    }
+    /* stage 3: every rank's partitions whole, its moments as long */
+    static const struct {
+        const char *file;
+        void (*edit)(ZnPy *);
+        const char *want;
+    } Z3[] = {
+        {"zero_pp_rank_1_mp_rank_00_optim_states.pt", flat3_swapped, "zero_pp_rank_1_mp_rank_00_optim_states.pt: "
+         "optimizer_state_dict.fp32_flat_groups[0] holds 6 elements, rank 0's 13: the partitions disagree"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", exp_avg3_short, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer state 0 'exp_avg' is float32 of 6 elements; the fp32 partition has 13 float32"},
+    };
+    for (size_t k = 0; k < ZT_LEN(Z3); k++) {
+        copy_fixture("z3", d);
+        snprintf(file, sizeof file, "%s/%s", d, Z3[k].file);
+        edit_pt(file, Z3[k].edit);
+        refused(d, 0, Z3[k].want);
     }
     /* stage 3: each parameter takes ceil(numel / W) of every rank's partition,
      * 13 + 3 + 3 = 19; with the weight 99 long, 50 + 3 + 3 */
