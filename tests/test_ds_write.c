@@ -7,10 +7,12 @@
  * zinc's own checkpoint. `make test-deepspeed` has DeepSpeed resume them. */
 #include "testutil.h"
 #include "app/cli.h"
+#include "core/fileio.h"
 #include "io/checkpoint.h"
 #include "io/ds_ckpt.h"
 #include "io/pickle_write.h"
 #include "io/torch_file.h"
+#include "io/zipread.h"
 #include "io/zipwrite.h"
 
 #define DSCK "tests/data/dsck/"
@@ -203,6 +205,159 @@ static void test_zip64(void **state) {
     zn_pt_close(&f);
 }
 
+/* a zip of 1100 small entries and one of 70000 zero bytes: its writes
+ * span several of the writer's 64 KiB flushes, in the entries and in the
+ * directory */
+static int big_zip(const char *path, uint64_t zip64_at, ZnErr *err) {
+    ZnZipW z;
+    int rc = zn_zipw_open(&z, path, err);
+    if (rc) return rc;
+    z.zip64_at = zip64_at;
+    static const char TEXT[50] = "fifty bytes of an entry, the same in every one...";
+    for (int i = 0; i < 1100 && !rc; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "archive/data/%d", i);
+        rc = zn_zipw_add(&z, name, (ZnZipPart[]){{TEXT, sizeof TEXT}}, 1, err);
+    }
+    if (!rc) rc = zn_zipw_add(&z, "archive/zeros", (ZnZipPart[]){{TEXT, 10}, {NULL, 70000}}, 2, err);
+    if (!rc) return zn_zipw_commit(&z, err);
+    zn_zipw_abort(&z);
+    return rc;
+}
+
+/* spec: Z-DSCK-009 — the zip writer with each I/O operation failing in
+ * turn: ZN_E_IO naming the fault, and nothing left under the name */
+static void test_zip_writer_faults(void **state) {
+    (void)state;
+    const char *path = zt_path("big.zip");
+    for (int v = 0; v < 2; v++) {
+        const uint64_t zip64_at = v ? 8 : 0xFFFFFFFFu;
+        long op = 1;
+        for (;; op++) {
+            ZnErr err = {0};
+            zn_fault_set(op, 0, 0);
+            int rc = big_zip(path, zip64_at, &err);
+            const long ops = zn_fault_ops();
+            zn_fault_set(0, 0, 0);
+            if (ops < op) {
+                if (rc) fail_msg("without a fault: %s", err.msg);
+                break;
+            }
+            if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+                fail_msg("I/O op %ld failing: rc %d: %s", op, rc, err.msg);
+            if (zt_file_exists(path) && !strstr(err.msg, "renamed into place"))
+                fail_msg("I/O op %ld failing (%s) left %s", op, err.msg, path);
+            unlink(path);
+        }
+        assert_true(op > 6);
+        /* the file written whole reads back: 1101 entries, the last all zeros past its 10 bytes */
+        ZnZip z;
+        ZnErr err = {0};
+        assert_int_equal(zn_zip_open(&z, path, &err), 0);
+        assert_int_equal(z.n, 1101);
+        for (int i = 0; i < z.n; i++) assert_int_equal(zn_zip_check_crc(&z, &z.e[i], &err), 0);
+        assert_int_equal(z.e[1100].size, 70010);
+        zn_zip_close(&z);
+        unlink(path);
+    }
+}
+
+/* zinc trains MODEL for steps at world 2 and stage with the config cfg
+ * (a whole ds_config) and saves into dir */
+static void train_cfg(const char *dir, int stage, const char *cfg, long steps) {
+    ZnTrainFlags f = zt_train_flags(MODEL, steps, 2, stage);
+    ZnRunOpts o = zt_resolve(&f, cfg);
+    o.ckpt_dir = dir;
+    o.ckpt_interval = steps;
+    ZnRunResult res;
+    ZnErr err = {0};
+    if (zn_run(&o, &res, &err)) fail_msg("train %s: %s", dir, err.msg);
+    zn_run_result_free(&res);
+    zn_run_opts_free(&o);
+}
+
+/* spec: Z-DSCK-009 — fp16 with its dynamic loss scaler, a scheduler, sub-groups
+ * smaller than a group: every state and counter read back as zinc saved it;
+ * the settings DeepSpeed 0.19.8 cannot hold refused, nothing written */
+static void test_fp16_scheduler_subgroups(void **state) {
+    (void)state;
+    static const char *const CFGS[] = {
+        "{\"train_batch_size\": 4, \"train_micro_batch_size_per_gpu\": 2, \"optimizer\": {\"type\": \"AdamW\", "
+        "\"params\": {\"lr\": 0.01, \"weight_decay\": 0.1, \"betas\": [0.8, 0.99]}}, \"fp16\": {\"enabled\": true, "
+        "\"initial_scale_power\": 8}, \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 2}}, "
+        "\"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 5}, \"zinc\": {\"weight_decay_exclude\": [\"bias\"]}}",
+        "{\"train_batch_size\": 4, \"train_micro_batch_size_per_gpu\": 2, \"optimizer\": {\"type\": \"AdamW\", "
+        "\"params\": {\"lr\": 0.01}}, \"fp16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}",
+    };
+    static const int STAGE[] = {3, 2};
+    for (size_t k = 0; k < ZT_LEN(CFGS); k++) {
+        char zdir[512], ddir[520], tag[600];
+        snprintf(zdir, sizeof zdir, "%s/fp16-%zu", zt_tmpdir(), k);
+        snprintf(ddir, sizeof ddir, "%s-ds", zdir);
+        train_cfg(zdir, STAGE[k], CFGS[k], 3);
+        snprintf(tag, sizeof tag, "%s/global_step3", zdir);
+        write_ds(tag, ddir);
+        ZnCkptWhole c;
+        ZnDsCkpt d;
+        ZnErr err = {0};
+        assert_int_equal(zn_ckpt_read_whole(tag, &c, &err), 0);
+        assert_int_equal(zn_ds_open(&d, ddir, &err), 0);
+        assert_int_equal(d.stage, STAGE[k]);
+        assert_int_equal(d.module_type, ZN_PT_F16);
+        assert_int_equal(d.dynamic_scale, 1);
+        assert_true(c.st.scaler.dynamic);
+        assert_true(d.cur_scale == c.st.scaler.cur_scale);
+        assert_int_equal(d.scaler_cur_iter, c.st.scaler.cur_iter);
+        assert_int_equal(d.adam_step, c.st.opt_step);
+        assert_int_equal(d.sched_t, c.st.sched_t);
+        if (k == 0) assert_str_contains(d.lr_scheduler, "last_batch_iteration");
+        else assert_string_equal(d.lr_scheduler, "None");
+        long off = 0;
+        for (int p = 0; p < c.model.nparams; p++) {
+            const long n = c.model.params[p].numel;
+            const int i = zn_ds_find(&d, c.model.params[p].name);
+            assert_true(i >= 0);
+            float *got = malloc((size_t)n * 4);
+            for (int s = 0; s < 3; s++) {
+                assert_int_equal(zn_ds_read_state(&d, s, i, got, &err), 0);
+                assert_memory_equal(got, c.full[s] + off, (size_t)n * 4);
+            }
+            free(got);
+            off += n;
+        }
+        zn_ds_close(&d);
+        zn_ckpt_whole_free(&c);
+    }
+    /* a run of flags only (no config): its batch from its samples */
+    char zdir[512], tag[600], out[600];
+    snprintf(zdir, sizeof zdir, "%s/flags", zt_tmpdir());
+    train_cfg(zdir, 2, NULL, 2);
+    snprintf(tag, sizeof tag, "%s/global_step2", zdir);
+    snprintf(out, sizeof out, "%s-ds", zdir);
+    write_ds(tag, out);
+    ZnCkptWhole c;
+    ZnDsCkpt d;
+    ZnErr err = {0};
+    assert_int_equal(zn_ckpt_read_whole(tag, &c, &err), 0);
+    assert_int_equal(zn_ds_open(&d, out, &err), 0);
+    assert_int_equal(d.global_steps, 2);
+    assert_int_equal(d.global_samples, c.st.global_samples);
+    assert_int_equal(d.adam_step, c.st.opt_step);
+    zn_ds_close(&d);
+    zn_ckpt_whole_free(&c);
+    /* round_robin_gradients reorders DeepSpeed's flat groups: refused */
+    snprintf(zdir, sizeof zdir, "%s/rr", zt_tmpdir());
+    train_cfg(zdir, 2, "{\"train_batch_size\": 4, \"train_micro_batch_size_per_gpu\": 2, \"optimizer\": {\"type\": "
+              "\"AdamW\"}, \"zero_optimization\": {\"stage\": 2, \"round_robin_gradients\": true}}", 1);
+    snprintf(tag, sizeof tag, "%s/global_step1", zdir);
+    snprintf(out, sizeof out, "%s-ds", zdir);
+    ZnDsWriteSummary sum;
+    assert_int_equal(zn_ds_write(tag, out, &sum, &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "to-deepspeed: zero_optimization.round_robin_gradients reorders DeepSpeed's flat "
+                                 "groups; zinc writes the order without it");
+    assert_false(zt_file_exists(out));
+}
+
 /* spec: Z-DSCK-009 — the command: its line, and its usage errors (exit 2,
  * one line and the usage) */
 static void test_cli(void **state) {
@@ -242,6 +397,8 @@ int main(void) {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_zip64),
+        cmocka_unit_test(test_zip_writer_faults),
+        cmocka_unit_test(test_fp16_scheduler_subgroups),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, zt_tmpdir_setup, zt_tmpdir_teardown);

@@ -45,10 +45,11 @@ static void test_python_data(void **state) {
         "(lambda s: {'shared': s, 'again': s, 'tuple': (s, s)})([1, 2])",
         "{'bytes': b'\\x00\\x01zinc', 'unicode': 'K\\u00f6nig \\u2713'}",
         "__import__('collections').OrderedDict([('w', 1), ('b', [2, 3])])",
+        "['a\\\\b\\tc\\nd\\re\\x01\\x7f', b'\\x80\\x7f\\\\\\t', float('inf'), float('-inf'), 2**40 * 1.0]",
     };
     for (size_t i = 0; i < sizeof OBJ / sizeof *OBJ; i++)
         for (int proto = 2; proto <= 3; proto++) {
-            if (i == 4 && proto == 2) continue;   /* protocol 2 writes bytes through _codecs.encode: refused below */
+            if ((i == 4 || i == 6) && proto == 2) continue;   /* protocol 2 writes bytes through _codecs.encode: refused below */
             const char *pkl = zt_path("o.pkl"), *rep = zt_path("o.repr");
             char cmd[1024];
             /* an OrderedDict's repr differs by Python version: compared as the dict it reads as */
@@ -139,7 +140,95 @@ static void test_refused(void **state) {
     assert_string_equal(loaded(F, sizeof F - 1, got, sizeof got), "(-256, -256)");
 }
 
+/* spec: Z-DSCK-002 every opcode's damage: a truncated argument, too few
+ * values on the stack, a container of the wrong kind; each refused naming
+ * the byte of the opcode */
+static void test_damaged_opcodes(void **state) {
+    (void)state;
+    /* every opcode that takes an argument, with the pickle ending inside it */
+    static const char *const CUT[] = {"K", "M\x01", "J\x01\x02", "\x8a", "\x8a\x02\x00", "G\x3f", "X\x01\x00",
+                                      "B\x01", "\x8c", "C", "q", "r\x01\x00", "h", "j\x00"};
+    for (size_t k = 0; k < ZT_LEN(CUT); k++) {
+        char p[16];
+        const size_t n = strlen(CUT[k]);
+        memcpy(p, "\x80\x02", 2);
+        memcpy(p + 2, CUT[k], n);
+        refused(p, 2 + n, "t.pkl: byte 2: an opcode's argument runs past the end of the pickle");
+    }
+    REFUSED("\x80", "t.pkl: byte 0: PROTO without its version");
+    REFUSED("\x80\x04\x95\x01\x00", "t.pkl: byte 2: FRAME without its length");
+    REFUSED("\x80\x02" "cos", "t.pkl: byte 2: GLOBAL without its two lines");
+    REFUSED("\x80\x02K\x01\x86.", "t.pkl: byte 4: TUPLEn with too few values on the stack");
+    REFUSED("\x80\x02]e.", "t.pkl: byte 3: no MARK to pop to");
+    REFUSED("\x80\x02(K\x01" "e.", "t.pkl: byte 5: APPENDS to a value that is not a list");
+    REFUSED("\x80\x02K\x01(K\x02" "e.", "t.pkl: byte 7: APPENDS to a value that is not a list");
+    REFUSED("\x80\x02" "a.", "t.pkl: byte 2: APPEND to a value that is not a list");
+    REFUSED("\x80\x02}K\x01s.", "t.pkl: byte 5: SETITEM on a value that is not a dict");
+    REFUSED("\x80\x02]K\x01K\x02s.", "t.pkl: byte 7: SETITEM on a value that is not a dict");
+    REFUSED("\x80\x02}u.", "t.pkl: byte 3: no MARK to pop to");
+    REFUSED("\x80\x02(K\x01K\x02u.", "t.pkl: byte 7: SETITEMS on a value that is not a dict, or with an odd count");
+    REFUSED("\x80\x02}(K\x01u.", "t.pkl: byte 6: SETITEMS on a value that is not a dict, or with an odd count");
+    REFUSED("\x80\x02q\x00.", "t.pkl: byte 2: PUT with nothing on the stack");
+    REFUSED("\x80\x04\x94.", "t.pkl: byte 2: PUT with nothing on the stack");
+    REFUSED("\x80\x02K\x01r\x00\x00\x00\x01.", "t.pkl: byte 4: a memo index past 2^24");
+    REFUSED("\x80\x02j\xff\xff\xff\x00.", "t.pkl: byte 2: GET of a memo index never PUT");
+    REFUSED("\x80\x02K\x01R.", "t.pkl: byte 4: a call with too few values on the stack");
+    REFUSED("\x80\x02" "ccollections\nOrderedDict\nK\x01R.",
+            "t.pkl: byte 29: a call whose callable is not a global or whose arguments are not a tuple");
+    REFUSED("\x80\x02}b.", "t.pkl: byte 3: BUILD on a value that is no constructed object");
+    REFUSED("\x80\x02Q.", "t.pkl: byte 2: BINPERSID with nothing on the stack");
+    /* OrderedDict([(k, v), ...]), as older torch wrote it; a list of anything else is refused */
+    char got[128];
+    static const char OD[] = "\x80\x02" "ccollections\nOrderedDict\n](X\x01\x00\x00\x00" "aK\x01\x86K\x02K\x03\x86" "e\x85R.";
+    assert_string_equal(loaded(OD, sizeof OD - 1, got, sizeof got), "{'a': 1, 2: 3}");
+    REFUSED("\x80\x02" "ccollections\nOrderedDict\n](K\x01" "e\x85R.",
+            "t.pkl: byte 33: OrderedDict from a list that is not of pairs");
+    /* LONG1 of 0 bytes is 0; of 8, the top bit is the sign itself */
+    static const char L[] = "\x80\x02\x8a\x00\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80\x8a\x01\x7f\x87.";
+    assert_string_equal(loaded(L, sizeof L - 1, got, sizeof got), "(0, -9223372036854775808, 127)");
+    /* a name past 255 bytes, 2^16 + 1 open MARKs, 2^20 + 1 values on the stack */
+    static char big[(1 << 20) + 8];
+    memcpy(big, "\x80\x02" "c", 3);
+    memset(big + 3, 'a', 300);
+    memcpy(big + 303, "\nb\n.", 4);
+    refused(big, 307, "t.pkl: byte 2: a GLOBAL name longer than 255 bytes");
+    memset(big + 2, '(', (1 << 16) + 1);
+    refused(big, 2 + (1 << 16) + 1, "t.pkl: byte 65538: more than 2^16 open MARKs");
+    memset(big + 2, 'N', (1 << 20) + 1);
+    refused(big, 2 + (1 << 20) + 1, "t.pkl: byte 1048578: the stack grows past 2^20 values");
+}
+
+/* spec: Z-DSCK-002 repr is bounded by its buffer and by depth */
+static void test_repr_bounds(void **state) {
+    (void)state;
+    static const char P[] = "\x80\x02]" "(K\x01K\x02K\x03" "e.";
+    ZnPickle pk;
+    ZnPy *root;
+    ZnErr err = {0};
+    assert_int_equal(zn_pickle_load((const unsigned char *)P, sizeof P - 1, "t.pkl", &pk, &root, &err), 0);
+    char b[8] = "xxxxxxx";
+    assert_string_equal(zn_py_repr(root, b, 5), "[1, ");   /* cut at cap - 1 bytes */
+    assert_string_equal(zn_py_repr(root, b, 0), "[1, ");   /* cap 0: nothing written */
+    assert_string_equal(zn_py_repr(NULL, b, sizeof b), "<null>");
+    zn_pickle_free(&pk);
+    /* 70 nested lists print 65 levels, then "..." */
+    char deep[200] = "\x80\x02";
+    memset(deep + 2, ']', 70);
+    memset(deep + 72, 'a', 69);
+    deep[141] = '.';
+    assert_int_equal(zn_pickle_load((const unsigned char *)deep, 142, "t.pkl", &pk, &root, &err), 0);
+    char got[256], want[256];
+    memset(want, '[', 65);
+    memcpy(want + 65, "...", 3);
+    memset(want + 68, ']', 65);
+    want[133] = 0;
+    assert_string_equal(zn_py_repr(root, got, sizeof got), want);
+    zn_pickle_free(&pk);
+}
+
 ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_python_data),
     cmocka_unit_test(test_tensor_record),
-    cmocka_unit_test(test_refused))
+    cmocka_unit_test(test_refused),
+    cmocka_unit_test(test_damaged_opcodes),
+    cmocka_unit_test(test_repr_bounds))

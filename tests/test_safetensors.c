@@ -422,6 +422,12 @@ static void test_write_rejects(void **state) {
         {{{.name = "a", .dtype = ZN_U8, .ndim = 3, .shape = {1 << 20, 1 << 20, 1 << 20}, .data = v}}, 1, "2^53 bytes"},
         {{{.name = "a", .dtype = ZN_U8, .ndim = 2, .shape = {(int64_t)1 << 53, (int64_t)1 << 53}, .data = v}}, 1,
          "too many elements"},
+        {{{.name = "a", .dtype = ZN_U8, .ndim = 1, .shape = {((int64_t)1 << 53) + 1}, .data = v}}, 1,
+         "tensor 'a': dimension 0 is 9007199254740993"},
+        /* 2^52 and 3 * 2^51 bytes, each under 2^53, together 2^53 + 2^51: checked as the offsets add up */
+        {{{.name = "a", .dtype = ZN_U8, .ndim = 1, .shape = {(int64_t)1 << 52}, .data = v},
+          {.name = "b", .dtype = ZN_U8, .ndim = 2, .shape = {(int64_t)1 << 51, 3}, .data = v}}, 2,
+         "tensors total more than 2^53 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
@@ -443,6 +449,22 @@ static void test_write_rejects(void **state) {
         assert_str_contains(err.msg, needles[i]);
         assert_false(exists(g_path));
     }
+    /* past the metadata-entry limit; an empty list is no __metadata__ at all */
+    const char **many = malloc(sizeof *many * (2 * (ZN_ST_MAX_META + 1) + 1));
+    assert_non_null(many);
+    for (int i = 0; i < 2 * (ZN_ST_MAX_META + 1); i++) many[i] = "k";
+    many[2 * (ZN_ST_MAX_META + 1)] = NULL;
+    assert_int_equal(zn_st_write(g_path, &ok, 1, many, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "more than 65536 metadata entries");
+    assert_false(exists(g_path));
+    free(many);
+    const char *none[] = {NULL};
+    assert_int_equal(zn_st_write(g_path, &ok, 1, none, &err), 0);
+    ZnStFile *f;
+    assert_int_equal(zn_st_open(&f, g_path, &err), 0);
+    assert_int_equal(zn_st_meta_count(f), 0);
+    zn_st_close(f);
+    unlink(g_path);
     assert_int_equal(zn_st_write(g_path, &ok, -1, NULL, &err), ZN_E_USAGE);
     assert_int_equal(zn_st_write(g_path, NULL, 1, NULL, &err), ZN_E_USAGE);
     assert_int_equal(zn_st_write(g_path, &ok, ZN_ST_MAX_TENSORS + 1, NULL, &err), ZN_E_USAGE);
@@ -1038,6 +1060,60 @@ static void test_load_faults(void **state) {
 
 /* ---- fileio ------------------------------------------------------------- */
 
+/* fills a tensor with its first byte's index pattern */
+static int fill_seq(void *ctx, const ZnStEntry *e, void *buf, size_t bytes, ZnErr *err) {
+    (void)ctx, (void)e, (void)err;
+    for (size_t i = 0; i < bytes; i++) ((unsigned char *)buf)[i] = (unsigned char)(i * 7);
+    return ZN_OK;
+}
+
+/* spec: Z-FILE-002 the writer, with a sum and with a fill callback, with
+ * each I/O operation failing in turn: ZN_E_IO naming the fault, no
+ * temporary left, the path absent (or whole, when only the directory's
+ * sync after the rename failed) */
+static void test_write_faults(void **state) {
+    (void)state;
+    static unsigned char big[(5u << 20) / 2];   /* 2.5 MiB: three of the hash's 1 MiB pieces */
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (unsigned char)(i * 7);
+    const ZnStEntry e[3] = {{.name = "big", .dtype = ZN_U8, .ndim = 1, .shape = {sizeof big}, .data = big},
+                            {.name = "empty", .dtype = ZN_F32, .ndim = 1, .shape = {0}},
+                            {.name = "small", .dtype = ZN_F32, .ndim = 1, .shape = {4}, .data = big}};
+    for (int mode = 0; mode < 2; mode++) {
+        long op = 1;
+        for (;; op++) {
+            ZnErr err = {0};
+            ZnStSum sum;
+            zn_fault_set(op, 0, 0);
+            int rc = mode ? zn_st_write_fill(g_path, e, 3, NULL, fill_seq, NULL, &err)
+                          : zn_st_write_sum(g_path, e, 3, NULL, &sum, &err);
+            const long ops = zn_fault_ops();
+            zn_fault_set(0, 0, 0);
+            if (ops < op) {
+                if (rc) fail_msg("without a fault: %s", err.msg);
+                break;
+            }
+            if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+                fail_msg("mode %d, I/O op %ld failing: rc %d: %s", mode, op, rc, err.msg);
+            assert_str_contains(err.msg, g_path);
+            assert_int_equal(count_temps(g_dir), 0);
+            if (exists(g_path) && !strstr(err.msg, "renamed into place"))
+                fail_msg("mode %d, I/O op %ld failing (%s) left %s", mode, op, err.msg, g_path);
+            unlink(g_path);
+        }
+        assert_true(op > 4);
+        ZnStFile *f;
+        ZnErr err = {0};
+        assert_int_equal(zn_st_open(&f, g_path, &err), 0);
+        const ZnStTensor *t = zn_st_find(f, "big");
+        unsigned char *back = malloc(sizeof big);
+        assert_int_equal(zn_st_read(f, t, back, sizeof big, &err), 0);
+        assert_memory_equal(back, big, sizeof big);
+        free(back);
+        zn_st_close(f);
+        unlink(g_path);
+    }
+}
+
 /* spec: Z-FILE-001 */
 static void test_atomic_write(void **state) {
     (void)state;
@@ -1556,6 +1632,7 @@ ZT_MAIN(
     cmocka_unit_test_setup_teardown(test_lying_header, setup, teardown),
     cmocka_unit_test_setup_teardown(test_read_api_misuse, setup, teardown),
     cmocka_unit_test_setup_teardown(test_load_faults, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_write_faults, setup, teardown),
     cmocka_unit_test_setup_teardown(test_atomic_write, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_streaming, setup, teardown),
     cmocka_unit_test_setup_teardown(test_fault_each_op, setup, teardown),

@@ -486,6 +486,71 @@ static void test_open_errors(void **state) {
     unlink(file);
 }
 
+/* spec: Z-NVME-007 every setting and argument out of range: ZN_E_USAGE
+ * naming it, nothing created */
+static void test_usage_errors(void **state) {
+    (void)state;
+    ZnSwap *s = NULL;
+    ZnErr err = {0};
+    assert_int_equal(zn_swap_open(&s, NULL, 0, 0, NULL, ZN_AIO_THREADS, NULL, &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "nvme swap: nvme_path is empty");
+    assert_int_equal(zn_swap_open(&s, "", 0, 0, NULL, ZN_AIO_THREADS, NULL, &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "nvme swap: nvme_path is empty");
+    assert_int_equal(zn_swap_open(&s, base, -1, 0, NULL, ZN_AIO_THREADS, NULL, &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "nvme swap: rank -1");
+    static const struct { long block, depth, threads; const char *want; } AIO[] = {
+        {0, 8, 1, "aio.block_size 0: expected 1 to 1073741824 bytes"},
+        {(1L << 30) + 1, 8, 1, "aio.block_size 1073741825: expected 1 to 1073741824 bytes"},
+        {4096, 65537, 1, "aio.queue_depth 65537: expected 1 to 65536"},
+        {4096, 8, 0, "aio.intra_op_parallelism 0: expected 1 to 256"},
+        {4096, 8, 257, "aio.intra_op_parallelism 257: expected 1 to 256"},
+    };
+    for (size_t k = 0; k < sizeof AIO / sizeof *AIO; k++) {
+        ZnAioConfig aio;
+        zn_aio_config_default(&aio);
+        aio.block_size = AIO[k].block;
+        aio.queue_depth = AIO[k].depth;
+        aio.intra_op_parallelism = AIO[k].threads;
+        assert_int_equal(zn_swap_open(&s, base, 0, 0, &aio, ZN_AIO_THREADS, NULL, &err), ZN_E_USAGE);
+        assert_string_equal(err.msg, AIO[k].want);
+        assert_null(s);
+    }
+    char path[128];
+    snprintf(path, sizeof path, "%s/zinc_swap", base);
+    assert_false(exists(path));
+    /* file names and ranges */
+    if (zn_swap_open(&s, base, 0, 1 << 20, NULL, ZN_AIO_THREADS, NULL, &err)) fail_msg("%s", err.msg);
+    int id;
+    char long_name[202];
+    memset(long_name, 'n', 201);
+    long_name[201] = 0;
+    const char *BAD[] = {NULL, ".", "..", "a/b", long_name};
+    for (size_t k = 0; k < sizeof BAD / sizeof *BAD; k++) {
+        assert_int_equal(zn_swap_file(s, BAD[k], 10, &id, &err), ZN_E_USAGE);
+        char want[300];
+        snprintf(want, sizeof want, "nvme swap: bad file name \"%s\" (1 to 200 bytes, no '/')", BAD[k] ? BAD[k] : "");
+        assert_string_equal(err.msg, want);
+    }
+    long_name[200] = 0;   /* 200 bytes: allowed */
+    assert_int_equal(zn_swap_file(s, long_name, 8192, &id, &err), 0);
+    unsigned char *b = zn_swap_buf_alloc(0, &err);   /* 0 bytes: one aligned block all the same */
+    assert_non_null(b);
+    assert_int_equal(zn_swap_write(s, id, 0, b, 0, &err), 0);   /* nothing to move */
+    assert_int_equal(zn_swap_read(s, -1, 0, b, 1, &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "nvme swap: read: no file -1");
+    assert_int_equal(zn_swap_read(s, id, 12288, b, 0, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "nvme swap: read of 0 bytes at byte 12288 is past the end of ");
+    assert_str_contains(err.msg, " (8192 bytes)");
+    /* a file made again is truncated and resized */
+    int id2;
+    assert_int_equal(zn_swap_file(s, long_name, 4096, &id2, &err), 0);
+    assert_int_equal(id2, id);
+    assert_int_equal(zn_swap_wait(s, &err), 0);
+    zn_swap_buf_free(b);
+    zn_swap_close(s, 1);
+    assert_false(exists(path));
+}
+
 /* spec: Z-NVME-008 */
 static void test_io_error_names_file_and_offset(void **state) {
     (void)state;
@@ -539,4 +604,5 @@ ZT_MAIN_GROUP(group_setup, group_teardown,
     cmocka_unit_test(test_alignment_and_padding),
     cmocka_unit_test(test_fs_without_o_direct),
     cmocka_unit_test(test_open_errors),
+    cmocka_unit_test(test_usage_errors),
     cmocka_unit_test(test_io_error_names_file_and_offset))

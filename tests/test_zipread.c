@@ -212,6 +212,14 @@ static void test_refused(void **state) {
     zt_write_text(zt_path("empty.pt"), "");
     refused(zt_path("empty.pt"), ZN_E_CORRUPT, "not a zip archive (0 bytes, shorter than an end record)");
     refused(zt_path("absent.pt"), ZN_E_IO, "absent.pt");
+    /* an empty archive, as Python's zipfile writes it: the end record alone
+     * (no room before it for a ZIP64 locator), no entries */
+    static const char EMPTY[22] = "PK\x05\x06";
+    zt_write_bytes(zt_path("none.zip"), EMPTY, sizeof EMPTY);
+    assert_int_equal(zn_zip_open(&z, zt_path("none.zip"), &err), 0);
+    assert_int_equal(z.n, 0);
+    assert_null(zn_zip_find(&z, "archive/data.pkl"));
+    zn_zip_close(&z);
 }
 
 /* spec: Z-DSCK-001 ZIP64: sizes and offsets in extra fields, the end record's in its own */
@@ -231,10 +239,21 @@ static void test_zip64(void **state) {
     assert_string_equal(buf, "ABCDEFGH");
     for (int i = 0; i < z.n; i++) assert_int_equal(zn_zip_check_crc(&z, &z.e[i], &err), 0);
     zn_zip_close(&z);
-    /* a locator pointing at no ZIP64 end record */
+    /* a locator pointing at no ZIP64 end record: off by one, past itself, too close to it */
     const size_t loc = w.n - 22 - 20;
     w.b[loc + 8] ^= 1;
     refused(save(&w, "z64bad.pt"), ZN_E_CORRUPT, "the ZIP64 locator at byte ");
+    w.b[loc + 8] ^= 1;
+    const unsigned char keep[8] = {w.b[loc + 8], w.b[loc + 9], w.b[loc + 10], w.b[loc + 11],
+                                   w.b[loc + 12], w.b[loc + 13], w.b[loc + 14], w.b[loc + 15]};
+    for (int i = 0; i < 8; i++) w.b[loc + 8 + i] = (unsigned char)((uint64_t)(loc + 1) >> (8 * i));
+    char want[96];
+    snprintf(want, sizeof want, "the ZIP64 locator at byte %zu points at no ZIP64 end record (%zu)", loc, loc + 1);
+    refused(save(&w, "z64past.pt"), ZN_E_CORRUPT, want);
+    for (int i = 0; i < 8; i++) w.b[loc + 8 + i] = (unsigned char)((uint64_t)(loc - 10) >> (8 * i));
+    snprintf(want, sizeof want, "the ZIP64 locator at byte %zu points at no ZIP64 end record (%zu)", loc, loc - 10);
+    refused(save(&w, "z64near.pt"), ZN_E_CORRUPT, want);
+    memcpy(w.b + loc + 8, keep, 8);
     /* a ZIP64 field too short for what the record says it holds */
     build64(&w, TORCH, 1, "", 1);
     w.b[w.n - 22 - 20 - 56 - 24 - 2] = 8;   /* the extra block's length: one field of three */

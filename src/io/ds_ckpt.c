@@ -223,7 +223,7 @@ static int read_meta(ZnDsCkpt *ck, ZnErr *err) {
     ck->nshared = sh ? sh->n / 2 : 0;
     ck->shared = zn_calloc(ZN_HOST_IO, (size_t)ck->nshared * 2 + 1, sizeof *ck->shared);
     if (!ck->shared) return zn_nomem(err);
-    for (int i = 0; i < sh->n; i++) {
+    for (int i = 0; sh && i < sh->n; i++) {
         if (sh->item[i]->kind != ZN_PY_STR) return fail(file_of(m), "shared_params holds a name that is not a string");
         if (!(ck->shared[i] = zn_strdup(ZN_HOST_IO, sh->item[i]->s))) return zn_nomem(err);
     }
@@ -395,6 +395,14 @@ static int layout(ZnDsCkpt *ck, ZnErr *err) {
     return 0;
 }
 
+/* n files not opened yet: zn_ds_close may close any of them (a zeroed one
+ * would close descriptor 0) */
+static ZnPt *new_files(int n) {
+    ZnPt *f = zn_calloc(ZN_HOST_IO, (size_t)n, sizeof *f);
+    for (int i = 0; f && i < n; i++) f[i].zip.fd = -1;
+    return f;
+}
+
 /* A universal folder (ds_to_universal): zero/optimizer_state.pt holds
  * what the optimizer files shared, mp_rank_00_model_states.pt the model
  * states, and zero/NAME/{fp32,exp_avg,exp_avg_sq}.pt each parameter's
@@ -402,8 +410,8 @@ static int layout(ZnDsCkpt *ck, ZnErr *err) {
 static int open_universal(ZnDsCkpt *ck, ZnErr *err) {
     ck->universal = 1;
     ck->world = ck->nmodel = 1;   /* files held open: one of each */
-    ck->optim = zn_calloc(ZN_HOST_IO, 1, sizeof *ck->optim);
-    ck->model = zn_calloc(ZN_HOST_IO, 1, sizeof *ck->model);
+    ck->optim = new_files(1);
+    ck->model = new_files(1);
     if (!ck->optim || !ck->model) return zn_nomem(err);
     int rc = open_file(&ck->optim[0], ck->path, "zero/optimizer_state.pt", err);
     if (!rc) rc = read_stage_world(&ck->optim[0], &ck->stage, &ck->saved_world, err);
@@ -412,16 +420,20 @@ static int open_universal(ZnDsCkpt *ck, ZnErr *err) {
     if (!rc) rc = read_params(ck, err);
     if (rc) return rc;
     ck->per_param = PER_PARAM[ck->stage];
-    /* the optimizer's step: the first parameter's step.pt, a plain integer */
-    char name[4400];
+    /* the optimizer's step: the first parameter's step.pt, a plain integer;
+     * unknown (-1) without the file, an error when the file is there but
+     * cannot be read */
+    char name[4400], p[8600];
     ZnPt f;
     long long v;
+    struct stat st;
     ck->adam_step = -1;
     snprintf(name, sizeof name, "zero/%s/step.pt", ck->param[0].name);
-    if (!open_file(&f, ck->path, name, err)) {
-        ck->adam_step = as_int(f.root, &v) ? -1 : v;
-        zn_pt_close(&f);
-    }
+    snprintf(p, sizeof p, "%s/%s", ck->path, name);
+    if (stat(p, &st)) return 0;
+    if ((rc = open_file(&f, ck->path, name, err))) return rc;
+    ck->adam_step = as_int(f.root, &v) ? -1 : v;
+    zn_pt_close(&f);
     return 0;
 }
 
@@ -463,14 +475,18 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     ck->path = zn_strdup(ZN_HOST_IO, resolve(path, where, sizeof where) ? path : where);
     if (!ck->path) return zn_nomem(err);
     const char *slash = strrchr(ck->path, '/');
-    if (!(ck->tag = zn_strdup(ZN_HOST_IO, slash ? slash + 1 : ck->path))) return zn_nomem(err);
+    if (!(ck->tag = zn_strdup(ZN_HOST_IO, slash ? slash + 1 : ck->path))) {
+        rc = zn_nomem(err);
+        zn_ds_close(ck);
+        return rc;
+    }
     if (is_universal(ck->path)) {
         if ((rc = open_universal(ck, err))) zn_ds_close(ck);
         return rc;
     }
     int count = 0;
     if ((rc = find_optim_files(ck, &count, err))) goto out;
-    ck->optim = zn_calloc(ZN_HOST_IO, (size_t)count, sizeof *ck->optim);
+    ck->optim = new_files(count);
     if (!ck->optim) {
         rc = zn_nomem(err);
         goto out;
@@ -478,7 +494,10 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
     char name[128];
     optim_name(ck, 0, name, sizeof name);
     if ((rc = open_file(&ck->optim[0], ck->path, name, err))) goto out;
-    if ((rc = read_stage_world(&ck->optim[0], &ck->stage, &ck->world, err))) goto out;
+    ck->world = 1;   /* optim[0] is open: zn_ds_close closes it */
+    int world;
+    if ((rc = read_stage_world(&ck->optim[0], &ck->stage, &world, err))) goto out;
+    ck->world = world;
     ck->per_param = PER_PARAM[ck->stage];
     if (ck->world != count) {
         struct stat st;
@@ -510,7 +529,7 @@ int zn_ds_open(ZnDsCkpt *ck, const char *path, ZnErr *err) {
         }
     }
     ck->nmodel = ck->per_param ? ck->world : 1;
-    ck->model = zn_calloc(ZN_HOST_IO, (size_t)ck->nmodel, sizeof *ck->model);
+    ck->model = new_files(ck->nmodel);
     if (!ck->model) {
         rc = zn_nomem(err);
         goto out;

@@ -82,6 +82,7 @@ typedef struct {
 } Storages;
 
 static Runs *storage_new(Storages *st, long *key, ZnErr *err) {
+    *key = -1;   /* defined even on failure: callers write the pickle on and drop it */
     if (zn_grow(ZN_HOST_IO, &st->s, &st->cap, st->n + 1, sizeof *st->s)) {
         zn_nomem(err);
         return NULL;

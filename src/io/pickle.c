@@ -71,7 +71,7 @@ static ZnPy *val(Vm *m, ZnPyKind kind) {
     ZnPickle *pk = m->pk;
     if (pk->n == pk->cap) {
         long cap = pk->cap ? 2 * pk->cap : 64;
-        ZnPy **a = realloc(pk->all, (size_t)cap * sizeof *a);
+        ZnPy **a = zn_realloc(ZN_HOST_IO, pk->all, (size_t)cap * sizeof *a);
         if (!a) return NULL;
         pk->all = a;
         pk->cap = cap;
@@ -88,7 +88,7 @@ static int add_item(ZnPy *c, ZnPy *x) {
     if (c->n == c->cap) {
         if (c->cap > (1 << 29)) return -1;   /* no container of a checkpoint holds 2^29 items */
         int cap = c->cap ? 2 * c->cap : 4;
-        ZnPy **a = realloc(c->item, (size_t)cap * sizeof *a);
+        ZnPy **a = zn_realloc(ZN_HOST_IO, c->item, (size_t)cap * sizeof *a);
         if (!a) return -1;
         c->item = a;
         c->cap = cap;
@@ -102,7 +102,7 @@ static int push(Vm *m, ZnPy *v) {
     if (m->sn == MAX_STACK) return bad(m, "the stack grows past 2^20 values");
     if (m->sn == m->scap) {
         long cap = m->scap ? 2 * m->scap : 64;
-        ZnPy **a = realloc(m->stack, (size_t)cap * sizeof *a);
+        ZnPy **a = zn_realloc(ZN_HOST_IO, m->stack, (size_t)cap * sizeof *a);
         if (!a) return zn_nomem(m->err);
         m->stack = a;
         m->scap = cap;
@@ -236,7 +236,7 @@ static int step(Vm *m, int op, ZnPy **root) {
         if (m->mn == MAX_MARKS) return bad(m, "more than 2^16 open MARKs");
         if (m->mn == m->mcap) {
             long cap = m->mcap ? 2 * m->mcap : 16;
-            long *a = realloc(m->marks, (size_t)cap * sizeof *a);
+            long *a = zn_realloc(ZN_HOST_IO, m->marks, (size_t)cap * sizeof *a);
             if (!a) return zn_nomem(m->err);
             m->marks = a;
             m->mcap = cap;
@@ -329,7 +329,7 @@ static int step(Vm *m, int op, ZnPy **root) {
         if (key >= m->memo_cap) {
             long cap = m->memo_cap ? m->memo_cap : 64;
             while (cap <= key) cap *= 2;
-            ZnPy **a = realloc(m->memo, (size_t)cap * sizeof *a);
+            ZnPy **a = zn_realloc(ZN_HOST_IO, m->memo, (size_t)cap * sizeof *a);
             if (!a) return zn_nomem(m->err);
             memset(a + m->memo_cap, 0, (size_t)(cap - m->memo_cap) * sizeof *a);
             m->memo = a;

@@ -829,7 +829,9 @@ static int parse_header(ZnStFile *f, char *h, ZnErr *err) {
     const char *end = NULL;
     /* length n+1 includes the NUL, and require_null_terminated rejects
      * anything but whitespace after the object (the space padding) */
+    zn_json_track();
     cJSON *root = zn_json_parse(h, (size_t)f->header_len + 1, &end, 1);
+    if (!root && zn_json_failed()) return zn_err(err, ZN_E_NOMEM, "%s: out of memory parsing the header", f->path);
     if (!root) {
         size_t at = end ? (size_t)(end - h) : 0;
         return corrupt(f, err, "header byte %zu (file offset %zu): not valid JSON", at, at + 8);

@@ -304,11 +304,14 @@ int zn_swap_file(ZnSwap *s, const char *name, size_t bytes, int *id, ZnErr *err)
         ZnSwapFileRec f = {0};
         f.name = zn_strdup(ZN_HOST_IO, name);
         f.path = join(s->dir, name);
-        int fd = f.name && f.path ? open(f.path, O_RDWR | O_CREAT | O_TRUNC | (s->direct ? O_DIRECT : 0), 0600) : -1;
+        if (!f.name || !f.path) {
+            int rc = zn_nomem(err);
+            ZN_FREE_ALL(f.name, f.path);
+            return rc;
+        }
+        int fd = open(f.path, O_RDWR | O_CREAT | O_TRUNC | (s->direct ? O_DIRECT : 0), 0600);
         if (fd < 0) {
-            int e = errno;
-            int rc = f.path ? zn_err(err, ZN_E_IO, "nvme swap: cannot create %s: %s", f.path, why(e, eb, sizeof eb))
-                            : zn_nomem(err);
+            int rc = zn_err(err, ZN_E_IO, "nvme swap: cannot create %s: %s", f.path, why(errno, eb, sizeof eb));
             ZN_FREE_ALL(f.name, f.path);
             return rc;
         }

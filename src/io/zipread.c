@@ -103,8 +103,9 @@ static int directory_span(ZnZip *z, uint64_t *cd_off, uint64_t *cd_size, uint64_
         if (u32(l) == SIG_LOC64) {   /* ZIP64: the record it points at holds the real figures */
             const uint64_t off64 = u64(l + 8);
             unsigned char e[EOCD64_LEN];
-            if (off64 > at - LOC64_LEN || at - LOC64_LEN - off64 < EOCD64_LEN ||
-                zn_pread_full(z->fd, e, EOCD64_LEN, off64, z->path, err) || u32(e) != SIG_EOCD64)
+            const int fits = off64 <= at - LOC64_LEN && at - LOC64_LEN - off64 >= EOCD64_LEN;
+            if (fits && (rc = zn_pread_full(z->fd, e, EOCD64_LEN, off64, z->path, err))) return rc;   /* an I/O error */
+            if (!fits || u32(e) != SIG_EOCD64)
                 return zn_err(err, ZN_E_CORRUPT, "%s: the ZIP64 locator at byte %llu points at no ZIP64 end record (%llu)",
                               z->path, (unsigned long long)(at - LOC64_LEN), (unsigned long long)off64);
             *count = u64(e + 32);
@@ -183,8 +184,10 @@ static int read_entry(ZnZip *z, const unsigned char *cd, uint64_t cd_size, uint6
         return zn_err(err, ZN_E_CORRUPT, "%s: entry '%s' is stored yet records %llu bytes stored and %llu uncompressed",
                       z->path, e->name, (unsigned long long)csize, (unsigned long long)usize);
     unsigned char l[LOCAL_LEN];
-    if (loc > end || end - loc < LOCAL_LEN || zn_pread_full(z->fd, l, LOCAL_LEN, loc, z->path, err) ||
-        u32(l) != SIG_LOCAL)
+    const int fits = loc <= end && end - loc >= LOCAL_LEN;
+    int rc;
+    if (fits && (rc = zn_pread_full(z->fd, l, LOCAL_LEN, loc, z->path, err))) return rc;   /* an I/O error */
+    if (!fits || u32(l) != SIG_LOCAL)
         return zn_err(err, ZN_E_CORRUPT, "%s: entry '%s': no local header at byte %llu", z->path, e->name,
                       (unsigned long long)loc);
     e->offset = loc + LOCAL_LEN + u16(l + 26) + u16(l + 28);
