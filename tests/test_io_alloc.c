@@ -264,6 +264,28 @@ static void test_readers(void **state) {
     }
 }
 
+typedef struct { ZnDsCkpt *ck; const char *out; } Cons;
+
+static int cons_run(void *ctx, ZnErr *err) {
+    const Cons *c = ctx;
+    int n;
+    long long ne;
+    return zn_ds_consolidate(c->ck, c->out, ZN_F32, 0, &n, &ne, err);
+}
+
+/* no file but a complete one */
+static void cons_left(void *ctx, long op, const ZnErr *err) {
+    const Cons *c = ctx;
+    ZnStFile *f;
+    ZnErr e2 = {0};
+    if (zt_file_exists(c->out) && (!strstr(err->msg, "renamed into place") || zn_st_open(&f, c->out, &e2)))
+        fail_msg("consolidate failed at I/O op %ld (%s) and left %s (%s)", op, err->msg, c->out, e2.msg);
+    if (zt_file_exists(c->out)) zn_st_close(f);
+    unlink(c->out);
+}
+
+static int write_run(void *ctx, ZnErr *err) { return op_write(ctx, err); }
+
 /* spec: Z-DSCK-010 DeepSpeed folders: opened, read, described, consolidated */
 static void test_folders(void **state) {
     (void)state;
@@ -276,29 +298,8 @@ static void test_folders(void **state) {
     ZnDsCkpt ck;
     ZnErr err = {0};
     assert_int_equal(zn_ds_open(&ck, DSCK "z3", &err), 0);
-    const char *out = zt_path("io.safetensors");
-    long op = 1;
-    for (;; op++) {
-        int n;
-        long long ne;
-        zn_fault_set(op, 0, 0);
-        int rc = zn_ds_consolidate(&ck, out, ZN_F32, 0, &n, &ne, &err);
-        const long ops = zn_fault_ops();
-        zn_fault_set(0, 0, 0);
-        if (ops < op) {
-            if (rc) fail_msg("consolidate without a fault: %s", err.msg);
-            break;
-        }
-        if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
-            fail_msg("consolidate, I/O op %ld failing: rc %d: %s", op, rc, err.msg);
-        ZnStFile *f;
-        ZnErr e2 = {0};
-        if (zt_file_exists(out) && (!strstr(err.msg, "renamed into place") || zn_st_open(&f, out, &e2)))
-            fail_msg("consolidate failed at I/O op %ld (%s) and left %s (%s)", op, err.msg, out, e2.msg);
-        if (zt_file_exists(out)) zn_st_close(f);
-        unlink(out);
-    }
-    assert_true(op > 3);
+    Cons c = {&ck, zt_path("io.safetensors")};
+    assert_true(zt_io_fault_sweep("consolidate", cons_run, &c, cons_left) > 3);
     zn_ds_close(&ck);
 }
 
@@ -322,20 +323,7 @@ static void test_to_deepspeed(void **state) {
     /* and every I/O operation (core/fileio.h's: open, read, write, fsync,
      * rename, mkdir) failing in turn, once: a clean ZN_E_IO naming the
      * injected fault, `latest` only where its folder opens */
-    long op = 1;
-    for (;; op++) {
-        zn_fault_set(op, 0, 0);
-        int rc = op_write(tag, &err);
-        const long ops = zn_fault_ops();
-        zn_fault_set(0, 0, 0);
-        if (ops < op) {
-            if (rc) fail_msg("to-deepspeed without a fault: %s", err.msg);
-            break;
-        }
-        if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
-            fail_msg("to-deepspeed, I/O op %ld failing: rc %d: %s", op, rc, err.msg);
-    }
-    assert_true(op > 10);
+    assert_true(zt_io_fault_sweep("to-deepspeed", write_run, tag, NULL) > 10);
 }
 
 ZT_MAIN_TMPDIR(

@@ -1067,6 +1067,25 @@ static int fill_seq(void *ctx, const ZnStEntry *e, void *buf, size_t bytes, ZnEr
     return ZN_OK;
 }
 
+typedef struct { const ZnStEntry *e; int mode; } StWrite;
+
+static int st_write_run(void *ctx, ZnErr *err) {
+    const StWrite *w = ctx;
+    ZnStSum sum;
+    return w->mode ? zn_st_write_fill(g_path, w->e, 3, NULL, fill_seq, NULL, err)
+                   : zn_st_write_sum(g_path, w->e, 3, NULL, &sum, err);
+}
+
+/* the error names the file; no temporary is left, and the file only whole */
+static void st_write_left(void *ctx, long op, const ZnErr *err) {
+    const StWrite *w = ctx;
+    assert_str_contains(err->msg, g_path);
+    assert_int_equal(count_temps(g_dir), 0);
+    if (exists(g_path) && !strstr(err->msg, "renamed into place"))
+        fail_msg("mode %d, I/O op %ld failing (%s) left %s", w->mode, op, err->msg, g_path);
+    unlink(g_path);
+}
+
 /* spec: Z-FILE-002 the writer, with a sum and with a fill callback, with
  * each I/O operation failing in turn: ZN_E_IO naming the fault, no
  * temporary left, the path absent (or whole, when only the directory's
@@ -1079,28 +1098,8 @@ static void test_write_faults(void **state) {
                             {.name = "empty", .dtype = ZN_F32, .ndim = 1, .shape = {0}},
                             {.name = "small", .dtype = ZN_F32, .ndim = 1, .shape = {4}, .data = big}};
     for (int mode = 0; mode < 2; mode++) {
-        long op = 1;
-        for (;; op++) {
-            ZnErr err = {0};
-            ZnStSum sum;
-            zn_fault_set(op, 0, 0);
-            int rc = mode ? zn_st_write_fill(g_path, e, 3, NULL, fill_seq, NULL, &err)
-                          : zn_st_write_sum(g_path, e, 3, NULL, &sum, &err);
-            const long ops = zn_fault_ops();
-            zn_fault_set(0, 0, 0);
-            if (ops < op) {
-                if (rc) fail_msg("without a fault: %s", err.msg);
-                break;
-            }
-            if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
-                fail_msg("mode %d, I/O op %ld failing: rc %d: %s", mode, op, rc, err.msg);
-            assert_str_contains(err.msg, g_path);
-            assert_int_equal(count_temps(g_dir), 0);
-            if (exists(g_path) && !strstr(err.msg, "renamed into place"))
-                fail_msg("mode %d, I/O op %ld failing (%s) left %s", mode, op, err.msg, g_path);
-            unlink(g_path);
-        }
-        assert_true(op > 4);
+        StWrite w = {e, mode};
+        assert_true(zt_io_fault_sweep(mode ? "the writer (fill)" : "the writer (sum)", st_write_run, &w, st_write_left) > 4);
         ZnStFile *f;
         ZnErr err = {0};
         assert_int_equal(zn_st_open(&f, g_path, &err), 0);

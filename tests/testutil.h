@@ -24,6 +24,7 @@
 #include "comm/world.h"
 #include "app/cli.h"
 #include "io/checkpoint.h"
+#include "core/fileio.h"
 
 /* The number of elements of an array (an array, not a pointer). */
 #define ZT_LEN(a) (sizeof(a) / sizeof *(a))
@@ -123,6 +124,30 @@ static inline char *zt_read_text(const char *path) {
     return f ? zt_slurp(f, NULL) : NULL;
 }
 static inline int zt_file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* An I/O fault sweep (core/fileio.h's injection): run(ctx, err) with its
+   op-th I/O operation failing, for op = 1, 2, ... until a run needs fewer
+   operations than op, which must succeed; every run before it must end in
+   ZN_E_IO naming the injected fault, and then left(ctx, op, err) (NULL:
+   nothing) checks what it left behind. Returns that last op. */
+typedef int (*ZtIoRun)(void *ctx, ZnErr *err);
+typedef void (*ZtIoLeft)(void *ctx, long op, const ZnErr *err);
+static inline long zt_io_fault_sweep(const char *what, ZtIoRun run, void *ctx, ZtIoLeft left) {
+    for (long op = 1;; op++) {
+        ZnErr err = {0};
+        zn_fault_set(op, 0, 0);
+        int rc = run(ctx, &err);
+        const long ops = zn_fault_ops();
+        zn_fault_set(0, 0, 0);
+        if (ops < op) {
+            if (rc) fail_msg("%s without a fault: %s", what, err.msg);
+            return op;
+        }
+        if (rc != ZN_E_IO || !strstr(err.msg, "injected I/O fault at op"))
+            fail_msg("%s, I/O op %ld failing: rc %d: %s", what, op, rc, err.msg);
+        if (left) left(ctx, op, &err);
+    }
+}
 /* Bytes a test builds up (a zip, a pickle): zt_put appends, failing the
  * test past the buffer's end. */
 typedef struct {
