@@ -392,14 +392,18 @@ static int check_consolidate(const CaseRun *r, char *tag, char *out, char *why, 
 /* A checkpoint case (Z-CKPT-*):
  *   "checkpoint": {"save_at": K, "save": {run keys}, "universal": true|false,
  *                  "deepspeed": true|false, "consolidate": true|false,
- *                  "resume": [{run keys, "universal": bool, "deepspeed": bool}, ...]}
+ *                  "resume": [{run keys, "universal": bool, "deepspeed": bool,
+ *                              "tag": "TAG", "error": "substring"}, ...]}
  * Run 0 ("runs"[0] or the case itself) trains without interruption; the save
  * run trains the first K steps with a checkpoint at K; each resume run
  * starts from it (or from its universal conversion, or from the DeepSpeed
  * folder `zinc ckpt to-deepspeed` wrote of it, Z-DSCK-009) and must
  * reproduce run 0's losses after step K and its final parameters bit for bit.
  * "consolidate": the checkpoint must verify (`zinc ckpt inspect`) and
- * consolidate to the saving run's final parameters, bit for bit (Z-CKPT-008). */
+ * consolidate to the saving run's final parameters, bit for bit (Z-CKPT-008).
+ * A resume with "error" must be refused with a message containing it (a
+ * checkpoint of another model, dtype or world that cannot be read; "tag"
+ * names the tag it resumes instead of the saved one). */
 static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cs, "checkpoint");
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(cs, "runs");
@@ -454,14 +458,24 @@ static int run_ckpt_case(const cJSON *cs, char *why, size_t wn) {
         resolve_run(cs, item, &r);
         int uni = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "universal"));
         int ds = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "deepspeed"));
+        const char *rerr = jstr(item, "error"), *rtag = jstr(item, "tag");
         if (!r.rc) {
             r.opts.ckpt_dir = ds ? dsdir : dir;
             r.opts.resume = 1;
             r.opts.universal = uni;
-            r.opts.ckpt_tag = uni ? utag : tag;
+            r.opts.ckpt_tag = rtag ? rtag : uni ? utag : tag;
             r.rc = case_run(&r.opts, &r.res, &r.err);
         }
-        if (r.rc) {
+        if (rerr) {   /* a resume that must be refused, saying this */
+            if (!r.rc) {
+                snprintf(why, wn, "resume %d succeeded, expected an error containing '%s'", k, rerr);
+                zn_run_result_free(&r.res);
+                fail = 1;
+            } else if (!strstr(r.err.msg, rerr)) {
+                snprintf(why, wn, "resume %d: error '%s', expected one containing '%s'", k, r.err.msg, rerr);
+                fail = 1;
+            }
+        } else if (r.rc) {
             snprintf(why, wn, "resume %d: %s", k, r.err.msg);
             fail = 1;
         } else {
