@@ -92,6 +92,24 @@ static void test_layout_is_deepspeeds(void **state) {
     }
 }
 
+/* Every parameter's three states in the DeepSpeed folder d are those of
+ * zinc's checkpoint c, bit for bit. */
+static void same_states(const ZnDsCkpt *d, const ZnCkptWhole *c) {
+    ZnErr err = {0};
+    long off = 0;
+    for (int p = 0; p < c->model.nparams; p++) {
+        const long n = c->model.params[p].numel;
+        const int i = zn_ds_find(d, c->model.params[p].name);
+        assert_true(i >= 0);
+        float *got = malloc((size_t)n * 4);
+        for (int s = 0; s < 3; s++) {
+            assert_int_equal(zn_ds_read_state(d, s, i, got, &err), 0);
+            assert_memory_equal(got, c->full[s] + off, (size_t)n * 4);
+        }
+        free(got);
+        off += n;
+    }
+}
 /* spec: Z-DSCK-009 — every state read back is zinc's, bit for bit, and a
  * run resumed from the folder is the run resumed from zinc's checkpoint */
 static void test_round_trip(void **state) {
@@ -113,19 +131,7 @@ static void test_round_trip(void **state) {
         assert_int_equal(d.global_steps, c.st.global_step);
         assert_int_equal(d.global_samples, c.st.global_samples);
         assert_true(d.cur_scale == c.st.scaler.cur_scale);
-        long off = 0;
-        for (int p = 0; p < c.model.nparams; p++) {
-            const long n = c.model.params[p].numel;
-            const int i = zn_ds_find(&d, c.model.params[p].name);
-            assert_true(i >= 0);
-            float *got = malloc((size_t)n * 4);
-            for (int s = 0; s < 3; s++) {
-                assert_int_equal(zn_ds_read_state(&d, s, i, got, &err), 0);
-                assert_memory_equal(got, c.full[s] + off, (size_t)n * 4);
-            }
-            free(got);
-            off += n;
-        }
+        same_states(&d, &c);
         zn_ds_close(&d);
         zn_ckpt_whole_free(&c);
         /* resumed to step 6 from each: one digest */
@@ -311,19 +317,7 @@ static void test_fp16_scheduler_subgroups(void **state) {
         assert_int_equal(d.sched_t, c.st.sched_t);
         if (k == 0) assert_str_contains(d.lr_scheduler, "last_batch_iteration");
         else assert_string_equal(d.lr_scheduler, "None");
-        long off = 0;
-        for (int p = 0; p < c.model.nparams; p++) {
-            const long n = c.model.params[p].numel;
-            const int i = zn_ds_find(&d, c.model.params[p].name);
-            assert_true(i >= 0);
-            float *got = malloc((size_t)n * 4);
-            for (int s = 0; s < 3; s++) {
-                assert_int_equal(zn_ds_read_state(&d, s, i, got, &err), 0);
-                assert_memory_equal(got, c.full[s] + off, (size_t)n * 4);
-            }
-            free(got);
-            off += n;
-        }
+        same_states(&d, &c);
         zn_ds_close(&d);
         zn_ckpt_whole_free(&c);
     }
