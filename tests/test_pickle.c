@@ -206,7 +206,7 @@ static void test_repr_bounds(void **state) {
     ZnPy *root;
     ZnErr err = {0};
     assert_int_equal(zn_pickle_load((const unsigned char *)P, sizeof P - 1, "t.pkl", &pk, &root, &err), 0);
-    char b[8] = "xxxxxxx";
+    char b[8] = "xxxxxxx";   /* filler: with cap 0 it must stay as the last call left it */
     assert_string_equal(zn_py_repr(root, b, 5), "[1, ");   /* cut at cap - 1 bytes */
     assert_string_equal(zn_py_repr(root, b, 0), "[1, ");   /* cap 0: nothing written */
     assert_string_equal(zn_py_repr(NULL, b, sizeof b), "<null>");
