@@ -13,7 +13,7 @@
  * they apply (equal counts), within the tolerances of Z-CUDA-005.
  *
  * Every collective waits on its stream with a deadline (ZINC_COMM_TIMEOUT,
- * default 600 s) while polling ncclCommGetAsyncError: an NCCL error or a
+ * default 1800 s) while polling ncclCommGetAsyncError: an NCCL error or a
  * timeout aborts the communicator and becomes a zinc error naming the rank
  * and the collective (the engine adds the step). Before every collective
  * the ranks all-gather their sequence records (comm_seq.h), as the other
@@ -482,8 +482,8 @@ extern "C" ZnComm *zn_comm_nccl_new(ZnDevice *dev, int rank, int world, const un
     }
     m->dev = dev;
     m->exact = exact;
-    const char *t = getenv("ZINC_COMM_TIMEOUT");
-    m->timeout_s = t && atof(t) > 0 ? atof(t) : 600.0;
+    /* the bound of every process transport, torch.distributed's default (Z-RDV-009) */
+    m->timeout_s = zn_comm_env_seconds("ZINC_COMM_TIMEOUT", ZN_COMM_TIMEOUT_DEFAULT);
     cudaError_t e = cudaMalloc(&m->recs_dev, (size_t)world * sizeof(ZnSeqRec));
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);

@@ -611,6 +611,62 @@ static void test_proc_check_config(void **st) {
     assert_string_equal(k.err[0].msg, "rank 1 failed: disk full");
 }
 
+/* ---- the exchange before NCCL starts ---- */
+
+typedef struct {
+    int fail_rank;           /* this rank failed before NCCL (-1: none) */
+    int rc[3];
+    ZnErr err[3];
+    unsigned char id[3][ZN_NCCL_ID_BYTES];
+} HelloCase;
+
+static int hello_rank(int rank, ZnComm *c, void *arg, ZnErr *err) {
+    (void)err;
+    HelloCase *k = arg;
+    ZnErr mine = {0};
+    int rc = 0;
+    /* each rank's id starts as its rank's bytes; rank 0's must win */
+    memset(k->id[rank], 0x10 + rank, ZN_NCCL_ID_BYTES);
+    if (rank == k->fail_rank)
+        rc = zn_err(&mine, ZN_E_USAGE, "--backend cuda: gpu %d does not exist (1 visible)%*s", rank, 600, "");
+    k->rc[rank] = zn_proc_nccl_hello(c, rc, &mine, k->id[rank], &k->err[rank]);
+    return 0;
+}
+
+/* spec: Z-NCCL-003 before NCCL starts the ranks exchange rank 0's id and
+ * whether each got that far: all well, every rank holds rank 0's id; a
+ * rank that failed (here its GPU does not exist) keeps its own error and
+ * every other rank fails at once naming it and its reason, instead of
+ * waiting in NCCL's init for a rank that never comes */
+static void test_proc_nccl_hello(void **st) {
+    (void)st;
+    HelloCase k;
+    memset(&k, 0, sizeof k);
+    k.fail_rank = -1;
+    ZnErr err = {0};
+    assert_int_equal(zt_sim_run(3, hello_rank, &k, 30, &err), 0);
+    unsigned char want[ZN_NCCL_ID_BYTES];
+    memset(want, 0x10, sizeof want);
+    for (int q = 0; q < 3; q++) {
+        assert_int_equal(k.rc[q], 0);
+        assert_memory_equal(k.id[q], want, sizeof want);
+    }
+    memset(&k, 0, sizeof k);
+    k.fail_rank = 1;
+    assert_int_equal(zt_sim_run(3, hello_rank, &k, 30, &err), 0);
+    assert_int_equal(k.rc[1], ZN_E_USAGE);
+    /* its own message whole (600 spaces of padding make it longer than the exchange carries) */
+    assert_int_equal(strlen(k.err[1].msg), strlen("--backend cuda: gpu 1 does not exist (1 visible)") + 600);
+    for (int q = 0; q < 3; q += 2) {
+        char w[160];
+        snprintf(w, sizeof w, "rank %d: rank 1 failed before NCCL started: --backend cuda: gpu 1 does not exist (1 visible)", q);
+        assert_int_equal(k.rc[q], ZN_E_COMM);
+        /* the peer's message, cut to what the exchange carries (382 bytes) */
+        assert_true(strncmp(k.err[q].msg, w, strlen(w)) == 0);
+        assert_int_equal(strlen(k.err[q].msg), strlen(w) - strlen("--backend cuda: gpu 1 does not exist (1 visible)") + 382);
+    }
+}
+
 /* spec: Z-PROC-005 when one rank's summary is shorter (rank 0 has one
  * more setting), the message still names the setting, and the missing
  * side has "(none)" */
@@ -640,4 +696,5 @@ ZT_MAIN(
     cmocka_unit_test(test_proc_start_world_of_one),
     cmocka_unit_test(test_proc_nccl_boot),
     cmocka_unit_test(test_proc_check_config),
+    cmocka_unit_test(test_proc_nccl_hello),
     cmocka_unit_test(test_proc_check_config_shorter_summary))

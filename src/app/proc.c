@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #if ZN_HAVE_CUDA
 #include "device/cuda.h"
-#include "comm/nccl.h"
 #endif
 #include <string.h>
 
@@ -106,28 +105,65 @@ void zn_proc_config_timeout(ZnProc *p, double seconds) {
     zn_coll_set_timeout(p->comm, seconds);
 }
 
+/* What each rank hands the others before NCCL starts: rank 0's id, and
+ * whether this rank got as far as NCCL (its error when it did not). */
+#define NCCL_HELLO_MSG 383
+typedef struct {
+    unsigned char id[ZN_NCCL_ID_BYTES];
+    unsigned char failed;
+    char msg[NCCL_HELLO_MSG];
+} NcclHello;
+
+int zn_proc_nccl_hello(ZnComm *boot, int rc, const ZnErr *mine, unsigned char id[ZN_NCCL_ID_BYTES], ZnErr *err) {
+    const int W = boot->world.size, me = boot->world.rank;
+    NcclHello h, *all = zn_calloc(ZN_HOST_APP, (size_t)W, sizeof h);
+    long *counts = zn_calloc(ZN_HOST_APP, (size_t)W, sizeof *counts);
+    memset(&h, 0, sizeof h);
+    memcpy(h.id, id, ZN_NCCL_ID_BYTES);
+    h.failed = rc != 0;
+    if (rc) memcpy(h.msg, mine->msg, strnlen(mine->msg, sizeof h.msg - 1));   /* its start: the rest stays 0 */
+    if (!all || !counts) {   /* this rank cannot join: its peers time out at the exchange */
+        free(all);
+        free(counts);
+        return rc ? (*err = *mine, rc) : zn_nomem(err);
+    }
+    for (int q = 0; q < W; q++) counts[q] = sizeof h;
+    ZnErr e2 = {0};
+    int rx = boot->all_gather(boot, &h, all, counts, ZN_U8, "nccl_id", &e2);
+    if (rc) *err = *mine;   /* a rank's own failure is the one it reports */
+    else if (rx) {
+        *err = e2;
+        rc = rx;
+    } else {
+        memcpy(id, all[0].id, ZN_NCCL_ID_BYTES);
+        /* NCCL's init waits for every rank: one that will not come must
+           stop the others here, not leave them in ncclCommInitRank */
+        for (int q = 0; q < W && !rc; q++)
+            if (q != me && all[q].failed)
+                rc = zn_err(err, ZN_E_COMM, "rank %d: rank %d failed before NCCL started: %s", me, q, all[q].msg);
+    }
+    free(all);
+    free(counts);
+    return rc;
+}
+
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err) {
 #if ZN_HAVE_CUDA
-    unsigned char id[ZN_NCCL_ID_BYTES] = {0}, *all = zn_calloc(ZN_HOST_APP, (size_t)p->world.size, ZN_NCCL_ID_BYTES);
-    long *counts = zn_calloc(ZN_HOST_APP, (size_t)p->world.size, sizeof *counts);
-    p->dev = zn_calloc(ZN_HOST_APP, 1, sizeof *p->dev);
+    unsigned char id[ZN_NCCL_ID_BYTES] = {0};
+    ZnErr mine = {0};
     int rc = 0;
-    if (!all || !counts || !p->dev) rc = zn_nomem(err);
+    p->dev = zn_calloc(ZN_HOST_APP, 1, sizeof *p->dev);
+    if (!p->dev) rc = zn_nomem(&mine);
     /* each process binds to GPU LOCAL_RANK */
-    if (!rc && (rc = zn_device_cuda_init(p->dev, p->local_rank, exact, err))) {
+    if (!rc && (rc = zn_device_cuda_init(p->dev, p->local_rank, exact, &mine))) {
         free(p->dev);
         p->dev = NULL;
     }
-    if (!rc && p->world.rank == 0) rc = zn_nccl_unique_id(id, err);
-    for (int q = 0; q < p->world.size && !rc; q++) counts[q] = ZN_NCCL_ID_BYTES;
+    if (!rc && p->world.rank == 0) rc = zn_nccl_unique_id(id, &mine);
     /* every rank joins the exchange, even after a local failure, so none waits */
-    ZnErr e2;
-    int rc2 = p->boot->all_gather(p->boot, id, all, counts, ZN_U8, "nccl_id", rc ? &e2 : err);
-    if (!rc) rc = rc2;
-    if (!rc && !(p->comm = zn_comm_nccl_new(p->dev, p->world.rank, p->world.size, all, exact, err))) rc = err->code;
+    rc = zn_proc_nccl_hello(p->boot, rc, &mine, id, err);
+    if (!rc && !(p->comm = zn_comm_nccl_new(p->dev, p->world.rank, p->world.size, id, exact, err))) rc = err->code;
     if (!rc) p->comm->world = p->world;
-    free(all);
-    free(counts);
     return rc;
 #else
     (void)p, (void)exact;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include "core/hash.h"
 #include "comm/comm.h"
+#include "comm/nccl.h"
 #include "device/device.h"
 #include "comm/rendezvous.h"
 #include "comm/store.h"
@@ -47,6 +48,13 @@ void zn_proc_config_timeout(ZnProc *p, double seconds);
 /* nccl: makes this rank's CUDA device on GPU LOCAL_RANK and the NCCL
  * communicator on it (the unique id travels over the boot communicator). */
 int zn_proc_nccl(ZnProc *p, int exact, ZnErr *err);
+/* Collective over boot, before NCCL starts: every rank says whether it got
+ * that far (rc, and mine when it did not) and rank 0 hands out the NCCL id
+ * (id: rank 0's on rank 0, rank 0's on return everywhere). A rank whose peer
+ * failed gets ZN_E_COMM "rank R: rank Q failed before NCCL started: <Q's
+ * error>" instead of waiting in NCCL's init for it (Z-NCCL-003); a rank that
+ * failed returns its own error. */
+int zn_proc_nccl_hello(ZnComm *boot, int rc, const ZnErr *mine, unsigned char id[ZN_NCCL_ID_BYTES], ZnErr *err);
 /* A rank's configuration as the ranks compare it: the hash of everything
  * that must agree, and a readable summary ("key=value" words) that names
  * what differs. */
