@@ -198,6 +198,9 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         if (ctx->csv) zn_report_log_row(ctx->csv, ctx->jsonl, t, &sr, ms, &dev->mem);
     }
     res->comm_end[rank] = comm->stats;
+    /* the trace and the CPU meter end with the training: the gather of the
+       result below is zinc's, not the run's (Z-REP-004) */
+    comm->watch = NULL;
     if (o->comm_report && o->steps > 0) {
         pthread_mutex_lock(&ctx->print_lock);
         zn_report_comm(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.fetch.gather_sent,

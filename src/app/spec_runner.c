@@ -21,7 +21,9 @@
  * Run keys: stage, world, per_node (the simulator's ranks per node, as
  * --ranks-per-node), grad_accum, micro_batch, train_batch_size, model,
  * steps, config (deep-merged into the case's config), resume (a checkpoint
- * folder, zinc's or DeepSpeed's, the run starts from; it saves nothing there).
+ * folder, zinc's or DeepSpeed's, the run starts from; it saves nothing there),
+ * trace (true: the run writes --trace to a fresh folder, removed after it,
+ * and the file must hold the run's steps and collectives: Z-REP-004).
  * "tcp_skip": "why" -- the case cannot run with its ranks in processes;
  * `--backend tcp` prints "skip ID: why" instead (Z-SPEC-005).
  * "nvme": true gives the case a fresh folder under /tmp, removed after it:
@@ -108,7 +110,52 @@ typedef struct {
     ZnRunResult res;
     int rc;
     ZnErr err;
+    char trace_dir[32];     /* "trace": true: the run's --trace goes to trace_dir/trace.json */
+    char trace_path[48];
 } CaseRun;
+
+/* Z-REP-004 for a run with "trace": true: the file is Chrome trace-event
+ * JSON with a named track per rank, and each rank's events are its run:
+ * one "step" event per optimizer step, as many comm events as the rank
+ * made collective calls (set-up included), carrying the bytes it sent. */
+static int check_trace(const CaseRun *r, char *why, size_t wn) {
+    const int W = r->opts.world.size;
+    size_t n;
+    char *text = read_file(r->trace_path, &n);
+    cJSON *root = text ? cJSON_ParseWithLength(text, n) : NULL;
+    free(text);
+    const cJSON *evs = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+    if (!cJSON_IsArray(evs)) {
+        snprintf(why, wn, "trace: %s is not trace-event JSON", r->trace_path);
+        cJSON_Delete(root);
+        return 1;
+    }
+    int fail = 0;
+    for (int q = 0; q < W && !fail; q++) {
+        long named = 0, steps = 0, comm = 0, bytes = 0, calls = 0, sent = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, evs) {
+            const cJSON *tid = cJSON_GetObjectItemCaseSensitive(e, "tid");
+            if (!cJSON_IsNumber(tid) || tid->valueint != q) continue;
+            const char *name = jstr(e, "name"), *cat = jstr(e, "cat");
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+            char want[16];
+            snprintf(want, sizeof want, "rank %d", q);
+            if (name && !strcmp(name, "thread_name") && jstr(args, "name") && !strcmp(jstr(args, "name"), want)) named++;
+            if (name && !strcmp(name, "step")) steps++;
+            if (cat && !strcmp(cat, "comm")) comm++, bytes += jint(args, "bytes", 0);
+        }
+        for (int op = 0; op < ZN_OP_N; op++) calls += r->res.comm_end[q].calls[op], sent += r->res.comm_end[q].bytes_sent[op];
+        if (named != 1 || steps != r->res.steps || comm != calls || bytes != sent) {
+            snprintf(why, wn, "trace: rank %d has %ld named tracks, %ld step events, %ld collectives sending %ld bytes; "
+                     "the run: %ld steps, %ld collectives sending %ld bytes", q, named, steps, comm, bytes,
+                     r->res.steps, calls, sent);
+            fail = 1;
+        }
+    }
+    cJSON_Delete(root);
+    return fail;
+}
 
 /* Expected bytes a rank sends per optimizer step for gradient reduction and
  * parameter gathering: the ZeRO paper's 2Ψ(N-1)/N (stages 0-2) and
@@ -323,6 +370,17 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     f.config_path = "case-config";
     c->rc = zn_train_resolve(&f, text, &c->opts, &c->err);
     free(text);
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(run, "trace");
+    if (!c->rc && cJSON_IsTrue(tr ? tr : cJSON_GetObjectItemCaseSensitive(cs, "trace"))) {
+        snprintf(c->trace_dir, sizeof c->trace_dir, "/tmp/zinc-trace-XXXXXX");
+        if (!mkdtemp(c->trace_dir)) {
+            c->trace_dir[0] = 0;
+            c->rc = zn_err(&c->err, ZN_E_IO, "trace: cannot make a temporary folder: %s", strerror(errno));
+        } else {
+            snprintf(c->trace_path, sizeof c->trace_path, "%s/trace.json", c->trace_dir);
+            c->opts.trace_path = c->trace_path;
+        }
+    }
     const char *from = jstr(run, "resume") ? jstr(run, "resume") : jstr(cs, "resume");
     if (!c->rc && from) {   /* the case's JSON outlives the run */
         c->opts.ckpt_dir = from;
@@ -534,6 +592,8 @@ static int run_case_in(const cJSON *cs, char *why, size_t wn) {
         } else if (cr[i].rc) {
             snprintf(why, wn, "run %d failed: %s", i, cr[i].err.msg);
             fail = 1;
+        } else if (cr[i].trace_dir[0]) {
+            fail = check_trace(&cr[i], why, wn);
         }
     }
     if (!fail && !experr) {
@@ -670,6 +730,7 @@ static int run_case_in(const cJSON *cs, char *why, size_t wn) {
     for (int i = 0; i < nruns; i++) {
         if (!cr[i].rc) zn_run_result_free(&cr[i].res);
         zn_run_opts_free(&cr[i].opts);
+        if (cr[i].trace_dir[0]) nftw(cr[i].trace_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     }
     free(cr);
     return fail;
