@@ -18,6 +18,9 @@
  *               "first_step": K (every run resumed at step K)}}
  * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
  * non-finite gradient element on rank r at those steps (Z-PREC-006).
+ * "repeat_layer": {"rank": r, "layer": l} (the case's or a run's) makes rank
+ * r run layer l's forward twice in its first micro-step (--test-repeat-layer,
+ * Z-SEQ-002).
  * Run keys: stage, world, per_node (the simulator's ranks per node, as
  * --ranks-per-node), grad_accum, micro_batch, train_batch_size, model,
  * steps, config (deep-merged into the case's config), resume (a checkpoint
@@ -385,6 +388,13 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
     if (!c->rc && from) {   /* the case's JSON outlives the run */
         c->opts.ckpt_dir = from;
         c->opts.resume = 1;
+    }
+    const cJSON *rep = cJSON_GetObjectItemCaseSensitive(run, "repeat_layer");
+    if (!rep) rep = cJSON_GetObjectItemCaseSensitive(cs, "repeat_layer");
+    if (!c->rc && rep) {   /* --test-repeat-layer R:L (Z-SEQ-002) */
+        c->opts.hooks.repeat_on = 1;
+        c->opts.hooks.repeat_rank = (int)jint(rep, "rank", 0);
+        c->opts.hooks.repeat_layer = (int)jint(rep, "layer", 0);
     }
     const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
     if (!c->rc && inj) {
