@@ -17,6 +17,8 @@ static void check_machine(const ZnMachine *m, int world) {
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || !(v[i] > 0)) fail_msg("figure %zu is %g", i, v[i]);
     assert_true(m->device_flops > 1e8);     /* 0.1 GFLOP/s */
+    /* the host computes every dtype in fp32: one GEMM rate (Z-CAL-001) */
+    assert_true(m->device_flops_fp32 == m->device_flops);
     assert_true(m->device_mem_bw > 1e8);    /* 0.1 GB/s */
     assert_true(m->device_memory > 1e7);    /* 10 MB a rank */
     assert_true(m->h2d_bw > 1e8);

@@ -32,9 +32,9 @@ static void assert_same_machine(const ZnMachine *a, const ZnMachine *b) {
     assert_string_equal(a->name, b->name);
     assert_int_equal(a->gpus_per_node, b->gpus_per_node);
     assert_int_equal(a->overlap, b->overlap);
-    const double da[] = {a->device_flops, a->device_mem_bw, a->device_memory, a->intra.alpha, a->intra.beta,
+    const double da[] = {a->device_flops, a->device_flops_fp32, a->device_mem_bw, a->device_memory, a->intra.alpha, a->intra.beta,
                          a->inter.alpha, a->inter.beta, a->h2d_bw, a->host_adam_rate, a->nvme_bw};
-    const double db[] = {b->device_flops, b->device_mem_bw, b->device_memory, b->intra.alpha, b->intra.beta,
+    const double db[] = {b->device_flops, b->device_flops_fp32, b->device_mem_bw, b->device_memory, b->intra.alpha, b->intra.beta,
                          b->inter.alpha, b->inter.beta, b->h2d_bw, b->host_adam_rate, b->nvme_bw};
     for (size_t i = 0; i < sizeof da / sizeof *da; i++)
         if (memcmp(&da[i], &db[i], sizeof(double)))
@@ -75,9 +75,11 @@ static char *json_of(const ZnMachine *m) {
 /* the presets' figures, written out (the doubles compared bit for bit) */
 static const ZnMachine PRESETS[] = {
     {.name = "dgx-h100", .gpus_per_node = 8, .overlap = 1, .device_flops = 989.4e12 * 0.6,
+     .device_flops_fp32 = 66.9e12 * 0.6,
      .device_mem_bw = 3.35e12 * 0.8, .device_memory = 85899345920.0 /* 80 GiB */, .intra = {1e-6, 450e9 * 0.8},
      .inter = {6e-6, 50e9 * 0.9}, .h2d_bw = 64e9 * 0.8, .host_adam_rate = 1.0e9, .nvme_bw = 3.0e9},
     {.name = "dgx-a100", .gpus_per_node = 8, .overlap = 1, .device_flops = 312e12 * 0.6,
+     .device_flops_fp32 = 19.5e12 * 0.6,
      .device_mem_bw = 2.039e12 * 0.8, .device_memory = 85899345920.0, .intra = {1e-6, 300e9 * 0.8},
      .inter = {6e-6, 25e9 * 0.9}, .h2d_bw = 32e9 * 0.8, .host_adam_rate = 0.5e9, .nvme_bw = 2.0e9},
 };
@@ -125,10 +127,42 @@ static void test_full_file(void **state) {
     (void)state;
     ZnMachine m = load_text(FULL_FILE);
     /* C reads a decimal literal as strtod does: the double nearest the decimal */
+    /* no device_tflops_fp32: the one GEMM rate the file gives */
     const ZnMachine want = {.name = "my-node", .gpus_per_node = 8, .overlap = 1, .device_flops = 593.6e12,
+                            .device_flops_fp32 = 593.6e12,
                             .device_mem_bw = 2680e9, .device_memory = 80.0 * 1073741824.0, .intra = {3e-6, 360e9},
                             .inter = {8e-6, 45e9}, .h2d_bw = 51.2e9, .host_adam_rate = 1.0e9, .nvme_bw = 3.0e9};
     assert_same_machine(&m, &want);
+}
+
+/* spec: Z-MACH-003 device_tflops_fp32 is optional everywhere: a preset's
+ * own without the key, the file's device_tflops where it gives that alone
+ * (with or without a preset), the file's own where it gives it; like every
+ * figure a finite number > 0 */
+static void test_fp32_rate(void **state) {
+    (void)state;
+    ZnMachine m = load_text("{\"preset\": \"dgx-h100\", \"nvme_gbps\": 2}");
+    assert_true(m.device_flops_fp32 == 66.9e12 * 0.6 && m.device_flops == 989.4e12 * 0.6);
+    m = load_text("{\"preset\": \"dgx-h100\", \"device_tflops\": 0.27}");
+    assert_true(m.device_flops_fp32 == 0.27e12 && m.device_flops == 0.27e12);
+    m = load_text("{\"preset\": \"dgx-a100\", \"device_tflops_fp32\": 15.6}");
+    assert_true(m.device_flops_fp32 == 15.6e12 && m.device_flops == 312e12 * 0.6);
+    m = load_text("{\"preset\": \"dgx-a100\", \"device_tflops_fp32\": 15.6, \"device_tflops\": 150}");
+    assert_true(m.device_flops_fp32 == 15.6e12 && m.device_flops == 150e12);
+    /* the writer always writes it, and it reads back */
+    char *j = json_of(&m);
+    assert_str_contains(j, "\"device_tflops\": 150,\n  \"device_tflops_fp32\": 15.6,\n");
+    free(j);
+    ZnMachine back = round_trip(&m);
+    assert_same_machine(&back, &m);
+    ZnErr err = {0};
+    const char *path = zt_path("fp32.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"preset\": \"dgx-h100\", \"device_tflops_fp32\": 0}", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(zn_machine_load(path, &m, &err), ZN_E_USAGE);
+    assert_str_contains(err.msg, "device_tflops_fp32: expected a finite number > 0, got 0");
 }
 
 /* spec: Z-MACH-003 */
@@ -515,6 +549,7 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_preset_dgx_a100),
     cmocka_unit_test(test_preset_names),
     cmocka_unit_test(test_full_file),
+    cmocka_unit_test(test_fp32_rate),
     cmocka_unit_test(test_override_one_key),
     cmocka_unit_test(test_units_scale_the_decimal),
     cmocka_unit_test(test_name_or_path),

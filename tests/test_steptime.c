@@ -122,7 +122,8 @@ static void test_flops_are_the_models(void **state) {
 /* ------------------------------------------------------------------------ */
 /* the step-time model */
 
-/* spec: Z-TIME-001 */
+/* spec: Z-TIME-001 the GEMM FLOPs at the machine's rate for the model's
+ * dtype (device_flops for 16-bit models, device_flops_fp32 for fp32 ones) */
 static void test_compute_time(void **state) {
     (void)state;
     Dry d = dry_cfg("mlp:7,13,5,3", 2, 0, "", 1, 0);
@@ -138,6 +139,22 @@ static void test_compute_time(void **state) {
     assert_true(t.step_s == t.total[0] + t.total[1] + t.total[2]);
     assert_true(t.samples_per_s == 2 / t.step_s);
     assert_true(t.tokens_per_s == 0);   /* an MLP has no tokens */
+    assert_true(t.device_flops == 1e12);
+    /* a machine whose fp32 GEMMs are 4x slower prices a 16-bit model as before */
+    ZnMachine slow32 = round_machine(8);
+    slow32.device_flops_fp32 = 2.5e11;
+    ZnStepTime t16 = step_time(&d, &slow32);
+    assert_memory_equal(&t16, &t, sizeof t);
+    dry_free(&d);
+    /* and an fp32 model at its fp32 rate: 4 bytes an element, Adam 24 + 2*4 */
+    d = dry_of("mlp:7,13,5,3", "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"stage\": 0}}", 1, 0);
+    t = step_time(&d, &slow32);
+    assert_true(t.device_flops == 2.5e11);
+    for (int ph = 0; ph < ZN_PH_N; ph++) {
+        const ZnPhaseStats *s = &d.r->ph[ph];
+        double want = s->dev.flops / 2.5e11 + (s->dev.mem_elems * 4 + s->dev.opt_elems * 32) / 1e11;
+        assert_true(t.compute[ph] == want);
+    }
     dry_free(&d);
 }
 

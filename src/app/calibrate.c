@@ -198,6 +198,7 @@ static void machine_of(const CalCtx *ctx, int W, const char *name, ZnMachine *m)
     m->gpus_per_node = P;
     m->overlap = 0;   /* zinc's collectives block the rank that calls them */
     m->device_flops = 2.0 * GEMM_N * GEMM_N * GEMM_N / ctx->t[M_GEMM];
+    m->device_flops_fp32 = m->device_flops;   /* the host computes every dtype in fp32 */
     m->device_mem_bw = 12.0 * ADD_N / ctx->t[M_ADD];
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     m->device_memory = (double)pages * (double)psz / W;

@@ -48,6 +48,9 @@ static const ZnMachine PRESETS[] = {
         .overlap = 1,   /* NCCL and copies on their own streams */
         /* H100 SXM bf16 dense tensor core peak 989.4 TFLOP/s; large GEMMs sustain ~60% */
         .device_flops = 989.4e12 * 0.6,
+        /* fp32 (no TF32) on the CUDA cores: 66.9 TFLOP/s x the same 60% (an H200
+           measured 37.6 TFLOP/s in PyTorch's fp32 GPT-2 124M step: 56%) */
+        .device_flops_fp32 = 66.9e12 * 0.6,
         /* HBM3 3.35 TB/s; a streaming kernel (Adam, casts) reaches ~80% */
         .device_mem_bw = 3.35e12 * 0.8,
         /* the "80 GB" card (NVIDIA's name, not 80e9 bytes): nvidia-smi shows
@@ -78,6 +81,8 @@ static const ZnMachine PRESETS[] = {
         .overlap = 1,   /* NCCL and copies on their own streams */
         /* A100 SXM bf16 dense tensor core peak 312 TFLOP/s x 60% */
         .device_flops = 312e12 * 0.6,
+        /* fp32 (no TF32) 19.5 TFLOP/s x 60% */
+        .device_flops_fp32 = 19.5e12 * 0.6,
         /* HBM2e 2.039 TB/s (the "80 GB" card) x 80% */
         .device_mem_bw = 2.039e12 * 0.8,
         /* the "80 GB" card (NVIDIA's name) holds 80 GiB, as the H100's */
@@ -123,10 +128,12 @@ typedef struct {
     size_t off;         /* the double in ZnMachine */
     int pow10;
     int pow2;
+    int optional;       /* may be left out without a preset (read_machine says what it then is) */
 } Figure;
 
 static const Figure FIGURES[] = {
     {"device_tflops", offsetof(ZnMachine, device_flops), 12, 0},
+    {"device_tflops_fp32", offsetof(ZnMachine, device_flops_fp32), 12, 0, 1},
     {"device_mem_gbps", offsetof(ZnMachine, device_mem_bw), 9, 0},
     {"device_memory_gib", offsetof(ZnMachine, device_memory), 0, 30},
     {"intra_node.latency_us", offsetof(ZnMachine, intra.alpha), -6, 0},
@@ -143,11 +150,13 @@ static double *figure_of(ZnMachine *m, const Figure *f) { return (double *)((cha
 static double figure_get(const ZnMachine *m, const Figure *f) { return *(const double *)((const char *)m + f->off); }
 
 /* The keys each object may hold (NULL-ended): anything else is a typo. */
-static const char *const TOP_KEYS[] = {"name", "preset", "gpus_per_node", "overlap", "device_tflops", "device_mem_gbps",
+static const char *const TOP_KEYS[] = {"name", "preset", "gpus_per_node", "overlap", "device_tflops",
+                                       "device_tflops_fp32", "device_mem_gbps",
                                        "device_memory_gib", "intra_node", "inter_node", "host_device_gbps",
                                        "host_adam_gelems", "nvme_gbps", NULL};
 static const char *const LINK_KEYS[] = {"latency_us", "bandwidth_gbps", NULL};
-#define TOP_KEY_LIST "name, preset, gpus_per_node, overlap, device_tflops, device_mem_gbps, device_memory_gib, " \
+#define TOP_KEY_LIST "name, preset, gpus_per_node, overlap, device_tflops, device_tflops_fp32, device_mem_gbps, " \
+                     "device_memory_gib, " \
                      "intra_node, inter_node, host_device_gbps, host_adam_gelems, nvme_gbps"
 #define LINK_KEY_LIST "latency_us, bandwidth_gbps"
 
@@ -464,7 +473,7 @@ static int read_overlap(Ctx *x, ZnMachine *m, int have_preset) {
 
 static int read_figure(Ctx *x, ZnMachine *m, const Figure *f, int have_preset) {
     const cJSON *v = at_path(x->root, f->path);
-    if (!v) return have_preset ? ZN_OK : missing(x, f->path);
+    if (!v) return have_preset || f->optional ? ZN_OK : missing(x, f->path);
     if (!cJSON_IsNumber(v)) return expected(x, f->path, "a number", v);
     long seen = 0;
     const char *tok = NULL;
@@ -498,6 +507,10 @@ static int read_machine(Ctx *x, ZnMachine *m) {
     if (!rc && !have_preset && !cJSON_GetObjectItemCaseSensitive(x->root, "intra_node")) rc = missing(x, "intra_node");
     if (!rc && !have_preset && !cJSON_GetObjectItemCaseSensitive(x->root, "inter_node")) rc = missing(x, "inter_node");
     for (int i = 0; i < NFIGURES && !rc; i++) rc = read_figure(x, m, &FIGURES[i], have_preset);
+    /* a file that says how fast its GEMMs run and not how fast in fp32
+       describes one rate: a preset's fp32 figure is for the preset's GEMMs */
+    if (!rc && !at_path(x->root, "device_tflops_fp32") && at_path(x->root, "device_tflops"))
+        m->device_flops_fp32 = m->device_flops;
     if (!rc) rc = validate(m, x->src, x->err);
     return rc;
 }
@@ -566,10 +579,11 @@ int zn_machine_write_json(FILE *f, const ZnMachine *m, ZnErr *err) {
     fputs("{\n  \"name\": ", f);
     put_name(f, m->name);
     fprintf(f, ",\n  \"gpus_per_node\": %d,\n  \"overlap\": %s,\n", m->gpus_per_node, m->overlap ? "true" : "false");
-    fprintf(f, "  \"device_tflops\": %s,\n  \"device_mem_gbps\": %s,\n  \"device_memory_gib\": %s,\n", t[0], t[1], t[2]);
-    fprintf(f, "  \"intra_node\": {\"latency_us\": %s, \"bandwidth_gbps\": %s},\n", t[3], t[4]);
-    fprintf(f, "  \"inter_node\": {\"latency_us\": %s, \"bandwidth_gbps\": %s},\n", t[5], t[6]);
-    fprintf(f, "  \"host_device_gbps\": %s,\n  \"host_adam_gelems\": %s,\n  \"nvme_gbps\": %s\n}\n", t[7], t[8], t[9]);
+    fprintf(f, "  \"device_tflops\": %s,\n  \"device_tflops_fp32\": %s,\n", t[0], t[1]);
+    fprintf(f, "  \"device_mem_gbps\": %s,\n  \"device_memory_gib\": %s,\n", t[2], t[3]);
+    fprintf(f, "  \"intra_node\": {\"latency_us\": %s, \"bandwidth_gbps\": %s},\n", t[4], t[5]);
+    fprintf(f, "  \"inter_node\": {\"latency_us\": %s, \"bandwidth_gbps\": %s},\n", t[6], t[7]);
+    fprintf(f, "  \"host_device_gbps\": %s,\n  \"host_adam_gelems\": %s,\n  \"nvme_gbps\": %s\n}\n", t[8], t[9], t[10]);
     if (fflush(f) != 0 || ferror(f)) return zn_err(err, ZN_E_IO, "machine: writing the JSON failed");
     return ZN_OK;
 }

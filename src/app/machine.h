@@ -14,6 +14,7 @@
  *
  *   {"name": "my-node", "preset": "dgx-h100", "gpus_per_node": 8,
  *    "device_tflops": 593.6,      10^12 FLOP/s    -> device_flops
+ *    "device_tflops_fp32": 40.14, 10^12 FLOP/s    -> device_flops_fp32 (optional)
  *    "device_mem_gbps": 2680,     10^9 bytes/s    -> device_mem_bw
  *    "device_memory_gib": 80,     2^30 bytes      -> device_memory
  *    "intra_node": {"latency_us": 3, "bandwidth_gbps": 360},   -> intra
@@ -24,7 +25,9 @@
  *
  * (latency_us: 10^-6 s.) With "preset", every other key is optional and
  * overrides the preset's figure ("name" too: without it the machine keeps
- * the preset's name); without "preset", every key is required. Unknown or
+ * the preset's name); without "preset", every key is required but
+ * device_tflops_fp32, which is device_tflops wherever the file gives that and
+ * not it (a device whose GEMMs run fp32 as fast as 16-bit, as zinc's host's). Unknown or
  * repeated keys are errors, as are wrong types, numbers that are not finite
  * and > 0 (in the file and once scaled), and a gpus_per_node that is not an
  * integer from 1 to 4096. A name is 1 to 63 bytes of printable UTF-8. A
@@ -49,6 +52,8 @@ typedef struct {
                                stop it (zinc's CPU ranks, whose collectives block): file key "overlap",
                                true unless the file or the preset says otherwise */
     double device_flops;    /* FLOP/s a device sustains in its GEMMs (16-bit) */
+    double device_flops_fp32; /* the same for fp32 GEMMs, a model in fp32 (no TF32: PyTorch's
+                                 default for matmuls, and cuBLAS's in zinc's fast mode) */
     double device_mem_bw;   /* bytes/s a memory-bound kernel moves */
     double device_memory;   /* bytes a device holds */
     ZnLink intra;           /* device to device inside a node (NVLink) */

@@ -179,8 +179,10 @@ static void print_fit(FILE *f, const ZnPlanFit *fit) {
 }
 
 static void print_time(FILE *f, const ZnMachine *m, int dflt, const ZnStepTime *t) {
-    fprintf(f, "[zinc] plan: machine %s (%d GPUs per node, %.4g TFLOP/s, intra %.4g GB/s, inter %.4g GB/s per GPU)%s\n",
-            m->name, m->gpus_per_node, m->device_flops / 1e12, m->intra.beta / 1e9, m->inter.beta / 1e9,
+    /* the GEMM rate the run is priced at: an fp32 model's is named */
+    const char *fp32 = t->device_flops != m->device_flops ? " in fp32" : "";
+    fprintf(f, "[zinc] plan: machine %s (%d GPUs per node, %.4g TFLOP/s%s, intra %.4g GB/s, inter %.4g GB/s per GPU)%s\n",
+            m->name, m->gpus_per_node, t->device_flops / 1e12, fp32, m->intra.beta / 1e9, m->inter.beta / 1e9,
             dflt ? ", the default: --machine NAME|FILE.json for another" : "");
     for (int ph = 0; ph < ZN_PH_N; ph++)
         fprintf(f, "[zinc] plan: %-8s compute %.4g s, communication %.4g s (intra %.4g, inter %.4g, latency %.4g, "

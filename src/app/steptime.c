@@ -38,6 +38,8 @@ int zn_step_time(const ZnRunOpts *o, const ZnDryRun *r, const ZnMachine *m, ZnSt
         return zn_err(err, ZN_E_USAGE, "%d ranks on one node, and machine '%s' has %d GPUs per node", N, m->name,
                       m->gpus_per_node);
     const double es = (double)zn_dtype_size(o->cfg.model_dtype);
+    /* 16-bit GEMMs run on the tensor cores, fp32 ones (no TF32) beside them */
+    t->device_flops = o->cfg.model_dtype == ZN_F32 ? m->device_flops_fp32 : m->device_flops;
     const ZnZeroConfig *z = &o->cfg.zero;
     double ovl[ZN_PH_N] = {0}, fixed[ZN_PH_N] = {0};
     for (int ph = 0; ph < ZN_PH_N; ph++) {
@@ -46,7 +48,7 @@ int zn_step_time(const ZnRunOpts *o, const ZnDryRun *r, const ZnMachine *m, ZnSt
            memory speed; Adam reads and writes three fp32 states and reads
            the gradient and writes the 16-bit copy */
         double bytes = s->dev.mem_elems * es + s->dev.opt_elems * (24.0 + 2.0 * es);
-        t->compute[ph] = s->dev.flops / m->device_flops + bytes / m->device_mem_bw;
+        t->compute[ph] = s->dev.flops / t->device_flops + bytes / m->device_mem_bw;
         t->compute[ph] += s->host.opt_elems / m->host_adam_rate;   /* the CPU optimizer (offload) */
         t->flops += s->dev.flops;
         /* copies between host and device: the gradients' way down in the

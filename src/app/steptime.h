@@ -35,6 +35,7 @@ typedef struct {
     double intra[ZN_PH_N], inter[ZN_PH_N], latency[ZN_PH_N], copies[ZN_PH_N], nvme[ZN_PH_N];
     double step_s;             /* the sum of the phases */
     double flops;              /* the rank's device FLOPs in the step */
+    double device_flops;       /* the GEMM rate they run at: the machine's fp32 one for an fp32 model */
     double tflops_per_gpu;     /* flops / step_s / 1e12 */
     double samples_per_s;      /* the global batch / step_s */
     double tokens_per_s;       /* samples * sequence length (a language model; else 0) */
