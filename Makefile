@@ -117,9 +117,9 @@ $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(ZN_DEPS) $(HDRS)
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ZN_LIBS) -lcmocka $(LDLIBS) $(CUDA_LDLIBS)
 
 # test_step_alloc counts zinc's malloc/calloc/realloc calls (spec Z-ENG-017);
-# test_alloc fails them on demand (Z-ERR-002), test_io_alloc each in turn
+# test_alloc fails them on demand (Z-ERR-002), test_io_alloc and test_app_alloc each in turn
 # under the checkpoint readers and writers (Z-DSCK-010)
-$(BUILD)/tests/test_step_alloc $(BUILD)/tests/test_alloc $(BUILD)/tests/test_io_alloc: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
+$(BUILD)/tests/test_step_alloc $(BUILD)/tests/test_alloc $(BUILD)/tests/test_io_alloc $(BUILD)/tests/test_app_alloc: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 # test_hjson fails the reader's buffer growth on demand (Z-CFG-047)
 $(BUILD)/tests/test_hjson: LDFLAGS += -Wl,--wrap=realloc
 

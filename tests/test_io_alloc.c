@@ -7,7 +7,7 @@
  * must end in ZN_E_NOMEM with an out-of-memory message, and
  * nothing may leak or be left half-written: ASan and valgrind run this
  * binary too. */
-#include "testutil.h"
+#include "alloc_sweep.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "io/ds_ckpt.h"
@@ -17,53 +17,7 @@
 #include "io/torch_file.h"
 #include "io/zipread.h"
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-
-/* the fail_at-th allocation from arm() on fails (0: none); seen counts them */
-static _Thread_local long fail_at, seen;
-
-static int failing(void) { return fail_at && ++seen == fail_at; }
-/* the test's own allocations (and libc's on its behalf) are not failed */
-static long pause_failing(void) {
-    long at = fail_at;
-    fail_at = 0;
-    return at;
-}
-void *__wrap_malloc(size_t n) { return failing() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t k, size_t n) {
-    if (failing() || (n && k > SIZE_MAX / n)) return NULL;
-    return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) { return failing() ? NULL : __real_realloc(p, n); }
-
 #define DSCK "tests/data/dsck/"
-
-typedef int (*Op)(const void *arg, ZnErr *err);
-
-/* Runs op with its k-th allocation failing, for every k: each failure
- * is a clean ZN_E_NOMEM.
- * Returns how many allocations the op makes when none fails. */
-static long sweep(const char *what, Op op, const void *arg) {
-    /* under valgrind (ci/memcheck.sh) every 7th point: the sweep is
-     * quadratic, and memcheck's interest is what each kind of failure frees */
-    const long step = getenv("ZINC_UNDER_VALGRIND") ? 7 : 1;
-    for (long k = 1;; k += step) {
-        ZnErr err = {0};
-        seen = 0;
-        fail_at = k;
-        int rc = op(arg, &err);
-        fail_at = 0;
-        if (seen < k) {   /* the op's allocations all came before k: it ran unfailed */
-            if (rc) fail_msg("%s with every allocation granted: rc %d: %s", what, rc, err.msg);
-            return seen;
-        }
-        if (rc != ZN_E_NOMEM) fail_msg("%s, allocation %ld failing: rc %d: %s", what, k, rc, err.msg);
-        if (!strstr(err.msg, "out of host memory") && !strstr(err.msg, "out of memory"))
-            fail_msg("%s, allocation %ld failing: message '%s'", what, k, err.msg);
-    }
-}
 
 /* ---- the operations ------------------------------------------------------ */
 

@@ -281,7 +281,10 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
     if (o->universal && !o->resume)
         return zn_err(err, ZN_E_USAGE, "--universal-checkpoint only applies with --resume");
     snprintf(o->model_spec, sizeof o->model_spec, "%s", spec);
+    /* the text a checkpoint's manifest records: without it a resume could
+       not say which config wrote the checkpoint, so its allocation counts */
     o->config_text = config_text ? zn_strdup(ZN_HOST_APP, config_text) : NULL;
+    if (config_text && !o->config_text) return zn_nomem(err);
     if (!config_text && f->config_path) {   /* what was read from the file, for the manifest */
         size_t n;
         char *buf = NULL;
@@ -291,6 +294,7 @@ int zn_train_resolve(const ZnTrainFlags *f, const char *config_text, ZnRunOpts *
             n = buf ? fread(buf, 1, (1 << 20) - 1, cf) : 0;
             if (buf) buf[n] = 0;
             fclose(cf);
+            if (!buf) return zn_nomem(err);
         }
         o->config_text = buf;
     }
