@@ -136,7 +136,7 @@ ZT_TEST(test_machine) {
     assert_true(sweep("machine", op_machine, zt_path("m.json")) > 100);
 }
 
-/* spec: Z-ERR-002 training logs read and plotted (Z-PLOT-030: the picture
+/* spec: Z-ERR-002 training logs read and plotted (Z-PLOT-016: the picture
  * is written whole or not at all) */
 ZT_TEST(test_plot) {
     const char *hdr = "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms\n";

@@ -471,7 +471,7 @@ static double py(const Frame *fr, double y) {
     return fr->b - (y - a) / (b - a) * (fr->b - fr->t);
 }
 
-/* One run's curve (Z-PLOT-021): one <path>, a new subpath ("M") after each gap;
+/* One run's curve (Z-PLOT-006, Z-PLOT-012): one <path>, a new subpath ("M") after each gap;
  * a point alone between gaps gets a zero-length segment, which round caps
  * draw as a dot, so it does not vanish. */
 static void put_run(FILE *f, const Frame *fr, const ZnPlotRun *r, int idx) {
@@ -520,7 +520,7 @@ int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, 
     if (zn_plot_ticks(xlo, xhi, 0, &fr.xt, err)) return zn_err_prefix(err, "x axis (step): ");
     if (zn_plot_ticks(ylo, yhi, o->logy, &fr.yt, err)) return zn_err_prefix(err, "y axis (%s): ", col);
 
-    /* Layout (Z-PLOT-022). Left margin: room for the rotated y title and the
+    /* Layout (Z-PLOT-013). Left margin: room for the rotated y title and the
        widest y tick label. Right: the legend, outside the plot area, so it
        never hides a curve. Top: the title. Bottom: x labels and x title. */
     char lab[64];

@@ -75,7 +75,7 @@ typedef struct {
     int logy;           /* log10 y axis; values <= 0 become gaps */
 } ZnPlotOpts;
 
-/* Chart geometry (Z-PLOT-020). */
+/* Chart geometry (Z-PLOT-011, Z-PLOT-013). */
 #define ZN_PLOT_WIDTH 800
 #define ZN_PLOT_HEIGHT 500
 
@@ -83,7 +83,7 @@ typedef struct {
  * run has a single point to draw. */
 int zn_plot_svg(FILE *f, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, ZnErr *err);
 /* Writes the SVG to path atomically: path.tmp, fflush, fsync, rename
- * (Z-PLOT-030). On any failure path is untouched and path.tmp is removed. */
+ * (Z-PLOT-016). On any failure path is untouched and path.tmp is removed. */
 int zn_plot_write(const char *path, const ZnPlotRun *runs, int nruns, const ZnPlotOpts *o, ZnErr *err);
 
 

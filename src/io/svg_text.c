@@ -33,7 +33,7 @@ long zn_svg_cp_count(const char *s) {
 }
 
 /* Writes s as XML character data, good in text and in "..." attributes
- * (Z-PLOT-025, Z-PSVG-012): & < > " ' as entities; tab, newline and CR as character
+ * (Z-PLOT-015, Z-PSVG-012): & < > " ' as entities; tab, newline and CR as character
  * references (a parser would turn them into spaces in an attribute); other
  * control characters, U+FFFE/U+FFFF and invalid UTF-8 bytes, which XML 1.0
  * cannot hold at all, as U+FFFD. At most max_cp code points, then "…". */
