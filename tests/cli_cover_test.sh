@@ -154,6 +154,88 @@ STATUS batch=5 / 6" ] && ! grep -q '^DIVERGED' "$T/st" && [ "$(tail -n 1 "$T/st"
   ok "Z-REP-006 stepper --test-every/--status-every/tolerances"
 else bad "Z-REP-006 stepper intervals" "exit $rc: $(cat "$T/st")"; fi
 
+# ---- zinc stepper/compare --peer deepspeed: flags, and a peer that fails ----
+PD="--peer deepspeed --config examples/ds.json --model gpt2-tiny --data text:tests/data/gpl-3.txt --seq-len 32"
+# spec: Z-DSP-010 the peer's own flags: a bad count or bound, a flag without
+# its value, an unknown flag, a train flag's bad value: one line, exit 2
+usage_err "Z-DSP-010 stepper --peer --batches 0" 2 "zinc: error: --batches: expected a positive integer, got '0'" -- stepper $PD --batches 0
+usage_err "Z-DSP-010 stepper --peer --test-every word" 2 "zinc: error: --test-every: expected a positive integer, got 'x'" -- stepper $PD --test-every x
+usage_err "Z-DSP-010 stepper --peer --status-every too many" 2 "zinc: error: --status-every: expected a positive integer, got '1000001'" -- stepper $PD --status-every 1000001
+usage_err "Z-DSP-010 stepper --peer --status-every overflow" 2 "zinc: error: --status-every: expected a positive integer, got '99999999999999999999'" -- stepper $PD --status-every 99999999999999999999
+usage_err "Z-DSP-010 stepper --peer --status-every empty" 2 "zinc: error: --status-every: expected a positive integer, got ''" -- stepper $PD --status-every ""
+usage_err "Z-DSP-010 stepper --peer --param-tol negative" 2 "zinc: error: --param-tol: expected a number >= 0, got '-1'" -- stepper $PD --param-tol -1
+usage_err "Z-DSP-010 stepper --peer --loss-tol inf" 2 "zinc: error: --loss-tol: expected a number >= 0, got 'inf'" -- stepper $PD --loss-tol inf
+usage_err "Z-DSP-010 stepper --peer --loss-tol overflow" 2 "zinc: error: --loss-tol: expected a number >= 0, got '1e400'" -- stepper $PD --loss-tol 1e400
+usage_err "Z-DSP-010 stepper --peer --param-tol empty" 2 "zinc: error: --param-tol: expected a number >= 0, got ''" -- stepper $PD --param-tol ""
+usage_err "Z-DSP-010 stepper --peer --param-tol suffix" 2 "zinc: error: --param-tol: expected a number >= 0, got '1e-3x'" -- stepper $PD --param-tol 1e-3x
+usage_err "Z-DSP-010 stepper --peer flag without value" 2 "zinc: error: --python needs a value (or is unknown to 'zinc stepper --peer')" -- stepper $PD --python
+usage_err "Z-DSP-010 stepper --peer unknown flag" 2 "zinc: error: unknown flag '--frob' for 'zinc stepper --peer'" -- stepper $PD --frob 1
+usage_err "Z-DSP-010 stepper --peer bad --world-size" 2 "zinc: error: --world-size: expected an integer in 1..131072, got 'two'" -- stepper $PD --world-size two
+# spec: Z-DSP-012 compare --peer takes --rtol and --atol, not stepper's counts
+usage_err "Z-DSP-012 compare --peer --rtol word" 2 "zinc: error: --rtol: expected a number >= 0, got 'x'" -- compare $PD --rtol x
+usage_err "Z-DSP-012 compare --peer --batches unknown" 2 "zinc: error: unknown flag '--batches' for 'zinc compare --peer'" -- compare $PD --batches 2
+
+# A stand-in for the peers' venv: a python that is never run (zinc runs the
+# torchrun beside it) and a torchrun that fails as FAKE_PEER says, writing
+# what the worker would into ds/ beside the job file ($5)
+mkdir -p "$T/venv" "$T/novenv"
+printf '#!/bin/sh\nexit 0\n' >"$T/venv/python"
+cp "$T/venv/python" "$T/novenv/python"
+cat >"$T/venv/torchrun" <<'EOT'
+#!/bin/sh
+ds=$(dirname "$5")/ds
+mkdir -p "$ds"
+case $FAKE_PEER in
+  exit3) echo "RuntimeError: worker died"; exit 3 ;;
+  refuse) echo "ValueError: no such optimizer" | tee "$ds/error.txt"; exit 1 ;;
+  short) echo '{"loss": [2.5]}' >"$ds/losses.json" ;;
+  norecord) echo '{"loss": [2.5, 2.25]}' >"$ds/losses.json" ;;
+  empty) echo '{"loss": [2.5, 2.25]}' >"$ds/losses.json"
+         printf '\002\0\0\0\0\0\0\0{}' >"$ds/record.safetensors" ;;
+esac
+exit 0
+EOT
+chmod +x "$T/venv/python" "$T/novenv/python" "$T/venv/torchrun"
+FP="$PD --world-size 2 --python $T/venv/python"
+# spec: Z-DSP-010 a --python with no torchrun beside it, and a ZINC_PEER_WORKER
+# that cannot be read, are one-line usage errors before anything runs
+usage_err "Z-DSP-010 no torchrun beside --python" 2 "zinc: error: --python: no executable torchrun beside it ($T/novenv/torchrun): No such file or directory" -- stepper $PD --python "$T/novenv/python"
+ZINC_PEER_WORKER=$T/none.py "$ZINC" stepper $FP >"$T/out" 2>"$T/err"; rc=$?
+if [ $rc = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: ZINC_PEER_WORKER: cannot read '$T/none.py': No such file or directory" ]; then
+  ok "Z-DSP-010 ZINC_PEER_WORKER unreadable"
+else bad "Z-DSP-010 ZINC_PEER_WORKER unreadable" "exit $rc: $(cat "$T/err")"; fi
+# spec: Z-DSP-010 a temporary folder that cannot be made (TMPDIR) is one error line, exit 1
+TMPDIR=$T/none ZINC_PEER_WORKER=tests/peer_ds_worker.py "$ZINC" stepper $FP >"$T/out" 2>"$T/err"; rc=$?
+if [ $rc = 1 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "zinc: error: cannot make a folder in $T/none: No such file or directory" ]; then
+  ok "Z-DSP-010 TMPDIR missing"
+else bad "Z-DSP-010 TMPDIR missing" "exit $rc: $(cat "$T/err")"; fi
+
+# peer_fail ID STATUS MODE LINE -- zinc args: with FAKE_PEER=MODE, exit
+# STATUS, stderr LINE (a grep -x pattern; @DIR@ the kept folder) then the line
+# naming the folder kept, which exists
+peer_fail() {
+  id=$1; want=$2; mode=$3; line=$4; shift 5
+  rm -rf "$T/tmp"; mkdir -p "$T/tmp"
+  FAKE_PEER=$mode TMPDIR=$T/tmp ZINC_PEER_WORKER=tests/peer_ds_worker.py "$ZINC" "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  k=$(ls -d "$T"/tmp/zinc-peer-* 2>/dev/null)
+  pat=$(printf '%s' "$line" | sed "s|@DIR@|$k|g")
+  if [ "$rc" = "$want" ] && [ -n "$k" ] && [ -d "$k" ] && [ "$(wc -l <"$T/err")" = 2 ] && head -n 1 "$T/err" | grep -qx -- "$pat" &&
+     [ "$(tail -n 1 "$T/err")" = "zinc: DeepSpeed's log and files are kept in $k" ]; then ok "$id"
+  else bad "$id" "exit $rc: $(cat "$T/err")"; fi
+}
+# spec: Z-DSP-010 torchrun exiting non-zero is an error quoting its last line
+# (exit 1); DeepSpeed's refusal (ds/error.txt) one quoting it (exit 2); a
+# losses.json or record.safetensors missing or short an error naming the file
+peer_fail "Z-DSP-010 torchrun exits 3" 1 exit3 "zinc: error: $T/venv/torchrun exited 3: RuntimeError: worker died" -- stepper $FP --batches 2
+peer_fail "Z-DSP-010 DeepSpeed refuses the config" 2 refuse "zinc: error: DeepSpeed cannot run this config: ValueError: no such optimizer" -- stepper $FP --batches 2
+peer_fail "Z-DSP-010 no losses.json" 1 none "zinc: error: @DIR@/ds/losses.json: open failed: No such file or directory" -- stepper $FP --batches 2
+peer_fail "Z-DSP-010 one loss of two" 1 short "zinc: error: @DIR@/ds/losses.json: 1 losses, expected 2" -- stepper $FP --batches 2
+peer_fail "Z-DSP-010 no record" 1 norecord "zinc: error: @DIR@/ds/record.safetensors: open failed: No such file or directory" -- stepper $FP --batches 2
+peer_fail "Z-DSP-010 a record without the masters" 1 empty "zinc: error: @DIR@/ds/record.safetensors: no fp32 tensor '0/transformer.wte.weight' of 8192 elements" -- stepper $FP --batches 2
+# spec: Z-DSP-012 ... and compare --peer reads the gradients first
+peer_fail "Z-DSP-012 a record without the gradients" 1 empty "zinc: error: @DIR@/ds/record.safetensors: no fp32 tensor '0/grad/transformer.wte.weight' of 8192 elements" -- compare $FP --steps 2
+
 # ---- zinc spec run / zinc spec: the command line ---------------------------
 # spec: Z-CLI-006 `zinc spec` without run or coverage prints its usage line, exit 2; --backend takes sim or cuda
 U="usage: zinc spec run [--backend sim|cuda|tcp] [--exact] [CASE.json...] | zinc spec coverage"
@@ -299,6 +381,44 @@ run_case "Z-CKPT-004 non-canonical reshard (universal checkpoint): a loss differ
 printf '{"id": "no-fall", %s, "stage": 2, "config": {%s, "optimizer": {"type": "Adam", "params": {"lr": 0}}}, "expect": {"loss_falls": {"first_near_lnC": 0.5, "ratio": 0.9}, "scale_after": [2], "skipped": [1], "lr_follows_schedule": true, "finite": false, "comm_volume": true, "memory": true}}\n' "$C" "$MB" >"$T/c/w.json"
 run_case "Z-ENG-011 loss_falls fails when lr is 0" "$T/c/w.json" \
   "FAIL no-fall \[$T/c/w.json\]: run 0: loss went [0-9.]* -> [0-9.]* (ln C = 1.3863): expected to start near ln C and fall below 0.90 of the first"
+
+# spec: Z-DRY-003 the dry run matches runs of 0 or 1 steps: a dry_run case of 3 steps fails saying so
+printf '{"id": "dry3", %s, "stage": 1, "config": {%s}, "expect": {"dry_run": true}}\n' "$C" "$MB" >"$T/c/x1.json"
+run_case "Z-DRY-003 dry_run on a run of 3 steps" "$T/c/x1.json" "FAIL dry3 \[$T/c/x1.json\]: dry_run: a run of 0 or 1 steps"
+# spec: Z-SPEC-001 "runs" holds 1 to 32 runs: none, or 33, is "bad 'runs'";
+# runs compared with run 0 must have its steps and size; a case without "id" is "?"
+printf '{"id": "noruns", %s, "config": {%s}, "runs": []}\n' "$C" "$MB" >"$T/c/x2.json"
+run_case "Z-SPEC-001 a case of no runs" "$T/c/x2.json" "FAIL noruns \[$T/c/x2.json\]: bad 'runs'"
+printf '{"id": "runs33", %s, "config": {%s}, "runs": [%s{}]}\n' "$C" "$MB" "$(for i in $(seq 32); do printf '{}, '; done)" >"$T/c/x3.json"
+run_case "Z-SPEC-001 a case of 33 runs" "$T/c/x3.json" "FAIL runs33 \[$T/c/x3.json\]: bad 'runs'"
+printf '{"id": "shape", %s, "config": {%s}, "runs": [{"stage": 0}, {"stage": 0, "steps": 2}], "expect": {"bitwise": true}}\n' "$C" "$MB" >"$T/c/x4.json"
+run_case "Z-SPEC-001 runs of other lengths" "$T/c/x4.json" "FAIL shape \[$T/c/x4.json\]: run 1 has a different shape than run 0"
+printf '{%s, "config": {%s}, "runs": []}\n' "$C" "$MB" >"$T/c/x5.json"
+run_case "Z-SPEC-001 a failing case without id" "$T/c/x5.json" "FAIL ? \[$T/c/x5.json\]: bad 'runs'"
+printf '{%s, "stage": 1, "config": {%s}}\n' "$C" "$MB" >"$T/c/x6.json"
+"$ZINC" spec run "$T/c/x6.json" >"$T/out" 2>&1; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$T/out")" = "ok   ?
+spec: 1 passed, 0 failed" ]; then ok "Z-SPEC-001 a passing case without id"
+else bad "Z-SPEC-001 a passing case without id" "exit $rc: $(cat "$T/out")"; fi
+# spec: Z-SPEC-004 a run without "resume" starts after step 0: a case expecting first_step 2 fails
+printf '{"id": "first", %s, "stage": 1, "config": {%s}, "expect": {"first_step": 2}}\n' "$C" "$MB" >"$T/c/x7.json"
+run_case "Z-SPEC-004 first_step of a run that did not resume" "$T/c/x7.json" "FAIL first \[$T/c/x7.json\]: run 0 started after step 0, expected 2"
+# spec: Z-ENG-011 a first loss further than first_near_lnC from ln C fails loss_falls, however loose the ratio
+printf '{"id": "lnc", %s, "stage": 1, "config": {%s}, "expect": {"loss_falls": {"first_near_lnC": 0, "ratio": 2}}}\n' "$C" "$MB" >"$T/c/x8.json"
+run_case "Z-ENG-011 loss_falls: first loss not ln C" "$T/c/x8.json" \
+  "FAIL lnc \[$T/c/x8.json\]: run 0: loss went [0-9.]* -> [0-9.]* (ln C = 1.3863): expected to start near ln C and fall below 2.00 of the first"
+# spec: Z-SPEC-004 a resume with "error" that succeeds fails the case; one
+# refused with another message (here: a tag that names no folder) fails quoting it
+printf '{"id": "ck-noerr", %s, "stage": 1, "config": {%s}, "checkpoint": {"save_at": 2, "resume": [{"error": "no such tag"}]}}\n' "$C" "$MB" >"$T/c/x9.json"
+run_case "Z-SPEC-004 a resume expected to fail succeeds" "$T/c/x9.json" \
+  "FAIL ck-noerr \[$T/c/x9.json\]: resume 0 succeeded, expected an error containing 'no such tag'"
+printf '{"id": "ck-other", %s, "stage": 1, "config": {%s}, "checkpoint": {"save_at": 2, "resume": [{"tag": "global_step9", "error": "parameter 0"}]}}\n' "$C" "$MB" >"$T/c/x10.json"
+run_case "Z-SPEC-004 a resume refused with another message" "$T/c/x10.json" \
+  "FAIL ck-other \[$T/c/x10.json\]: resume 0: error 'rank 0: --checkpoint-tag: the tag 'global_step9' names no checkpoint folder (/tmp/zinc-ckpt-[A-Za-z0-9]*/global_step9: No such file or directory)', expected one containing 'parameter 0'"
+# spec: Z-DSCK-009 resuming DeepSpeed's folder keeps Z-CKPT-004: stage 2 from world 2 (GA 3) to world 1 (GA 6) ends on another digest
+printf '{"id": "ck-ds", "model": "mlp:6,8,4", "steps": 8, "world": 2, "stage": 2, "train_batch_size": 24, "config": {%s}, "checkpoint": {"save_at": 2, "deepspeed": true, "resume": [{"world": 1, "deepspeed": true}]}}\n' "$MB" >"$T/c/x11.json"
+run_case "Z-DSCK-009 non-canonical reshard from DeepSpeed's folder: digest differs" "$T/c/x11.json" \
+  "FAIL ck-ds \[$T/c/x11.json\]: resume 0 (world 1, GA 6, stage 2, deepspeed): digest [0-9a-f]\{16\}, uninterrupted [0-9a-f]\{16\}"
 
 # ---- zinc spec run: files and folders ---------------------------------------
 # spec: Z-SPEC-001 a file may hold an array of cases: each runs and is reported by its id

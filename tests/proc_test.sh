@@ -417,6 +417,42 @@ spec: 0 passed, 0 failed, 1 skipped (tcp)" ] && [ "$rs" = 1 ] && tail -n 1 "$T/s
   ok "Z-SPEC-005 tcp_skip: skipped with its reason over tcp, run on the simulator"
 else bad Z-SPEC-005-skip "tcp exit $rt: $(cat "$T/skip.tcp"); sim exit $rs: $(tail -n 1 "$T/skip.sim")"; fi
 
+# a case of 2 ranks, 2 steps, for the checks below
+printf '{"id": "tiny", "model": "mlp:6,8,4", "steps": 2, "world": 2, "stage": 1, "config": {"train_micro_batch_size_per_gpu": 4}}\n' >"$T/tiny.json"
+# spec: Z-SPEC-005 ZINC_SPEC_KILL empty or not a number kills no rank: the case passes
+for v in "" 1x; do
+  ZINC_SPEC_KILL=$v $TO "$ZINC" spec run --backend tcp "$T/tiny.json" >"$T/nokill" 2>&1; rc=$?
+  if [ $rc = 0 ] && [ "$(cat "$T/nokill")" = "ok   tiny
+spec: 1 passed, 0 failed, 0 skipped (tcp)" ]; then ok "Z-SPEC-005 ZINC_SPEC_KILL='$v' kills no rank"
+  else bad "Z-SPEC-005-nokill '$v'" "exit $rc: $(cat "$T/nokill")"; fi
+done
+# spec: Z-SPEC-005 ranks that fail to join (a malformed ZINC_COMM_PAUSE,
+# which the simulator does not read) fail the run on that side only, the
+# error named with its rank
+ZINC_COMM_PAUSE=bad $TO "$ZINC" spec run --backend tcp "$T/tiny.json" >"$T/join" 2>&1; rc=$?
+if [ $rc = 1 ] && [ "$(cat "$T/join")" = "FAIL tiny [$T/tiny.json]: run 0 failed: the simulator succeeded, ranks in processes failed: rank 0: ZINC_COMM_PAUSE='bad' is not RANK:TAG:N (N counting from 1)
+spec: 0 passed, 1 failed, 0 skipped (tcp)" ]; then ok "Z-SPEC-005 ranks that cannot join: rank 0's error"
+else bad Z-SPEC-005-join "exit $rc: $(cat "$T/join")"; fi
+# spec: Z-SPEC-005 a pipe that cannot be made (no file descriptor left) fails
+# the run naming its rank and the reason; the ranks started are killed
+( exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; ulimit -n 5
+  $TO "$ZINC" spec run --backend tcp "$T/tiny.json" ) >"$T/pipe" 2>&1; rc=$?
+if [ $rc = 1 ] && grep -qx "FAIL tiny \[$T/tiny.json\]: run 0 failed: the simulator succeeded, ranks in processes failed: pipe for rank [1-9]: Too many open files" "$T/pipe"; then
+  ok "Z-SPEC-005 a pipe that cannot be made"
+else bad Z-SPEC-005-pipe "exit $rc: $(cat "$T/pipe")"; fi
+# spec: Z-SPEC-005 where both sides fail, the run's error is the lowest rank's
+# that is not a lost peer: rank 1, whose optimizer file is gone, not rank 0,
+# which loses it (and the simulator's the same)
+$TO "$ZINC" train --model mlp:6,8,4 --steps 2 --world-size 2 --stage 1 --micro-batch 4 --checkpoint-dir "$T/ck" \
+  --checkpoint-interval 2 >/dev/null 2>&1
+rm -f "$T/ck/global_step2/zero_pp_rank_1_optim_states.safetensors"
+printf '{"id": "lost1", "model": "mlp:6,8,4", "steps": 3, "world": 2, "stage": 1, "config": {"train_micro_batch_size_per_gpu": 4}, "resume": "%s", "expect": {"error": "rank 1: %s: open failed: No such file or directory", "exit": 1}}\n' \
+  "$T/ck" "$T/ck/global_step2/zero_pp_rank_1_optim_states.safetensors" >"$T/lost1.json"
+$TO "$ZINC" spec run --backend tcp "$T/lost1.json" >"$T/lost1" 2>&1; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$T/lost1")" = "ok   lost1
+spec: 1 passed, 0 failed, 0 skipped (tcp)" ]; then ok "Z-SPEC-005 both fail: the error of rank 1, not of its lost peer"
+else bad Z-SPEC-005-both "exit $rc: $(cat "$T/lost1")"; fi
+
 # spec: Z-LAUNCH-001 usage errors
 expect_fail Z-LAUNCH-001-cmd 2 "give the command after '--'" -- "$ZINC" launch --nproc-per-node 2
 expect_fail Z-LAUNCH-001-n 2 "--nproc-per-node: expected an integer" -- "$ZINC" launch --nproc-per-node 0 -- zinc train

@@ -38,7 +38,7 @@ typedef struct {
 } PeerOpts;
 
 /* Runs argv with stdout and stderr into log (appended); returns the exit
- * status, or -1 when it could not start. */
+ * status, or -1 with errno set when it could not start. */
 static int spawn_wait(char *const argv[], const char *log, char *const envp[]) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -47,7 +47,10 @@ static int spawn_wait(char *const argv[], const char *log, char *const envp[]) {
     pid_t pid;
     int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc) return -1;
+    if (rc) {
+        errno = rc;
+        return -1;
+    }
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) return -1;
@@ -86,15 +89,21 @@ static void exe_dir(char *buf, size_t n) {
     else snprintf(buf, n, ".");
 }
 
-static int find_worker(char *out, size_t n, const char *dir) {
+/* The worker's path into out: ZINC_PEER_WORKER, else next to zinc; a usage
+ * error where there is none to read. */
+static int find_worker(char *out, size_t n, const char *dir, ZnErr *err) {
     const char *env = getenv("ZINC_PEER_WORKER");
-    if (env && *env) { snprintf(out, n, "%s", env); return access(out, R_OK) == 0; }
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        if (access(out, R_OK) == 0) return 0;
+        return zn_err(err, ZN_E_USAGE, "ZINC_PEER_WORKER: cannot read '%s': %s", env, strerror(errno));
+    }
     const char *tries[] = {"%s/../tests/peer_ds_worker.py", "%s/../share/zinc/peer_ds_worker.py"};
     for (size_t i = 0; i < sizeof tries / sizeof *tries; i++) {
         snprintf(out, n, tries[i], dir);
-        if (access(out, R_OK) == 0) return 1;
+        if (access(out, R_OK) == 0) return 0;
     }
-    return 0;
+    return zn_err(err, ZN_E_USAGE, "peer_ds_worker.py not found next to zinc (set ZINC_PEER_WORKER)");
 }
 
 /* The job file peer_ds_worker.py reads. */
@@ -123,6 +132,13 @@ static int write_job(const char *path, const PeerOpts *p, const ZnTrainFlags *f,
     return rc;
 }
 
+/* The torchrun beside the python (its venv's bin/). */
+static void torchrun_path(const char *python, char *out, size_t n) {
+    snprintf(out, n, "%s", python);
+    char *s = strrchr(out, '/');
+    snprintf(s ? s + 1 : out, n - (size_t)(s ? s + 1 - out : 0), "torchrun");
+}
+
 /* DeepSpeed's side: the step-0 export, then torchrun. */
 static int run_deepspeed(const PeerOpts *p, const ZnTrainFlags *f, const ZnRunOpts *o, const char *tmp, ZnErr *err) {
     char self[PATH_MAX], log[PATH_MAX + 16], ck[PATH_MAX + 16], tag[PATH_MAX + 32], hf[PATH_MAX + 16];
@@ -145,14 +161,14 @@ static int run_deepspeed(const PeerOpts *p, const ZnTrainFlags *f, const ZnRunOp
     snprintf(jobs, sizeof jobs, "%s/jobs.json", tmp);
     int rc = write_job(jobs, p, f, o, tmp, err);
     if (rc) return rc;
-    snprintf(torchrun, sizeof torchrun, "%s", p->python);
-    char *s = strrchr(torchrun, '/');
-    snprintf(s ? s + 1 : torchrun, sizeof torchrun - (size_t)(s ? s + 1 - torchrun : 0), "torchrun");
+    torchrun_path(p->python, torchrun, sizeof torchrun);
     snprintf(nproc, sizeof nproc, "%d", o->world.size);
     char *ds[] = {torchrun, "--standalone", "--nproc-per-node", nproc, (char *)p->worker, jobs, NULL};
     setenv("DS_ACCELERATOR", "cpu", 1);
     setenv("OMP_NUM_THREADS", "1", 0);
     rc = spawn_wait(ds, log, NULL);
+    if (rc < 0)   /* not started: the log's last line is zinc's export, not torchrun's */
+        return zn_err(err, ZN_E_IO, "cannot run %s: %s", torchrun, strerror(errno));
     char errf[PATH_MAX + 32];
     snprintf(errf, sizeof errf, "%s/ds/error.txt", tmp);
     if (access(errf, R_OK) == 0) {
@@ -353,14 +369,18 @@ static int peer_main(int argc, char **argv, int compare) {
     exe_dir(dir, sizeof dir);
     if (!p.python) { snprintf(py, sizeof py, "%s/peer-venv/bin/python", dir); p.python = py; }
     if (access(p.python, X_OK)) { zn_err(&err, ZN_E_USAGE, "--python: %s is not an executable python (make test-deepspeed makes build/peer-venv)", p.python); goto usage; }
-    if (!find_worker(worker, sizeof worker, dir)) { zn_err(&err, ZN_E_USAGE, "peer_ds_worker.py not found next to zinc (set ZINC_PEER_WORKER)"); goto usage; }
+    char torchrun[PATH_MAX + 32];
+    torchrun_path(p.python, torchrun, sizeof torchrun);
+    if (access(torchrun, X_OK)) { zn_err(&err, ZN_E_USAGE, "--python: no executable torchrun beside it (%s): %s", torchrun, strerror(errno)); goto usage; }
+    if (find_worker(worker, sizeof worker, dir, &err)) goto usage;
     p.worker = worker;
     p.record_grads = compare;
 
     char tmp[PATH_MAX];
     const char *td = getenv("TMPDIR");
-    snprintf(tmp, sizeof tmp, "%s/zinc-peer-XXXXXX", td && *td ? td : "/tmp");
-    if (!mkdtemp(tmp)) { fprintf(stderr, "zinc: error: cannot make a folder in %s: %s\n", td ? td : "/tmp", strerror(errno)); return 1; }
+    if (!td || !*td) td = "/tmp";
+    snprintf(tmp, sizeof tmp, "%s/zinc-peer-XXXXXX", td);
+    if (!mkdtemp(tmp)) { fprintf(stderr, "zinc: error: cannot make a folder in %s: %s\n", td, strerror(errno)); return 1; }
     if (compare) {
         printf("zinc compare: zinc (simulator) against DeepSpeed (%s, torchrun, %d processes, CPU accelerator), "
                "config %s, stage %d, %s, world size %d, %ld steps, rtol %g, atol %g\n",
