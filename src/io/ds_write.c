@@ -609,6 +609,15 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return 0;
 }
 
+/* Whether a manifest's config (JSON) names the batch itself. */
+static int config_has_batch(const char *text) {
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    int has = cJSON_GetObjectItemCaseSensitive(j, "train_batch_size") != NULL ||
+              cJSON_GetObjectItemCaseSensitive(j, "train_micro_batch_size_per_gpu") != NULL;
+    cJSON_Delete(j);
+    return has;
+}
+
 /* The run's config resolved as it trained: its file, its world size and stage. */
 static int resolve_config(Out *o, ZnErr *err) {
     const ZnCkptWhole *c = o->c;
@@ -617,7 +626,10 @@ static int resolve_config(Out *o, ZnErr *err) {
     a.world_size = c->world;
     a.stage = c->stage;
     a.dtype = (int)c->dt;
-    if (!c->config_text && c->st.global_step > 0)   /* a run of flags only: its batch from its samples */
+    /* a batch the flags gave (no config, or one without a batch): the run's
+       own, from its samples (a config's batch stands: a resharded resume
+       changed the train batch part way) */
+    if (c->st.global_step > 0 && !config_has_batch(c->config_text))
         a.train_batch_size = c->st.global_samples / c->st.global_step;
     int rc = zn_config_parse(c->config_text, c->config_text ? strlen(c->config_text) : 0, "the checkpoint's config", &a,
                              &o->cfg, err);
