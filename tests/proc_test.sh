@@ -458,5 +458,34 @@ expect_fail Z-LAUNCH-001-cmd 2 "give the command after '--'" -- "$ZINC" launch -
 expect_fail Z-LAUNCH-001-n 2 "--nproc-per-node: expected an integer" -- "$ZINC" launch --nproc-per-node 0 -- zinc train
 expect_fail Z-LAUNCH-001-node 2 "--node-rank 2 outside 0..1" -- "$ZINC" launch --nnodes 2 --node-rank 2 -- zinc train
 expect_fail Z-LAUNCH-001-exec 1 "cannot run 'no-such-program-zinc'" -- "$ZINC" launch --nproc-per-node 1 -- no-such-program-zinc
+expect_fail Z-LAUNCH-001-max 2 "--nproc-per-node: expected an integer in 1..1024, got '1025'" -- "$ZINC" launch --nproc-per-node 1025 -- zinc train
+# spec: Z-LAUNCH-001 -h and --help print the usage on stdout, exit 0, start nothing
+for h in -h --help; do
+  "$ZINC" launch $h -- no-such-program-zinc >"$T/lh" 2>&1; rc=$?
+  if [ "$rc" = 0 ] && head -n 1 "$T/lh" | grep -q '^usage: zinc launch --nproc-per-node N' && ! grep -q 'cannot run' "$T/lh"; then
+    ok "Z-LAUNCH-001 launch $h"
+  else bad "Z-LAUNCH-001-help$h" "exit $rc: $(head -n 2 "$T/lh")"; fi
+done
+
+# spec: Z-LAUNCH-004 Z-LAUNCH-003 a stand-in mpirun first on PATH: the
+# launcher calls it with -np N, --tag-output and its own binary for "zinc",
+# maps the tagged lines to "[rankR]: ", mpirun's own to "[mpirun]: ", and
+# names mpirun's failure with the first rank's error line
+mkdir -p "$T/fakempi"
+cat >"$T/fakempi/mpirun" <<'EOF_MPI'
+#!/bin/sh
+echo "[1,0]<stdout>:args $*"
+echo "[1,1]<stderr>:zinc: error: rank 1: boom" >&2
+echo "mpirun: process rank 1 exited" >&2
+exit 3
+EOF_MPI
+chmod +x "$T/fakempi/mpirun"
+PATH="$T/fakempi:$PATH" $TO "$ZINC" launch --nproc-per-node 2 -- zinc train --backend mpi >"$T/fm.out" 2>"$T/fm.err"; rc=$?
+zself=$(readlink -f "$ZINC")
+if [ "$rc" = 1 ] && grep -qF -- "[rank0]: args -np 2 " "$T/fm.out" && grep -qF -- "--oversubscribe --bind-to none --tag-output $zself train --backend mpi" "$T/fm.out" &&
+   grep -qxF "[rank1]: zinc: error: rank 1: boom" "$T/fm.err" && grep -qxF "[mpirun]: mpirun: process rank 1 exited" "$T/fm.err" &&
+   grep -qxF "zinc launch: mpirun failed (exit code 3); first error: zinc: error: rank 1: boom" "$T/fm.err"; then
+  ok "Z-LAUNCH-004 mpirun's tags mapped, its failure named"
+else bad Z-LAUNCH-004-fake "exit $rc: $(cat "$T/fm.out" "$T/fm.err" | tail -n 5)"; fi
 
 finish proc

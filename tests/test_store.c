@@ -13,7 +13,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include "comm/comm_proc.h"
 #include "comm/comm_seq.h"
@@ -248,6 +250,7 @@ typedef struct {
     ZnErr err[8], err2[8];
     char got[MAXR][64];
     int variant;
+    long val[MAXR];          /* what a hand-played rank counted or read */
 } Seen;
 
 /* Runs ranks 0 and 1 (a and b) with v cleared. */
@@ -283,6 +286,9 @@ static void test_store_world_of_one(void **st) {
     assert_string_equal(err.msg, "store: rank 0 has no connection to rank 0");
     assert_int_equal(zn_store_recv(s, 1, &in, sizeof in, &err), ZN_E_INTERNAL);
     assert_string_equal(err.msg, "store: rank 0 has no connection to rank 1");
+    char ip[32] = "x";
+    zn_store_local_ip(s, ip, sizeof ip);   /* no connection: this host's loopback */
+    assert_string_equal(ip, "127.0.0.1");
     zn_store_close(s);
     /* a file rendezvous in a folder that does not exist: a world of one
        writes nothing there */
@@ -639,7 +645,45 @@ static void test_store_self_connect(void **st) {
     assert_int_equal(zn_comm_self_connected(lfd), 0);  /* not connected at all */
     close(c);
     close(d);
+    /* the same port at both ends, but two addresses: 127.0.0.2:P to the
+       listener at 127.0.0.1:P is a real connection */
     close(lfd);
+    struct sockaddr_in to;
+    lfd = bound_socket(&to);   /* 127.0.0.1 only, so 127.0.0.2 may take the port */
+    assert_int_equal(listen(lfd, 1), 0);
+    int e = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in from = to;
+    from.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1);
+    assert_int_equal(bind(e, (struct sockaddr *)&from, sizeof from), 0);
+    assert_int_equal(connect(e, (struct sockaddr *)&to, sizeof to), 0);
+    assert_int_equal(zn_comm_self_connected(e), 0);
+    close(e);
+    close(lfd);
+    /* not an IPv4 socket (a unix socket pair), not a socket at all (a pipe) */
+    int sp[2], pp[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    assert_int_equal(pipe(pp), 0);
+    assert_int_equal(zn_comm_self_connected(sp[0]), 0);
+    assert_int_equal(zn_comm_self_connected(pp[0]), 0);
+    close(sp[0]);
+    close(sp[1]);
+    close(pp[0]);
+    close(pp[1]);
+}
+
+/* spec: Z-RDV-009 a message is a timeout when it ends with the transports'
+ * mark, not when the mark stands elsewhere or the message is shorter */
+static void test_comm_timed_out(void **st) {
+    (void)st;
+    ZnErr e = {0};
+    snprintf(e.msg, sizeof e.msg, "timed out after 1 s waiting for rank 1 " ZN_COMM_TIMEOUT_MARK);
+    assert_int_equal(zn_comm_timed_out(&e), 1);
+    snprintf(e.msg, sizeof e.msg, ZN_COMM_TIMEOUT_MARK " and more");
+    assert_int_equal(zn_comm_timed_out(&e), 0);
+    snprintf(e.msg, sizeof e.msg, "TIMEOUT)");
+    assert_int_equal(zn_comm_timed_out(&e), 0);
+    e.msg[0] = 0;
+    assert_int_equal(zn_comm_timed_out(&e), 0);
 }
 
 /* spec: Z-FAULT-004 a port already in use is an error at once, naming it;
@@ -906,19 +950,27 @@ static void comm_leave_rank(int rank, ZnStore *s, void *arg) {
     zn_comm_tcp_free(zn_comm_tcp_new(s, &v->err[rank]));
 }
 
-/* Rank 1 of two by hand: publishes an address (variant 0: a real listening
- * socket; 1: a port nothing listens on; 2: port 0), then, for variant 0,
- * joins rank 0 as a mesh peer and answers each of its exchanges with a
- * header of the kind in v->got[1][0]. */
+/* Rank 1 of two by hand: publishes an address (variant 0 and 5: a real
+ * listening socket; 1: a port nothing listens on; 2: port 0; 3: another
+ * magic; 4: leaves before it publishes), then, for variant 0, joins rank 0
+ * as a mesh peer and answers each of its exchanges with a header of the
+ * kind in v->got[1][0]; variant 5 greets rank 0 and leaves. */
 static void hand_peer_rank1(int rank, ZnStore *s, void *arg) {
     Seen *v = arg;
-    int port = 0, lfd = v->variant == 0 ? listen_port(&port) : -1;
-    MeshAddr mine = {MESH_MAGIC, v->variant == 1 ? free_port() : port, 0, "127.0.0.1", 0, -1}, all[2];
+    if (v->variant == 4) return;
+    int port = 0, lfd = v->variant == 0 || v->variant == 5 ? listen_port(&port) : -1;
+    MeshAddr mine = {v->variant == 3 ? 0 : MESH_MAGIC, v->variant == 1 ? free_port() : port, 0, "127.0.0.1", 0, -1},
+             all[2];
     if ((v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]))) return;
-    if (v->variant == 0) {
+    if (v->variant == 0 || v->variant == 5) {
         int fd = raw_connect(all[0].port);
         MeshHello h = {MESH_MAGIC, 1, all[0].token};
         raw_send(fd, &h, sizeof h);
+        if (v->variant == 5) {
+            close(fd);
+            close(lfd);
+            return;
+        }
         /* which peers each rank can read by reference (Z-PROC-008): none */
         unsigned char row[2] = {0, 0}, rows[4];
         if ((v->rc[rank] = zn_store_allgather(s, row, rows, sizeof row, &v->err[rank]))) {
@@ -978,6 +1030,19 @@ static void test_tcp_mesh_setup_failures(void **st) {
     v.variant = 2;
     run_ranks(2, (const RankFn[]){comm_barrier_rank, hand_peer_rank1}, &v, NULL);
     expect_rank(&v, 0, ZN_E_COMM, "tcp mesh: rank 1 has no listening socket");
+    /* spec: Z-PROC-007 an address without the mesh's magic is no listening
+     * socket either; a peer that leaves before it publishes, or after it
+     * greeted but before the ranks tell which peers they can read
+     * (Z-PROC-008), fails the set-up naming it */
+    const char *why[] = {"tcp mesh: rank 1 has no listening socket",
+                         "connection to rank 1 lost (closed): it failed or exited",
+                         "connection to rank 1 lost (closed): it failed or exited"};
+    for (int k = 0; k < 3; k++) {
+        memset(&v, 0, sizeof v);
+        v.variant = 3 + k;
+        run_ranks(2, (const RankFn[]){comm_barrier_rank, hand_peer_rank1}, &v, NULL);
+        expect_rank(&v, 0, ZN_E_COMM, why[k]);
+    }
 }
 
 /* Rank 0 of two by hand: publishes a port nothing listens on. */
@@ -1061,6 +1126,421 @@ static void test_tcp_exchange_timeout(void **st) {
     expect_rank(&v, 0, ZN_E_COMM, "barrier 'b' (call 1): timed out after 1 s waiting for rank 1 (ZINC_COMM_TIMEOUT)");
 }
 
+/* ---- the tcp mesh's reads by reference and its hellos, against ranks
+ * played by hand (Z-PROC-007, Z-PROC-008) ---- */
+
+#define ACK_MAGIC 0x5a4e414bu   /* the acknowledgement of bytes read by reference */
+
+/* What a hand-played rank publishes: a listening socket of its own (*lfd),
+ * this process and a probe at &probe on node `node`, and its launcher node
+ * (node_rank, -1 none). */
+static MeshAddr hand_addr(int *lfd, const uint64_t *probe, uint64_t node, int node_rank) {
+    int port;
+    *lfd = listen_port(&port);
+    return (MeshAddr){MESH_MAGIC, port, 0, "127.0.0.1", (int32_t)getpid(), node_rank, (uint64_t)(uintptr_t)probe,
+                      *probe, node};
+}
+
+/* Joins rank 0's mesh as `rank` with address *mine: publishes it, greets
+ * rank 0 with its token and all-gathers row (the peers this rank reads by
+ * reference) into rows. The connection to rank 0, or -1 with the store's
+ * error in v. */
+static int hand_join(int rank, ZnStore *s, Seen *v, const MeshAddr *mine, const unsigned char *row,
+                     unsigned char *rows) {
+    MeshAddr all[MAXR];
+    if ((v->rc[rank] = zn_store_allgather(s, mine, all, sizeof *mine, &v->err[rank]))) return -1;
+    int fd = raw_connect(all[0].port);
+    MeshHello h = {MESH_MAGIC, rank, all[0].token};
+    raw_send(fd, &h, sizeof h);
+    if ((v->rc[rank] = zn_store_allgather(s, row, rows, (size_t)zn_store_world(s), &v->err[rank]))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads rank 0's part of an exchange of sequence records: its header and
+ * record (into *rec); 0 if both came whole. */
+static int hand_read_seq(int fd, ZnSeqRec *rec) {
+    Frame f;
+    return raw_recv(fd, &f, sizeof f) == sizeof f && f.magic == ZN_SEQ_MAGIC && f.bytes == (int64_t)sizeof *rec &&
+                   raw_recv(fd, rec, sizeof *rec) == sizeof *rec
+               ? 0
+               : -1;
+}
+
+/* Answers rank 0's sequence record with its own (as a rank that calls the
+ * same collective does); 0 once both went through. */
+static int hand_echo_seq(int fd) {
+    ZnSeqRec rec;
+    if (hand_read_seq(fd, &rec)) return -1;
+    Frame back = {ZN_SEQ_MAGIC, 0, sizeof rec, 0};
+    raw_send(fd, &back, sizeof back);
+    raw_send(fd, &rec, sizeof rec);
+    return 0;
+}
+
+/* A hand-played rank leaves: closes its connection to rank 0 (fd, if
+ * any; with a reset where reset is set, SO_LINGER 0, as a process killed
+ * mid-message leaves it when bytes are unread) and its listening socket. */
+static void hand_leave(int fd, int reset, int lfd) {
+    struct linger l = {1, 0};
+    if (fd >= 0 && reset) setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    if (fd >= 0) close(fd);
+    close(lfd);
+}
+
+/* rank 0's mesh, made and freed; its error recorded in v */
+static void mesh_only_rank(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    ZnComm *c = mesh_of(rank, s, v);
+    if (c) zn_comm_tcp_free(c);
+}
+
+/* Rank 1 by hand, published so that rank 0 may read its probe (variant 0),
+ * or with the probe's value off (1), on another node (2), or the probe at
+ * an address that is not mapped (3); records whether rank 0 said it can
+ * read rank 1 (v->val[1]) and whether rank 0 claimed to read itself (val[0]). */
+static void probe_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe;
+    probe = 0x7a696e63u + (uint64_t)v->variant;
+    int lfd;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id() + (v->variant == 2), -1);
+    if (v->variant == 1) mine.probe++;
+    if (v->variant == 3) mine.probe_at = 8;
+    unsigned char row[2] = {0, 0}, rows[4];
+    int fd = hand_join(rank, s, v, &mine, row, rows);
+    if (fd >= 0) {
+        v->val[0] = rows[0];
+        v->val[1] = rows[1];
+        close(fd);
+    }
+    close(lfd);
+}
+
+/* spec: Z-PROC-008 a rank reads a peer by reference only where it read the
+ * peer's probe (the value the peer published, at the address it published,
+ * in its process) and the peer runs on its node; ZINC_TCP_CMA=0 reads
+ * nothing; the ranks all-gather what each found */
+static void test_tcp_probe(void **st) {
+    (void)st;
+    /* variants 0..3, then 0 under ZINC_TCP_CMA=0 */
+    const long want[] = {1, 0, 0, 0, 0};
+    for (int k = 0; k < 5; k++) {
+        Seen v;
+        memset(&v, 0, sizeof v);
+        v.variant = k % 4;
+        if (k == 4) setenv("ZINC_TCP_CMA", "0", 1);
+        run_ranks(2, (const RankFn[]){mesh_only_rank, probe_rank1}, &v, NULL);
+        unsetenv("ZINC_TCP_CMA");
+        if (v.rc[0] || v.rc[1]) fail_msg("case %d: %s / %s", k, v.err[0].msg, v.err[1].msg);
+        assert_int_equal(v.val[0], 0);   /* never itself */
+        if (v.val[1] != want[k]) fail_msg("case %d: rank 0 can read rank 1: %ld, expected %ld", k, v.val[1], want[k]);
+    }
+}
+
+/* Rank 1 by hand, readable by rank 0 (a probe rank 0 reads), that sends its
+ * sequence records of two barriers by reference (Z-PROC-008): at their
+ * address (variant 0), at an address that is not mapped (1), or from a
+ * process that is gone (2: the probe is a child's, killed and reaped
+ * before the first barrier). Records in v->val[1] how many acknowledgements came. */
+static void by_ref_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe = 0x7a6e7265u;
+    int lfd;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id(), -1);
+    pid_t child = -1;
+    if (v->variant == 2) {   /* the child holds a copy of probe at the same address until it is killed */
+        child = fork();
+        if (child == 0)
+            for (;;) pause();   /* (killed, not exited: valgrind does not check a dying copy's memory) */
+        mine.pid = (int32_t)child;
+    }
+    unsigned char row[2] = {0, 0}, rows[4];
+    int fd = hand_join(rank, s, v, &mine, row, rows);
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+    }
+    for (int i = 0; fd >= 0 && i < 2; i++) {
+        ZnSeqRec rec;
+        if (hand_read_seq(fd, &rec)) break;
+        Frame f = {ZN_SEQ_MAGIC, 1, sizeof rec, v->variant == 1 ? 8 : (uint64_t)(uintptr_t)&rec};
+        raw_send(fd, &f, sizeof f);
+        uint64_t ack = 0;
+        if (raw_recv(fd, &ack, sizeof ack) < sizeof ack || ack != ACK_MAGIC) break;
+        v->val[1]++;
+    }
+    hand_leave(fd, 0, lfd);
+}
+
+/* spec: Z-PROC-008 bytes by reference are read from the sender's memory
+ * and acknowledged; a read that fails names the rank, a sender whose
+ * process is gone is a lost connection, and later calls fail the same way */
+static void test_tcp_by_reference_in(void **st) {
+    (void)st;
+    const char *why[] = {NULL, "reading rank 1's bytes in its memory failed: Bad address",
+                         "connection to rank 1 lost (its process is gone): it failed or exited"};
+    for (int k = 0; k < 3; k++) {
+        Seen v;
+        memset(&v, 0, sizeof v);
+        v.variant = k;
+        run_ranks(2, (const RankFn[]){comm_barrier_rank, by_ref_rank1}, &v, NULL);
+        if (!why[k]) {
+            if (v.rc[0] || v.rc2[0]) fail_msg("by reference: %s / %s", v.err[0].msg, v.err2[0].msg);
+            assert_int_equal(v.val[1], 2);   /* both barriers' records read and acknowledged */
+            continue;
+        }
+        expect_rank(&v, 0, ZN_E_COMM, why[k]);
+        assert_int_equal(v.rc2[0], ZN_E_COMM);
+        assert_string_equal(v.err2[0].msg, why[k]);
+        assert_int_equal(v.val[1], 0);
+    }
+}
+
+#define REF_N 16384   /* floats: 64 KiB, the least that goes by reference */
+
+/* Rank 0 broadcasts REF_N floats (value i at i) to rank 1. */
+static void bcast_rank0(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    ZnComm *c = mesh_of(rank, s, v);
+    if (!c) return;
+    static float buf[REF_N];
+    for (int i = 0; i < REF_N; i++) buf[i] = (float)i;
+    v->rc[rank] = c->broadcast(c, buf, REF_N, ZN_F32, 0, "ref", &v->err[rank]);
+    zn_comm_tcp_free(c);
+}
+
+/* Rank 1 by hand, which says it can read rank 0: takes the broadcast's
+ * header, reads the floats where it points (this process: memory at the
+ * address) and acknowledges with ACK_MAGIC (variant 0) or another value
+ * (1). val[1]: 1 when the header was by reference and every float right. */
+static void ref_out_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe = 1;
+    int lfd;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id() + 1, -1);   /* rank 0 reads nothing of it */
+    unsigned char row[2] = {1, 0}, rows[4];
+    int fd = hand_join(rank, s, v, &mine, row, rows);
+    Frame f;
+    if (fd >= 0 && !hand_echo_seq(fd) && raw_recv(fd, &f, sizeof f) == sizeof f) {
+        Frame none = {ZN_SEQ_MAGIC, 0, 0, 0};
+        const float *at = (const float *)(uintptr_t)f.addr;
+        int right = f.by_ref == 1 && f.bytes == REF_N * (int64_t)sizeof(float) && at;
+        for (int i = 0; right && i < REF_N; i++) right = at[i] == (float)i;
+        v->val[1] = right;
+        uint64_t ack = v->variant == 0 ? ACK_MAGIC : 0x1234;
+        raw_send(fd, &none, sizeof none);
+        raw_send(fd, &ack, sizeof ack);
+        char c;
+        raw_recv(fd, &c, 1);   /* until rank 0 closes */
+    }
+    hand_leave(fd, 0, lfd);
+}
+
+/* spec: Z-PROC-008 a rank sends a peer that can read it a header with its
+ * buffer's address instead of 64 KiB or more, and its exchange ends when
+ * the peer's acknowledgement is in; another acknowledgement is an error
+ * naming the rank */
+static void test_tcp_by_reference_out(void **st) {
+    (void)st;
+    for (int k = 0; k < 2; k++) {
+        Seen v;
+        memset(&v, 0, sizeof v);
+        v.variant = k;
+        run_ranks(2, (const RankFn[]){bcast_rank0, ref_out_rank1}, &v, NULL);
+        assert_int_equal(v.val[1], 1);
+        if (k == 0 && v.rc[0]) fail_msg("broadcast by reference: %s", v.err[0].msg);
+        if (k == 1) expect_rank(&v, 0, ZN_E_COMM, "rank 1 sent a malformed acknowledgement");
+    }
+}
+
+/* Runs rank 0 (a) and rank 1 by hand (b) once per variant 0..n-1 under
+ * ZINC_COMM_TIMEOUT=1: rank 0 fails with ZN_E_COMM and why[variant]. */
+static void run_hand_cases(RankFn a, RankFn b, const char *const *why, int n) {
+    for (int k = 0; k < n; k++) {
+        Seen v;
+        memset(&v, 0, sizeof v);
+        v.variant = k;
+        setenv("ZINC_COMM_TIMEOUT", "1", 1);
+        run_ranks(2, (const RankFn[]){a, b}, &v, NULL);
+        unsetenv("ZINC_COMM_TIMEOUT");
+        expect_rank(&v, 0, ZN_E_COMM, why[k]);
+    }
+}
+
+/* Rank 1 by hand, published on another node (launcher node 3), that breaks
+ * off rank 0's first barrier: never answers (variant 0), sends half its
+ * header and closes (1) or resets the connection (2). */
+static void midway_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe = 1;
+    int lfd;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id() + 1, 3);
+    unsigned char row[2] = {0, 0}, rows[4];
+    int fd = hand_join(rank, s, v, &mine, row, rows);
+    ZnSeqRec rec;
+    if (fd >= 0 && !hand_read_seq(fd, &rec)) {
+        if (v->variant == 0) {
+            sleep_s(1.2);   /* alive, silent, past rank 0's ZINC_COMM_TIMEOUT */
+        } else {
+            Frame f = {ZN_SEQ_MAGIC, 0, sizeof rec, 0};
+            raw_send(fd, &f, sizeof f / 2);
+            sleep_s(0.05);   /* rank 0 takes the half header first */
+        }
+    }
+    hand_leave(fd, v->variant == 2, lfd);
+}
+
+/* spec: Z-PROC-007 a wait past ZINC_COMM_TIMEOUT names the peer and, for
+ * a peer of another launcher node, its node; Z-FAULT-002 a peer that closes
+ * or resets its connection in the middle of a header is a lost connection
+ * naming it */
+static void test_tcp_midway(void **st) {
+    (void)st;
+    const char *why[] = {"barrier 'b' (call 1): timed out after 1 s waiting for rank 1 on node 3 (ZINC_COMM_TIMEOUT)",
+                         "connection to rank 1 lost (closed): it failed or exited",
+                         "connection to rank 1 lost (Connection reset by peer): it failed or exited"};
+    run_hand_cases(comm_barrier_rank, midway_rank1, why, 3);
+}
+
+#define BIG_N (8 << 20)   /* floats: 32 MB, more than loopback sockets hold */
+
+static void big_bcast_rank0(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    ZnComm *c = mesh_of(rank, s, v);
+    if (!c) return;
+    float *buf = calloc(BIG_N, sizeof *buf);
+    v->rc[rank] = buf ? c->broadcast(c, buf, BIG_N, ZN_F32, 0, "big", &v->err[rank]) : -1;
+    free(buf);
+    zn_comm_tcp_free(c);
+}
+
+/* Rank 1 by hand: answers the broadcast's record and its own empty part,
+ * then reads nothing of rank 0's 32 MB: stays until rank 0 gives up
+ * (variant 0) or resets the connection (1). */
+static void no_read_rank1(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe = 1;
+    int lfd;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id() + 1, -1);
+    unsigned char row[2] = {0, 0}, rows[4];
+    int fd = hand_join(rank, s, v, &mine, row, rows);
+    if (fd >= 0 && !hand_echo_seq(fd)) {
+        Frame none = {ZN_SEQ_MAGIC, 0, 0, 0};
+        raw_send(fd, &none, sizeof none);
+        sleep_s(v->variant == 0 ? 1.2 : 0.2);
+    }
+    hand_leave(fd, v->variant == 1, lfd);
+}
+
+/* spec: Z-RDV-009 an exchange whose bytes did not get out within
+ * ZINC_COMM_TIMEOUT says "sending to rank Q"; Z-FAULT-002 a peer that
+ * resets its connection while this rank still sends is a lost connection
+ * naming it */
+static void test_tcp_send_side(void **st) {
+    (void)st;
+    const char *why[] = {"broadcast 'big' (call 1): timed out after 1 s sending to rank 1 (ZINC_COMM_TIMEOUT)",
+                         "connection to rank 1 lost (Connection reset by peer): it failed or exited"};
+    run_hand_cases(big_bcast_rank0, no_read_rank1, why, 2);
+}
+
+/* Opens a connection to rank 0's mesh port that is no rank of this run:
+ * sends the first n bytes of h, and the end of the stream where that is not
+ * all of it; counts in *closed whether rank 0 closed it unanswered. */
+static void knock(int port, const MeshHello *h, size_t n, long *closed) {
+    int fd = raw_connect(port);
+    if (n) raw_send(fd, h, n);
+    if (n < sizeof *h) shutdown(fd, SHUT_WR);   /* the rest never comes */
+    char c;
+    *closed += raw_recv(fd, &c, 1) == 0;
+    close(fd);
+}
+
+/* Ranks 1 and 2 of three by hand. Rank 1 first knocks on rank 0's mesh
+ * port with connections that are no rank of this run (one that closes at
+ * once, half a hello, another magic, another token, a claim of rank 0 and
+ * of rank 3), greets as itself, then claims rank 1 again; v->val[1] counts
+ * those rank 0 closed unanswered. Rank 2 greets after all that. Both then
+ * serve rank 0's two barriers. */
+static void knock_rank(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe = 1;
+    int lfd, fd = -1;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id() + 1, -1), all[3];
+    if (!(v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]))) {
+        const int port = all[0].port;
+        const uint64_t tok = all[0].token;
+        MeshHello h = {MESH_MAGIC, rank, tok};
+        if (rank == 1) {
+            const MeshHello foreign[] = {h, h, {0x12345678u, 1, tok}, {MESH_MAGIC, 1, tok + 1}, {MESH_MAGIC, 0, tok},
+                                         {MESH_MAGIC, 3, tok}};
+            const size_t n[] = {0, sizeof h / 2, sizeof h, sizeof h, sizeof h, sizeof h};
+            for (int i = 0; i < 6; i++) knock(port, &foreign[i], n[i], &v->val[1]);
+        } else {
+            pthread_barrier_wait(&v->bar);   /* after rank 1's knocks */
+        }
+        fd = raw_connect(port);
+        raw_send(fd, &h, sizeof h);
+        if (rank == 1) {
+            knock(port, &h, sizeof h, &v->val[1]);   /* a second rank 1 */
+            pthread_barrier_wait(&v->bar);
+        }
+        unsigned char row[3] = {0, 0, 0}, rows[9];
+        if (!(v->rc[rank] = zn_store_allgather(s, row, rows, sizeof row, &v->err[rank])))
+            for (int i = 0; i < 2 && !hand_echo_seq(fd); i++) {}
+    }
+    hand_leave(fd, 0, lfd);
+}
+
+/* spec: Z-PROC-007 a connection to a rank's mesh port without the magic and
+ * the run's token, claiming a rank that does not connect to it or one that
+ * has its connection, or that closes before its hello is whole, is closed
+ * unanswered, and the mesh is built with the real ranks */
+static void test_tcp_mesh_drops_foreign(void **st) {
+    (void)st;
+    Seen v;
+    memset(&v, 0, sizeof v);
+    pthread_barrier_init(&v.bar, NULL, 2);
+    run_ranks(3, (const RankFn[]){comm_barrier_rank, knock_rank, knock_rank}, &v, NULL);
+    pthread_barrier_destroy(&v.bar);
+    if (v.rc[0] || v.rc2[0]) fail_msg("rank 0: %s / %s", v.err[0].msg, v.err2[0].msg);
+    assert_int_equal(v.val[1], 7);
+}
+
+/* Ranks 2 and 3 of four by hand: publish an address and never greet; rank
+ * 2 holds a silent connection to rank 1's mesh port. Both stay until rank
+ * 0's store goes. */
+static void absent_rank(int rank, ZnStore *s, void *arg) {
+    Seen *v = arg;
+    static uint64_t probe = 1;
+    int lfd;
+    MeshAddr mine = hand_addr(&lfd, &probe, zn_comm_tcp_node_id() + 1, -1), all[4];
+    if (!(v->rc[rank] = zn_store_allgather(s, &mine, all, sizeof mine, &v->err[rank]))) {
+        int silent = rank == 2 ? raw_connect(all[1].port) : -1;
+        unsigned char row[4] = {0, 0, 0, 0}, rows[16];
+        v->rc2[rank] = zn_store_allgather(s, row, rows, sizeof row, &v->err2[rank]);   /* fails when rank 0 leaves */
+        if (silent >= 0) close(silent);
+    }
+    close(lfd);
+}
+
+/* spec: Z-PROC-007 the ranks that never connected are named together; a
+ * silent connection does not hold a rank past ZINC_RDV_TIMEOUT */
+static void test_tcp_mesh_missing_ranks(void **st) {
+    (void)st;
+    Seen v;
+    memset(&v, 0, sizeof v);
+    setenv("ZINC_RDV_TIMEOUT", "1", 1);
+    run_ranks(4, (const RankFn[]){comm_barrier_rank, comm_barrier_rank, absent_rank, absent_rank}, &v, NULL);
+    unsetenv("ZINC_RDV_TIMEOUT");
+    expect_rank(&v, 0, ZN_E_COMM, "tcp mesh: rank 0: no connection from ranks 2, 3 within 1 s (ZINC_RDV_TIMEOUT)");
+    expect_rank(&v, 1, ZN_E_COMM, "tcp mesh: rank 1: no connection from ranks 2, 3 within 1 s (ZINC_RDV_TIMEOUT)");
+    assert_int_equal(v.rc2[2], ZN_E_COMM);
+    assert_int_equal(v.rc2[3], ZN_E_COMM);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_store_world_of_one),
     cmocka_unit_test(test_store_peer_checks),
@@ -1070,6 +1550,7 @@ ZT_MAIN(
     cmocka_unit_test(test_store_drops_foreign),
     cmocka_unit_test(test_store_join_failures),
     cmocka_unit_test(test_store_self_connect),
+    cmocka_unit_test(test_comm_timed_out),
     cmocka_unit_test(test_store_listen_failures),
     cmocka_unit_test(test_store_message_timeouts),
     cmocka_unit_test(test_store_timeout_fallback),
@@ -1080,4 +1561,11 @@ ZT_MAIN(
     cmocka_unit_test(test_tcp_mesh_connect_refused),
     cmocka_unit_test(test_tcp_peer_gone),
     cmocka_unit_test(test_tcp_peers_gone),
-    cmocka_unit_test(test_tcp_exchange_timeout))
+    cmocka_unit_test(test_tcp_exchange_timeout),
+    cmocka_unit_test(test_tcp_probe),
+    cmocka_unit_test(test_tcp_by_reference_in),
+    cmocka_unit_test(test_tcp_by_reference_out),
+    cmocka_unit_test(test_tcp_midway),
+    cmocka_unit_test(test_tcp_send_side),
+    cmocka_unit_test(test_tcp_mesh_drops_foreign),
+    cmocka_unit_test(test_tcp_mesh_missing_ranks))

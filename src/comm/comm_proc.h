@@ -21,6 +21,9 @@
 
 ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err);
 void zn_comm_tcp_free(ZnComm *c);
+/* The node this process runs on as the mesh publishes it (Z-PROC-008):
+ * ranks read each other's memory only where it is the same. */
+uint64_t zn_comm_tcp_node_id(void);
 
 /* MPI: 1 if this build has it. zn_mpi_init calls MPI_Init (once) and fills
  * rank/world; zn_comm_mpi_new wraps MPI_COMM_WORLD. */

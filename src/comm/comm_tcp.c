@@ -60,7 +60,7 @@ typedef struct {
     int32_t pid;             /* the probe: 8 bytes at probe_at in process pid read probe */
     int32_t node_rank;       /* its launcher's node (GROUP_RANK), -1 where none was given */
     uint64_t probe_at, probe;
-    uint64_t node;           /* the node it runs on (node_id): reads by reference stay inside one */
+    uint64_t node;           /* the node it runs on (zn_comm_tcp_node_id): reads by reference stay inside one */
 } Addr;
 
 typedef struct {
@@ -92,7 +92,7 @@ typedef struct {
     unsigned char *can_read; /* [world] 1: this rank can read the peer's memory */
     uint64_t probe;          /* what the peers read to find whether they can (set-up) */
     double timeout_s;        /* ZINC_COMM_TIMEOUT: the longest an exchange may take */
-    unsigned char *remote;   /* [world] 1: the peer runs on another node (node_id) */
+    unsigned char *remote;   /* [world] 1: the peer runs on another node (zn_comm_tcp_node_id) */
     int *node_rank;          /* [world] each peer's launcher node (GROUP_RANK), -1 unknown */
     uint64_t sent[2];        /* bytes handed to the sockets, to this node's peers [0] and other nodes' [1] */
 } Tcp;
@@ -444,7 +444,7 @@ static int listen_any(int world, int *port) {
  * (GROUP_RANK, as zinc launch and torchrun set it). Ranks of different
  * nodes talk through their sockets only, whatever one kernel would let
  * them read. */
-static uint64_t node_id(void) {
+uint64_t zn_comm_tcp_node_id(void) {
     struct stat st;
     uint64_t h = 1469598103934665603ull;
     if (stat("/proc/self/ns/net", &st) == 0) h = (h ^ (uint64_t)st.st_ino) * 1099511628211ull;
@@ -519,7 +519,7 @@ ZnComm *zn_comm_tcp_new(ZnStore *s, ZnErr *err) {
         t->probe = run_token() ^ ((uint64_t)t->rank << 48);
         const char *g = getenv("GROUP_RANK");
         Addr mine = {MESH_MAGIC, 0, t->rank == 0 ? run_token() : 0, "", (int32_t)getpid(), g ? atoi(g) : -1,
-                     (uint64_t)(uintptr_t)&t->probe, t->probe, node_id()};
+                     (uint64_t)(uintptr_t)&t->probe, t->probe, zn_comm_tcp_node_id()};
         zn_store_local_ip(s, mine.host, sizeof mine.host);
         if ((lfd = listen_any(W, &mine.port)) < 0)
             rc = zn_err(err, ZN_E_COMM, "tcp mesh: rank %d cannot listen: %s", t->rank, strerror(errno));
