@@ -26,8 +26,8 @@ static const char *const RICH =
     "   \"zero_quantized_weights\": true, \"zero_quantized_gradients\": true},\n"
     " \"zinc\": {\"comm_timeout\": 60}}\n";
 
-/* a config's text resolved into run options with the command line's flags */
-static int op_resolve(const void *arg, ZnErr *err) {
+/* the command line's flags beside RICH: GPT-2 on text, 4 ranks on 2 nodes */
+static ZnTrainFlags rich_flags(void) {
     ZnTrainFlags f;
     zn_train_flags_init(&f);
     f.model_spec = "gpt2-tiny";
@@ -36,6 +36,12 @@ static int op_resolve(const void *arg, ZnErr *err) {
     f.args.world_size = 4;
     f.ranks_per_node = 2;
     f.config_path = "rich.json";
+    return f;
+}
+
+/* a config's text resolved into run options with the command line's flags */
+static int op_resolve(const void *arg, ZnErr *err) {
+    ZnTrainFlags f = rich_flags();
     ZnRunOpts o;
     int rc = zn_train_resolve(&f, arg, &o, err);
     if (!rc) zn_run_opts_free(&o);
@@ -92,16 +98,9 @@ static int op_plot(const void *arg, ZnErr *err) {
  * ZeRO++, its report with the step time, as text and as JSON, and its picture */
 static int op_plan(const void *arg, ZnErr *err) {
     const int json = *(const int *)arg;
-    ZnTrainFlags f;
-    zn_train_flags_init(&f);
-    f.model_spec = "gpt2-tiny";
-    f.data_spec = "text:tests/data/gpl-3.txt";
-    f.seq_len = 16;
-    f.args.world_size = 4;
-    f.ranks_per_node = 2;
+    ZnTrainFlags f = rich_flags();
     f.steps = 1;
     f.dry_run = 1;
-    f.config_path = "rich.json";
     const long at = pause_failing();   /* the options: op_resolve's sweep */
     ZnRunOpts o;
     int rc = zn_train_resolve(&f, RICH, &o, err);
