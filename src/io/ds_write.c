@@ -29,6 +29,7 @@
 #include "core/config.h"
 #include "core/fileio.h"
 #include "core/half.h"
+#include "core/json_track.h"
 #include "engine/decay.h"
 #include "engine/lr_schedule.h"
 #include "io/checkpoint.h"
@@ -609,13 +610,21 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return 0;
 }
 
-/* Whether a manifest's config (JSON) names the batch itself. */
-static int config_has_batch(const char *text) {
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    int has = cJSON_GetObjectItemCaseSensitive(j, "train_batch_size") != NULL ||
-              cJSON_GetObjectItemCaseSensitive(j, "train_micro_batch_size_per_gpu") != NULL;
+/* Whether a manifest's config (JSON) names the batch itself: 1 or 0, or
+ * ZN_E_NOMEM's code with err set. */
+static int config_has_batch(const char *text, int *has, ZnErr *err) {
+    *has = 0;
+    if (!text) return 0;
+    zn_json_track();
+    cJSON *j = zn_json_parse(text, strlen(text) + 1, NULL, 1);
+    if (zn_json_failed()) {
+        cJSON_Delete(j);
+        return zn_nomem(err);
+    }
+    *has = cJSON_GetObjectItemCaseSensitive(j, "train_batch_size") != NULL ||
+           cJSON_GetObjectItemCaseSensitive(j, "train_micro_batch_size_per_gpu") != NULL;
     cJSON_Delete(j);
-    return has;
+    return 0;
 }
 
 /* The run's config resolved as it trained: its file, its world size and stage. */
@@ -629,9 +638,10 @@ static int resolve_config(Out *o, ZnErr *err) {
     /* a batch the flags gave (no config, or one without a batch): the run's
        own, from its samples (a config's batch stands: a resharded resume
        changed the train batch part way) */
-    if (c->st.global_step > 0 && !config_has_batch(c->config_text))
-        a.train_batch_size = c->st.global_samples / c->st.global_step;
-    int rc = zn_config_parse(c->config_text, c->config_text ? strlen(c->config_text) : 0, "the checkpoint's config", &a,
+    int has_batch, rc = config_has_batch(c->config_text, &has_batch, err);
+    if (rc) return zn_err_prefix(err, "to-deepspeed: ");
+    if (c->st.global_step > 0 && !has_batch) a.train_batch_size = c->st.global_samples / c->st.global_step;
+    rc = zn_config_parse(c->config_text, c->config_text ? strlen(c->config_text) : 0, "the checkpoint's config", &a,
                              &o->cfg, err);
     if (rc) zn_err_prefix(err, "to-deepspeed: ");
     return rc;
