@@ -18,6 +18,9 @@
  *               "first_step": K (every run resumed at step K)}}
  * "inject": {"rank": r, "steps": [1-based], "value": "inf"|"-inf"|"nan"} plants a
  * non-finite gradient element on rank r at those steps (Z-PREC-006).
+ * "fault": {"rank": r, "step": s, "index": i, "delta": d} (a run's) adds d to
+ * element i of rank r's master partition after step s's update (zinc compare
+ * --fault, Z-REP-001).
  * "repeat_layer": {"rank": r, "layer": l} (the case's or a run's) makes rank
  * r run layer l's forward twice in its first micro-step (--test-repeat-layer,
  * Z-SEQ-002).
@@ -395,6 +398,13 @@ static void resolve_run(const cJSON *cs, const cJSON *run, CaseRun *c) {
         c->opts.hooks.repeat_on = 1;
         c->opts.hooks.repeat_rank = (int)jint(rep, "rank", 0);
         c->opts.hooks.repeat_layer = (int)jint(rep, "layer", 0);
+    }
+    const cJSON *flt = cJSON_GetObjectItemCaseSensitive(run, "fault");
+    if (!c->rc && flt) {   /* zinc compare --fault STEP:RANK:INDEX:DELTA (Z-REP-001) */
+        c->opts.hooks.fault_rank = (int)jint(flt, "rank", 0);
+        c->opts.hooks.fault_step = jint(flt, "step", 1);
+        c->opts.hooks.fault_index = jint(flt, "index", 0);
+        c->opts.hooks.fault_delta = (float)jnum(flt, "delta", 0);
     }
     const cJSON *inj = cJSON_GetObjectItemCaseSensitive(cs, "inject");
     if (!c->rc && inj) {
