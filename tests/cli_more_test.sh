@@ -360,4 +360,51 @@ one_line "Z-EST-008 --params 1e123" 2 "zinc: error: --params: expected a paramet
 one_line "Z-EST-011 --buffer-factor inf" 2 "zinc: error: --buffer-factor: expected a finite number > 0, got 'inf'" -- estimate --params 1B --buffer-factor inf
 one_line "Z-EST-011 --buffer-factor 0" 2 "zinc: error: --buffer-factor: expected a finite number > 0, got '0'" -- estimate --params 1B --buffer-factor 0
 
+# ---- zinc train: the run's reports and logs at their edges -------------------
+# spec: Z-CLI-006 a float flag past the double range is the flag's message, exit 2
+one_line "Z-CLI-006 train --lr overflow" 2 "zinc: error: --lr: expected a number >= 0, got '1e400'" -- train $M --lr 1e400
+# spec: Z-CLI-006 --grad-accum alone leaves the built-in config without a batch: DeepSpeed's message
+one_line "Z-CLI-006 train --grad-accum alone" 2 "zinc: error: built-in config: either train_batch_size or train_micro_batch_size_per_gpu needs to be provided" -- train $M --grad-accum 2
+# spec: Z-CAP-002 an unknown --machine that is no file either names the presets, exit 1
+last_err "Z-CAP-002 dry run --machine unknown" 1 "zinc: error: $T/nosuch: open failed: No such file or directory (not a machine preset either: dgx-h100, dgx-a100)" -- train $M --dry-run --machine "$T/nosuch"
+# spec: Z-REP-007 a short CSV name (no .jsonl) is a CSV with its header; a log
+# whose writes fail (a full disk) fails the run at its end, exit 1
+(cd "$T" && $TO "$Z" train $M --steps 2 --log a.csv >/dev/null 2>&1)
+if [ "$(head -n 1 "$T/a.csv" | cut -d, -f1-8)" = "step,loss,lr,grad_norm,loss_scale,skipped,samples,step_time_ms" ] &&
+   [ "$(wc -l <"$T/a.csv")" -eq 3 ]; then ok "Z-REP-007 log a.csv"; else bad "Z-REP-007 log a.csv" "$(head -c 300 "$T/a.csv")"; fi
+if [ -w /dev/full ]; then
+  last_err "Z-REP-007 log to a full disk" 1 "zinc: error: writing log file '/dev/full' failed" -- train $M --steps 2 --log /dev/full
+fi
+# spec: Z-REP-003 wall_clock_breakdown prints every steps_per_print steps: 3 steps at 2 print once per rank
+printf '{"train_micro_batch_size_per_gpu": 4, "wall_clock_breakdown": true, "steps_per_print": 2}\n' >"$T/wc.json"
+$TO "$Z" train $M --config "$T/wc.json" --steps 3 >"$T/out" 2>"$T/err"
+if [ "$(grep -c '^\[Rank 0\] time (ms) | fwd_microstep: ' "$T/out")" -eq 1 ] && [ "$(grep -c '^\[Rank 1\] time (ms)' "$T/out")" -eq 1 ] &&
+   [ "$(grep -c '^step=' "$T/out")" -eq 1 ]; then ok "Z-REP-003 breakdown every steps_per_print"
+else bad "Z-REP-003 breakdown every steps_per_print" "$(head -c 400 "$T/out")"; fi
+# spec: Z-REP-005 a run of 0 steps has no run averages to print
+$TO "$Z" train $M --steps 0 --comm-report >"$T/out" 2>"$T/err"
+if [ $? -eq 0 ] && ! grep -q 'comm run' "$T/out" && grep -q '^digest=' "$T/out"; then ok "Z-REP-005 comm report of 0 steps"
+else bad "Z-REP-005 comm report of 0 steps" "$(head -c 400 "$T/out")"; fi
+# spec: Z-CKPT-002 --resume without a checkpoint: the rank's error, exit 1
+last_err "Z-CKPT-002 resume with no checkpoint" 1 "zinc: error: rank 0: no checkpoint to resume (latest): $T/ck/latest: open failed: No such file or directory" -- train $M --steps 2 --checkpoint-dir "$T/ck" --resume
+# spec: Z-REP-005 a resumed run's averages are over the steps it took (2 of
+# 4 here), so they equal an unbroken run's; Z-GRP-003 likewise the node's
+# egress with --ranks-per-node 1
+RUN0="[zinc] comm run rank 0: grad_reduce 40 B/step, param_gather 40 B/step (forward 0, backward 0, after the step 40), total 80 B/step = 2.00psi(N-1)/N; ZeRO paper 3psi(N-1)/N = 120 B/step (psi=20 with padding, 4 B/element)"
+NODE="[zinc] comm inter-node: node 0 sends 80 B/step = 2.0000M (forward gather 0.0000M, backward gather 0.0000M, after the step 1.0000M, gradient reduction 1.0000M; M = 40 B, the 16-bit model)"
+$TO "$Z" train $M --steps 2 --checkpoint-dir "$T/ck" --checkpoint-interval 2 >/dev/null 2>&1
+$TO "$Z" train $M --steps 4 --checkpoint-dir "$T/ck" --resume --comm-report --ranks-per-node 1 >"$T/out" 2>"$T/err"
+if [ "$(grep -F 'comm run rank 0:' "$T/out")" = "$RUN0" ] && [ "$(grep -F 'node 0 sends' "$T/out")" = "$NODE" ]; then
+  ok "Z-REP-005 resumed run's averages"; else bad "Z-REP-005 resumed run's averages" "$(grep -F 'comm' "$T/out" | head -c 600)"; fi
+# spec: Z-HF-008 only a fresh run of 0 steps saves global_step0: a resumed one saves nothing and keeps the weights
+$TO "$Z" train $M --steps 0 --checkpoint-dir "$T/ck" --resume >"$T/out" 2>"$T/err"
+if [ $? -eq 0 ] && [ ! -e "$T/ck/global_step0" ] && [ "$(cat "$T/ck/latest")" = global_step2 ] &&
+   grep -qx 'digest=d832d9e366a0bf2f' "$T/out"; then ok "Z-HF-008 resumed 0 steps saves nothing"
+else bad "Z-HF-008 resumed 0 steps saves nothing" "$(ls "$T/ck") $(cat "$T/out" "$T/err")"; fi
+# spec: Z-OFF-008 --device-memory in a dry run: the fit says where it overflows
+$TO "$Z" train $M --dry-run --device-memory 1KB >"$T/out" 2>"$T/err"
+if grep -qxF '[zinc] plan: device memory 0.98 KiB overflows first in init (peak 1.86 GiB)' "$T/out" &&
+   grep -qxF '[zinc] plan: largest micro-batch that fits: none (micro-batch 1 does not fit)' "$T/out"; then ok "Z-OFF-008 dry run fit of 1KB"
+else bad "Z-OFF-008 dry run fit of 1KB" "$(grep plan: "$T/out" | head -c 400)"; fi
+
 finish climore

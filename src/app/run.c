@@ -137,7 +137,7 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
         goto out;
     }
     /* a run of 0 steps with a checkpoint dir saves the initial state as
-       global_step0, so the weights before training can be exported (Z-HF-009) */
+       global_step0, so the weights before training can be exported (Z-HF-008) */
     if (o->ckpt_dir && o->steps == 0 && E.global_step == 0 &&
         (rc = zn_ckpt_save(&E, o->ckpt_dir, o->model_spec, o->config_text, err)))
         goto out;
@@ -201,11 +201,14 @@ static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     /* the trace and the CPU meter end with the training: the gather of the
        result below is zinc's, not the run's (Z-REP-004) */
     comm->watch = NULL;
-    if (o->comm_report && o->steps > 0) {
+    /* the run's averages are over the steps this run took: a resumed run
+       starts after its checkpoint's step (Z-REP-005) */
+    const long ran = o->steps > step0 ? o->steps - step0 : 0;
+    if (o->comm_report && ran > 0) {
         pthread_mutex_lock(&ctx->print_lock);
-        zn_report_comm(o, rank, &res->comm_init[rank], &comm->stats, o->steps, "run", gather_init, E.fetch.gather_sent,
+        zn_report_comm(o, rank, &res->comm_init[rank], &comm->stats, ran, "run", gather_init, E.fetch.gather_sent,
                        inter_init, E.fetch.gather_inter);
-        if (rank == 0) zn_report_offload(&E, "run", moved_init, o->steps);
+        if (rank == 0) zn_report_offload(&E, "run", moved_init, ran);
         pthread_mutex_unlock(&ctx->print_lock);
     }
     unsigned long long moved_end[4];
@@ -364,7 +367,8 @@ int zn_run(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         if (tp) rc = zn_trace_write(o->trace_path, tp, o->world.size, err);
         free(tp);
     }
-    if (!rc && o->comm_report && o->steps > 0 && o->world.per_node < o->world.size) zn_report_node_inter(o, res);
+    if (!rc && o->comm_report && o->steps > res->first_step && o->world.per_node < o->world.size)
+        zn_report_node_inter(o, res);
     if (!rc && o->out) zn_report_digest(o->out, res->digest);
 out:
     if (ctx.csv && fclose(ctx.csv) && !rc) rc = zn_err(err, ZN_E_IO, "writing log file '%s' failed", o->log_path);

@@ -146,8 +146,9 @@ void zn_report_comm(const ZnRunOpts *o, int rank, const ZnCommStats *a, const Zn
  * model's 16-bit bytes (2 per element, padding included). */
 void zn_report_node_inter(const ZnRunOpts *o, const ZnRunResult *res) {
     double ph[4] = {0};
+    const double ran = (double)(o->steps - res->first_step);   /* the steps this run took (a resumed run's are fewer) */
     for (int r = 0; r < o->world.per_node; r++)   /* node 0; every node sends alike */
-        for (int j = 0; j < 4; j++) ph[j] += (double)res->inter[4 * r + j] / (double)o->steps;
+        for (int j = 0; j < 4; j++) ph[j] += (double)res->inter[4 * r + j] / ran;
     long psi = 0;
     zn_run_zero_volume(o, &psi, NULL);
     const double M = 2.0 * (double)psi, tot = ph[0] + ph[1] + ph[2] + ph[3];
