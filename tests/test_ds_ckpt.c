@@ -922,6 +922,27 @@ static void moments_absent(const ZnDsCkpt *ck) {
     snprintf(want, sizeof want, "%s: no optimizer state 2", ck->path);
     assert_string_equal(err.msg, want);
 }
+/* a DynamicLossScaler's counters added to the scaler's state */
+static ZnPy K_ITER = {.kind = ZN_PY_STR, .s = "cur_iter", .len = 8};
+static ZnPy K_OVERFLOW = {.kind = ZN_PY_STR, .s = "last_overflow_iter", .len = 18};
+static ZnPy K_HYST = {.kind = ZN_PY_STR, .s = "cur_hysteresis", .len = 14};
+static void scaler_counters(ZnPy *r) {
+    static ZnPy *items[32];
+    static ZnPy st = {.kind = ZN_PY_DICT, .item = items};
+    ZnPy *ls = *slot(OSD(r), "loss_scaler");
+    assert_true(ls->kind == ZN_PY_CALL && ls->n == 3 && ls->item[2]->n + 6 <= 32);
+    st.n = ls->item[2]->n;
+    memcpy(items, ls->item[2]->item, (size_t)st.n * sizeof *items);
+    ZnPy *add[] = {&K_ITER, &INT3, &K_OVERFLOW, &NEG, &K_HYST, &INT2};
+    memcpy(items + st.n, add, sizeof add);
+    st.n += 6;
+    ls->item[2] = &st;
+}
+static void counters_read(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->scaler_cur_iter, 3);
+    assert_int_equal(ck->scaler_last_overflow, -1);
+    assert_int_equal(ck->scaler_hysteresis, 2);
+}
 static void unscaled(const ZnDsCkpt *ck) {
     assert_true(ck->cur_scale == 1.0);
     assert_int_equal(ck->scaler_cur_iter, -1);
@@ -1034,6 +1055,7 @@ static void test_edited_files(void **state) {
         {"mp_rank_00_model_states.pt", module_none, NULL, module_f32},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", state_none, NULL, moments_absent},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_bare, NULL, bare_scaler},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_counters, NULL, counters_read},
         {"mp_rank_00_model_states.pt", steps_bool, NULL, steps_1},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", state_keys_str, NULL, no_moments},
         {"mp_rank_00_model_states.pt", size_2args, "mp_rank_00_model_states.pt: param_shapes[0] entry 0 is not name: "
@@ -1435,8 +1457,9 @@ static void test_resume_refusals(void **state) {
          "global_steps, global_samples or skipped_steps missing from "},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_step, ZN_E_USAGE,
          "no Adam state (exp_avg, exp_avg_sq, step): zinc resumes Adam and AdamW"},
-        /* no scaler saved: this config's stays, and the run resumes to z2's state */
+        /* no scaler saved, or one with a dynamic scaler's counters: the run resumes to z2's state */
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_scaler, ZN_OK, NULL},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_counters, ZN_OK, NULL},
     };
     const char *d = zt_path("redit");
     char file[512];
