@@ -118,6 +118,8 @@ static void test_torch_tensors(void **state) {
         {"DoubleStorage", "0", 13, 0, {1, 1}, {1, 1}, "holds 52 bytes, not 13 elements of float64"},
         {"FloatStorage", "99", 13, 0, {1, 1}, {1, 1}, "storage '99' has no entry in the archive"},
         {"FloatStorage", "0", 13, 0, {-1, 1}, {1, 1}, "size and stride are not tuples"},
+        {"FloatStorage", "0", 13, -1, {1, 1}, {1, 1}, "t: _rebuild_tensor_v2 without (storage, offset, size, stride)"},
+        {"FloatStorage", "0", -1, 0, {1, 1}, {1, 1}, "t: the storage is not ('storage', type, key, location, numel)"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
         tensor_pickle(&p, BAD[i].type, BAD[i].key, BAD[i].numel, BAD[i].off, 2, BAD[i].size, BAD[i].stride);
@@ -125,6 +127,43 @@ static void test_torch_tensors(void **state) {
         assert_str_contains(err.msg, "zero_pp_rank_0_mp_rank_00_optim_states.pt");
         assert_str_contains(err.msg, BAD[i].want);
     }
+    /* more dimensions than zinc keeps */
+    tensor_pickle(&p, "FloatStorage", "0", 13, 0, 9, (long long[]){1, 1, 1, 1, 1, 1, 1, 1, 1},
+                  (long long[]){1, 1, 1, 1, 1, 1, 1, 1, 1});
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "t: size and stride are not tuples of as many non-negative integers (at most 8)");
+    /* a read past the tensor's end is the caller's error */
+    tensor_pickle(&p, "FloatStorage", "0", 13, 0, 1, (long long[]){13}, (long long[]){1});
+    assert_int_equal(as_tensor(&f, &p, &t, &err), 0);
+    assert_int_equal(zn_pt_read(&f, &t, 14, 0, a, &err), ZN_E_INTERNAL);
+    assert_str_contains(err.msg, "zero_pp_rank_0_mp_rank_00_optim_states.pt: a read of elements [14, +0) of a "
+                                 "contiguous tensor of 13");
+    /* the wrappers torch writes around a tensor: a Parameter's is read
+     * through; a subclass's must rebuild with _rebuild_tensor_v2 from a
+     * tuple of its arguments */
+    static const char PARAM[] = "\x80\x02" "ctorch._utils\n_rebuild_parameter\n(" "ctorch._utils\n_rebuild_tensor_v2\n";
+    p.n = 0;
+    raw(&p, PARAM, sizeof PARAM - 1);
+    tensor_args(&p, "FloatStorage", "0", 13, 0, 1, (long long[]){13}, (long long[]){1});
+    raw(&p, "R\x88)tR.", 7);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), 0);
+    assert_int_equal(t.numel, 13);
+    static const char *const SUBCLASS[] = {
+        "\x80\x02" "ctorch._tensor\n_rebuild_from_type_v2\n(ctorch\nTensor\nctorch\nTensor\n)NtR.",
+        "\x80\x02" "ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n_rebuild_tensor_v2\nctorch\nTensor\nNNtR."};
+    for (size_t i = 0; i < ZT_LEN(SUBCLASS); i++) {
+        p.n = 0;
+        raw(&p, SUBCLASS[i], strlen(SUBCLASS[i]));
+        assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+        assert_str_contains(err.msg, "optim_states.pt: t: a tensor subclass rebuilt by something other than "
+                                     "_rebuild_tensor_v2");
+    }
+    /* a persistent id that is no storage tuple */
+    static const char PID[] = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n(K\x01QK\x00(K\x01t(K\x01t\x89)tR.";
+    p.n = 0;
+    raw(&p, PID, sizeof PID - 1);
+    assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
+    assert_str_contains(err.msg, "t: the storage is not ('storage', type, key, location, numel)");
     /* a storage type off the allow-list never reaches the tensor reader */
     tensor_pickle(&p, "ComplexFloatStorage", "0", 13, 0, 1, (long long[]){1}, (long long[]){1});
     assert_int_equal(as_tensor(&f, &p, &t, &err), ZN_E_CORRUPT);
@@ -813,16 +852,139 @@ static void no_moments(const ZnDsCkpt *ck) {
     assert_true(zn_ds_has_state(ck, ZN_DS_FP32));
 }
 
+/* ---- more shapes of a wrong value, one key at a time -------------------- */
+static ZnPy INT1 = {.kind = ZN_PY_INT, .i = 1}, INT0 = {.kind = ZN_PY_INT, .i = 0};
+static ZnPy INT2_40 = {.kind = ZN_PY_INT, .i = 1ll << 40};
+static ZnPy SHAPE_9D = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT1, &INT1, &INT1, &INT1, &INT1, &INT1, &INT1, &INT1,
+                                                               &INT1}, .n = 9};
+static ZnPy SHAPE_NEG = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT3, &NEG}, .n = 2};
+static ZnPy SHAPE_NONE = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&NONE}, .n = 1};
+static ZnPy SHAPE_HUGE = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT2_40, &INT2_40}, .n = 2};
+static ZnPy SHAPE3 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT3}, .n = 1};
+static ZnPy ARGS_2 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&SHAPE3, &SHAPE3}, .n = 2};
+static ZnPy STRIDE_2 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT2}, .n = 1};
+static ZnPy SHAPE_7 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT7}, .n = 1};
+/* a tensor's rebuild call made a view of every other element: 7 of its 14 */
+static void every_other(ZnPy *t) {
+    t->item[1]->item[2] = &SHAPE_7;
+    t->item[1]->item[3] = &STRIDE_2;
+}
+static ZnPy COUNTS_NONE = {.kind = ZN_PY_LIST, .item = (ZnPy *[]){&NONE, &INT2}, .n = 2};
+/* param_shapes' first entry: its torch.Size call, or the tuple in it */
+static ZnPy **first_shape(ZnPy *r) { return &(*slot(r, "param_shapes"))->item[0]->item[1]; }
+static void size_2args(ZnPy *r) { (*first_shape(r))->item[1] = &ARGS_2; }
+static void shape_9d(ZnPy *r) { (*first_shape(r))->item[1]->item[0] = &SHAPE_9D; }
+static void shape_neg(ZnPy *r) { (*first_shape(r))->item[1]->item[0] = &SHAPE_NEG; }
+static void shape_elem_none(ZnPy *r) { (*first_shape(r))->item[1]->item[0] = &SHAPE_NONE; }
+static void shape_huge(ZnPy *r) { (*first_shape(r))->item[1]->item[0] = &SHAPE_HUGE; }
+static void shape_name_int(ZnPy *r) { (*slot(r, "param_shapes"))->item[0]->item[0] = &INT7; }
+static void stage_2args(ZnPy *r) { (*slot(OSD(r), "zero_stage"))->item[1] = &ARGS_2; }
+static void count_item_none(ZnPy *r) { *slot(OSD(r), "partition_count") = &COUNTS_NONE; }
+static void count_zero(ZnPy *r) { *slot(OSD(r), "partition_count") = &INT0; }
+static void scaler_none(ZnPy *r) { *slot(OSD(r), "loss_scaler") = &NONE; }
+static void module_none(ZnPy *r) { *slot(r, "module") = &NONE; }
+static void flat_strided(ZnPy *r) { every_other((*slot(OSD(r), "single_partition_of_fp32_groups"))->item[0]); }
+static void exp_avg_strided(ZnPy *r) { every_other(*slot(moments(r, 0), "exp_avg")); }
+static void no_exp_avg_sq(ZnPy *r) { drop(moments(r, 0), "exp_avg_sq"); }
+static void state_none(ZnPy *r) { *slot(*slot(OSD(r), "base_optimizer_state"), "state") = &NONE; }
+static void state_keys_str(ZnPy *r) {
+    ZnPy *st = *slot(*slot(OSD(r), "base_optimizer_state"), "state");
+    for (int k = 0; k < st->n; k += 2) st->item[k] = &NAME_FROZEN;
+}
+static void pad_neg(ZnPy *r) { (*slot(OSD(r), "param_alignment_paddings"))->item[0]->item[0] = &NEG; }
+static void pad_count_none(ZnPy *r) { (*slot(OSD(r), "param_alignment_paddings"))->item[1]->item[1] = &NONE; }
+static ZnPy BOOL_TRUE = {.kind = ZN_PY_BOOL, .i = 1};
+/* the scaler a call with no BUILD state, the flag an integer, the step a bool */
+static void scaler_bare(ZnPy *r) {
+    (*slot(OSD(r), "loss_scaler"))->n = 2;
+    *slot(OSD(r), "dynamic_loss_scale") = &INT7;
+}
+static void steps_bool(ZnPy *r) {
+    *slot(r, "global_steps") = &BOOL_TRUE;
+    *slot(r, "frozen_param_shapes") = &NONE;
+}
+static void bare_scaler(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->dynamic_scale, 0);
+    assert_true(ck->cur_scale == 1.0);
+    assert_int_equal(ck->scaler_hysteresis, -1);
+}
+static void steps_1(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->global_steps, 1);
+    assert_int_equal(ck->nfrozen, 0);
+}
+/* no moments kept: asking for them is the caller's error, named */
+static void moments_absent(const ZnDsCkpt *ck) {
+    no_moments(ck);
+    float x[5];
+    ZnErr err = {0};
+    assert_int_equal(zn_ds_read_state(ck, ZN_DS_EXP_AVG_SQ, 0, x, &err), ZN_E_INTERNAL);
+    char want[600];
+    snprintf(want, sizeof want, "%s: no optimizer state 2", ck->path);
+    assert_string_equal(err.msg, want);
+}
+/* a DynamicLossScaler's counters added to the scaler's state */
+static ZnPy K_ITER = {.kind = ZN_PY_STR, .s = "cur_iter", .len = 8};
+static ZnPy K_OVERFLOW = {.kind = ZN_PY_STR, .s = "last_overflow_iter", .len = 18};
+static ZnPy K_HYST = {.kind = ZN_PY_STR, .s = "cur_hysteresis", .len = 14};
+static void scaler_counters(ZnPy *r) {
+    static ZnPy *items[32];
+    static ZnPy st = {.kind = ZN_PY_DICT, .item = items};
+    ZnPy *ls = *slot(OSD(r), "loss_scaler");
+    assert_true(ls->kind == ZN_PY_CALL && ls->n == 3 && ls->item[2]->n + 6 <= 32);
+    st.n = ls->item[2]->n;
+    memcpy(items, ls->item[2]->item, (size_t)st.n * sizeof *items);
+    ZnPy *add[] = {&K_ITER, &INT3, &K_OVERFLOW, &NEG, &K_HYST, &INT2};
+    memcpy(items + st.n, add, sizeof add);
+    st.n += 6;
+    ls->item[2] = &st;
+}
+static void counters_read(const ZnDsCkpt *ck) {
+    assert_int_equal(ck->scaler_cur_iter, 3);
+    assert_int_equal(ck->scaler_last_overflow, -1);
+    assert_int_equal(ck->scaler_hysteresis, 2);
+}
+static void unscaled(const ZnDsCkpt *ck) {
+    assert_true(ck->cur_scale == 1.0);
+    assert_int_equal(ck->scaler_cur_iter, -1);
+    assert_int_equal(ck->scaler_last_overflow, -1);
+    assert_int_equal(ck->nparams, 3);
+}
+static void module_f32(const ZnDsCkpt *ck) { assert_int_equal(ck->module_type, ZN_PT_F32); }
+
+/* One file of a copy of z2 edited, and what opening the copy gives. */
+typedef struct {
+    const char *file;
+    void (*edit)(ZnPy *);
+    const char *want;   /* NULL: opens, and check holds */
+    void (*check)(const ZnDsCkpt *);
+} EditCase;
+
+/* each case on a fresh copy of z2 in d: ZN_E_CORRUPT naming d and want, or opened and checked */
+static void edited_z2(const char *d, const EditCase *cases, size_t n) {
+    char file[512];
+    for (size_t k = 0; k < n; k++) {
+        copy_fixture("z2", d);
+        snprintf(file, sizeof file, "%s/%s", d, cases[k].file);
+        edit_pt(file, cases[k].edit);
+        ZnDsCkpt ck;
+        ZnErr err = {0};
+        const int rc = zn_ds_open(&ck, d, &err);
+        if (!cases[k].want) {
+            if (rc) fail_msg("case %zu: %s", k, err.msg);
+            cases[k].check(&ck);
+            zn_ds_close(&ck);
+            continue;
+        }
+        if (rc != ZN_E_CORRUPT) fail_msg("case %zu: rc %d (%s), wanted '%s'", k, rc, err.msg, cases[k].want);
+        if (!strstr(err.msg, d) || !strstr(err.msg, cases[k].want)) fail_msg("case %zu: '%s'", k, err.msg);
+    }
+}
+
 /* spec: Z-DSCK-005 a model-states or optimizer file that is a torch.save
  * file but not what DeepSpeed writes: refused naming the file and the key */
 static void test_edited_files(void **state) {
     (void)state;
-    static const struct {
-        const char *file;
-        void (*edit)(ZnPy *);
-        const char *want;   /* NULL: opens, and check holds */
-        void (*check)(const ZnDsCkpt *);
-    } CASES[] = {
+    static const EditCase CASES[] = {
         {"mp_rank_00_model_states.pt", no_shared, NULL, no_shared_names},
         {"mp_rank_00_model_states.pt", no_meta, NULL, meta_defaults},
         {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_scaler, NULL, scaler_defaults},
@@ -887,26 +1049,43 @@ static void test_edited_files(void **state) {
          "single_partition_of_fp32_groups has 1 groups, param_shapes 2"},
         {"zero_pp_rank_1_mp_rank_00_optim_states.pt", flat_one_group, "zero_pp_rank_1_mp_rank_00_optim_states.pt: "
          "single_partition_of_fp32_groups has 1 groups, rank 0's file 2: partitions of different runs"},
+        /* each key zinc reads holding a value of another shape: refused naming
+         * the file and the key, or (a key zinc can do without) read as absent */
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_none, NULL, unscaled},
+        {"mp_rank_00_model_states.pt", module_none, NULL, module_f32},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", state_none, NULL, moments_absent},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_bare, NULL, bare_scaler},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_counters, NULL, counters_read},
+        {"mp_rank_00_model_states.pt", steps_bool, NULL, steps_1},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", state_keys_str, NULL, no_moments},
+        {"mp_rank_00_model_states.pt", size_2args, "mp_rank_00_model_states.pt: param_shapes[0] entry 0 is not name: "
+         "torch.Size"},
+        {"mp_rank_00_model_states.pt", shape_9d, "param_shapes[0] entry 0 is not name: torch.Size"},
+        {"mp_rank_00_model_states.pt", shape_neg, "param_shapes[0] entry 0 is not name: torch.Size"},
+        {"mp_rank_00_model_states.pt", shape_elem_none, "param_shapes[0] entry 0 is not name: torch.Size"},
+        {"mp_rank_00_model_states.pt", shape_huge, "param_shapes[0] entry 0 is not name: torch.Size"},
+        {"mp_rank_00_model_states.pt", shape_name_int, "param_shapes[0] entry 0 is not name: torch.Size"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", stage_2args, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer_state_dict.zero_stage is not 1, 2 or 3"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", count_item_none,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: partition_count[0] is not a count"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", count_zero,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: optimizer_state_dict.partition_count is not a count"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", flat_strided, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer_state_dict.single_partition_of_fp32_groups[0] is float32 (strided) with 1 dimensions; DeepSpeed writes a "
+         "flat float32 vector"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", exp_avg_strided, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer state 0 'exp_avg' is float32 (strided) of 7 elements; the fp32 partition has 14 float32"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_exp_avg_sq, "zero_pp_rank_0_mp_rank_00_optim_states.pt: "
+         "optimizer state of group 0 has no 'exp_avg_sq' where rank 0's group 0 has one"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_neg,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings[0] has no count for parameter 0"},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", pad_count_none,
+         "zero_pp_rank_0_mp_rank_00_optim_states.pt: param_alignment_paddings[1] has no count for parameter 1"},
     };
     const char *d = zt_path("edit");
     char file[512];
-    for (size_t k = 0; k < ZT_LEN(CASES); k++) {
-        copy_fixture("z2", d);
-        snprintf(file, sizeof file, "%s/%s", d, CASES[k].file);
-        edit_pt(file, CASES[k].edit);
-        ZnDsCkpt ck;
-        ZnErr err = {0};
-        const int rc = zn_ds_open(&ck, d, &err);
-        if (!CASES[k].want) {
-            if (rc) fail_msg("case %zu: %s", k, err.msg);
-            CASES[k].check(&ck);
-            zn_ds_close(&ck);
-            continue;
-        }
-        if (rc != ZN_E_CORRUPT) fail_msg("case %zu: rc %d (%s), wanted '%s'", k, rc, err.msg, CASES[k].want);
-        assert_str_contains(err.msg, d);
-        assert_str_contains(err.msg, CASES[k].want);
-    }
+    edited_z2(d, CASES, ZT_LEN(CASES));
     /* stage 3: every rank's partitions whole, its moments as long */
     static const struct {
         const char *file;
@@ -1029,10 +1208,26 @@ static void test_refusal_closes_only_its_files(void **state) {
     }
 }
 
-static ZnPy SHAPE3 = {.kind = ZN_PY_TUPLE, .item = (ZnPy *[]){&INT3}, .n = 1};
 static void param_int(ZnPy *r) { *slot(r, "param") = &INT7; }
 static void param_short(ZnPy *r) { (*slot(r, "param"))->item[1]->item[2] = &SHAPE3; }
 static void param_bare(ZnPy *r) { drop(r, "param"); }
+
+/* spec: Z-DSCK-005 optimizer files under names DeepSpeed does not give */
+static void test_optim_file_names(void **state) {
+    (void)state;
+    const char *d = zt_path("badnames");
+    static const char *const NAMES[] = {"zero_pp_rank_-1_mp_rank_00_optim_states.pt",
+                                        "bf16_zero_pp_rank_x_mp_rank_00_optim_states.pt",
+                                        "zero_pp_rank_1_mp_rank_00x_optim_states.pt"};
+    char p[600], want[800];
+    for (size_t k = 0; k < ZT_LEN(NAMES); k++) {
+        copy_fixture("z2", d);
+        snprintf(p, sizeof p, "%s/%s", d, NAMES[k]);
+        zt_write_text(p, "");
+        snprintf(want, sizeof want, "%s/%s: not a name DeepSpeed gives a data-parallel optimizer file", d, NAMES[k]);
+        refused(d, 0, want);
+    }
+}
 
 /* spec: Z-DSCK-008 a universal folder's state file that does not hold the
  * parameter's tensor: refused naming the file when the state is read */
@@ -1058,6 +1253,7 @@ static void test_edited_universal(void **state) {
         assert_int_equal(zn_ds_open(&ck, d, &err), 0);   /* the state files are read as they are needed */
         const int i = zn_ds_find(&ck, "layers.0.bias");
         assert_true(i >= 0);
+        assert_int_equal(zn_ds_rank_of(&ck, i, 4), 0);   /* one file holds a parameter's whole state */
         float x[5];
         assert_int_equal(zn_ds_read_state(&ck, ZN_DS_FP32, i, x, &err), ZN_E_CORRUPT);
         assert_str_contains(err.msg, d);
@@ -1082,6 +1278,11 @@ static void test_folder_names(void **state) {
         if (zn_ds_is_folder(d) != LATEST[k].folder) fail_msg("latest '%s': is_folder %d", LATEST[k].text, !LATEST[k].folder);
     }
     unlink(p);
+    /* latest_universal names only a universal folder */
+    snprintf(p, sizeof p, "%s/latest_universal", d);
+    zt_write_text(p, "global_step2");
+    assert_false(zn_ds_is_folder(d));
+    unlink(p);
     /* no optimizer files, or no folder at all */
     ZnDsCkpt ck;
     ZnErr err = {0};
@@ -1094,6 +1295,9 @@ static void test_folder_names(void **state) {
     assert_int_equal(zn_ds_open(&ck, p, &err), ZN_E_IO);
     snprintf(want, sizeof want, "%s: cannot open the folder (No such file or directory)", p);
     assert_string_equal(err.msg, want);
+    /* a bare name (no '/'): the message names it as given */
+    assert_int_equal(zn_ds_open(&ck, "zn-no-such-folder", &err), ZN_E_IO);
+    assert_string_equal(err.msg, "zn-no-such-folder: cannot open the folder (No such file or directory)");
 }
 
 /* spec: Z-DSCK-005 */
@@ -1251,15 +1455,22 @@ static void test_resume_refusals(void **state) {
          "no Adam state (exp_avg, exp_avg_sq, step): zinc resumes Adam and AdamW"},
         {"mp_rank_00_model_states.pt", no_meta, ZN_E_CORRUPT,
          "global_steps, global_samples or skipped_steps missing from "},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_step, ZN_E_USAGE,
+         "no Adam state (exp_avg, exp_avg_sq, step): zinc resumes Adam and AdamW"},
+        /* no scaler saved, or one with a dynamic scaler's counters: the run resumes to z2's state */
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", no_scaler, ZN_OK, NULL},
+        {"zero_pp_rank_0_mp_rank_00_optim_states.pt", scaler_counters, ZN_OK, NULL},
     };
     const char *d = zt_path("redit");
     char file[512];
+    c.want = DSCK "z2/expected.safetensors";
     for (size_t k = 0; k < ZT_LEN(CASES); k++) {
         copy_fixture("z2", d);
         snprintf(file, sizeof file, "%s/%s", d, CASES[k].file);
         edit_pt(file, CASES[k].edit);
         c.dir = d;
         assert_int_equal(zt_sim_run(1, resume_rank, &c, 60, &err), CASES[k].rc);
+        if (!CASES[k].want) continue;
         assert_str_contains(err.msg, d);
         assert_str_contains(err.msg, CASES[k].want);
     }
@@ -1389,6 +1600,7 @@ ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_inspect),
     cmocka_unit_test(test_damaged_folders),
     cmocka_unit_test(test_edited_files),
+    cmocka_unit_test(test_optim_file_names),
     cmocka_unit_test(test_folder_names),
     cmocka_unit_test(test_edited_universal),
     cmocka_unit_test(test_refusal_closes_only_its_files),

@@ -22,13 +22,14 @@ static const char *CFG =
     "\"params\": {\"lr\": 0.01, \"weight_decay\": 0.1}}, \"zinc\": {\"weight_decay_exclude\": [\"bias\"]}%s}";
 #define MODEL "mlp:5,5,5,tie:1=0"
 
-/* zinc trains MODEL for `steps` steps at world and stage (bf16 when asked)
-   and saves its checkpoint into dir. */
-static void train(const char *dir, int world, int stage, int bf16, long steps, int resume, uint64_t *digest) {
+/* zinc trains MODEL for `steps` steps at world and stage, with `extra`
+   keys in its config, and saves its checkpoint into dir. */
+static void train_with(const char *dir, int world, int stage, const char *extra, long steps, int resume,
+                       uint64_t *digest) {
     char cfg[1024];
     /* the fixtures' batch (4 of 2 per rank) where it divides, else 12 of 1 */
     const int tb = 4 % (2 * world) ? 12 : 4, mb = tb == 4 ? 2 : 1;
-    snprintf(cfg, sizeof cfg, CFG, tb, mb, bf16 ? ", \"bf16\": {\"enabled\": true}" : "");
+    snprintf(cfg, sizeof cfg, CFG, tb, mb, extra);
     ZnTrainFlags f = zt_train_flags(MODEL, steps, world, stage);
     ZnRunOpts o = zt_resolve(&f, cfg);
     o.ckpt_dir = dir;
@@ -40,6 +41,10 @@ static void train(const char *dir, int world, int stage, int bf16, long steps, i
     if (digest) *digest = res.digest;
     zn_run_result_free(&res);
     zn_run_opts_free(&o);
+}
+/* the same in float32, or bf16 when asked */
+static void train(const char *dir, int world, int stage, int bf16, long steps, int resume, uint64_t *digest) {
+    train_with(dir, world, stage, bf16 ? ", \"bf16\": {\"enabled\": true}" : "", steps, resume, digest);
 }
 
 static void write_ds(const char *in, const char *out) {
@@ -176,6 +181,14 @@ static void test_refusals(void **state) {
     snprintf(out2, sizeof out2, "%s-ds2", zdir);
     assert_int_not_equal(zn_ds_write(tag, out2, &sum, &err), 0);
     assert_str_contains(err.msg, "zero_pp_rank_1_optim_states.safetensors");
+    assert_false(zt_file_exists(out2));
+    /* a MiCS run: DeepSpeed 0.19.8 has no layout to write it in */
+    snprintf(zdir, sizeof zdir, "%s/mics", zt_tmpdir());
+    train_with(zdir, 2, 3, ", \"zero_optimization\": {\"stage\": 3, \"mics_shard_size\": 2}", 1, 0, NULL);
+    snprintf(tag, sizeof tag, "%s/global_step1", zdir);
+    snprintf(out2, sizeof out2, "%s-ds", zdir);
+    assert_int_equal(zn_ds_write(tag, out2, &sum, &err), ZN_E_USAGE);
+    assert_string_equal(err.msg, "to-deepspeed: mics_shard_size: DeepSpeed 0.19.8 has removed MiCS");
     assert_false(zt_file_exists(out2));
 }
 

@@ -226,9 +226,31 @@ static void test_repr_bounds(void **state) {
     zn_pickle_free(&pk);
 }
 
+/* spec: Z-DSCK-002 repr writes what Python's repr writes: non-finite
+ * floats, escapes in strings and bytes, a constructed object's state */
+static void test_repr_values(void **state) {
+    (void)state;
+    char got[256];
+    /* nan, inf, -inf, 0.1 (shortest digits), 1e+300, 2.0 (a point added) */
+    static const char F[] = "\x80\x02(G\x7f\xf8\x00\x00\x00\x00\x00\x00G\x7f\xf0\x00\x00\x00\x00\x00\x00"
+                            "G\xff\xf0\x00\x00\x00\x00\x00\x00G\x3f\xb9\x99\x99\x99\x99\x99\x9a"
+                            "G\x7e\x37\xe4\x3c\x88\x00\x75\x9cG\x40\x00\x00\x00\x00\x00\x00\x00t.";
+    assert_string_equal(loaded(F, sizeof F - 1, got, sizeof got), "(nan, inf, -inf, 0.1, 1e+300, 2.0)");
+    /* a str with a quote, a backslash, a tab, a control byte; bytes past 0x7f (SHORT_BINBYTES) */
+    static const char S[] = "\x80\x03X\x05\x00\x00\x00" "a'\\\t\x01" "C\x02\xff" "b\x86.";
+    assert_string_equal(loaded(S, sizeof S - 1, got, sizeof got), "('a\\'\\\\\\t\\x01', b'\\xffb')");
+    /* a call recorded with BUILD's state */
+    static const char B[] = "\x80\x02" "ctorch\nSize\n)R}b.";
+    assert_string_equal(loaded(B, sizeof B - 1, got, sizeof got), "torch Size().__setstate__({})");
+    /* OrderedDict from a list holding a triple */
+    REFUSED("\x80\x02" "ccollections\nOrderedDict\n](K\x01K\x02K\x03\x87" "e\x85R.",
+            "t.pkl: byte 38: OrderedDict from a list that is not of pairs");
+}
+
 ZT_MAIN_TMPDIR(
     cmocka_unit_test(test_python_data),
     cmocka_unit_test(test_tensor_record),
     cmocka_unit_test(test_refused),
     cmocka_unit_test(test_damaged_opcodes),
-    cmocka_unit_test(test_repr_bounds))
+    cmocka_unit_test(test_repr_bounds),
+    cmocka_unit_test(test_repr_values))

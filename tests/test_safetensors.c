@@ -555,7 +555,8 @@ static void test_utf8_and_control(void **state) {
         {"a\x01", "control character 0x01 in a string"},
         {"a\x1f", "control character 0x1f in a string"},
         {"a\\u0000b", "\\u0000 in a string"},
-        {"a\\u00zz", "bad \\u escape"});
+        {"a\\u00zz", "bad \\u escape"},
+        {"a\\u00Eg", "bad \\u escape in a string"});   /* upper-case digits read, 'g' is none */
     /* the offset is reported: header byte 2 is the bad byte after "{\"a" */
     char json[256];
     snprintf(json, sizeof json, "{\"a\x01%s", NAME_TAIL);
@@ -577,7 +578,8 @@ static void test_utf8_and_control(void **state) {
         {"{\x7f}", "control character 0x7f outside a string"},
         {"{\xc3\xa9}", "byte 0xc3 outside a string"},
         {"{\"a", "unterminated string"},
-        {"{\"a\\", "unterminated string"});
+        {"{\"a\\", "unterminated string"},
+        {"{\"a\\u00", "header byte 1 (file offset 9): unterminated string"});   /* a \\u escape cut off */
     /* valid: multi-byte UTF-8 in names, escapes that decode to control chars */
     snprintf(json, sizeof json, "{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\\n\\u00e9%s", NAME_TAIL);
     put_st(json, 0);
@@ -671,7 +673,9 @@ static void test_entry_schema(void **state) {
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":{},\"data_offsets\":[0,0]}}", "tensor 'a': shape must be an array, got an object"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[\"2\"],\"data_offsets\":[0,2]}}", "tensor 'a': shape[0] must be a non-negative integer, got a string"},
         {"{\"a\":{\"dtype\":\"U8\",\"shape\":[null],\"data_offsets\":[0,2]}}", "shape[0] must be a non-negative integer, got null"},
-        {"{\"a\":null}", "entry must be an object, got null"});
+        {"{\"a\":null}", "entry must be an object, got null"},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[true],\"data_offsets\":[0,2]}}",
+         "tensor 'a': shape[0] must be a non-negative integer, got a boolean"});
     /* every supported dtype string is accepted */
     const char *ok[] = {"U8", "F16", "BF16", "F32", "F64", "U64"};
     for (int i = 0; i < 6; i++) {

@@ -286,8 +286,8 @@ static int read_flat(ZnDsCkpt *ck, ZnErr *err) {
             int rc = zn_pt_tensor(f, l->item[g], what, t, err);
             if (rc) return rc;
             if (t->type != ZN_PT_F32 || t->ndim != 1 || !t->contiguous)
-                return fail(file_of(f), "%s is %s with %d dimensions; DeepSpeed writes a flat float32 vector", what,
-                            zn_pt_type_name(t->type), t->ndim);
+                return fail(file_of(f), "%s is %s%s with %d dimensions; DeepSpeed writes a flat float32 vector", what,
+                            zn_pt_type_name(t->type), t->contiguous ? "" : " (strided)", t->ndim);
             /* stage 3 saves every partition whole; stages 1-2 strip the last rank's padding */
             if (t->numel != ck->state[0][g].numel && (ck->per_param || r < ck->world - 1 || t->numel > ck->state[0][g].numel))
                 return fail(file_of(f), "%s holds %llu elements, rank 0's %llu: the partitions disagree", what,
@@ -342,8 +342,9 @@ static int read_moments(ZnDsCkpt *ck, ZnErr *err) {
                 const uint64_t want = ck->state[0][r * ck->ngroups + g].numel;
                 /* stages 1-2 keep the last rank's moments padded where its fp32 slice is not */
                 if (t->type != ZN_PT_F32 || !t->contiguous || t->numel < want || (ck->per_param && t->numel != want))
-                    return fail(file_of(f), "%s is %s of %llu elements; the fp32 partition has %llu float32", what,
-                                zn_pt_type_name(t->type), (unsigned long long)t->numel, (unsigned long long)want);
+                    return fail(file_of(f), "%s is %s%s of %llu elements; the fp32 partition has %llu float32", what,
+                                zn_pt_type_name(t->type), t->contiguous ? "" : " (strided)", (unsigned long long)t->numel,
+                                (unsigned long long)want);
             }
         }
     }
