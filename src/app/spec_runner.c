@@ -145,7 +145,7 @@ static int check_trace(const CaseRun *r, char *why, size_t wn) {
             if (!cJSON_IsNumber(tid) || tid->valueint != q) continue;
             const char *name = jstr(e, "name"), *cat = jstr(e, "cat");
             const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-            char want[16];
+            char want[24];   /* "rank " and any int */
             snprintf(want, sizeof want, "rank %d", q);
             if (name && !strcmp(name, "thread_name") && jstr(args, "name") && !strcmp(jstr(args, "name"), want)) named++;
             if (name && !strcmp(name, "step")) steps++;
