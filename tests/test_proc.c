@@ -12,6 +12,7 @@
 #include "comm/comm_seq.h"
 #include "core/half.h"
 #include "comm/world.h"
+#include "app/run_procs.h"
 
 static const char *all_vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
@@ -354,10 +355,94 @@ static void test_tcp_by_reference(void **st) {
     unsetenv("ZINC_TCP_CMA");
 }
 
+/* The comparison of a processes' result p with the simulator's s, with one
+ * value of p changed: it must fail naming what (want), and pass again once
+ * the value is put back. */
+#define DIFFERS(field, change, want)                                            \
+    do {                                                                        \
+        __typeof__(field) saved_ = (field);                                     \
+        change;                                                                 \
+        ZnErr err_ = {0};                                                       \
+        assert_int_equal(zn_run_procs_compare(&o, &p, &s, &err_), ZN_E_INTERNAL); \
+        assert_str_contains(err_.msg, "ranks in processes differ from the simulator: "); \
+        assert_str_contains(err_.msg, want);                                    \
+        (field) = saved_;                                                       \
+        assert_int_equal(zn_run_procs_compare(&o, &p, &s, &err_), 0);           \
+    } while (0)
+
+/* spec: Z-SPEC-005 the processes' result must be the simulator's bit for bit,
+ * else the run fails naming the step, the final parameters, or the rank and
+ * what differs: each value the comparison reads, changed alone, is named */
+static void test_procs_compare(void **st) {
+    (void)st;
+    ZnTrainFlags f = zt_train_flags("mlp:12,16,6", 2, 2, 3);
+    ZnRunOpts o = zt_resolve(&f, "{\"train_micro_batch_size_per_gpu\": 2, \"fp16\": {\"enabled\": true}}");
+    o.out = NULL;
+    ZnRunResult p, s;
+    ZnErr err = {0};
+    if (zn_run(&o, &p, &err) || zn_run(&o, &s, &err)) fail_msg("run: %s", err.msg);
+    assert_int_equal(zn_run_procs_compare(&o, &p, &s, &err), 0);
+
+    DIFFERS(p.loss[1], p.loss[1] += 1, "step 2: loss ");
+    DIFFERS(p.loss[0], p.loss[0] = -p.loss[0], "step 1: loss ");
+    DIFFERS(p.grad_norm[0], p.grad_norm[0] *= 2, "step 1: loss ");
+    DIFFERS(p.lr[1], p.lr[1] += 1e-9, "step 2: ");
+    DIFFERS(p.scale[0], p.scale[0] /= 2, "step 1: ");
+    DIFFERS(p.scale_after[1], p.scale_after[1] *= 2, "step 2: ");
+    DIFFERS(p.skipped[0], p.skipped[0] = !p.skipped[0], "step 1: ");
+    DIFFERS(p.first_step, p.first_step = 1, "final parameters");
+    DIFFERS(p.digest, p.digest ^= 1, "final parameters: digest");
+    DIFFERS(p.params[p.numel - 1], p.params[p.numel - 1] += 1, "final parameters");
+
+    /* rank 1's slots (rank 0's too: the loop reaches every rank) */
+    for (int r = 0; r < 2; r++) {
+        char init[64], end[64], dev[32], host[32], nvme[32], moved[48], inter[48], phase[48];
+        snprintf(init, sizeof init, "rank %d: collective counters after init", r);
+        snprintf(end, sizeof end, "rank %d: collective counters at the end", r);
+        snprintf(dev, sizeof dev, "rank %d: device memory", r);
+        snprintf(host, sizeof host, "rank %d: host tier memory", r);
+        snprintf(nvme, sizeof nvme, "rank %d: NVMe tier memory", r);
+        snprintf(moved, sizeof moved, "rank %d: offload bytes moved", r);
+        snprintf(inter, sizeof inter, "rank %d: bytes to other nodes", r);
+        snprintf(phase, sizeof phase, "rank %d: a phase's record", r);
+        ZnCommStats *ci = &p.comm_init[r], *ce = &p.comm_end[r];
+        DIFFERS(ci->calls[ZN_OP_BROADCAST], ci->calls[ZN_OP_BROADCAST]++, init);
+        DIFFERS(ce->bytes_sent[ZN_OP_ALL_GATHER], ce->bytes_sent[ZN_OP_ALL_GATHER]++, end);
+        DIFFERS(ce->bytes_recv[ZN_OP_REDUCE_SCATTER], ce->bytes_recv[ZN_OP_REDUCE_SCATTER]++, end);
+        DIFFERS(ce->bytes_inter[ZN_OP_ALL_REDUCE], ce->bytes_inter[ZN_OP_ALL_REDUCE]++, end);
+        DIFFERS(ce->ntags, ce->ntags--, end);
+        assert_true(ce->ntags > 0);
+        int t = ce->ntags - 1;
+        DIFFERS(ce->tags[t].tag[0], ce->tags[t].tag[0] ^= 1, end);
+        DIFFERS(ce->tags[t].calls, ce->tags[t].calls++, end);
+        DIFFERS(ce->tags[t].bytes_sent, ce->tags[t].bytes_sent++, end);
+        DIFFERS(ce->tags[t].bytes_recv, ce->tags[t].bytes_recv++, end);
+        DIFFERS(ce->tags[t].bytes_inter, ce->tags[t].bytes_inter++, end);
+        DIFFERS(p.mem_end[r].cur[ZN_MEM_PARAMS16], p.mem_end[r].cur[ZN_MEM_PARAMS16]++, dev);
+        DIFFERS(p.mem_end[r].peak[ZN_MEM_GRADS], p.mem_end[r].peak[ZN_MEM_GRADS]++, dev);
+        DIFFERS(p.mem_end[r].nallocs, p.mem_end[r].nallocs++, dev);
+        DIFFERS(p.host_end[r].nallocs, p.host_end[r].nallocs++, host);
+        DIFFERS(p.nvme_end[r].peak[ZN_MEM_PARAMS16], p.nvme_end[r].peak[ZN_MEM_PARAMS16]++, nvme);
+        DIFFERS(p.moved[4 * r + 3], p.moved[4 * r + 3]++, moved);
+        DIFFERS(p.inter[4 * r + 2], p.inter[4 * r + 2]++, inter);
+        ZnPhaseStats *ph = &p.phases[ZN_PH_N * r + ZN_PH_N - 1];
+        DIFFERS(ph->seen, ph->seen = !ph->seen, phase);
+        DIFFERS(ph->peak[ZN_TIER_DEVICE], ph->peak[ZN_TIER_DEVICE]++, phase);
+        DIFFERS(ph->at_peak[ZN_TIER_HOST][ZN_MEM_PARAMS16], ph->at_peak[ZN_TIER_HOST][ZN_MEM_PARAMS16]++, phase);
+        DIFFERS(ph->h2d, ph->h2d += 1, phase);
+        DIFFERS(ph->d2h, ph->d2h += 1, phase);
+        DIFFERS(ph->comm.calls[ZN_OP_ALL_GATHER], ph->comm.calls[ZN_OP_ALL_GATHER]++, phase);
+    }
+    zn_run_result_free(&p);
+    zn_run_result_free(&s);
+    zn_run_opts_free(&o);
+}
+
 ZT_MAIN(
     cmocka_unit_test(test_env_schemes),
     cmocka_unit_test(test_env_errors),
     cmocka_unit_test(test_rdv_parse),
     cmocka_unit_test(test_seq_records),
     cmocka_unit_test(test_tcp_matches_sim),
-    cmocka_unit_test(test_tcp_by_reference))
+    cmocka_unit_test(test_tcp_by_reference),
+    cmocka_unit_test(test_procs_compare))

@@ -380,8 +380,7 @@ static const char *rank_differs(const ZnRunResult *p, const ZnRunResult *s, int 
     return NULL;
 }
 
-/* Z-PROC-002: the processes' result is the simulator's, bit for bit. */
-static int compare_sim(const ZnRunOpts *o, const ZnRunResult *p, const ZnRunResult *s, ZnErr *err) {
+int zn_run_procs_compare(const ZnRunOpts *o, const ZnRunResult *p, const ZnRunResult *s, ZnErr *err) {
     const char *pre = "ranks in processes differ from the simulator";
     long t = first_step_differs(p, s);
     if (t >= 0)
@@ -412,7 +411,7 @@ int zn_run_procs_vs_sim(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err) {
         return zn_err_prefix(err, "the simulator succeeded, ranks in processes failed: ");
     }
     if (rc) return rc;   /* both failed: the processes' error is the case's to judge */
-    rc = compare_sim(o, res, &sim, err);
+    rc = zn_run_procs_compare(o, res, &sim, err);
     zn_run_result_free(&sim);
     if (rc) zn_run_result_free(res);
     return rc;

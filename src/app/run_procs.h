@@ -24,4 +24,10 @@ int zn_run_procs(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
  * processes' error; where only one does, ZN_E_INTERNAL saying which. */
 int zn_run_procs_vs_sim(const ZnRunOpts *o, ZnRunResult *res, ZnErr *err);
 
+/* The comparison zn_run_procs_vs_sim makes (Z-SPEC-005): 0 where p, the
+ * processes' result of o, is s, the simulator's, bit for bit; else
+ * ZN_E_INTERNAL "ranks in processes differ from the simulator: " and the
+ * first difference (the step, the final parameters, or the rank and what). */
+int zn_run_procs_compare(const ZnRunOpts *o, const ZnRunResult *p, const ZnRunResult *s, ZnErr *err);
+
 #endif
