@@ -12,6 +12,7 @@
 #include "core/layout.h"
 #include <pthread.h>
 #include "comm/world.h"
+#include "comm/coll.h"
 #if ZN_HAVE_CUDA
 #include "device/cuda.h"
 #endif
@@ -88,7 +89,7 @@ static int device_check(ZnDevice *d, ZnErr *err) {
     return 0;
 }
 
-static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+static int rank_train(int rank, ZnComm *comm, void *arg, ZnErr *err) {
     RunCtx *ctx = arg;
     const ZnRunOpts *o = ctx->o;
     ZnRunResult *res = ctx->res;
@@ -240,6 +241,17 @@ out:
     if (!rc && dev->mem.nallocs != 0)
         rc = zn_err(err, ZN_E_INTERNAL, "rank %d leaked %ld device allocations", rank, dev->mem.nallocs);
     if (!o->proc_dev) rank_device_free(ctx, rank, &own);
+    return rc;
+}
+
+/* One rank's run, with the collective failure a test planted in it
+   (Z-SIM-014) for the run only: a process's communicator outlives it. */
+static int rank_main(int rank, ZnComm *comm, void *arg, ZnErr *err) {
+    const ZnRunOpts *o = ((RunCtx *)arg)->o;
+    const int drill = o->hooks.comm_fail_call > 0 && rank == o->hooks.comm_fail_rank;
+    if (drill) zn_coll_fail_at(comm, o->hooks.comm_fail_call);
+    int rc = rank_train(rank, comm, arg, err);
+    if (drill) zn_coll_fail_at(comm, 0);
     return rc;
 }
 

@@ -28,6 +28,10 @@ typedef struct {
     int fault_rank;
     float fault_delta;
     int hpz_copy_delay;    /* Z-ZPP-004: hpZ's secondary copies stay pending until synchronised (ZnEngineHooks.hpz_async_copy) */
+    /* Z-SIM-014: rank comm_fail_rank's comm_fail_call-th collective of the
+       run fails (0: none) */
+    int comm_fail_rank;
+    long comm_fail_call;
 } ZnRunTestHooks;
 
 typedef struct {

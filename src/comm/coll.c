@@ -176,12 +176,30 @@ static int e_group(ZnComm *c, ZnCollCall *k, ZnErr *err) {
     return call(c, k, err);
 }
 
+static int failing_run(ZnComm *c, ZnCollCall *k, ZnErr *err) {
+    if (++c->fail_seen == c->fail_at)
+        return zn_err(err, ZN_E_COMM, "%s '%s': injected failure of collective call %ld", zn_coll_op_name(k->op),
+                      tag_str(k->tag), c->fail_at);
+    return c->fail_real(c, k, err);
+}
+
+void zn_coll_fail_at(ZnComm *c, long call) {
+    if (c->run == failing_run) c->run = c->fail_real;
+    c->fail_at = call;
+    c->fail_seen = 0;
+    if (call <= 0) return;
+    c->fail_real = c->run;
+    c->run = failing_run;
+}
+
 void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run) {
     c->world = zn_world(world, rank, 0);   /* one node until the process set-up knows better */
     c->impl = impl;
     c->run = run;
     c->counts_only = 0;
     c->watch = NULL;
+    c->fail_real = NULL;
+    c->fail_at = c->fail_seen = 0;
     c->all_reduce = e_all_reduce;
     c->reduce_scatter = e_reduce_scatter;
     c->all_gather = e_all_gather;

@@ -76,6 +76,13 @@ static inline int zn_group_all_to_all(ZnComm *c, ZnGroup g, const void *send, vo
 /* Fills c: rank, world, impl, run and the six entry points. */
 void zn_coll_init(ZnComm *c, int rank, int world, void *impl, ZnCollRun run);
 
+/* Z-SIM-014, a test's drill: the call-th collective this rank makes from
+ * now on (1-based, counted after its arguments are checked) fails with
+ * ZN_E_COMM before its bytes move, as one whose peer was lost; call <= 0
+ * removes the drill. Only the backend's run is replaced, so a run without
+ * a drill pays nothing for it. */
+void zn_coll_fail_at(ZnComm *c, long call);
+
 /* A transport for ranks in separate processes: it only moves bytes. In one
  * exchange every rank sends nout[q] bytes at out[q] to each peer q and
  * receives nin[q] bytes from it into in[q]; entries for the rank itself are

@@ -86,6 +86,10 @@ struct ZnComm {
     int (*group)(ZnComm *c, struct ZnCollCall *k, ZnErr *err);
     ZnCommStats stats;
     ZnCommWatch *watch;   /* NULL: nobody watches */
+    /* a test's planted failure (zn_coll_fail_at, Z-SIM-014): the backend's
+       own run, the call that fails and the calls seen so far */
+    int (*fail_real)(ZnComm *c, struct ZnCollCall *k, ZnErr *err);
+    long fail_at, fail_seen;
 };
 
 /* The even split of comm.h: counts[r] for n elements over world ranks (the

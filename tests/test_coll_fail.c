@@ -1,0 +1,129 @@
+/* test_coll_fail.c: a collective that fails at any call of a run, on any
+ * rank, ends the run cleanly (spec Z-SIM-014): for K = 1, 2, ... one rank's
+ * K-th collective fails (the run's test hook, comm/coll.h zn_coll_fail_at)
+ * until K passes its last call; each run must return that rank's error,
+ * leak nothing and leave any checkpoint it was writing whole. SQLite's
+ * I/O-error loops are the model. */
+#include "testutil.h"
+#include "app/run.h"
+
+typedef struct {
+    const char *what;
+    int world, per_node, stage, fail_rank;
+    long steps, ckpt_interval;
+    int resume;        /* start from a checkpoint an undrilled run saved at step 1 */
+    const char *keys;  /* config keys beside the batch and zero_optimization */
+    const char *zkeys; /* zero_optimization's beside the stage */
+    const char *model; /* NULL: a small MLP */
+} FailCase;
+
+/* the run of c: drilled at call k of c->fail_rank (0: none) */
+static int run_case(const FailCase *c, const char *dir, long k, ZnRunResult *res, ZnErr *err) {
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "{\"train_micro_batch_size_per_gpu\": 2, %s \"zero_optimization\": {\"stage\": %d%s%s}}",
+             c->keys, c->stage, c->stage == 3 ? ", \"stage3_param_persistence_threshold\": 40" : "", c->zkeys);
+    ZnTrainFlags f = zt_train_flags(c->model ? c->model : "mlp:24,40,40,8", c->steps, c->world, -1);
+    f.ranks_per_node = c->per_node;
+    if (c->model) f.data_spec = "text:tests/data/gpl-3.txt";
+    ZnRunOpts o;
+    int rc = zn_train_resolve(&f, cfg, &o, err);
+    if (rc) return rc;
+    o.out = NULL;
+    o.ckpt_dir = dir;
+    o.ckpt_interval = c->ckpt_interval;
+    o.resume = c->resume;
+    o.hooks.comm_fail_rank = c->fail_rank;
+    o.hooks.comm_fail_call = k;
+    rc = zn_run(&o, res, err);
+    zn_run_opts_free(&o);
+    return rc;
+}
+
+/* Where the run left a `latest`, the checkpoint it names reads back whole. */
+static void check_latest(const FailCase *c, const char *dir, long k) {
+    char latest[4096], tagdir[4096];
+    snprintf(latest, sizeof latest, "%s/latest", dir);
+    if (!zt_file_exists(latest)) return;
+    ZnErr err = {0};
+    ZnCkptWhole w;
+    if (zn_ckpt_find(dir, NULL, tagdir, &err) || zn_ckpt_read_whole(tagdir, &w, &err))
+        fail_msg("%s, call %ld of rank %d failing: latest: %s", c->what, k, c->fail_rank, err.msg);
+    zn_ckpt_whole_free(&w);
+}
+
+static void sweep(const FailCase *c) {
+    char *dir = zt_mkdtemp("zinc-collfail-");
+    ZnRunResult res;
+    ZnErr err = {0};
+    if (c->resume) {   /* the checkpoint every drilled run resumes from */
+        FailCase save = *c;
+        save.steps = 1, save.ckpt_interval = 1, save.resume = 0;
+        if (run_case(&save, dir, 0, &res, &err)) fail_msg("%s: the saving run: %s", c->what, err.msg);
+        zn_run_result_free(&res);
+    }
+    if (run_case(c, dir, 0, &res, &err)) fail_msg("%s: the undrilled run: %s", c->what, err.msg);
+    const uint64_t digest = res.digest;
+    zn_run_result_free(&res);
+    /* under valgrind (ci/memcheck.sh) every 5th call: what each kind of
+       failure frees is what memcheck is after */
+    const long stride = getenv("ZINC_UNDER_VALGRIND") ? 5 : 1;
+    long k = 1;
+    for (;; k += stride) {
+        if (c->ckpt_interval > 0) {   /* each drilled run saves into a folder of its own */
+            zt_rm_rf(dir);
+            assert_int_equal(mkdir(dir, 0700), 0);
+        }
+        memset(&err, 0, sizeof err);
+        int rc = run_case(c, dir, k, &res, &err);
+        if (!rc) {   /* k is past the rank's last call */
+            if (res.digest != digest) fail_msg("%s: past the last call, digest %016llx, undrilled %016llx", c->what,
+                                               (unsigned long long)res.digest, (unsigned long long)digest);
+            zn_run_result_free(&res);
+            break;
+        }
+        char want[96], pre[16];
+        snprintf(want, sizeof want, "': injected failure of collective call %ld", k);
+        snprintf(pre, sizeof pre, "rank %d: ", c->fail_rank);
+        if (rc != ZN_E_COMM || strncmp(err.msg, pre, strlen(pre)) || !strstr(err.msg, want))
+            fail_msg("%s, call %ld of rank %d failing: rc %d: %s", c->what, k, c->fail_rank, rc, err.msg);
+        if (c->ckpt_interval > 0) check_latest(c, dir, k);
+    }
+    /* the drill reached the steps, not only the start: two steps make
+       more than ten collectives in every case */
+    if (getenv("ZT_SWEEP_VERBOSE")) fprintf(stderr, "%s: %ld collectives on rank %d\n", c->what, k - 1, c->fail_rank);
+    if (k < 11) fail_msg("%s: the run made only %ld collectives on rank %d", c->what, k - 1, c->fail_rank);
+    zt_rm_rf(dir);
+    free(dir);
+}
+
+/* spec: Z-SIM-014 a collective failing at each call of one rank, through
+ * engine start, GA steps, stage-3 fetching, ZeRO++ (hpZ, qwZ, qgZ), MiCS,
+ * NVMe offload, checkpoint saves and a resume: every rank returns, the
+ * error is that rank's, no device allocation leaks, `latest` names a whole
+ * checkpoint, and past the last call the digest is the undrilled run's */
+static void test_collective_fails_anywhere(void **st) {
+    (void)st;
+    char nvme[600];
+    char *swap = zt_mkdtemp("zinc-collfail-nvme-");
+    snprintf(nvme, sizeof nvme,
+             ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}, "
+             "\"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap, swap);
+    const FailCase cases[] = {
+        {"stage 1 fp16 GA 2, a checkpoint a step", 2, 0, 1, 1, 2, 1, 0,
+         "\"gradient_accumulation_steps\": 2, \"fp16\": {\"enabled\": true},", ""},
+        {"stage 2 bf16 overlapped", 2, 0, 2, 0, 2, 0, 0, "\"bf16\": {\"enabled\": true},", ", \"overlap_comm\": true"},
+        {"stage 3 fp16 GA 2 hpZ qwZ qgZ", 4, 2, 3, 3, 2, 0, 0,
+         "\"gradient_accumulation_steps\": 2, \"fp16\": {\"enabled\": true},",
+         ", \"zero_hpz_partition_size\": 2, \"zero_quantized_weights\": true, \"zero_quantized_gradients\": true"},
+        {"stage 3 bf16 nvme offload, a checkpoint a step", 2, 0, 3, 1, 2, 1, 0, "\"bf16\": {\"enabled\": true},", nvme},
+        {"stage 3 MiCS", 4, 0, 3, 2, 2, 0, 0, "", ", \"mics_shard_size\": 2"},
+        {"stage 3 resumed", 2, 0, 3, 1, 3, 0, 1, "", ""},
+        {"GPT-2 stage 3 bf16, a checkpoint a step", 2, 0, 3, 0, 2, 1, 0, "\"bf16\": {\"enabled\": true},", "",
+         "gpt2-tiny"},
+    };
+    for (size_t i = 0; i < ZT_LEN(cases); i++) sweep(&cases[i]);
+    zt_rm_rf(swap);
+    free(swap);
+}
+
+ZT_MAIN(cmocka_unit_test(test_collective_fails_anywhere))
