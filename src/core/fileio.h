@@ -73,5 +73,10 @@ long zn_fault_ops(void);   /* ops counted since the last zn_fault_set */
  * malformed value is ZN_E_USAGE here, and makes every op fail if it is only
  * met at the first op. */
 int zn_fault_from_env(ZnErr *err);
+/* One op that is not a system call of this file: a transfer of the NVMe
+ * swap (Z-NVME-008), counted when it completes. Returns 1 where the op is
+ * to fail (a malformed ZINC_FAULT included), 0 to go ahead; a crash op
+ * exits as the others do. */
+int zn_fault_op(void);
 
 #endif

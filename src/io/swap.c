@@ -11,6 +11,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "core/alloc.h"
+#include "core/fileio.h"
 #include "io/swap_impl.h"
 
 /* A kernel's io_uring accepts at most 32768 entries; the cap here only
@@ -24,6 +25,7 @@ static size_t align_up(size_t n) { return (n + ZN_SWAP_ALIGN - 1) / ZN_SWAP_ALIG
 /* strerror is not thread-safe; the workers format errors concurrently */
 static const char *why(int e, char *buf, size_t cap) {
     if (e == ZN_AIO_EOF) return "unexpected end of file";
+    if (e == ZN_AIO_FAULT) return "injected I/O fault";
     return strerror_r(e, buf, cap);
 }
 
@@ -408,6 +410,7 @@ int zn_swap_take(ZnSwap *s, ZnSwapReq *r) {
 }
 
 void zn_swap_done(ZnSwap *s, const ZnSwapReq *r, int errnum) {
+    if (!errnum && zn_fault_op()) errnum = ZN_AIO_FAULT;   /* the fault drill counts each transfer (Z-FILE-005) */
     if (!errnum) {
         if (r->write) s->stats.write_bytes += r->len;
         else s->stats.read_bytes += r->len;

@@ -79,6 +79,8 @@ int zn_swap_take(struct ZnSwap *s, ZnSwapReq *r);
 /* With s->mu held: request r is over. errnum 0: all len bytes moved; an
  * errno value; or ZN_AIO_EOF: a read met the end of the file. */
 #define ZN_AIO_EOF (-1)
+/* a transfer the fault drill failed (core/fileio.h zn_fault_op) */
+#define ZN_AIO_FAULT (-2)
 void zn_swap_done(struct ZnSwap *s, const ZnSwapReq *r, int errnum);
 
 /* Moves r's bytes from byte `done` on with pread/pwrite, retrying short

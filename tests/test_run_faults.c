@@ -1,9 +1,11 @@
-/* test_coll_fail.c: a collective that fails at any call of a run, on any
- * rank, ends the run cleanly (spec Z-SIM-014): for K = 1, 2, ... one rank's
- * K-th collective fails (the run's test hook, comm/coll.h zn_coll_fail_at)
- * until K passes its last call; each run must return that rank's error,
- * leak nothing and leave any checkpoint it was writing whole. SQLite's
- * I/O-error loops are the model. */
+/* test_run_faults.c: a fault at any point of a whole training run ends it
+ * cleanly. For K = 1, 2, ... the K-th event of one kind fails until K
+ * passes the run's last: one rank's K-th collective (spec Z-SIM-014, the
+ * run's test hook, comm/coll.h zn_coll_fail_at), or the process's K-th I/O
+ * operation, checkpoint files and NVMe swap transfers alike (Z-FILE-005,
+ * zn_fault_set). Each run must return the failure as its error, leak
+ * nothing and leave any checkpoint it was writing whole. SQLite's I/O-error
+ * loops are the model. */
 #include "testutil.h"
 #include "app/run.h"
 
@@ -17,8 +19,10 @@ typedef struct {
     const char *model; /* NULL: a small MLP */
 } FailCase;
 
-/* the run of c: drilled at call k of c->fail_rank (0: none) */
-static int run_case(const FailCase *c, const char *dir, long k, ZnRunResult *res, ZnErr *err) {
+enum { FAIL_COLLECTIVE, FAIL_IO };
+
+/* the run of c: its k-th event of the kind failing (0: none) */
+static int run_case(const FailCase *c, int kind, const char *dir, long k, ZnRunResult *res, ZnErr *err) {
     char cfg[1024];
     snprintf(cfg, sizeof cfg, "{\"train_micro_batch_size_per_gpu\": 2, %s \"zero_optimization\": {\"stage\": %d%s%s}}",
              c->keys, c->stage, c->stage == 3 ? ", \"stage3_param_persistence_threshold\": 40" : "", c->zkeys);
@@ -33,8 +37,10 @@ static int run_case(const FailCase *c, const char *dir, long k, ZnRunResult *res
     o.ckpt_interval = c->ckpt_interval;
     o.resume = c->resume;
     o.hooks.comm_fail_rank = c->fail_rank;
-    o.hooks.comm_fail_call = k;
+    o.hooks.comm_fail_call = kind == FAIL_COLLECTIVE ? k : 0;
+    zn_fault_set(kind == FAIL_IO ? k : 0, 0, 0);
     rc = zn_run(&o, res, err);
+    zn_fault_set(0, 0, 0);
     zn_run_opts_free(&o);
     return rc;
 }
@@ -47,21 +53,22 @@ static void check_latest(const FailCase *c, const char *dir, long k) {
     ZnErr err = {0};
     ZnCkptWhole w;
     if (zn_ckpt_find(dir, NULL, tagdir, &err) || zn_ckpt_read_whole(tagdir, &w, &err))
-        fail_msg("%s, call %ld of rank %d failing: latest: %s", c->what, k, c->fail_rank, err.msg);
+        fail_msg("%s, event %ld failing: latest: %s", c->what, k, err.msg);
     zn_ckpt_whole_free(&w);
 }
 
-static void sweep(const FailCase *c) {
+static void sweep(const FailCase *c, int kind) {
+    const char *event = kind == FAIL_COLLECTIVE ? "collective" : "I/O operation";
     char *dir = zt_mkdtemp("zinc-collfail-");
     ZnRunResult res;
     ZnErr err = {0};
     if (c->resume) {   /* the checkpoint every drilled run resumes from */
         FailCase save = *c;
         save.steps = 1, save.ckpt_interval = 1, save.resume = 0;
-        if (run_case(&save, dir, 0, &res, &err)) fail_msg("%s: the saving run: %s", c->what, err.msg);
+        if (run_case(&save, kind, dir, 0, &res, &err)) fail_msg("%s: the saving run: %s", c->what, err.msg);
         zn_run_result_free(&res);
     }
-    if (run_case(c, dir, 0, &res, &err)) fail_msg("%s: the undrilled run: %s", c->what, err.msg);
+    if (run_case(c, kind, dir, 0, &res, &err)) fail_msg("%s: the undrilled run: %s", c->what, err.msg);
     const uint64_t digest = res.digest;
     zn_run_result_free(&res);
     /* under valgrind (ci/memcheck.sh) every 5th call: what each kind of
@@ -74,7 +81,7 @@ static void sweep(const FailCase *c) {
             assert_int_equal(mkdir(dir, 0700), 0);
         }
         memset(&err, 0, sizeof err);
-        int rc = run_case(c, dir, k, &res, &err);
+        int rc = run_case(c, kind, dir, k, &res, &err);
         if (!rc) {   /* k is past the rank's last call */
             if (res.digest != digest) fail_msg("%s: past the last call, digest %016llx, undrilled %016llx", c->what,
                                                (unsigned long long)res.digest, (unsigned long long)digest);
@@ -82,16 +89,22 @@ static void sweep(const FailCase *c) {
             break;
         }
         char want[96], pre[16];
-        snprintf(want, sizeof want, "': injected failure of collective call %ld", k);
-        snprintf(pre, sizeof pre, "rank %d: ", c->fail_rank);
-        if (rc != ZN_E_COMM || strncmp(err.msg, pre, strlen(pre)) || !strstr(err.msg, want))
-            fail_msg("%s, call %ld of rank %d failing: rc %d: %s", c->what, k, c->fail_rank, rc, err.msg);
+        if (kind == FAIL_COLLECTIVE) {   /* the drilled rank's own error */
+            snprintf(want, sizeof want, "': injected failure of collective call %ld", k);
+            snprintf(pre, sizeof pre, "rank %d: ", c->fail_rank);
+        } else {   /* any rank's: the ranks' operations interleave */
+            snprintf(want, sizeof want, "injected I/O fault");
+            snprintf(pre, sizeof pre, "rank ");
+        }
+        if (rc != (kind == FAIL_COLLECTIVE ? ZN_E_COMM : ZN_E_IO) || strncmp(err.msg, pre, strlen(pre)) ||
+            !strstr(err.msg, want))
+            fail_msg("%s, %s %ld failing: rc %d: %s", c->what, event, k, rc, err.msg);
         if (c->ckpt_interval > 0) check_latest(c, dir, k);
     }
     /* the drill reached the steps, not only the start: two steps make
-       more than ten collectives in every case */
-    if (getenv("ZT_SWEEP_VERBOSE")) fprintf(stderr, "%s: %ld collectives on rank %d\n", c->what, k - 1, c->fail_rank);
-    if (k < 11) fail_msg("%s: the run made only %ld collectives on rank %d", c->what, k - 1, c->fail_rank);
+       more than ten of either kind in every case */
+    if (getenv("ZT_SWEEP_VERBOSE")) fprintf(stderr, "%s: %ld %ss\n", c->what, k - 1, event);
+    if (k < 11) fail_msg("%s: the run made only %ld %ss", c->what, k - 1, event);
     zt_rm_rf(dir);
     free(dir);
 }
@@ -121,9 +134,33 @@ static void test_collective_fails_anywhere(void **st) {
         {"GPT-2 stage 3 bf16, a checkpoint a step", 2, 0, 3, 0, 2, 1, 0, "\"bf16\": {\"enabled\": true},", "",
          "gpt2-tiny"},
     };
-    for (size_t i = 0; i < ZT_LEN(cases); i++) sweep(&cases[i]);
+    for (size_t i = 0; i < ZT_LEN(cases); i++) sweep(&cases[i], FAIL_COLLECTIVE);
     zt_rm_rf(swap);
     free(swap);
 }
 
-ZT_MAIN(cmocka_unit_test(test_collective_fails_anywhere))
+/* spec: Z-FILE-005 Z-NVME-008 Z-CKPT-006 an I/O operation failing at each
+ * point of a run, the NVMe swap's transfers and the checkpoint's files
+ * alike: the run ends with ZN_E_IO naming the file and the injected fault,
+ * leaks nothing, `latest` names a whole checkpoint, and past the last
+ * operation the digest is the undrilled run's */
+static void test_io_fails_anywhere(void **st) {
+    (void)st;
+    char *swap = zt_mkdtemp("zinc-iofail-nvme-");
+    char both[600], opt[300];
+    snprintf(both, sizeof both,
+             ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}, "
+             "\"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap, swap);
+    snprintf(opt, sizeof opt, ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap);
+    const FailCase cases[] = {
+        {"stage 3 bf16 nvme offload, a checkpoint a step", 2, 0, 3, 0, 2, 1, 0, "\"bf16\": {\"enabled\": true},", both},
+        {"stage 3 fp16 nvme optimizer, resumed", 2, 0, 3, 1, 3, 0, 1, "\"fp16\": {\"enabled\": true},", opt},
+        {"stage 1 GA 2, a checkpoint a step", 3, 0, 1, 0, 2, 1, 0, "\"gradient_accumulation_steps\": 2,", ""},
+    };
+    for (size_t i = 0; i < ZT_LEN(cases); i++) sweep(&cases[i], FAIL_IO);
+    zt_rm_rf(swap);
+    free(swap);
+}
+
+ZT_MAIN(cmocka_unit_test(test_collective_fails_anywhere),
+        cmocka_unit_test(test_io_fails_anywhere))
