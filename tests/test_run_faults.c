@@ -19,7 +19,8 @@ typedef struct {
     const char *model; /* NULL: a small MLP */
 } FailCase;
 
-enum { FAIL_COLLECTIVE, FAIL_IO };
+/* FAIL_IO_STICKY: every I/O operation from the K-th on fails (a disk gone) */
+enum { FAIL_COLLECTIVE, FAIL_IO, FAIL_IO_STICKY };
 
 /* the run of c: its k-th event of the kind failing (0: none) */
 static int run_case(const FailCase *c, int kind, const char *dir, long k, ZnRunResult *res, ZnErr *err) {
@@ -38,7 +39,7 @@ static int run_case(const FailCase *c, int kind, const char *dir, long k, ZnRunR
     o.resume = c->resume;
     o.hooks.comm_fail_rank = c->fail_rank;
     o.hooks.comm_fail_call = kind == FAIL_COLLECTIVE ? k : 0;
-    zn_fault_set(kind == FAIL_IO ? k : 0, 0, 0);
+    zn_fault_set(kind != FAIL_COLLECTIVE ? k : 0, kind == FAIL_IO_STICKY, 0);
     rc = zn_run(&o, res, err);
     zn_fault_set(0, 0, 0);
     zn_run_opts_free(&o);
@@ -143,7 +144,8 @@ static void test_collective_fails_anywhere(void **st) {
  * point of a run, the NVMe swap's transfers and the checkpoint's files
  * alike: the run ends with ZN_E_IO naming the file and the injected fault,
  * leaks nothing, `latest` names a whole checkpoint, and past the last
- * operation the digest is the undrilled run's */
+ * operation the digest is the undrilled run's; the same where every
+ * operation from that point on fails */
 static void test_io_fails_anywhere(void **st) {
     (void)st;
     char *swap = zt_mkdtemp("zinc-iofail-nvme-");
@@ -158,6 +160,7 @@ static void test_io_fails_anywhere(void **st) {
         {"stage 1 GA 2, a checkpoint a step", 3, 0, 1, 0, 2, 1, 0, "\"gradient_accumulation_steps\": 2,", ""},
     };
     for (size_t i = 0; i < ZT_LEN(cases); i++) sweep(&cases[i], FAIL_IO);
+    sweep(&cases[0], FAIL_IO_STICKY);
     zt_rm_rf(swap);
     free(swap);
 }
