@@ -396,7 +396,7 @@ static void test_procs_compare(void **st) {
 
     /* rank 1's slots (rank 0's too: the loop reaches every rank) */
     for (int r = 0; r < 2; r++) {
-        char init[64], end[64], dev[32], host[32], nvme[32], moved[48], inter[48], phase[48];
+        char init[64], end[64], dev[64], host[64], nvme[64], moved[64], inter[64], phase[64];
         snprintf(init, sizeof init, "rank %d: collective counters after init", r);
         snprintf(end, sizeof end, "rank %d: collective counters at the end", r);
         snprintf(dev, sizeof dev, "rank %d: device memory", r);
