@@ -96,6 +96,19 @@ EOF
     ok "Z-SEQ-002 divergent control flow under mpi"
   else bad "Z-SEQ-002 mpi" "rc=$rc $(grep -m1 error "$T/div")"; fi
 
+  # spec: Z-RDV-009 under mpirun too: rank 1 stops itself before its second
+  # loss gather (ZINC_COMM_PAUSE); rank 0's wait ends at --comm-timeout
+  # naming the collective and the rank it waited for, and nobody hangs
+  $TO $MPIRUN -np 2 env ZINC_COMM_PAUSE=1:loss:2 "$ZINC" train --backend mpi --model mlp:6,8,5,4 --steps 4 \
+    --comm-timeout 1 >"$T/mpto" 2>&1
+  rc=$?
+  stopped=$(sed -n 's/.*stopping before .*, pid \([0-9]*\) (ZINC_COMM_PAUSE)$/\1/p' "$T/mpto")
+  [ -n "$stopped" ] && kill -9 "$stopped" 2>/dev/null
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+     grep -q "^zinc: error: rank 0: step 2: all_gather 'loss' (call 2): timed out after 1 s waiting for rank 1 (ZINC_COMM_TIMEOUT)$" "$T/mpto"; then
+    ok "Z-RDV-009 a stopped rank under mpirun: rank 0's wait ends at --comm-timeout"
+  else bad "Z-RDV-009 mpi" "rc=$rc $(grep -m 2 error "$T/mpto")"; fi
+
   # spec: Z-LAUNCH-004 zinc launch with --backend mpi starts the ranks through mpirun
   next_port
   $TO "$ZINC" launch --nproc-per-node 4 -- zinc train --backend mpi $M >"$T/launch" 2>&1
