@@ -1864,6 +1864,42 @@ ZT_TEST(test_checkpoint_section) {
            "ds.json: checkpoint.load_universal: expected true or false, got 1");
 }
 
+/* spec: Z-CFG-049 MiCS and hpZ groups are consecutive ranks: a size that
+ * does not divide the world is refused; Z-OPT-020 weight_decay_exclude is an
+ * array of at most 16 non-empty strings; Z-CFG-048 use_gds is a boolean;
+ * Z-GPT-014 activation_checkpointing an object or null; Z-CFG-041
+ * tag_validation a string; Z-CFG-030 betas a pair. Each message names the
+ * key and what it got. */
+ZT_TEST(test_shape_errors) {
+    ZnConfigArgs a = no_args();
+    a.world_size = 4;
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"mics_shard_size\": 3}}", &a,
+           "ds.json: zero_optimization.mics_shard_size: 3 does not divide the world size 4 (shard groups are "
+           "consecutive ranks)");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"mics_shard_size\": 8}}", &a,
+           "ds.json: zero_optimization.mics_shard_size: 8 does not divide the world size 4 (shard groups are "
+           "consecutive ranks)");
+    err_is("{" MB ", \"zero_optimization\": {\"stage\": 3, \"zero_hpz_partition_size\": 3}}", &a,
+           "ds.json: zero_optimization.zero_hpz_partition_size: 3 does not divide the world size 4 (hpZ groups are "
+           "consecutive ranks)");
+    err_table(
+        {"{" MB ", \"zinc\": {\"weight_decay_exclude\": \"bias\"}}",
+         "ds.json: zinc.weight_decay_exclude: expected an array of parameter-name substrings, got \"bias\""},
+        {"{" MB ", \"zinc\": {\"weight_decay_exclude\": [\"bias\", 1]}}",
+         "ds.json: zinc.weight_decay_exclude[1]: expected a non-empty string of at most 63 characters"},
+        {"{" MB ", \"zinc\": {\"weight_decay_exclude\": [\"\"]}}",
+         "ds.json: zinc.weight_decay_exclude[0]: expected a non-empty string of at most 63 characters"},
+        {"{" MB ", \"zinc\": {\"weight_decay_exclude\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\","
+         " \"j\", \"k\", \"l\", \"m\", \"n\", \"o\", \"p\", \"q\"]}}",
+         "ds.json: zinc.weight_decay_exclude: at most 16 substrings"},
+        {"{" MB ", \"aio\": {\"use_gds\": \"maybe\"}}", "ds.json: aio.use_gds: expected true or false, got \"maybe\""},
+        {"{" MB ", \"activation_checkpointing\": 3}", "ds.json: activation_checkpointing: expected an object, got 3"},
+        {"{" MB ", \"checkpoint\": {\"tag_validation\": 5}}",
+         "ds.json: checkpoint.tag_validation: expected \"Ignore\", \"Warn\" or \"Fail\", got 5"},
+        {"{" MB ", \"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas\": {}}}}",
+         "ds.json: optimizer.params.betas: expected [beta1, beta2], two numbers in [0, 1), got an object"});
+}
+
 /* spec: Z-CFG-044 */
 ZT_TEST(test_null_sections_are_absent) {
     ZnConfig c = ok("{" MB ", \"optimizer\": null, \"scheduler\": null, \"fp16\": null, \"bf16\": null,"
@@ -1957,6 +1993,7 @@ ZT_TEST(test_load_errors) {
 }
 
 ZT_MAIN(
+    cmocka_unit_test(test_shape_errors),
     cmocka_unit_test(test_defaults_every_field),
     cmocka_unit_test(test_defaults_after_parse),
     cmocka_unit_test(test_args_init),
