@@ -258,6 +258,14 @@ def main():
                 traceback.print_exc()
         dist.barrier()
     dist.destroy_process_group()
+    # Every file is written and closed. The interpreter's own teardown is
+    # skipped: once in a while (2026-11-29, a loaded CI machine) a rank
+    # aborted there with "terminate called without an active exception" (a
+    # C++ thread of the CPU backend still joinable at exit), after its work
+    # was done, and torchrun then failed the whole run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
