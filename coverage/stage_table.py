@@ -7,13 +7,18 @@ The coverage build splits its counts by plan (src/core/covmark.h): while an
 engine is alive, its counts go to BUILD/covkeys/<key>/, a folder laid out
 like the object folder, <key> naming the plan's rows, e.g.
 spec-s3-ocpu-pdev-h0-w1-g0-m0-a1-bf16: where it ran ("spec": a conformance
-case of `zinc spec run`, "suite": the rest of the suite), stage, optimizer
+case of `zinc spec run`, "suite": the rest of the suite, "fault": a run
+with a failure injected: an allocation, an I/O operation or a collective
+made to fail), stage, optimizer
 and parameter tier (dev/cpu/nvme), hpZ, qwZ, qgZ, MiCS, GA>1, dtype. Counts
 outside any engine are under BUILD/covkeys/none.
 
-A row (a stage, a feature) holds the keys whose plan has it. What the row
-RUNS: the lines (and branch outcomes) that some run of its keys executes,
-anywhere in the suite. What its OWN cases reach: the same, over its "spec"
+A row (a stage, a feature) holds the keys whose plan has it, but the
+"fault" ones: a row measures what its plan runs when nothing is made to
+fail (the error paths only an injected failure reaches count in the whole
+tree; a row that counted them would fall with every failure sweep added).
+What the row RUNS: the lines (and branch outcomes) that some run of its
+keys executes, anywhere in the suite. What its OWN cases reach: the same, over its "spec"
 keys only. The row's figures are own/runs; the lines and branch outcomes
 it runs that its own cases never reach are listed by file:line, and so are
 the branch outcomes on lines it runs that none of its runs ever takes. The
@@ -180,12 +185,14 @@ def whole(data):
     return lc, lt, bc, bt
 
 
-def write(rows, tree, keys, path, cut):
+def write(rows, tree, keys, nfault, path, cut):
     with open(path, 'w') as o:
         o.write('Coverage per stage and per plan feature (make coverage; coverage/stage_table.py).\n'
                 'runs: the lines and branch outcomes the whole suite executes while an engine of the\n'
-                'row\'s plan is alive; own: those its own conformance cases (zinc spec run) reach.\n'
-                'untaken: branch outcomes on lines the row runs that none of its runs takes.\n'
+                'row\'s plan is alive, except runs with a failure injected (an allocation, an I/O\n'
+                f'operation or a collective made to fail: {nfault} keys, counted in the whole tree only);\n'
+                'own: those its own conformance cases (zinc spec run) reach. untaken: branch outcomes\n'
+                'on lines the row runs that none of its runs takes.\n'
                 'Scope: the rows src/ but src/app/ (the command line, its reports, the spec runner),\n'
                 'and sim/; the whole tree src/ and sim/.\n\n')
         o.write(f'{"row":24} {"keys":>9} {"lines own/runs":>22} {"branches own/runs":>22} {"untaken":>8}\n')
@@ -248,13 +255,14 @@ def main(build):
     tree = sets.json(names, 'coverage/coverage.json')   # every key and none: the whole tree
     rows = []
     for name, has in ROWS:
-        ks = [n for n, k in keys.items() if k and has(k)]
+        ks = [n for n, k in keys.items() if k and has(k) and k['origin'] != 'fault']
         own = [n for n in ks if keys[n]['origin'] == 'spec']
         r = row(name, counts(sets.json(ks), in_rows), counts(sets.json(own), in_rows))
         r['keys'] = f'{len(own)}/{len(ks)}'
         rows.append(r)
-    write(rows, whole(tree), len(names), 'coverage/stages.txt', CUT)
-    write(rows, whole(tree), len(names), 'coverage/stages-unreached.txt', None)
+    nfault = sum(1 for k in keys.values() if k and k['origin'] == 'fault')
+    write(rows, whole(tree), len(names), nfault, 'coverage/stages.txt', CUT)
+    write(rows, whole(tree), len(names), nfault, 'coverage/stages-unreached.txt', None)
     return 0
 
 

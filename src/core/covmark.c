@@ -19,7 +19,7 @@ extern void zn_failmalloc_hold(int on) __attribute__((weak));
 static char cur[KEY_N] = "none";   /* the key the counts go to now */
 static char saved[KEY_N];          /* cur before the world began */
 static char noted[KEY_N];          /* the key a rank's engine named in this world */
-static int in_world, spec;
+static int in_world, spec, faults;
 /* the rank threads of a world name its key together */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -50,7 +50,11 @@ static void switch_to(const char *key) {
 
 /* Every process starts with no key, whatever GCOV_PREFIX it inherited from
    a parent that was inside one. */
-__attribute__((constructor)) static void start(void) { aim("none"); }
+__attribute__((constructor)) static void start(void) {
+    aim("none");
+    const char *k = getenv("ZN_FAIL_ALLOC");   /* tests/alloc_test.sh's runs that fail one */
+    faults = k && atol(k) > 0;
+}
 
 static const char *tier(ZnTier t) { return t == ZN_TIER_HOST ? "cpu" : t == ZN_TIER_NVME ? "nvme" : "dev"; }
 
@@ -58,7 +62,7 @@ static const char *tier(ZnTier t) { return t == ZN_TIER_HOST ? "cpu" : t == ZN_T
  * (coverage/stage_table.py reads the same fields back). */
 static void plan_key(const ZnConfig *cfg, char *key) {
     const ZnPlan *P = &cfg->plan;
-    snprintf(key, KEY_N, "%s-s%d-o%s-p%s-h%d-w%d-g%d-m%d-a%d-%s", spec ? "spec" : "suite", P->stage,
+    snprintf(key, KEY_N, "%s-s%d-o%s-p%s-h%d-w%d-g%d-m%d-a%d-%s", faults ? "fault" : spec ? "spec" : "suite", P->stage,
              tier(P->optim_tier), tier(P->param_tier), P->hpz > 1, P->quant_weights != 0, P->quant_grads != 0,
              P->mics_shard > 0, cfg->grad_accum > 1, zn_dtype_name(cfg->model_dtype));
 }
@@ -111,6 +115,8 @@ void zn_cov_engine_end(void) {
 }
 
 void zn_cov_spec(void) { spec = 1; }
+
+void zn_cov_faults(int on) { faults = on; }
 
 void zn_cov_forked(void) { __gcov_reset(); }
 #endif

@@ -28,6 +28,13 @@ void zn_cov_engine(const ZnConfig *cfg);
 void zn_cov_engine_end(void);
 /* zinc spec run: this process runs conformance cases (the keys say "spec") */
 void zn_cov_spec(void);
+/* on: the engines from now on run with a failure injected (an allocation,
+   an I/O operation, a collective): their keys say "fault", and the table's
+   rows leave them out (a row measures what its plan runs when nothing is
+   made to fail); off: back to "suite". zn_fault_set and the tests' sweeps
+   call it; a process under tests/failmalloc.c failing an allocation
+   (ZN_FAIL_ALLOC=k, k > 0) starts with it on. */
+void zn_cov_faults(int on);
 /* a forked child (zinc spec run --backend tcp): drops the counts inherited
    from its parent, which the parent writes itself */
 void zn_cov_forked(void);
@@ -36,6 +43,7 @@ static inline void zn_cov_world(int begin) { (void)begin; }
 static inline void zn_cov_engine(const ZnConfig *cfg) { (void)cfg; }
 static inline void zn_cov_engine_end(void) {}
 static inline void zn_cov_spec(void) {}
+static inline void zn_cov_faults(int on) { (void)on; }
 static inline void zn_cov_forked(void) {}
 #endif
 #endif

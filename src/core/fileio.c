@@ -4,6 +4,7 @@
  * through gate() first, which counts it and may fail or "crash" it. */
 #include "core/fileio.h"
 #include "core/alloc.h"
+#include "core/covmark.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -74,6 +75,7 @@ static int load_env_locked(void) {
 }
 
 void zn_fault_set(long fail_at, int sticky, int crash) {
+    zn_cov_faults(fail_at > 0);   /* the coverage build's rows leave such runs out */
     pthread_mutex_lock(&g_mu);
     set_locked(fail_at, sticky, crash);
     pthread_mutex_unlock(&g_mu);
