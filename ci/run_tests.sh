@@ -122,8 +122,9 @@ if [ "$JOBS" -eq 1 ]; then
 else
   # the longest parts first, so that no long one starts last and runs alone
   # (on 2 cores: alloc 130-150 s, fault 55, proc 40-60, test_zeropp 25-35,
-  # test_run_faults 20-40 (the NVMe swap's I/O), cli 10-25 in make test; under gcov test_offload 370-700 s, test_zeropp
-  # 300-430, alloc 130, cli 80); then the rest in the printed order
+  # test_run_faults 10-20 (the NVMe swap's I/O), cli 10-25 in make test;
+  # under gcov test_offload 370-700 s, test_zeropp 300-430, alloc 130,
+  # cli 80); then the rest in the printed order
   first=""
   for n in alloc test_offload test_zeropp fault proc test_run_faults cli spec test_ds_ckpt gpusession test_store mutants test_sim readme; do
     case " $order " in *" $n "*) first="$first $n" ;; esac

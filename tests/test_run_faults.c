@@ -28,6 +28,14 @@ enum { FAIL_COLLECTIVE, FAIL_IO, FAIL_IO_STICKY };
    1 MiB (smaller ones stay in host memory, Z-OFF-013) */
 #define NVME_MODEL "mlp:256,1024,512"
 
+/* config keys putting the optimizer (and with params, the parameters) on
+   NVMe under swap */
+static void nvme_keys(char *buf, size_t n, const char *swap, int params) {
+    int k = snprintf(buf, n, ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap);
+    if (params && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, ", \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap);
+}
+
 /* the run of c: its k-th event of the kind failing (0: none) */
 static int run_case(const FailCase *c, int kind, const char *dir, long k, ZnRunResult *res, ZnErr *err) {
     char cfg[1024];
@@ -75,7 +83,7 @@ static double now_s(void) {
 static void sweep(const FailCase *c, int kind) {
     const double t0 = now_s();
     const char *event = kind == FAIL_COLLECTIVE ? "collective" : "I/O operation";
-    char *dir = zt_mkdtemp("zinc-collfail-");
+    char *dir = zt_mkdtemp("zinc-runfault-");
     ZnRunResult res;
     ZnErr err = {0};
     if (c->resume) {   /* the checkpoint every drilled run resumes from */
@@ -134,10 +142,8 @@ static void sweep(const FailCase *c, int kind) {
 static void test_collective_fails_anywhere(void **st) {
     (void)st;
     char nvme[600];
-    char *swap = zt_mkdtemp("zinc-collfail-nvme-");
-    snprintf(nvme, sizeof nvme,
-             ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}, "
-             "\"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap, swap);
+    char *swap = zt_mkdtemp("zinc-runfault-nvme-");
+    nvme_keys(nvme, sizeof nvme, swap, 1);
     const FailCase cases[] = {
         {"stage 1 fp16 GA 2, a checkpoint a step", 2, 0, 1, 1, 2, 1, 0,
          "\"gradient_accumulation_steps\": 2, \"fp16\": {\"enabled\": true},", ""},
@@ -165,15 +171,13 @@ static void test_collective_fails_anywhere(void **st) {
  * operation from that point on fails */
 static void test_io_fails_anywhere(void **st) {
     (void)st;
-    char *swap = zt_mkdtemp("zinc-iofail-nvme-");
-    char both[600], opt[300];
-    snprintf(both, sizeof both,
-             ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}, "
-             "\"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap, swap);
-    snprintf(opt, sizeof opt, ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}", swap);
+    char *swap = zt_mkdtemp("zinc-runfault-nvme-");
+    char both[600], opt[600];
+    nvme_keys(both, sizeof both, swap, 1);
+    nvme_keys(opt, sizeof opt, swap, 0);
     const FailCase cases[] = {
         /* the swap's transfers (the checkpoint's files are the third case's:
-           their fsyncs are what a sweep's time goes to) */
+           a run with the swap costs about 0.1 s, so these take one step) */
         {"stage 3 bf16 nvme offload", 2, 0, 3, 0, 1, 0, 0, "\"bf16\": {\"enabled\": true},", both, NVME_MODEL},
         {"stage 3 fp16 nvme optimizer, resumed", 1, 0, 3, 0, 2, 0, 1, "\"fp16\": {\"enabled\": true},", opt,
          NVME_MODEL},

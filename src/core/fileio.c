@@ -118,18 +118,16 @@ static int gate(const char *path, const char *what, ZnErr *err) {
 /* A simulated power cut: no atexit handlers, no stdio flush, nothing undone. */
 static void crash_now(void) { _exit(ZN_FAULT_CRASH_STATUS); }
 
-int zn_fault_op(void) {
-    ZnErr err;
-    int g = gate("", "", &err);
-    if (g == GATE_CRASH) crash_now();
-    return g != 0;
-}
-
 /* gate() for ops that have no partial form. */
 static int gate_op(const char *path, const char *what, ZnErr *err) {
     int g = gate(path, what, err);
     if (g == GATE_CRASH) crash_now();
     return g;
+}
+
+int zn_fault_op(void) {
+    ZnErr err;   /* the caller words its own message */
+    return gate_op("", "", &err) != 0;
 }
 
 static int sys_err(ZnErr *err, const char *path, const char *what, int e) {
